@@ -1,0 +1,401 @@
+//! [`Agent`] and its builder: id, instructions, model, tools, and how tools are executed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::event::EventStream;
+use crate::runner::Runner;
+use crate::{
+    AgentError, Decisions, Model, OnError, RunResult, RunState, Tool, ToolCall, ToolContext,
+};
+
+pub(crate) type CallPredicate = dyn Fn(&ToolCall, &ToolContext) -> bool + Send + Sync;
+
+/// An agent: a model, instructions and tools, and the loop that runs them.
+///
+/// Cheap to clone (one `Arc`); share one agent across tasks. Build it with [`Agent::builder`]:
+///
+/// ```
+/// use phaseo_agent::{Agent, ScriptedModel, Tool};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// let status = Tool::new("get_status", "Get the current service status",
+///     json!({"type": "object", "properties": {"service": {"type": "string"}}, "required": ["service"]}),
+///     |input, _ctx| Ok(json!({"service": input["service"], "status": "healthy"})));
+///
+/// let model = ScriptedModel::new()
+///     .tool_call("call_1", "get_status", json!({"service": "api"}))
+///     .text("The API is healthy.");
+///
+/// let agent = Agent::builder("ops")
+///     .instructions("Answer questions about our services.")
+///     .model(model)
+///     .tool(status)
+///     .build()?;
+///
+/// let result = agent.run("Is the API up?").await?;
+/// assert_eq!(result.output(), Some("The API is healthy."));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Agent {
+    pub(crate) inner: Arc<AgentInner>,
+}
+
+pub(crate) struct AgentInner {
+    pub(crate) id: String,
+    pub(crate) instructions: String,
+    pub(crate) model: Arc<dyn Model>,
+    pub(crate) model_name: Option<String>,
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) index: HashMap<String, usize>,
+    pub(crate) settings: ToolExecution,
+    pub(crate) approval: Option<Arc<CallPredicate>>,
+    pub(crate) human_review: Option<Arc<CallPredicate>>,
+    pub(crate) max_turns: usize,
+}
+
+/// How an agent executes tools. Every field has a documented default.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolExecution {
+    /// How many calls of one turn run at once. Default 1: calls run one after another in call order,
+    /// as in the spec's Rust column. Results always reach the model in call order.
+    pub concurrency: usize,
+    /// The error policy of tools that set none. Default: [`OnError::ReturnToModel`].
+    pub on_error: OnError,
+    /// What to do with a call to a tool id that is not in the list. Default: [`OnError::FailRun`]
+    /// (the run fails with `Unknown tool: <name>`); `ReturnToModel` answers the model with that error.
+    pub on_unknown_tool: OnError,
+    /// What to do with arguments that are not valid JSON or fail the parameter schema. Default:
+    /// [`OnError::ReturnToModel`], with the path and reason, so the model can correct itself.
+    pub on_invalid_arguments: OnError,
+    /// The timeout of tools that set none. Default: none.
+    pub default_timeout: Option<Duration>,
+    /// Cap on the characters of a result the model sees. Default: none.
+    pub max_output_chars: Option<usize>,
+}
+
+impl Default for ToolExecution {
+    fn default() -> Self {
+        ToolExecution {
+            concurrency: 1,
+            on_error: OnError::ReturnToModel,
+            on_unknown_tool: OnError::FailRun,
+            on_invalid_arguments: OnError::ReturnToModel,
+            default_timeout: None,
+            max_output_chars: None,
+        }
+    }
+}
+
+/// Options for one run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The application context tools see (`ctx.context()`); `Value::Null` if unset.
+    pub context: Value,
+    /// A run id; a fresh one is made if unset.
+    pub run_id: Option<String>,
+    /// Overrides the agent's tool concurrency for this run.
+    pub concurrency: Option<usize>,
+}
+
+impl RunOptions {
+    /// Options with an application context.
+    pub fn with_context(context: Value) -> Self {
+        RunOptions {
+            context,
+            ..Self::default()
+        }
+    }
+}
+
+impl Agent {
+    /// Starts building an agent with this id.
+    pub fn builder(id: impl Into<String>) -> AgentBuilder {
+        AgentBuilder {
+            id: id.into(),
+            instructions: String::new(),
+            model: None,
+            model_name: None,
+            tools: Vec::new(),
+            settings: ToolExecution::default(),
+            approval: None,
+            human_review: None,
+            max_turns: 10,
+        }
+    }
+
+    /// The agent id.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// The agent's tools.
+    pub fn tools(&self) -> &[Tool] {
+        &self.inner.tools
+    }
+
+    /// Runs the agent on a user input until the model answers without tool calls or a call pauses
+    /// the run for a person.
+    pub async fn run(&self, input: impl Into<String>) -> Result<RunResult, AgentError> {
+        self.run_with(input, RunOptions::default()).await
+    }
+
+    /// [`run`](Self::run) with options (application context, run id, concurrency).
+    pub async fn run_with(
+        &self,
+        input: impl Into<String>,
+        options: RunOptions,
+    ) -> Result<RunResult, AgentError> {
+        Runner::start(self.clone(), input.into(), options, None).await
+    }
+
+    /// Resumes a paused run with a decision for every pending call.
+    ///
+    /// Nothing is changed on error: `state` is borrowed, and a missing decision, a decision for a call
+    /// that is not pending, or edited arguments that fail validation return an error before anything
+    /// runs. The state may come from another process (stored as JSON and read back).
+    pub async fn resume(
+        &self,
+        state: &RunState,
+        decisions: Decisions,
+    ) -> Result<RunResult, AgentError> {
+        Runner::resume(
+            self.clone(),
+            state.clone(),
+            decisions,
+            RunOptions::default(),
+            None,
+        )
+        .await
+    }
+
+    /// [`resume`](Self::resume) with options (only `concurrency` applies; the context is the state's).
+    pub async fn resume_with(
+        &self,
+        state: &RunState,
+        decisions: Decisions,
+        options: RunOptions,
+    ) -> Result<RunResult, AgentError> {
+        Runner::resume(self.clone(), state.clone(), decisions, options, None).await
+    }
+
+    /// Runs the agent and streams its events; the last event is `Completed`, `Paused` (with the state
+    /// to store) or `Failed`.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use phaseo_agent::{Agent, Event, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let agent = Agent::builder("greeter").model(ScriptedModel::new().text("Hello!")).build()?;
+    /// let names: Vec<&str> = agent.stream("Hi").map(|e| e.name()).collect().await;
+    /// assert_eq!(names, ["run.started", "model.turn", "run.completed"]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn stream(&self, input: impl Into<String>) -> EventStream {
+        self.stream_with(input, RunOptions::default())
+    }
+
+    /// [`stream`](Self::stream) with options.
+    pub fn stream_with(&self, input: impl Into<String>, options: RunOptions) -> EventStream {
+        let agent = self.clone();
+        let input = input.into();
+        EventStream::new(move |events| Box::pin(Runner::start(agent, input, options, Some(events))))
+    }
+
+    /// Resumes a paused run and streams its events.
+    pub fn stream_resume(&self, state: &RunState, decisions: Decisions) -> EventStream {
+        let agent = self.clone();
+        let state = state.clone();
+        EventStream::new(move |events| {
+            Box::pin(Runner::resume(
+                agent,
+                state,
+                decisions,
+                RunOptions::default(),
+                Some(events),
+            ))
+        })
+    }
+}
+
+/// Builds an [`Agent`]; see [`Agent::builder`].
+#[must_use = "call `.build()` to get the agent"]
+pub struct AgentBuilder {
+    id: String,
+    instructions: String,
+    model: Option<Arc<dyn Model>>,
+    model_name: Option<String>,
+    tools: Vec<Tool>,
+    settings: ToolExecution,
+    approval: Option<Arc<CallPredicate>>,
+    human_review: Option<Arc<CallPredicate>>,
+    max_turns: usize,
+}
+
+impl AgentBuilder {
+    /// The instructions (system prompt).
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = instructions.into();
+        self
+    }
+
+    /// The model.
+    pub fn model(mut self, model: impl Model + 'static) -> Self {
+        self.model = Some(Arc::new(model));
+        self
+    }
+
+    /// The model name sent with each request (a next-turn override can change it).
+    pub fn model_name(mut self, name: impl Into<String>) -> Self {
+        self.model_name = Some(name.into());
+        self
+    }
+
+    /// Adds a tool: a [`Tool`], or a `#[tool]` function by name.
+    pub fn tool(mut self, tool: impl IntoTool) -> Self {
+        self.tools.push(tool.into_tool());
+        self
+    }
+
+    /// Adds several tools.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// The most model turns a run may take (default 10). A run that would take more fails with
+    /// [`AgentError::MaxTurnsExceeded`].
+    pub fn max_turns(mut self, max_turns: usize) -> Self {
+        self.max_turns = max_turns;
+        self
+    }
+
+    /// All tool execution settings at once.
+    pub fn tool_execution(mut self, settings: ToolExecution) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// How many calls of one turn run at once (values below 1 are raised to 1).
+    pub fn tool_concurrency(mut self, concurrency: usize) -> Self {
+        self.settings.concurrency = concurrency.max(1);
+        self
+    }
+
+    /// The error policy of tools that set none.
+    pub fn on_error(mut self, policy: OnError) -> Self {
+        self.settings.on_error = policy;
+        self
+    }
+
+    /// What to do with calls to unknown tools (default: fail the run).
+    pub fn on_unknown_tool(mut self, policy: OnError) -> Self {
+        self.settings.on_unknown_tool = policy;
+        self
+    }
+
+    /// What to do with unreadable or invalid arguments (default: tell the model).
+    pub fn on_invalid_arguments(mut self, policy: OnError) -> Self {
+        self.settings.on_invalid_arguments = policy;
+        self
+    }
+
+    /// The timeout of tools that set none.
+    pub fn default_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.default_timeout = Some(timeout);
+        self
+    }
+
+    /// Caps the characters of each result the model sees.
+    pub fn max_output_chars(mut self, max: usize) -> Self {
+        self.settings.max_output_chars = Some(max);
+        self
+    }
+
+    /// An agent-level approval function: it decides for every call of every tool, overriding each
+    /// tool's own setting. A call it marks pauses with kind `tool_approval`.
+    pub fn approval(
+        mut self,
+        decide: impl Fn(&ToolCall, &ToolContext) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.approval = Some(Arc::new(decide));
+        self
+    }
+
+    /// Hands the calls it selects to a person (pending kind `hitl`): they supply the output, reject
+    /// the call, or approve it to run.
+    pub fn human_review(
+        mut self,
+        select: impl Fn(&ToolCall, &ToolContext) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.human_review = Some(Arc::new(select));
+        self
+    }
+
+    /// Builds the agent, checking every tool definition.
+    pub fn build(self) -> Result<Agent, AgentError> {
+        let model = self.model.ok_or_else(|| {
+            AgentError::InvalidAgent(format!(
+                "agent `{}` has no model; call `.model(...)`",
+                self.id
+            ))
+        })?;
+        let mut index = HashMap::new();
+        for (i, tool) in self.tools.iter().enumerate() {
+            if let Some(reason) = &tool.definition_error {
+                return Err(AgentError::InvalidTool {
+                    tool: tool.id.clone(),
+                    reason: reason.clone(),
+                });
+            }
+            if tool.description.trim().is_empty() {
+                return Err(AgentError::InvalidTool {
+                    tool: tool.id.clone(),
+                    reason: "the description is empty; models choose tools by their description, so say what it does".into(),
+                });
+            }
+            if index.insert(tool.id.clone(), i).is_some() {
+                return Err(AgentError::InvalidTool {
+                    tool: tool.id.clone(),
+                    reason: "two tools have this id; tool ids must be unique".into(),
+                });
+            }
+        }
+        Ok(Agent {
+            inner: Arc::new(AgentInner {
+                id: self.id,
+                instructions: self.instructions,
+                model,
+                model_name: self.model_name,
+                tools: self.tools,
+                index,
+                settings: self.settings,
+                approval: self.approval,
+                human_review: self.human_review,
+                max_turns: self.max_turns,
+            }),
+        })
+    }
+}
+
+/// Something an agent takes as a tool: a [`Tool`], or the name of a `#[tool]` function.
+pub trait IntoTool {
+    /// The tool.
+    fn into_tool(self) -> Tool;
+}
+
+impl IntoTool for Tool {
+    fn into_tool(self) -> Tool {
+        self
+    }
+}

@@ -1,0 +1,232 @@
+//! [`ToolContext`]: what a running tool knows about its run, and how it reports back.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use crate::event::Event;
+use crate::schema::Validator;
+use crate::{AgentError, ToolCall};
+
+/// What a tool call knows about the run it belongs to, and its channel back to it.
+///
+/// Cheap to clone (one `Arc`). Fields follow the spec's runtime context: run id, agent id, step index,
+/// the application context and the tool call, plus a cancellation token that fires when the call
+/// times out or the run is dropped.
+///
+/// In unit tests of a tool, make one with [`ToolContext::detached`]:
+///
+/// ```
+/// use phaseo_agent::ToolContext;
+/// use serde_json::json;
+///
+/// let ctx = ToolContext::detached().with_context(json!({"tenant": "acme"}));
+/// assert_eq!(ctx.context()["tenant"], "acme");
+/// assert_eq!(ctx.step_index(), 0);
+/// ctx.emit_progress(json!({"stage": "indexing"})).unwrap();
+/// assert_eq!(ctx.progress(), vec![json!({"stage": "indexing"})]);
+/// ```
+#[derive(Clone)]
+pub struct ToolContext {
+    inner: Arc<Scope>,
+}
+
+struct Scope {
+    run_id: String,
+    agent_id: String,
+    step_index: usize,
+    context: Arc<Value>,
+    call: ToolCall,
+    cancel: CancellationToken,
+    events: Option<UnboundedSender<Event>>,
+    event_validator: Option<Validator>,
+    record: Mutex<Record>,
+}
+
+/// What a call reported while it ran: read by the runtime after the call.
+#[derive(Default)]
+pub(crate) struct Record {
+    pub(crate) progress: Vec<Value>,
+    pub(crate) new_context: Option<Value>,
+    pub(crate) event_error: Option<AgentError>,
+}
+
+pub(crate) struct ScopeParts {
+    pub(crate) run_id: String,
+    pub(crate) agent_id: String,
+    pub(crate) step_index: usize,
+    pub(crate) context: Arc<Value>,
+    pub(crate) call: ToolCall,
+    pub(crate) events: Option<UnboundedSender<Event>>,
+    pub(crate) event_validator: Option<Validator>,
+}
+
+impl ToolContext {
+    pub(crate) fn new(parts: ScopeParts) -> Self {
+        ToolContext {
+            inner: Arc::new(Scope {
+                run_id: parts.run_id,
+                agent_id: parts.agent_id,
+                step_index: parts.step_index,
+                context: parts.context,
+                call: parts.call,
+                cancel: CancellationToken::new(),
+                events: parts.events,
+                event_validator: parts.event_validator,
+                record: Mutex::new(Record::default()),
+            }),
+        }
+    }
+
+    /// A context that belongs to no run: for calling a tool function directly in a unit test.
+    /// Progress and context updates are recorded and can be read back with [`progress`](Self::progress)
+    /// and [`new_context`](Self::new_context).
+    pub fn detached() -> Self {
+        Self::new(ScopeParts {
+            run_id: "detached".into(),
+            agent_id: "detached".into(),
+            step_index: 0,
+            context: Arc::new(Value::Null),
+            call: ToolCall::raw("detached", "detached", "{}"),
+            events: None,
+            event_validator: None,
+        })
+    }
+
+    /// The same detached context with an application context (only before it is shared).
+    pub fn with_context(self, context: Value) -> Self {
+        let scope = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| Scope {
+            run_id: shared.run_id.clone(),
+            agent_id: shared.agent_id.clone(),
+            step_index: shared.step_index,
+            context: shared.context.clone(),
+            call: shared.call.clone(),
+            cancel: CancellationToken::new(),
+            events: shared.events.clone(),
+            event_validator: shared.event_validator.clone(),
+            record: Mutex::new(Record::default()),
+        });
+        ToolContext {
+            inner: Arc::new(Scope {
+                context: Arc::new(context),
+                ..scope
+            }),
+        }
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &str {
+        &self.inner.run_id
+    }
+
+    /// The agent id.
+    pub fn agent_id(&self) -> &str {
+        &self.inner.agent_id
+    }
+
+    /// The index of the model turn that made this call (0 for the first turn).
+    pub fn step_index(&self) -> usize {
+        self.inner.step_index
+    }
+
+    /// The application context as it was when this turn's calls started (`Value::Null` if none was set).
+    pub fn context(&self) -> &Value {
+        &self.inner.context
+    }
+
+    /// The application context decoded into your own type.
+    pub fn context_as<T: DeserializeOwned>(&self) -> Result<T, AgentError> {
+        T::deserialize(self.context())
+            .map_err(|e| AgentError::tool(format!("application context: {e}")))
+    }
+
+    /// The tool call being answered (id, tool id, raw arguments).
+    pub fn tool_call(&self) -> &ToolCall {
+        &self.inner.call
+    }
+
+    /// A token that is cancelled when this call times out or its run is dropped. Pass it to your own
+    /// async work (`token.cancelled().await`), or check [`is_cancelled`](Self::is_cancelled) in loops.
+    pub fn cancellation_token(&self) -> &CancellationToken {
+        &self.inner.cancel
+    }
+
+    /// Whether the call has been cancelled (timed out, or its run dropped).
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// Publishes a preliminary result: a `tool.preliminary_result` event on the run's event stream,
+    /// also kept on the call's step.
+    ///
+    /// When the tool has an event validator, a value it rejects is not published, this returns the
+    /// error, and the call fails with it (under the tool's error policy) even if you ignore it.
+    pub fn emit_progress(&self, value: impl Serialize) -> Result<(), AgentError> {
+        let value = serde_json::to_value(value)
+            .map_err(|e| AgentError::InvalidEvent(format!("$: cannot serialise: {e}")))?;
+        if let Some(validator) = &self.inner.event_validator {
+            if let Err(reason) = validator.check(&value) {
+                let err = AgentError::InvalidEvent(reason);
+                self.record().event_error.get_or_insert_with(|| err.clone());
+                return Err(err);
+            }
+        }
+        if let Some(events) = &self.inner.events {
+            // The receiver is gone only when nobody listens to the run any more; progress is still kept.
+            let _ = events.send(Event::PreliminaryResult {
+                call_id: self.inner.call.id.clone(),
+                tool: self.inner.call.name.clone(),
+                value: value.clone(),
+            });
+        }
+        self.record().progress.push(value);
+        Ok(())
+    }
+
+    /// Replaces the application context for later turns (and later resumes: it is kept in `RunState`).
+    ///
+    /// Calls of the same turn keep seeing the context the turn started with; when several calls of one
+    /// turn set it, the last in call order wins.
+    pub fn set_context(&self, value: impl Serialize) -> Result<(), AgentError> {
+        let value = serde_json::to_value(value)
+            .map_err(|e| AgentError::tool(format!("context cannot be serialised: {e}")))?;
+        self.record().new_context = Some(value);
+        Ok(())
+    }
+
+    /// The progress values published so far by this call.
+    pub fn progress(&self) -> Vec<Value> {
+        self.record().progress.clone()
+    }
+
+    /// The context this call set with [`set_context`](Self::set_context), if any.
+    pub fn new_context(&self) -> Option<Value> {
+        self.record().new_context.clone()
+    }
+
+    pub(crate) fn take_record(&self) -> Record {
+        std::mem::take(&mut *self.record())
+    }
+
+    fn record(&self) -> std::sync::MutexGuard<'_, Record> {
+        self.inner
+            .record
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("run_id", &self.inner.run_id)
+            .field("agent_id", &self.inner.agent_id)
+            .field("step_index", &self.inner.step_index)
+            .field("tool_call", &self.inner.call)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,151 @@
+//! [`AgentError`]: every way a run, a tool call or a resume can fail.
+
+use std::fmt;
+
+/// An error of the agent runtime.
+///
+/// Messages say what happened and, where there is a choice, what to do. Tool executors return
+/// `Result<Value, AgentError>`; the usual way to make one from your own message is
+/// [`AgentError::tool`]:
+///
+/// ```
+/// use phaseo_agent::AgentError;
+///
+/// let err = AgentError::tool("ticket 42 does not exist");
+/// assert_eq!(err.to_string(), "ticket 42 does not exist");
+///
+/// let unknown = AgentError::UnknownTool("fly".into());
+/// assert_eq!(unknown.to_string(), "Unknown tool: fly");
+/// ```
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// An error raised by a tool's own code. Its text is what the model sees (as `{"error": text}`)
+    /// under the default error policy.
+    #[error("{0}")]
+    Tool(String),
+    /// The model called a tool id that is not in the agent's tool list.
+    #[error("Unknown tool: {0}")]
+    UnknownTool(String),
+    /// Tool arguments (from the model, or edited by a person) failed validation: `<path>: <reason>`.
+    #[error("Invalid tool input: {0}")]
+    InvalidInput(String),
+    /// A tool's result failed its output validator: `<path>: <reason>`.
+    #[error("Invalid tool output: {0}")]
+    InvalidOutput(String),
+    /// A progress value failed the tool's event validator: `<path>: <reason>`.
+    #[error("Invalid tool event: {0}")]
+    InvalidEvent(String),
+    /// A tool did not finish within its timeout. The call was abandoned and its cancellation token fired.
+    #[error("Tool {tool} timed out after {ms}ms")]
+    Timeout {
+        /// The tool id.
+        tool: String,
+        /// The timeout that expired, in milliseconds.
+        ms: u128,
+    },
+    /// A tool panicked. The run goes on; the panic message is kept for operators.
+    #[error("Tool {tool} panicked: {message}")]
+    Panicked {
+        /// The tool id.
+        tool: String,
+        /// The panic payload, when it was a string.
+        message: String,
+    },
+    /// A tool definition is unusable (bad id, a parameter schema that does not compile, ...).
+    #[error("Invalid tool definition `{tool}`: {reason}")]
+    InvalidTool {
+        /// The tool id.
+        tool: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The agent was built without something it needs.
+    #[error("Invalid agent: {0}")]
+    InvalidAgent(String),
+    /// A resume was missing decisions for some pending calls.
+    #[error("Missing decision for pending tool call(s): {}; decide every pending call before resuming", .call_ids.join(", "))]
+    MissingDecision {
+        /// The ids of the pending calls that have no decision.
+        call_ids: Vec<String>,
+    },
+    /// A decision named a call that is not pending in this state. The state is unchanged.
+    #[error("No pending tool call with id `{call_id}`; pending: [{}]", .pending.join(", "))]
+    NotPending {
+        /// The call id of the decision.
+        call_id: String,
+        /// The ids that are pending.
+        pending: Vec<String>,
+    },
+    /// A decision does not fit the kind of pending call it names (say, an approval for an external call).
+    #[error("Decision `{decision}` does not fit pending call `{call_id}` of kind `{kind}`; {hint}")]
+    DecisionMismatch {
+        /// The call id.
+        call_id: String,
+        /// The decision given.
+        decision: &'static str,
+        /// The pending kind.
+        kind: &'static str,
+        /// What to send instead.
+        hint: &'static str,
+    },
+    /// Two decisions named the same call.
+    #[error("Two decisions for tool call `{0}`; give one decision per call")]
+    DuplicateDecision(String),
+    /// `resume` was called on a run that is not waiting for a person.
+    #[error(
+        "Run {run_id} is not waiting for a person (status: {status}); only a paused run can be resumed"
+    )]
+    NotPaused {
+        /// The run id.
+        run_id: String,
+        /// Its status.
+        status: String,
+    },
+    /// A stored state belongs to another agent.
+    #[error("Run state belongs to agent `{found}`, not `{expected}`")]
+    WrongAgent {
+        /// The agent resuming.
+        expected: String,
+        /// The agent the state was made by.
+        found: String,
+    },
+    /// A stored run state could not be read.
+    #[error("Invalid run state: {0}")]
+    InvalidState(String),
+    /// A stored run state was written by a newer (or unknown) version of phaseo-agent.
+    #[error(
+        "Unsupported run state version {found}: this build reads version {supported}; upgrade phaseo-agent to resume it"
+    )]
+    UnsupportedStateVersion {
+        /// The version in the state.
+        found: u64,
+        /// The version this build reads.
+        supported: u32,
+    },
+    /// The run used its turn limit without the model finishing.
+    #[error(
+        "Max turns exceeded: the model was still calling tools after {0} turns; raise `max_turns` or check the tools' results"
+    )]
+    MaxTurnsExceeded(usize),
+    /// The model failed to answer.
+    #[error("Model error: {0}")]
+    Model(String),
+}
+
+impl AgentError {
+    /// A tool error with your own message: the text the model sees.
+    pub fn tool(message: impl fmt::Display) -> Self {
+        AgentError::Tool(message.to_string())
+    }
+
+    /// The text the model sees when this error is returned to it as a tool result.
+    ///
+    /// A panic's payload is operator detail, not model text, so it is not shown to the model.
+    pub fn model_message(&self) -> String {
+        match self {
+            AgentError::Panicked { tool, .. } => format!("Tool {tool} failed unexpectedly"),
+            other => other.to_string(),
+        }
+    }
+}

@@ -1,0 +1,465 @@
+//! Runs as data: [`RunState`] (versioned, serde), pending calls, [`Decision`]s and [`RunResult`].
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{AgentError, Message, ToolCall, ToolChoice};
+
+/// The version of [`RunState`] this build writes and reads.
+pub const STATE_VERSION: u32 = 1;
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The model answered without tool calls; the run has its output.
+    Completed,
+    /// The run paused: some calls wait for a person's decision (see [`RunState::pending`]).
+    WaitingForHuman,
+    /// The run failed (only seen in states kept by the caller; `run` returns the error).
+    Failed,
+}
+
+/// Why a call is waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PendingKind {
+    /// A gated call waits for approval or rejection.
+    ToolApproval,
+    /// An external tool's call waits for its output.
+    ExternalOutput,
+    /// A call handed to a person (an interactive hook or the agent's `human_review`): they supply the
+    /// output, reject it, or (if the tool has an executor) approve it to run.
+    Hitl,
+}
+
+impl PendingKind {
+    /// The kind's name as stored: `tool_approval`, `external_output` or `hitl`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PendingKind::ToolApproval => "tool_approval",
+            PendingKind::ExternalOutput => "external_output",
+            PendingKind::Hitl => "hitl",
+        }
+    }
+}
+
+/// A call waiting for a decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingCall {
+    /// The call, as the model made it.
+    pub call: ToolCall,
+    /// Why it waits.
+    pub kind: PendingKind,
+    /// Its parsed, validated arguments (what a person reviews).
+    pub arguments: Value,
+}
+
+/// A person's decision about one pending call, bound to its call id in [`Decisions`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "decision")]
+pub enum Decision {
+    /// Run the call as the model made it.
+    Approve,
+    /// Run the call with these arguments instead; they are validated like the model's own.
+    ApproveWithArguments {
+        /// The edited arguments.
+        arguments: Value,
+    },
+    /// Run this call, and every later call of the same tool in this run without asking.
+    ApproveAlways,
+    /// Do not run the call; the model sees the message as the call's result.
+    Reject {
+        /// Why, for the model.
+        message: String,
+    },
+    /// The call's output, supplied from outside (external and hand-off calls).
+    Output {
+        /// The output.
+        output: Value,
+    },
+}
+
+impl Decision {
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Decision::Approve => "approve",
+            Decision::ApproveWithArguments { .. } => "approve_with_arguments",
+            Decision::ApproveAlways => "approve_always",
+            Decision::Reject { .. } => "reject",
+            Decision::Output { .. } => "output",
+        }
+    }
+}
+
+/// Decisions for a paused run, each bound to a call id.
+///
+/// ```
+/// use phaseo_agent::Decisions;
+/// use serde_json::json;
+///
+/// let decisions = Decisions::new()
+///     .approve("call_1")
+///     .reject("call_2", "Not during the freeze")
+///     .output("call_3", json!({"title": "Printer on fire"}));
+/// assert_eq!(decisions.len(), 3);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Decisions(pub Vec<(String, Decision)>);
+
+impl Decisions {
+    /// No decisions yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a decision.
+    pub fn decide(mut self, call_id: impl Into<String>, decision: Decision) -> Self {
+        self.0.push((call_id.into(), decision));
+        self
+    }
+
+    /// Approves a call.
+    pub fn approve(self, call_id: impl Into<String>) -> Self {
+        self.decide(call_id, Decision::Approve)
+    }
+
+    /// Approves a call with edited arguments.
+    pub fn approve_with_arguments(self, call_id: impl Into<String>, arguments: Value) -> Self {
+        self.decide(call_id, Decision::ApproveWithArguments { arguments })
+    }
+
+    /// Rejects a call with a message the model sees.
+    pub fn reject(self, call_id: impl Into<String>, message: impl Into<String>) -> Self {
+        self.decide(
+            call_id,
+            Decision::Reject {
+                message: message.into(),
+            },
+        )
+    }
+
+    /// Supplies a call's output.
+    pub fn output(self, call_id: impl Into<String>, output: Value) -> Self {
+        self.decide(call_id, Decision::Output { output })
+    }
+
+    /// How many decisions there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Changes to the next model request, set by tools (see `Tool::next_turn`). Unset fields keep the
+/// agent's values.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnParams {
+    /// The model name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Maximum output tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    /// Instructions (system prompt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Tool choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+    /// The ids of the tools offered to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_tools: Option<Vec<String>>,
+}
+
+impl TurnParams {
+    pub(crate) fn is_empty(&self) -> bool {
+        *self == TurnParams::default()
+    }
+}
+
+/// What one tool call did: kept on the run's steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolStep {
+    /// The model turn that made the call.
+    pub step_index: usize,
+    /// The call id.
+    pub call_id: String,
+    /// The tool id.
+    pub tool: String,
+    /// The progress values the call published, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preliminary_results: Vec<Value>,
+    /// The result the model saw.
+    pub content: String,
+    /// Whether the result is an error.
+    pub is_error: bool,
+}
+
+/// A paused turn: its calls in order, and the results of those already answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct PausedTurn {
+    pub(crate) step_index: usize,
+    pub(crate) calls: Vec<ToolCall>,
+    pub(crate) results: Vec<Option<ToolStep>>,
+}
+
+/// The whole state of a run: plain, versioned serde data.
+///
+/// A paused run is stored as this state (anywhere: a file, a database row, a queue message) and
+/// resumed later, in this process or another, with [`Agent::resume`](crate::Agent::resume).
+/// Reading a state written by a newer version fails with
+/// [`AgentError::UnsupportedStateVersion`] instead of misreading it.
+///
+/// ```
+/// use phaseo_agent::RunState;
+///
+/// let err = RunState::from_json(r#"{"version": 99}"#).unwrap_err();
+/// assert!(err.to_string().contains("Unsupported run state version 99"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Value")]
+pub struct RunState {
+    pub(crate) version: u32,
+    pub(crate) run_id: String,
+    pub(crate) agent_id: String,
+    pub(crate) status: RunStatus,
+    pub(crate) turns: usize,
+    pub(crate) messages: Vec<Message>,
+    pub(crate) context: Value,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) pending: Vec<PendingCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) paused_turn: Option<PausedTurn>,
+    #[serde(default, skip_serializing_if = "TurnParams::is_empty")]
+    pub(crate) next_turn: TurnParams,
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub(crate) approved_tools: BTreeSet<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) steps: Vec<ToolStep>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) output: Option<String>,
+}
+
+/// The same fields, read after the version check.
+#[derive(Deserialize)]
+struct StateV1 {
+    version: u32,
+    run_id: String,
+    agent_id: String,
+    status: RunStatus,
+    turns: usize,
+    messages: Vec<Message>,
+    context: Value,
+    #[serde(default)]
+    pending: Vec<PendingCall>,
+    #[serde(default)]
+    paused_turn: Option<PausedTurn>,
+    #[serde(default)]
+    next_turn: TurnParams,
+    #[serde(default)]
+    approved_tools: BTreeSet<String>,
+    #[serde(default)]
+    steps: Vec<ToolStep>,
+    #[serde(default)]
+    output: Option<String>,
+}
+
+impl TryFrom<Value> for RunState {
+    type Error = AgentError;
+
+    fn try_from(value: Value) -> Result<Self, AgentError> {
+        let version = value
+            .get("version")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| {
+                AgentError::InvalidState(
+                    "no `version` field: this is not a phaseo-agent run state".into(),
+                )
+            })?;
+        if version != u64::from(STATE_VERSION) {
+            return Err(AgentError::UnsupportedStateVersion {
+                found: version,
+                supported: STATE_VERSION,
+            });
+        }
+        let s: StateV1 =
+            serde_json::from_value(value).map_err(|e| AgentError::InvalidState(e.to_string()))?;
+        let state = RunState {
+            version: s.version,
+            run_id: s.run_id,
+            agent_id: s.agent_id,
+            status: s.status,
+            turns: s.turns,
+            messages: s.messages,
+            context: s.context,
+            pending: s.pending,
+            paused_turn: s.paused_turn,
+            next_turn: s.next_turn,
+            approved_tools: s.approved_tools,
+            steps: s.steps,
+            output: s.output,
+        };
+        state.check_consistent()?;
+        Ok(state)
+    }
+}
+
+impl RunState {
+    pub(crate) fn new(run_id: String, agent_id: String, context: Value) -> Self {
+        RunState {
+            version: STATE_VERSION,
+            run_id,
+            agent_id,
+            status: RunStatus::Completed,
+            turns: 0,
+            messages: Vec::new(),
+            context,
+            pending: Vec::new(),
+            paused_turn: None,
+            next_turn: TurnParams::default(),
+            approved_tools: BTreeSet::new(),
+            steps: Vec::new(),
+            output: None,
+        }
+    }
+
+    /// Reads a state from JSON, checking its version first.
+    pub fn from_json(json: &str) -> Result<Self, AgentError> {
+        let value: Value =
+            serde_json::from_str(json).map_err(|e| AgentError::InvalidState(e.to_string()))?;
+        RunState::try_from(value)
+    }
+
+    /// The state as JSON.
+    pub fn to_json(&self) -> String {
+        // A RunState is made of strings, numbers and JSON values only, so it always serialises.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The state as indented JSON, for people.
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The id of the agent that made the run.
+    pub fn agent_id(&self) -> &str {
+        &self.agent_id
+    }
+
+    /// Where the run stands.
+    pub fn status(&self) -> RunStatus {
+        self.status
+    }
+
+    /// The calls waiting for a decision, in call order.
+    pub fn pending(&self) -> &[PendingCall] {
+        &self.pending
+    }
+
+    /// The conversation so far.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The application context (as last set by a tool, or as the run started).
+    pub fn context(&self) -> &Value {
+        &self.context
+    }
+
+    /// The model's final text, once completed.
+    pub fn output(&self) -> Option<&str> {
+        self.output.as_deref()
+    }
+
+    /// Model turns used so far.
+    pub fn turns(&self) -> usize {
+        self.turns
+    }
+
+    /// What each tool call did, in order.
+    pub fn steps(&self) -> &[ToolStep] {
+        &self.steps
+    }
+
+    /// Overrides waiting to apply to the next model request.
+    pub fn next_turn(&self) -> &TurnParams {
+        &self.next_turn
+    }
+
+    /// A stored state must describe one paused turn whose pending calls are in it.
+    fn check_consistent(&self) -> Result<(), AgentError> {
+        if self.status != RunStatus::WaitingForHuman {
+            return Ok(());
+        }
+        let Some(turn) = &self.paused_turn else {
+            return Err(AgentError::InvalidState(
+                "a paused state has no paused turn".into(),
+            ));
+        };
+        if turn.calls.len() != turn.results.len() {
+            return Err(AgentError::InvalidState(
+                "paused turn: calls and results differ in length".into(),
+            ));
+        }
+        for p in &self.pending {
+            let slot = turn.calls.iter().position(|c| c.id == p.call.id);
+            if !slot.is_some_and(|i| turn.results[i].is_none()) {
+                return Err(AgentError::InvalidState(format!(
+                    "pending call `{}` is not an open call of the paused turn",
+                    p.call.id
+                )));
+            }
+        }
+        let open = turn.results.iter().filter(|r| r.is_none()).count();
+        if open != self.pending.len() {
+            return Err(AgentError::InvalidState(
+                "paused turn: open calls and pending calls differ".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The result of `run` or `resume`: completed with an output, or paused with pending calls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunResult {
+    /// The run's state: store it to resume a paused run.
+    pub state: RunState,
+}
+
+impl RunResult {
+    /// Where the run stands.
+    pub fn status(&self) -> RunStatus {
+        self.state.status
+    }
+
+    /// The model's final text, once completed.
+    pub fn output(&self) -> Option<&str> {
+        self.state.output()
+    }
+
+    /// The calls waiting for a decision.
+    pub fn pending(&self) -> &[PendingCall] {
+        self.state.pending()
+    }
+
+    /// Whether the run paused for a person.
+    pub fn is_paused(&self) -> bool {
+        self.state.status == RunStatus::WaitingForHuman
+    }
+}

@@ -1,0 +1,644 @@
+//! The agent loop: model turn → tool calls → results → model turn, pausing for people and resuming.
+//!
+//! One model turn, as data flows (DESIGN.md):
+//!
+//! ```text
+//! tool_calls ─► look up tool (unknown → policy) ─► parse + validate args (bad → policy)
+//!   ─► approval? ─► pending(tool_approval)   human review? ─► pending(hitl)   external? ─► pending(external_output)
+//!   ─► otherwise execute (timeout, cancellation, concurrency limit, panic caught)
+//!   ─► validate output ─► cap ─► results in call order
+//! any pending ─► pause with the automatic results kept ─► decisions by call id ─► resume
+//! ```
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::agent::AgentInner;
+use crate::event::Event;
+use crate::exec::{Execution, Outcome};
+use crate::run::{PausedTurn, RunStatus, ToolStep};
+use crate::tool::{Approval, Parsed, parse_arguments};
+use crate::{
+    Agent, AgentError, Decision, Decisions, Message, ModelRequest, OnError, PendingCall,
+    PendingKind, RunOptions, RunResult, RunState, ToolCall, ToolContext, ToolDefinition,
+};
+
+/// What the runtime will do with one call of a turn.
+pub(crate) enum Plan {
+    /// Answered without running (an error under `return-to-model`, a rejection, a supplied output).
+    Done(ToolStep),
+    /// Run the tool.
+    Run {
+        tool: usize,
+        parsed: Parsed,
+        ctx: ToolContext,
+    },
+    /// Wait for a person.
+    Pending(PendingCall),
+}
+
+pub(crate) struct Runner {
+    pub(crate) agent: Agent,
+    pub(crate) state: RunState,
+    pub(crate) events: Option<UnboundedSender<Event>>,
+    pub(crate) concurrency: usize,
+}
+
+impl Runner {
+    pub(crate) async fn start(
+        agent: Agent,
+        input: String,
+        options: RunOptions,
+        events: Option<UnboundedSender<Event>>,
+    ) -> Result<RunResult, AgentError> {
+        let run_id = options.run_id.unwrap_or_else(new_run_id);
+        let mut state = RunState::new(run_id, agent.inner.id.clone(), options.context);
+        state.messages.push(Message::User { content: input });
+        let concurrency = options
+            .concurrency
+            .unwrap_or(agent.inner.settings.concurrency);
+        let mut runner = Runner {
+            agent,
+            state,
+            events,
+            concurrency: concurrency.max(1),
+        };
+        runner.emit_started(false);
+        let result = runner.drive().await;
+        runner.finish(result)
+    }
+
+    pub(crate) async fn resume(
+        agent: Agent,
+        state: RunState,
+        decisions: Decisions,
+        options: RunOptions,
+        events: Option<UnboundedSender<Event>>,
+    ) -> Result<RunResult, AgentError> {
+        if state.status != RunStatus::WaitingForHuman {
+            return Err(AgentError::NotPaused {
+                run_id: state.run_id.clone(),
+                status: format!("{:?}", state.status),
+            });
+        }
+        if state.agent_id != agent.inner.id {
+            return Err(AgentError::WrongAgent {
+                expected: agent.inner.id.clone(),
+                found: state.agent_id.clone(),
+            });
+        }
+        let concurrency = options
+            .concurrency
+            .unwrap_or(agent.inner.settings.concurrency);
+        let mut runner = Runner {
+            agent,
+            state,
+            events,
+            concurrency: concurrency.max(1),
+        };
+        // Every decision is checked before anything runs or changes (the caller's state is untouched
+        // anyway: this runner owns a copy).
+        let (plans, always) = runner.plan_resume(decisions)?;
+        for tool in always {
+            runner.state.approved_tools.insert(tool);
+        }
+        runner.emit_started(true);
+        let result = async {
+            runner.finish_turn(plans).await?;
+            if runner.state.status == RunStatus::WaitingForHuman {
+                return Ok(());
+            }
+            runner.drive().await
+        }
+        .await;
+        runner.finish(result)
+    }
+
+    fn inner(&self) -> &AgentInner {
+        &self.agent.inner
+    }
+
+    pub(crate) fn emit(&self, event: Event) {
+        if let Some(events) = &self.events {
+            // The receiver is gone when nobody listens any more; the run itself goes on.
+            let _ = events.send(event);
+        }
+    }
+
+    fn emit_started(&self, resumed: bool) {
+        self.emit(Event::RunStarted {
+            run_id: self.state.run_id.clone(),
+            agent_id: self.state.agent_id.clone(),
+            resumed,
+        });
+    }
+
+    fn finish(self, result: Result<(), AgentError>) -> Result<RunResult, AgentError> {
+        match result {
+            Ok(()) => {
+                match self.state.status {
+                    RunStatus::WaitingForHuman => self.emit(Event::Paused {
+                        pending: self.state.pending.clone(),
+                        state: Box::new(self.state.clone()),
+                    }),
+                    _ => self.emit(Event::Completed {
+                        output: self.state.output.clone().unwrap_or_default(),
+                    }),
+                }
+                Ok(RunResult { state: self.state })
+            }
+            Err(error) => {
+                self.emit(Event::Failed {
+                    error: error.to_string(),
+                });
+                Err(error)
+            }
+        }
+    }
+
+    /// Model turns until the model answers without tool calls, or a call pauses the run.
+    async fn drive(&mut self) -> Result<(), AgentError> {
+        loop {
+            let max_turns = self.inner().max_turns;
+            if self.state.turns >= max_turns {
+                return Err(AgentError::MaxTurnsExceeded(max_turns));
+            }
+            let request = self.request();
+            let response = self.inner().model.respond(&request).await?;
+            let step_index = self.state.turns;
+            self.state.turns += 1;
+            let calls = normalise_calls(step_index, response.tool_calls)?;
+            self.emit(Event::ModelTurn {
+                step_index,
+                text: response.text.clone(),
+                tool_calls: calls.clone(),
+            });
+            self.state.messages.push(Message::Assistant {
+                content: response.text.clone(),
+                tool_calls: calls.clone(),
+            });
+            if calls.is_empty() {
+                self.state.status = RunStatus::Completed;
+                self.state.output = Some(response.text.unwrap_or_default());
+                return Ok(());
+            }
+            self.state.paused_turn = Some(PausedTurn {
+                step_index,
+                results: vec![None; calls.len()],
+                calls: calls.clone(),
+            });
+            let mut plans = Vec::with_capacity(calls.len());
+            for call in calls {
+                plans.push((call.id.clone(), self.plan_call(step_index, call)?));
+            }
+            self.finish_turn(plans).await?;
+            if self.state.status == RunStatus::WaitingForHuman {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The next model request: instructions, conversation, active tools, and pending next-turn overrides.
+    fn request(&mut self) -> ModelRequest {
+        let inner = &self.agent.inner;
+        let params = std::mem::take(&mut self.state.next_turn);
+        let tools = inner
+            .tools
+            .iter()
+            .filter(|t| {
+                params
+                    .active_tools
+                    .as_ref()
+                    .is_none_or(|active| active.iter().any(|id| id == &t.id))
+            })
+            .map(|t| ToolDefinition {
+                name: t.id.clone(),
+                description: t.description.clone(),
+                parameters: t.parameters.clone(),
+            })
+            .collect();
+        ModelRequest {
+            model: params.model.or_else(|| inner.model_name.clone()),
+            instructions: params
+                .instructions
+                .unwrap_or_else(|| inner.instructions.clone()),
+            messages: self.state.messages.clone(),
+            tools,
+            temperature: params.temperature,
+            max_output_tokens: params.max_output_tokens,
+            tool_choice: params.tool_choice.unwrap_or_default(),
+        }
+    }
+
+    pub(crate) fn context_for(
+        &self,
+        step_index: usize,
+        call: ToolCall,
+        tool: Option<usize>,
+    ) -> ToolContext {
+        let event_validator = tool.and_then(|i| self.inner().tools[i].event_validator.clone());
+        ToolContext::new(crate::context::ScopeParts {
+            run_id: self.state.run_id.clone(),
+            agent_id: self.state.agent_id.clone(),
+            step_index,
+            context: Arc::new(self.state.context.clone()),
+            call,
+            events: self.events.clone(),
+            event_validator,
+        })
+    }
+
+    /// Decides what to do with one call of a fresh turn. Runs no tool code except approval functions.
+    fn plan_call(&self, step_index: usize, call: ToolCall) -> Result<Plan, AgentError> {
+        let inner = self.inner();
+        let Some(&index) = inner.index.get(&call.name) else {
+            let error = AgentError::UnknownTool(call.name.clone());
+            return self.refuse(step_index, &call, error, inner.settings.on_unknown_tool);
+        };
+        let tool = &inner.tools[index];
+        let parsed = match (tool.parse)(&call.arguments) {
+            Ok(parsed) => parsed,
+            Err(reason) => {
+                let error = AgentError::InvalidInput(reason);
+                return self.refuse(
+                    step_index,
+                    &call,
+                    error,
+                    inner.settings.on_invalid_arguments,
+                );
+            }
+        };
+        let ctx = self.context_for(step_index, call.clone(), Some(index));
+        let pending = |kind| {
+            Ok(Plan::Pending(PendingCall {
+                arguments: parse_arguments(&call.arguments).unwrap_or(Value::Null),
+                call: call.clone(),
+                kind,
+            }))
+        };
+        if self.needs_approval(index, &parsed, &ctx) {
+            return pending(PendingKind::ToolApproval);
+        }
+        if let Some(review) = &inner.human_review {
+            if guarded(|| review(&call, &ctx), true) {
+                return pending(PendingKind::Hitl);
+            }
+        }
+        if tool.exec.is_none() {
+            return pending(PendingKind::ExternalOutput);
+        }
+        Ok(Plan::Run {
+            tool: index,
+            parsed,
+            ctx,
+        })
+    }
+
+    /// The agent-level function, if any, decides; else the tool's setting. Fails closed on a panic.
+    fn needs_approval(&self, tool: usize, parsed: &Parsed, ctx: &ToolContext) -> bool {
+        let inner = self.inner();
+        if let Some(decide) = &inner.approval {
+            return guarded(|| decide(ctx.tool_call(), ctx), true);
+        }
+        let tool = &inner.tools[tool];
+        if self.state.approved_tools.contains(&tool.id) {
+            return false;
+        }
+        match &tool.approval {
+            Approval::Never => false,
+            Approval::Always => true,
+            Approval::When(decide) => guarded(|| decide(parsed, ctx), true),
+        }
+    }
+
+    /// A call that cannot run: fail the run, or answer the model with the error, per `policy`.
+    fn refuse(
+        &self,
+        step_index: usize,
+        call: &ToolCall,
+        error: AgentError,
+        policy: OnError,
+    ) -> Result<Plan, AgentError> {
+        match policy {
+            OnError::FailRun => {
+                self.emit(tool_error_event(call, &error, None));
+                Err(error)
+            }
+            OnError::ReturnToModel => {
+                let content = error_content(&error);
+                self.emit(tool_error_event(call, &error, Some(content.clone())));
+                Ok(Plan::Done(ToolStep {
+                    step_index,
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    preliminary_results: Vec::new(),
+                    content,
+                    is_error: true,
+                }))
+            }
+        }
+    }
+
+    /// Validates decisions against the paused turn and turns them into plans, changing nothing.
+    #[allow(clippy::type_complexity)]
+    fn plan_resume(
+        &self,
+        decisions: Decisions,
+    ) -> Result<(Vec<(String, Plan)>, Vec<String>), AgentError> {
+        let pending_ids: Vec<String> = self
+            .state
+            .pending
+            .iter()
+            .map(|p| p.call.id.clone())
+            .collect();
+        let mut chosen: Vec<Option<Decision>> = vec![None; self.state.pending.len()];
+        for (call_id, decision) in decisions.0 {
+            let Some(slot) = pending_ids.iter().position(|id| *id == call_id) else {
+                return Err(AgentError::NotPending {
+                    call_id,
+                    pending: pending_ids,
+                });
+            };
+            if chosen[slot].is_some() {
+                return Err(AgentError::DuplicateDecision(call_id));
+            }
+            chosen[slot] = Some(decision);
+        }
+        let missing: Vec<String> = pending_ids
+            .iter()
+            .zip(&chosen)
+            .filter(|(_, d)| d.is_none())
+            .map(|(id, _)| id.clone())
+            .collect();
+        if !missing.is_empty() {
+            return Err(AgentError::MissingDecision { call_ids: missing });
+        }
+        let step_index = self.state.paused_turn.as_ref().map_or(0, |t| t.step_index);
+        let mut plans = Vec::new();
+        let mut always = Vec::new();
+        for (pending, decision) in self.state.pending.iter().zip(chosen) {
+            let decision = decision.unwrap_or(Decision::Approve);
+            if decision == Decision::ApproveAlways {
+                always.push(pending.call.name.clone());
+            }
+            plans.push((
+                pending.call.id.clone(),
+                self.plan_decision(step_index, pending, decision)?,
+            ));
+        }
+        Ok((plans, always))
+    }
+
+    fn plan_decision(
+        &self,
+        step_index: usize,
+        pending: &PendingCall,
+        decision: Decision,
+    ) -> Result<Plan, AgentError> {
+        let call = &pending.call;
+        let index = self
+            .inner()
+            .index
+            .get(&call.name)
+            .copied()
+            .ok_or_else(|| AgentError::UnknownTool(call.name.clone()))?;
+        let tool = &self.inner().tools[index];
+        let mismatch = |hint| AgentError::DecisionMismatch {
+            call_id: call.id.clone(),
+            decision: decision.name(),
+            kind: pending.kind.as_str(),
+            hint,
+        };
+        let runs = matches!(
+            decision,
+            Decision::Approve | Decision::ApproveWithArguments { .. } | Decision::ApproveAlways
+        );
+        match pending.kind {
+            PendingKind::ToolApproval if matches!(decision, Decision::Output { .. }) => {
+                return Err(mismatch("approve or reject a call that waits for approval"));
+            }
+            PendingKind::ExternalOutput if runs => {
+                return Err(mismatch(
+                    "an external tool has no executor: supply its output with `Decision::Output`",
+                ));
+            }
+            PendingKind::Hitl if runs && tool.exec.is_none() => {
+                return Err(mismatch(
+                    "this tool has no executor: supply its output with `Decision::Output`",
+                ));
+            }
+            _ => {}
+        }
+        match decision {
+            Decision::Reject { message } => Ok(Plan::Done(self.done_step(
+                step_index,
+                call,
+                rejection_content(&message),
+                true,
+            ))),
+            Decision::Output { output } => {
+                tool.check_output(&output)?;
+                Ok(Plan::Done(self.done_step(
+                    step_index,
+                    call,
+                    output.to_string(),
+                    false,
+                )))
+            }
+            Decision::ApproveWithArguments { arguments } => {
+                let text = arguments.to_string();
+                let parsed = (tool.parse)(&text).map_err(AgentError::InvalidInput)?;
+                let edited = ToolCall {
+                    arguments: text,
+                    ..call.clone()
+                };
+                let ctx = self.context_for(step_index, edited, Some(index));
+                Ok(Plan::Run {
+                    tool: index,
+                    parsed,
+                    ctx,
+                })
+            }
+            Decision::Approve | Decision::ApproveAlways => match (tool.parse)(&call.arguments) {
+                Ok(parsed) => {
+                    let ctx = self.context_for(step_index, call.clone(), Some(index));
+                    Ok(Plan::Run {
+                        tool: index,
+                        parsed,
+                        ctx,
+                    })
+                }
+                Err(reason) => self.refuse(
+                    step_index,
+                    call,
+                    AgentError::InvalidInput(reason),
+                    self.inner().settings.on_invalid_arguments,
+                ),
+            },
+        }
+    }
+
+    fn done_step(
+        &self,
+        step_index: usize,
+        call: &ToolCall,
+        content: String,
+        is_error: bool,
+    ) -> ToolStep {
+        let content = crate::exec::cap(content, self.inner().settings.max_output_chars);
+        self.emit(Event::ToolResult {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            content: content.clone(),
+        });
+        ToolStep {
+            step_index,
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            preliminary_results: Vec::new(),
+            content,
+            is_error,
+        }
+    }
+
+    /// Runs the planned calls, fills the paused turn's slots, and either pauses (some calls still
+    /// pending) or appends every result in call order.
+    async fn finish_turn(&mut self, plans: Vec<(String, Plan)>) -> Result<(), AgentError> {
+        let Some(mut turn) = self.state.paused_turn.take() else {
+            return Err(AgentError::InvalidState("no turn to finish".into()));
+        };
+        let mut pending = Vec::new();
+        let mut runs = Vec::new();
+        for (call_id, plan) in plans {
+            let Some(slot) = turn.calls.iter().position(|c| c.id == call_id) else {
+                return Err(AgentError::InvalidState(format!(
+                    "call `{call_id}` is not in the paused turn"
+                )));
+            };
+            match plan {
+                Plan::Done(step) => turn.results[slot] = Some(step),
+                Plan::Pending(p) => pending.push(p),
+                Plan::Run { tool, parsed, ctx } => {
+                    if ctx.tool_call().arguments != turn.calls[slot].arguments {
+                        self.record_edited_arguments(&mut turn, slot, ctx.tool_call());
+                    }
+                    runs.push((slot, tool, parsed, ctx));
+                }
+            }
+        }
+        let outcomes = Execution { runner: self }.run_all(runs).await;
+        // Outcomes come back in call order: context updates and next-turn overrides apply in it.
+        let mut failure = None;
+        for (slot, outcome) in outcomes {
+            let Outcome {
+                step,
+                new_context,
+                next_turn,
+                fail,
+            } = outcome;
+            if let Some(context) = new_context {
+                self.state.context = context;
+            }
+            if let Some((tool, input)) = next_turn {
+                if let Some(change) = &self.agent.inner.tools[tool].next_turn {
+                    self.state.next_turn = change(&input, &self.state.next_turn);
+                }
+            }
+            if failure.is_none() {
+                failure = fail;
+            }
+            turn.results[slot] = Some(step);
+        }
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        if !pending.is_empty() {
+            self.state.pending = pending;
+            self.state.paused_turn = Some(turn);
+            self.state.status = RunStatus::WaitingForHuman;
+            return Ok(());
+        }
+        self.state.pending.clear();
+        self.state.status = RunStatus::Completed;
+        for step in turn.results.into_iter().flatten() {
+            self.state.messages.push(Message::Tool {
+                call_id: step.call_id.clone(),
+                name: step.tool.clone(),
+                content: step.content.clone(),
+            });
+            self.state.steps.push(step);
+        }
+        Ok(())
+    }
+
+    /// An approval with edited arguments: the conversation shows the call as it actually ran.
+    fn record_edited_arguments(&mut self, turn: &mut PausedTurn, slot: usize, edited: &ToolCall) {
+        turn.calls[slot].arguments = edited.arguments.clone();
+        for message in self.state.messages.iter_mut().rev() {
+            if let Message::Assistant { tool_calls, .. } = message {
+                if let Some(call) = tool_calls.iter_mut().find(|c| c.id == edited.id) {
+                    call.arguments = edited.arguments.clone();
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Runs a user predicate; a panic counts as `on_panic` (fail closed: "needs a person").
+fn guarded(f: impl FnOnce() -> bool, on_panic: bool) -> bool {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(on_panic)
+}
+
+/// Fills in ids a model left empty, and refuses a turn whose call ids repeat (decisions are bound to
+/// call ids, so two calls with one id could not be told apart).
+fn normalise_calls(step_index: usize, calls: Vec<ToolCall>) -> Result<Vec<ToolCall>, AgentError> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(calls.len());
+    for (i, mut call) in calls.into_iter().enumerate() {
+        if call.id.is_empty() {
+            call.id = format!("call_{step_index}_{i}");
+        }
+        if !seen.insert(call.id.clone()) {
+            return Err(AgentError::Model(format!(
+                "the model used tool call id `{}` twice in one turn",
+                call.id
+            )));
+        }
+        out.push(call);
+    }
+    Ok(out)
+}
+
+/// `{"error": "..."}`, the shape the model sees for every error.
+pub(crate) fn error_content(error: &AgentError) -> String {
+    serde_json::json!({ "error": error.model_message() }).to_string()
+}
+
+fn rejection_content(message: &str) -> String {
+    serde_json::json!({ "error": format!("Rejected by a person: {message}") }).to_string()
+}
+
+pub(crate) fn tool_error_event(
+    call: &ToolCall,
+    error: &AgentError,
+    content: Option<String>,
+) -> Event {
+    Event::ToolError {
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        error: error.to_string(),
+        content,
+    }
+}
+
+fn new_run_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("run_{nanos:x}_{}", COUNTER.fetch_add(1, Ordering::Relaxed))
+}

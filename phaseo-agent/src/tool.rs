@@ -1,0 +1,408 @@
+//! [`Tool`]: a tool's definition (id, description, parameter schema) and everything the runtime does
+//! around its executor (approval, timeout, error policy, validators, hooks, output cap).
+
+use std::any::{Any, TypeId};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use crate::schema::Validator;
+use crate::{AgentError, ToolContext, TurnParams};
+
+/// Arguments that passed parsing and validation: a `Value` for JSON tools, the input type for typed ones.
+pub(crate) struct Parsed(pub(crate) Box<dyn Any + Send + Sync>);
+
+/// What an executor produced: a value, or (for typed tools, when nothing needs the value) its JSON text.
+pub(crate) enum Produced {
+    Value(Value),
+    Text(String),
+}
+
+pub(crate) type ParseFn = dyn Fn(&str) -> Result<Parsed, String> + Send + Sync;
+pub(crate) type ExecFn = dyn Fn(Parsed, ToolContext, bool) -> BoxFuture<'static, Result<Produced, AgentError>>
+    + Send
+    + Sync;
+pub(crate) type ApprovalFn = dyn Fn(&Parsed, &ToolContext) -> bool + Send + Sync;
+pub(crate) type OutputCheckFn = dyn Fn(&Value) -> Result<(), String> + Send + Sync;
+pub(crate) type NextTurnFn = dyn Fn(&Value, &TurnParams) -> TurnParams + Send + Sync;
+
+/// What the runtime does when a tool call fails (an executor error, a timeout, a panic, a failed
+/// validator).
+///
+/// The default, as in the spec's Rust column, is [`OnError::ReturnToModel`]: the model sees
+/// `{"error": "..."}` as the call's result and can try something else.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnError {
+    /// Send the error back to the model as the call's result; the run goes on.
+    #[default]
+    ReturnToModel,
+    /// Fail the run with the error.
+    FailRun,
+}
+
+#[derive(Clone)]
+pub(crate) enum Approval {
+    Never,
+    Always,
+    When(Arc<ApprovalFn>),
+}
+
+/// A tool the model can call: its id, description and parameter schema, an executor (or none, for an
+/// external tool), and the runtime settings around it.
+///
+/// Build one with [`Tool::new`] (a synchronous closure over JSON), [`Tool::new_async`],
+/// [`Tool::typed`] (typed input and output; what `#[tool]` expands to) or [`Tool::external`], then
+/// chain settings:
+///
+/// ```
+/// use std::time::Duration;
+/// use phaseo_agent::Tool;
+/// use serde_json::{json, Value};
+///
+/// let deploy = Tool::new(
+///     "deploy",
+///     "Deploy an application environment",
+///     json!({"type": "object", "properties": {"environment": {"type": "string"}}, "required": ["environment"]}),
+///     |input, _context| Ok(json!({"environment": input["environment"], "deployed": true})),
+/// )
+/// .approval(|input: &Value, _ctx| input["environment"] == "production")
+/// .timeout(Duration::from_secs(30));
+/// assert_eq!(deploy.id(), "deploy");
+/// ```
+#[derive(Clone)]
+pub struct Tool {
+    pub(crate) id: String,
+    pub(crate) description: String,
+    pub(crate) parameters: Value,
+    pub(crate) input_type: TypeId,
+    pub(crate) input_type_name: &'static str,
+    pub(crate) parse: Arc<ParseFn>,
+    pub(crate) exec: Option<Arc<ExecFn>>,
+    pub(crate) approval: Approval,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) on_error: Option<OnError>,
+    pub(crate) output_checks: Vec<Arc<OutputCheckFn>>,
+    pub(crate) event_validator: Option<Validator>,
+    pub(crate) next_turn: Option<Arc<NextTurnFn>>,
+    pub(crate) exclusive: bool,
+    pub(crate) max_output_chars: Option<usize>,
+    pub(crate) definition_error: Option<String>,
+}
+
+impl Tool {
+    /// A tool over JSON with a synchronous executor.
+    ///
+    /// The executor runs on Tokio's blocking thread pool, so it may block without stalling other
+    /// tools or the run. Arguments are validated against `parameters` before it runs; an `Err` it
+    /// returns goes back to the model as `{"error": "..."}` (see [`OnError`]).
+    pub fn new<F>(
+        id: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+        executor: F,
+    ) -> Self
+    where
+        F: Fn(Value, &ToolContext) -> Result<Value, AgentError> + Send + Sync + 'static,
+    {
+        let executor = Arc::new(executor);
+        Self::json(id.into(), description.into(), parameters).with_exec(move |parsed, ctx, _| {
+            let executor = executor.clone();
+            let input = take_value(parsed);
+            blocking(move || executor(input, &ctx).map(Produced::Value))
+        })
+    }
+
+    /// A tool over JSON with an async executor. It gets the context by value (it is one `Arc`), so
+    /// the future can own it:
+    ///
+    /// ```
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// let echo = Tool::new_async("echo", "Echo the input", json!({"type": "object"}), |input, ctx| async move {
+    ///     ctx.emit_progress(json!({"stage": "echoing"}))?;
+    ///     Ok(input)
+    /// });
+    /// # let _ = echo;
+    /// ```
+    pub fn new_async<F, Fut>(
+        id: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+        executor: F,
+    ) -> Self
+    where
+        F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, AgentError>> + Send + 'static,
+    {
+        Self::json(id.into(), description.into(), parameters).with_exec(move |parsed, ctx, _| {
+            executor(take_value(parsed), ctx)
+                .map(|r| r.map(Produced::Value))
+                .boxed()
+        })
+    }
+
+    /// A tool with no executor: the result comes from outside the process. A call pauses the run
+    /// with pending kind `external_output`; resume it with [`Decision::Output`](crate::Decision::Output).
+    pub fn external(
+        id: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+    ) -> Self {
+        Self::json(id.into(), description.into(), parameters)
+    }
+
+    /// A JSON tool without an executor yet: parameters validated by a compiled JSON Schema.
+    fn json(id: String, description: String, parameters: Value) -> Self {
+        let (validator, error) = match Validator::new(&parameters) {
+            Ok(v) => (Some(v), None),
+            Err(e) => (None, Some(e)),
+        };
+        let parse = move |args: &str| {
+            let value = parse_arguments(args)?;
+            if let Some(v) = &validator {
+                v.check(&value)?;
+            }
+            Ok(Parsed(Box::new(value)))
+        };
+        let mut tool = Self::from_parts(
+            id,
+            description,
+            parameters,
+            TypeId::of::<Value>(),
+            "serde_json::Value",
+            Arc::new(parse),
+        );
+        tool.definition_error = error;
+        tool
+    }
+
+    pub(crate) fn from_parts(
+        id: String,
+        description: String,
+        parameters: Value,
+        input_type: TypeId,
+        input_type_name: &'static str,
+        parse: Arc<ParseFn>,
+    ) -> Self {
+        let definition_error = check_id(&id).err();
+        Tool {
+            id,
+            description,
+            parameters,
+            input_type,
+            input_type_name,
+            parse,
+            exec: None,
+            approval: Approval::Never,
+            timeout: None,
+            on_error: None,
+            output_checks: Vec::new(),
+            event_validator: None,
+            next_turn: None,
+            exclusive: false,
+            max_output_chars: None,
+            definition_error,
+        }
+    }
+
+    pub(crate) fn with_exec(
+        mut self,
+        exec: impl Fn(Parsed, ToolContext, bool) -> BoxFuture<'static, Result<Produced, AgentError>>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.exec = Some(Arc::new(exec));
+        self
+    }
+
+    /// Every call pauses for a person's approval first (pending kind `tool_approval`).
+    pub fn require_approval(mut self) -> Self {
+        self.approval = Approval::Always;
+        self
+    }
+
+    /// Decides per call whether it needs approval, from the validated input: `&Value` for JSON tools,
+    /// `&I` for typed tools. A panicking function counts as "needs approval" (fail closed).
+    ///
+    /// ```
+    /// use phaseo_agent::Tool;
+    /// use serde_json::{json, Value};
+    ///
+    /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |input, _| Ok(input))
+    ///     .approval(|input: &Value, _ctx| input["environment"] == "production");
+    /// # let _ = deploy;
+    /// ```
+    ///
+    /// If `I` is not the tool's input type, building the agent fails and says so.
+    pub fn approval<I, F>(mut self, decide: F) -> Self
+    where
+        I: Any,
+        F: Fn(&I, &ToolContext) -> bool + Send + Sync + 'static,
+    {
+        if TypeId::of::<I>() != self.input_type {
+            self.definition_error = Some(format!(
+                "the approval function takes `&{}` but the tool's input is `{}`",
+                std::any::type_name::<I>(),
+                self.input_type_name
+            ));
+            return self;
+        }
+        self.approval = Approval::When(Arc::new(move |parsed: &Parsed, ctx: &ToolContext| {
+            parsed
+                .0
+                .downcast_ref::<I>()
+                .is_none_or(|input| decide(input, ctx))
+        }));
+        self
+    }
+
+    /// Fails the call if it runs longer than this (the agent's default applies otherwise). At the
+    /// deadline the call is abandoned at once, its future dropped, and its cancellation token fired.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// What to do when this tool's call fails; overrides the agent's policy.
+    pub fn on_error(mut self, policy: OnError) -> Self {
+        self.on_error = Some(policy);
+        self
+    }
+
+    /// The tool id the model calls.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The description the model reads.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The JSON Schema of the arguments, as advertised to the model.
+    pub fn parameters(&self) -> &Value {
+        &self.parameters
+    }
+
+    /// Parses, validates and runs one call's argument text, as the agent loop would (the tool's own
+    /// timeout, output checks and cap apply; approval does not), returning the result text.
+    ///
+    /// For unit tests of a tool and for benchmarks.
+    ///
+    /// ```
+    /// use phaseo_agent::{Tool, ToolContext};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let double = Tool::new("double", "Double a number",
+    ///     json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+    ///     |input, _| Ok(json!(input["n"].as_i64().unwrap_or(0) * 2)));
+    /// let ctx = ToolContext::detached();
+    /// assert_eq!(double.invoke(r#"{"n": 21}"#, &ctx).await.unwrap(), "42");
+    /// let err = double.invoke(r#"{"n": "x"}"#, &ctx).await.unwrap_err();
+    /// assert_eq!(err.to_string(), r#"Invalid tool input: $.n: "x" is not of type "integer""#);
+    /// # }
+    /// ```
+    pub async fn invoke(&self, arguments: &str, ctx: &ToolContext) -> Result<String, AgentError> {
+        let parsed = (self.parse)(arguments).map_err(AgentError::InvalidInput)?;
+        let content = crate::exec::invoke(self, parsed, ctx, None).await?;
+        Ok(crate::exec::cap(content, self.max_output_chars))
+    }
+
+    /// Whether the tool has no executor (its result comes from outside the process).
+    pub fn is_external(&self) -> bool {
+        self.exec.is_none()
+    }
+
+    pub(crate) fn check_output(&self, value: &Value) -> Result<(), AgentError> {
+        for check in &self.output_checks {
+            check(value).map_err(AgentError::InvalidOutput)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("id", &self.id)
+            .field("description", &self.description)
+            .field("parameters", &self.parameters)
+            .field("external", &self.exec.is_none())
+            .field("timeout", &self.timeout)
+            .field("on_error", &self.on_error)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Tool ids are what providers accept: `^[a-zA-Z0-9_-]{1,64}$`.
+pub(crate) fn check_id(id: &str) -> Result<(), String> {
+    let ok = (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "tool id `{id}` must be 1 to 64 characters of a-z, A-Z, 0-9, `_` or `-`"
+        ))
+    }
+}
+
+/// Model argument text to JSON: `""` (some models send it for no arguments) means `{}`.
+pub(crate) fn parse_arguments(args: &str) -> Result<Value, String> {
+    let args = args.trim();
+    if args.is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    serde_json::from_str(args).map_err(|e| format!("$: arguments are not valid JSON: {e}"))
+}
+
+fn take_value(parsed: Parsed) -> Value {
+    // A JSON tool's parser always produces a `Value`.
+    parsed.0.downcast::<Value>().map(|b| *b).unwrap_or_default()
+}
+
+/// Runs synchronous tool code on Tokio's blocking pool so it cannot stall the async workers; a panic
+/// comes back as an error. Outside a Tokio runtime it runs inline.
+pub(crate) fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, AgentError> + Send + 'static,
+) -> BoxFuture<'static, Result<T, AgentError>> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle
+            .spawn_blocking(work)
+            .map(|joined| match joined {
+                Ok(result) => result,
+                Err(e) if e.is_panic() => Err(panic_error(e.into_panic())),
+                Err(_) => Err(AgentError::tool("the tool's thread was cancelled")),
+            })
+            .boxed(),
+        Err(_) => futures::future::ready(
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+                .unwrap_or_else(|p| Err(panic_error(p))),
+        )
+        .boxed(),
+    }
+}
+
+/// A panic payload as an error; the tool id is filled in by the runtime.
+pub(crate) fn panic_error(payload: Box<dyn Any + Send>) -> AgentError {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string panic payload".to_owned());
+    AgentError::Panicked {
+        tool: String::new(),
+        message,
+    }
+}
