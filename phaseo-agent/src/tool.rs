@@ -178,7 +178,7 @@ impl Tool {
             "serde_json::Value",
             Arc::new(parse),
         );
-        tool.definition_error = error;
+        tool.definition_error = tool.definition_error.or(error);
         tool
     }
 

@@ -139,7 +139,12 @@ impl Tool {
 
     fn typed_parts<I: ToolInput>(id: String, description: String) -> Self {
         let parameters = schema::schema_for::<I>();
-        let (parse, error) = match decode::typed_parser::<I>(&parameters) {
+        let parser = if unit_like::<I>() {
+            Ok(unit_parser::<I>())
+        } else {
+            decode::typed_parser::<I>(&parameters)
+        };
+        let (parse, error) = match parser {
             Ok(parse) => (parse, None),
             Err(e) => {
                 let parse: Arc<crate::tool::ParseFn> =
@@ -158,6 +163,20 @@ impl Tool {
         tool.definition_error = tool.definition_error.or(error);
         tool
     }
+}
+
+/// `()` and unit structs take no parameters: they advertise `{}` but decode from `null`.
+fn unit_like<I: ToolInput>() -> bool {
+    I::deserialize(Value::Object(Default::default())).is_err() && I::deserialize(Value::Null).is_ok()
+}
+
+fn unit_parser<I: ToolInput>() -> Arc<crate::tool::ParseFn> {
+    Arc::new(|args: &str| match crate::tool::parse_arguments(args)? {
+        Value::Object(map) if map.is_empty() => I::deserialize(Value::Null)
+            .map(|input| Parsed(Box::new(input)))
+            .map_err(|e| format!("$: {e}")),
+        other => Err(format!("$: {other} is not an empty object; this tool takes no arguments")),
+    })
 }
 
 fn take<I: 'static>(parsed: Parsed) -> Result<I, AgentError> {
