@@ -418,7 +418,7 @@ impl RunState {
         }
         for p in &self.pending {
             let slot = turn.calls.iter().position(|c| c.id == p.call.id);
-            if !slot.is_some_and(|i| turn.results[i].is_none()) {
+            if slot.is_none_or(|i| turn.results[i].is_some()) {
                 return Err(AgentError::InvalidState(format!(
                     "pending call `{}` is not an open call of the paused turn",
                     p.call.id
