@@ -9,7 +9,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::Event;
-use crate::schema::Validator;
+use crate::tool::CheckFn;
 use crate::{AgentError, ToolCall};
 
 /// What a tool call knows about the run it belongs to, and its channel back to it.
@@ -43,7 +43,7 @@ struct Scope {
     call: ToolCall,
     cancel: CancellationToken,
     events: Option<UnboundedSender<Event>>,
-    event_validator: Option<Validator>,
+    event_checks: Vec<Arc<CheckFn>>,
     record: Mutex<Record>,
 }
 
@@ -62,7 +62,7 @@ pub(crate) struct ScopeParts {
     pub(crate) context: Arc<Value>,
     pub(crate) call: ToolCall,
     pub(crate) events: Option<UnboundedSender<Event>>,
-    pub(crate) event_validator: Option<Validator>,
+    pub(crate) event_checks: Vec<Arc<CheckFn>>,
 }
 
 impl ToolContext {
@@ -76,7 +76,7 @@ impl ToolContext {
                 call: parts.call,
                 cancel: CancellationToken::new(),
                 events: parts.events,
-                event_validator: parts.event_validator,
+                event_checks: parts.event_checks,
                 record: Mutex::new(Record::default()),
             }),
         }
@@ -93,7 +93,7 @@ impl ToolContext {
             context: Arc::new(Value::Null),
             call: ToolCall::raw("detached", "detached", "{}"),
             events: None,
-            event_validator: None,
+            event_checks: Vec::new(),
         })
     }
 
@@ -107,7 +107,7 @@ impl ToolContext {
             call: shared.call.clone(),
             cancel: CancellationToken::new(),
             events: shared.events.clone(),
-            event_validator: shared.event_validator.clone(),
+            event_checks: shared.event_checks.clone(),
             record: Mutex::new(Record::default()),
         });
         ToolContext {
@@ -166,13 +166,16 @@ impl ToolContext {
     /// When the tool has an event validator, a value it rejects is not published, this returns the
     /// error, and the call fails with it (under the tool's error policy) even if you ignore it.
     pub fn emit_progress(&self, value: impl Serialize) -> Result<(), AgentError> {
-        let value = serde_json::to_value(value)
+        let mut value = serde_json::to_value(value)
             .map_err(|e| AgentError::InvalidEvent(format!("$: cannot serialise: {e}")))?;
-        if let Some(validator) = &self.inner.event_validator {
-            if let Err(reason) = validator.check(&value) {
-                let err = AgentError::InvalidEvent(reason);
-                self.record().event_error.get_or_insert_with(|| err.clone());
-                return Err(err);
+        for check in &self.inner.event_checks {
+            match check(value) {
+                Ok(checked) => value = checked,
+                Err(reason) => {
+                    let err = AgentError::InvalidEvent(reason);
+                    self.record().event_error.get_or_insert_with(|| err.clone());
+                    return Err(err);
+                }
             }
         }
         if let Some(events) = &self.inner.events {

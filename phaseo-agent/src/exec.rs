@@ -165,10 +165,7 @@ pub(crate) async fn invoke(
         })?;
     match produced {
         Produced::Text(text) => Ok(text),
-        Produced::Value(value) => {
-            tool.check_output(&value)?;
-            Ok(value.to_string())
-        }
+        Produced::Value(value) => Ok(tool.check_output(value)?.to_string()),
     }
 }
 

@@ -55,6 +55,8 @@ mod decode;
 mod error;
 mod event;
 mod exec;
+mod fields;
+mod macro_support;
 mod model;
 mod run;
 mod runner;
@@ -75,7 +77,7 @@ pub use run::{
     ToolStep, TurnParams,
 };
 pub use tokio_util::sync::CancellationToken;
-pub use tool::{OnError, Tool};
+pub use tool::{OnError, Tool, ToolEvent};
 pub use typed::{ToolInput, ToolOutput};
 
 /// The `#[tool]` attribute macro: see the crate docs of typed tools.
@@ -86,6 +88,10 @@ pub use phaseo_agent_macros::tool;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::agent::IntoTool;
+    pub use crate::macro_support::{
+        Approve, Context, ExternalOutput, Failure, Input, Output, approval, external, typed,
+        typed_blocking,
+    };
     pub use crate::typed::{ToolInput, ToolOutput};
     pub use crate::{Tool, ToolContext};
     pub use core;

@@ -101,11 +101,24 @@ impl Runner {
         };
         // Every decision is checked before anything runs or changes (the caller's state is untouched
         // anyway: this runner owns a copy).
-        let (plans, always) = runner.plan_resume(decisions)?;
+        // Planning emits nothing: a refused resume leaves no events behind.
+        let events = runner.events.take();
+        let planned = runner.plan_resume(decisions);
+        runner.events = events;
+        let (plans, always) = planned?;
         for tool in always {
             runner.state.approved_tools.insert(tool);
         }
         runner.emit_started(true);
+        for (_, plan) in &plans {
+            if let Plan::Done(step) = plan {
+                runner.emit(Event::ToolResult {
+                    call_id: step.call_id.clone(),
+                    tool: step.tool.clone(),
+                    content: step.content.clone(),
+                });
+            }
+        }
         let result = async {
             runner.finish_turn(plans).await?;
             if runner.state.status == RunStatus::WaitingForHuman {
@@ -239,7 +252,8 @@ impl Runner {
         call: ToolCall,
         tool: Option<usize>,
     ) -> ToolContext {
-        let event_validator = tool.and_then(|i| self.inner().tools[i].event_validator.clone());
+        let event_checks =
+            tool.map_or_else(Vec::new, |i| self.inner().tools[i].event_checks.clone());
         ToolContext::new(crate::context::ScopeParts {
             run_id: self.state.run_id.clone(),
             agent_id: self.state.agent_id.clone(),
@@ -247,7 +261,7 @@ impl Runner {
             context: Arc::new(self.state.context.clone()),
             call,
             events: self.events.clone(),
-            event_validator,
+            event_checks,
         })
     }
 
@@ -259,7 +273,7 @@ impl Runner {
             return self.refuse(step_index, &call, error, inner.settings.on_unknown_tool);
         };
         let tool = &inner.tools[index];
-        let parsed = match (tool.parse)(&call.arguments) {
+        let parsed = match tool.parse_call(&call.arguments) {
             Ok(parsed) => parsed,
             Err(reason) => {
                 let error = AgentError::InvalidInput(reason);
@@ -272,29 +286,74 @@ impl Runner {
             }
         };
         let ctx = self.context_for(step_index, call.clone(), Some(index));
-        let pending = |kind| {
-            Ok(Plan::Pending(PendingCall {
-                arguments: parse_arguments(&call.arguments).unwrap_or(Value::Null),
-                call: call.clone(),
-                kind,
-            }))
-        };
         if self.needs_approval(index, &parsed, &ctx) {
-            return pending(PendingKind::ToolApproval);
+            return Ok(pending(&call, PendingKind::ToolApproval));
         }
+        self.after_approval(index, parsed, ctx)
+    }
+
+    /// What an allowed call does next: a person's review (`human_review`), the interactive hook, an
+    /// external tool's pause, or running.
+    fn after_approval(
+        &self,
+        index: usize,
+        parsed: Parsed,
+        ctx: ToolContext,
+    ) -> Result<Plan, AgentError> {
+        let inner = self.inner();
+        let tool = &inner.tools[index];
+        let call = ctx.tool_call();
         if let Some(review) = &inner.human_review {
-            if guarded(|| review(&call, &ctx), true) {
-                return pending(PendingKind::Hitl);
+            if guarded(|| review(call, &ctx), true) {
+                return Ok(pending(call, PendingKind::Hitl));
             }
         }
+        if let Some(hook) = &tool.on_tool_called {
+            let input = parse_arguments(&call.arguments).unwrap_or(Value::Null);
+            // A panicking hook fails closed: the call waits for a person.
+            let answer =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&input, &ctx)));
+            return match answer {
+                Ok(Some(value)) => {
+                    let result = tool.check_output(value).map(|v| v.to_string());
+                    self.answered(index, &ctx, result)
+                }
+                Ok(None) | Err(_) => Ok(pending(call, PendingKind::Hitl)),
+            };
+        }
         if tool.exec.is_none() {
-            return pending(PendingKind::ExternalOutput);
+            return Ok(pending(call, PendingKind::ExternalOutput));
         }
         Ok(Plan::Run {
             tool: index,
             parsed,
             ctx,
         })
+    }
+
+    /// A call answered without running (by an interactive hook): a result, or an error under the
+    /// tool's policy.
+    fn answered(
+        &self,
+        index: usize,
+        ctx: &ToolContext,
+        result: Result<String, AgentError>,
+    ) -> Result<Plan, AgentError> {
+        let call = ctx.tool_call();
+        match result {
+            Ok(content) => Ok(Plan::Done(self.done_step(
+                ctx.step_index(),
+                call,
+                content,
+                false,
+            ))),
+            Err(error) => {
+                let policy = self.inner().tools[index]
+                    .on_error
+                    .unwrap_or(self.inner().settings.on_error);
+                self.refuse(ctx.step_index(), call, error, policy)
+            }
+        }
     }
 
     /// The agent-level function, if any, decides; else the tool's setting. Fails closed on a panic.
@@ -440,7 +499,11 @@ impl Runner {
                 true,
             ))),
             Decision::Output { output } => {
-                tool.check_output(&output)?;
+                let output = match &tool.on_response_received {
+                    Some(transform) => transform(output).map_err(AgentError::InvalidOutput)?,
+                    None => output,
+                };
+                let output = tool.check_output(output)?;
                 Ok(Plan::Done(self.done_step(
                     step_index,
                     call,
@@ -450,26 +513,18 @@ impl Runner {
             }
             Decision::ApproveWithArguments { arguments } => {
                 let text = arguments.to_string();
-                let parsed = (tool.parse)(&text).map_err(AgentError::InvalidInput)?;
+                let parsed = tool.parse_call(&text).map_err(AgentError::InvalidInput)?;
                 let edited = ToolCall {
                     arguments: text,
                     ..call.clone()
                 };
                 let ctx = self.context_for(step_index, edited, Some(index));
-                Ok(Plan::Run {
-                    tool: index,
-                    parsed,
-                    ctx,
-                })
+                self.approved(pending.kind, index, parsed, ctx)
             }
-            Decision::Approve | Decision::ApproveAlways => match (tool.parse)(&call.arguments) {
+            Decision::Approve | Decision::ApproveAlways => match tool.parse_call(&call.arguments) {
                 Ok(parsed) => {
                     let ctx = self.context_for(step_index, call.clone(), Some(index));
-                    Ok(Plan::Run {
-                        tool: index,
-                        parsed,
-                        ctx,
-                    })
+                    self.approved(pending.kind, index, parsed, ctx)
                 }
                 Err(reason) => self.refuse(
                     step_index,
@@ -478,6 +533,25 @@ impl Runner {
                     self.inner().settings.on_invalid_arguments,
                 ),
             },
+        }
+    }
+
+    /// An approved call: a call that waited for approval goes on to the next stage (a review, the
+    /// interactive hook, or running); a call handed to a person and approved by them runs.
+    fn approved(
+        &self,
+        kind: PendingKind,
+        index: usize,
+        parsed: Parsed,
+        ctx: ToolContext,
+    ) -> Result<Plan, AgentError> {
+        match kind {
+            PendingKind::ToolApproval => self.after_approval(index, parsed, ctx),
+            _ => Ok(Plan::Run {
+                tool: index,
+                parsed,
+                ctx,
+            }),
         }
     }
 
@@ -611,6 +685,14 @@ fn normalise_calls(step_index: usize, calls: Vec<ToolCall>) -> Result<Vec<ToolCa
         out.push(call);
     }
     Ok(out)
+}
+
+fn pending(call: &ToolCall, kind: PendingKind) -> Plan {
+    Plan::Pending(PendingCall {
+        arguments: parse_arguments(&call.arguments).unwrap_or(Value::Null),
+        call: call.clone(),
+        kind,
+    })
 }
 
 /// `{"error": "..."}`, the shape the model sees for every error.

@@ -27,7 +27,10 @@ pub(crate) type ExecFn = dyn Fn(Parsed, ToolContext, bool) -> BoxFuture<'static,
     + Send
     + Sync;
 pub(crate) type ApprovalFn = dyn Fn(&Parsed, &ToolContext) -> bool + Send + Sync;
-pub(crate) type OutputCheckFn = dyn Fn(&Value) -> Result<(), String> + Send + Sync;
+/// A validator in the spec's sense: returns the (possibly transformed) value, or why it is invalid.
+pub(crate) type CheckFn = dyn Fn(Value) -> Result<Value, String> + Send + Sync;
+pub(crate) type FromValueFn = dyn Fn(Value) -> Result<Parsed, String> + Send + Sync;
+pub(crate) type OnCalledFn = dyn Fn(&Value, &ToolContext) -> Option<Value> + Send + Sync;
 pub(crate) type NextTurnFn = dyn Fn(&Value, &TurnParams) -> TurnParams + Send + Sync;
 
 /// What the runtime does when a tool call fails (an executor error, a timeout, a panic, a failed
@@ -43,6 +46,15 @@ pub enum OnError {
     ReturnToModel,
     /// Fail the run with the error.
     FailRun,
+}
+
+/// What a streaming tool yields (see [`Tool::streaming`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolEvent {
+    /// A preliminary result.
+    Progress(Value),
+    /// The final result (the last one wins if several are yielded).
+    Result(Value),
 }
 
 #[derive(Clone)]
@@ -86,8 +98,13 @@ pub struct Tool {
     pub(crate) approval: Approval,
     pub(crate) timeout: Option<Duration>,
     pub(crate) on_error: Option<OnError>,
-    pub(crate) output_checks: Vec<Arc<OutputCheckFn>>,
-    pub(crate) event_validator: Option<Validator>,
+    pub(crate) from_value: Arc<FromValueFn>,
+    pub(crate) params_validator: Option<Validator>,
+    pub(crate) input_checks: Vec<Arc<CheckFn>>,
+    pub(crate) output_checks: Vec<Arc<CheckFn>>,
+    pub(crate) event_checks: Vec<Arc<CheckFn>>,
+    pub(crate) on_tool_called: Option<Arc<OnCalledFn>>,
+    pub(crate) on_response_received: Option<Arc<CheckFn>>,
     pub(crate) next_turn: Option<Arc<NextTurnFn>>,
     pub(crate) exclusive: bool,
     pub(crate) max_output_chars: Option<usize>,
@@ -147,6 +164,57 @@ impl Tool {
         })
     }
 
+    /// A tool written as a stream: it yields [`ToolEvent::Progress`] values while it works (each one a
+    /// `tool.preliminary_result` event, checked by the event validators and kept on the step) and
+    /// ends with its [`ToolEvent::Result`]. A stream that ends without a result is a tool error.
+    ///
+    /// ```
+    /// use futures::stream;
+    /// use phaseo_agent::{Tool, ToolEvent};
+    /// use serde_json::json;
+    ///
+    /// let index = Tool::streaming("index-repository", "Index a repository",
+    ///     json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+    ///     |_input, ctx| {
+    ///         ctx.set_context(json!({"indexed": true})).ok();
+    ///         stream::iter([
+    ///             Ok(ToolEvent::Progress(json!({"phase": "scan"}))),
+    ///             Ok(ToolEvent::Progress(json!({"phase": "embed"}))),
+    ///             Ok(ToolEvent::Result(json!({"indexed": 248}))),
+    ///         ])
+    ///     });
+    /// # let _ = index;
+    /// ```
+    pub fn streaming<F, S>(
+        id: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+        executor: F,
+    ) -> Self
+    where
+        F: Fn(Value, ToolContext) -> S + Send + Sync + 'static,
+        S: futures::Stream<Item = Result<ToolEvent, AgentError>> + Send + 'static,
+    {
+        Self::json(id.into(), description.into(), parameters).with_exec(move |parsed, ctx, _| {
+            let events = executor(take_value(parsed), ctx.clone());
+            async move {
+                use futures::StreamExt;
+                let mut events = std::pin::pin!(events);
+                let mut result = None;
+                while let Some(event) = events.next().await {
+                    match event? {
+                        ToolEvent::Progress(value) => ctx.emit_progress(value)?,
+                        ToolEvent::Result(value) => result = Some(value),
+                    }
+                }
+                result
+                    .map(Produced::Value)
+                    .ok_or_else(|| AgentError::tool("the tool's stream ended without a result"))
+            }
+            .boxed()
+        })
+    }
+
     /// A tool with no executor: the result comes from outside the process. A call pauses the run
     /// with pending kind `external_output`; resume it with [`Decision::Output`](crate::Decision::Output).
     pub fn external(
@@ -177,6 +245,7 @@ impl Tool {
             TypeId::of::<Value>(),
             "serde_json::Value",
             Arc::new(parse),
+            Arc::new(|value: Value| Ok(Parsed(Box::new(value)))),
         );
         tool.definition_error = tool.definition_error.or(error);
         tool
@@ -189,6 +258,7 @@ impl Tool {
         input_type: TypeId,
         input_type_name: &'static str,
         parse: Arc<ParseFn>,
+        from_value: Arc<FromValueFn>,
     ) -> Self {
         let definition_error = check_id(&id).err();
         Tool {
@@ -202,8 +272,13 @@ impl Tool {
             approval: Approval::Never,
             timeout: None,
             on_error: None,
+            from_value,
+            params_validator: None,
+            input_checks: Vec::new(),
             output_checks: Vec::new(),
-            event_validator: None,
+            event_checks: Vec::new(),
+            on_tool_called: None,
+            on_response_received: None,
             next_turn: None,
             exclusive: false,
             max_output_chars: None,
@@ -312,7 +387,9 @@ impl Tool {
     /// # }
     /// ```
     pub async fn invoke(&self, arguments: &str, ctx: &ToolContext) -> Result<String, AgentError> {
-        let parsed = (self.parse)(arguments).map_err(AgentError::InvalidInput)?;
+        let parsed = self
+            .parse_call(arguments)
+            .map_err(AgentError::InvalidInput)?;
         let content = crate::exec::invoke(self, parsed, ctx, None).await?;
         Ok(crate::exec::cap(content, self.max_output_chars))
     }
@@ -322,11 +399,29 @@ impl Tool {
         self.exec.is_none()
     }
 
-    pub(crate) fn check_output(&self, value: &Value) -> Result<(), AgentError> {
+    /// Runs the output validators in order; each may transform the value.
+    pub(crate) fn check_output(&self, mut value: Value) -> Result<Value, AgentError> {
         for check in &self.output_checks {
-            check(value).map_err(AgentError::InvalidOutput)?;
+            value = check(value).map_err(AgentError::InvalidOutput)?;
         }
-        Ok(())
+        Ok(value)
+    }
+
+    /// Parses and validates a call's argument text. With custom input validators, the text goes
+    /// through JSON (schema check, then each validator, which may transform it) before typed
+    /// decoding; without, straight through the tool's parser.
+    pub(crate) fn parse_call(&self, arguments: &str) -> Result<Parsed, String> {
+        if self.input_checks.is_empty() {
+            return (self.parse)(arguments);
+        }
+        let mut value = parse_arguments(arguments)?;
+        if let Some(validator) = &self.params_validator {
+            validator.check(&value)?;
+        }
+        for check in &self.input_checks {
+            value = check(value)?;
+        }
+        (self.from_value)(value)
     }
 }
 

@@ -129,9 +129,9 @@ impl Tool {
         O: DeserializeOwned + 'static,
     {
         let mut tool = Self::typed_parts::<I>(id.into(), description.into());
-        tool.output_checks.push(Arc::new(|value: &Value| {
-            O::deserialize(value)
-                .map(drop)
+        tool.output_checks.push(Arc::new(|value: Value| {
+            O::deserialize(&value)
+                .map(|_| value)
                 .map_err(|e| format!("$: {e}"))
         }));
         tool
@@ -159,6 +159,11 @@ impl Tool {
             TypeId::of::<I>(),
             std::any::type_name::<I>(),
             parse,
+            Arc::new(|value: Value| {
+                I::deserialize(value)
+                    .map(|input| Parsed(Box::new(input)))
+                    .map_err(|e| format!("$: {e}"))
+            }),
         );
         tool.definition_error = tool.definition_error.or(error);
         tool
@@ -167,7 +172,8 @@ impl Tool {
 
 /// `()` and unit structs take no parameters: they advertise `{}` but decode from `null`.
 fn unit_like<I: ToolInput>() -> bool {
-    I::deserialize(Value::Object(Default::default())).is_err() && I::deserialize(Value::Null).is_ok()
+    I::deserialize(Value::Object(Default::default())).is_err()
+        && I::deserialize(Value::Null).is_ok()
 }
 
 fn unit_parser<I: ToolInput>() -> Arc<crate::tool::ParseFn> {
@@ -175,7 +181,9 @@ fn unit_parser<I: ToolInput>() -> Arc<crate::tool::ParseFn> {
         Value::Object(map) if map.is_empty() => I::deserialize(Value::Null)
             .map(|input| Parsed(Box::new(input)))
             .map_err(|e| format!("$: {e}")),
-        other => Err(format!("$: {other} is not an empty object; this tool takes no arguments")),
+        other => Err(format!(
+            "$: {other} is not an empty object; this tool takes no arguments"
+        )),
     })
 }
 
