@@ -3,7 +3,9 @@
 //!
 //! Run it with `cargo run --example quickstart`. The model is scripted, so it runs offline.
 
-use phaseo_agent::{Agent, AgentError, Decisions, RunState, ScriptedModel, Tool, ToolCall, ToolContext};
+use phaseo_agent::{
+    Agent, AgentError, Decisions, RunState, ScriptedModel, Tool, ToolCall, ToolContext,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -123,5 +125,8 @@ async fn main() -> Result<(), AgentError> {
 }
 
 fn indent(text: &str) -> String {
-    text.lines().map(|l| format!("   {l}")).collect::<Vec<_>>().join("\n")
+    text.lines()
+        .map(|l| format!("   {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

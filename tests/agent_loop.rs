@@ -34,7 +34,10 @@ async fn a_tool_call_runs_and_its_result_reaches_the_next_turn() {
     assert_eq!(requests[0].instructions, "Answer about services.");
     assert_eq!(requests[0].tools.len(), 1);
     assert_eq!(requests[0].tools[0].name, "get_status");
-    assert_eq!(requests[0].tools[0].parameters["required"], json!(["service"]));
+    assert_eq!(
+        requests[0].tools[0].parameters["required"],
+        json!(["service"])
+    );
     assert_eq!(
         result_of(&requests[1], "call_1"),
         json!({"service": "api", "status": "healthy"})
@@ -51,9 +54,16 @@ async fn results_reach_the_model_in_call_order() {
             ToolCall::new("c3", "get_status", json!({"service": "c"})),
         ])
         .text("ok");
-    let agent = Agent::builder("ops").model(model.clone()).tool(status_tool(&runs)).build().unwrap();
+    let agent = Agent::builder("ops")
+        .model(model.clone())
+        .tool(status_tool(&runs))
+        .build()
+        .unwrap();
     agent.run("check").await.unwrap();
-    let ids: Vec<String> = tool_results(&model.requests()[1]).into_iter().map(|(id, _)| id).collect();
+    let ids: Vec<String> = tool_results(&model.requests()[1])
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
     assert_eq!(ids, ["c1", "c2", "c3"]);
 }
 
@@ -78,7 +88,11 @@ async fn an_async_tool_sees_its_context() {
         .tool_call("call_1", "whoami", json!({}))
         .tool_call("call_2", "whoami", json!({}))
         .text("done");
-    let agent = Agent::builder("support").model(model.clone()).tool(tool).build().unwrap();
+    let agent = Agent::builder("support")
+        .model(model.clone())
+        .tool(tool)
+        .build()
+        .unwrap();
     let options = RunOptions {
         run_id: Some("run-42".into()),
         ..RunOptions::with_context(json!({"tenant": "acme"}))
@@ -107,9 +121,15 @@ struct Sum {
 
 #[tokio::test]
 async fn a_typed_tool_advertises_its_generated_schema_and_decodes_its_input() {
-    let add = Tool::typed("add", "Add two integers", |input: Add, _ctx: ToolContext| async move {
-        Ok::<_, AgentError>(Sum { sum: input.a + input.b })
-    });
+    let add = Tool::typed(
+        "add",
+        "Add two integers",
+        |input: Add, _ctx: ToolContext| async move {
+            Ok::<_, AgentError>(Sum {
+                sum: input.a + input.b,
+            })
+        },
+    );
     assert_eq!(
         add.parameters(),
         &json!({
@@ -121,8 +141,14 @@ async fn a_typed_tool_advertises_its_generated_schema_and_decodes_its_input() {
             "required": ["a", "b"]
         })
     );
-    let model = ScriptedModel::new().tool_call("c", "add", json!({"a": 2, "b": 40})).text("42");
-    let agent = Agent::builder("calc").model(model.clone()).tool(add).build().unwrap();
+    let model = ScriptedModel::new()
+        .tool_call("c", "add", json!({"a": 2, "b": 40}))
+        .text("42");
+    let agent = Agent::builder("calc")
+        .model(model.clone())
+        .tool(add)
+        .build()
+        .unwrap();
     agent.run("2+40?").await.unwrap();
     assert_eq!(result_of(&model.requests()[1], "c"), json!({"sum": 42}));
 }
@@ -131,16 +157,34 @@ async fn a_typed_tool_advertises_its_generated_schema_and_decodes_its_input() {
 async fn a_typed_tool_with_no_parameters_advertises_an_empty_object() {
     #[derive(Deserialize, schemars::JsonSchema)]
     struct NoArgs {}
-    let now = Tool::typed("now", "The time", |_: NoArgs, _ctx: ToolContext| async { Ok::<_, AgentError>("noon") });
-    assert_eq!(now.parameters(), &json!({"type": "object", "properties": {}}));
-    let unit = Tool::typed("ping", "Ping", |_: (), _ctx: ToolContext| async { Ok::<_, AgentError>("pong") });
-    assert_eq!(unit.parameters(), &json!({"type": "object", "properties": {}}));
+    let now = Tool::typed("now", "The time", |_: NoArgs, _ctx: ToolContext| async {
+        Ok::<_, AgentError>("noon")
+    });
+    assert_eq!(
+        now.parameters(),
+        &json!({"type": "object", "properties": {}})
+    );
+    let unit = Tool::typed("ping", "Ping", |_: (), _ctx: ToolContext| async {
+        Ok::<_, AgentError>("pong")
+    });
+    assert_eq!(
+        unit.parameters(),
+        &json!({"type": "object", "properties": {}})
+    );
 
     // Models send "" for "no arguments": it means {}.
     let model = ScriptedModel::new()
-        .tool_calls([ToolCall::raw("c1", "now", ""), ToolCall::raw("c2", "ping", "  ")])
+        .tool_calls([
+            ToolCall::raw("c1", "now", ""),
+            ToolCall::raw("c2", "ping", "  "),
+        ])
         .text("ok");
-    let agent = Agent::builder("clock").model(model.clone()).tool(now).tool(unit).build().unwrap();
+    let agent = Agent::builder("clock")
+        .model(model.clone())
+        .tool(now)
+        .tool(unit)
+        .build()
+        .unwrap();
     agent.run("time?").await.unwrap();
     let req = &model.requests()[1];
     assert_eq!(result_of(req, "c1"), json!("noon"));
@@ -151,10 +195,18 @@ async fn a_typed_tool_with_no_parameters_advertises_an_empty_object() {
 async fn a_blocking_typed_tool_runs_off_the_async_workers() {
     let tool = Tool::typed_blocking("slow_add", "Add slowly", |input: Add, _ctx: ToolContext| {
         std::thread::sleep(std::time::Duration::from_millis(5));
-        Ok::<_, String>(Sum { sum: input.a + input.b })
+        Ok::<_, String>(Sum {
+            sum: input.a + input.b,
+        })
     });
-    let model = ScriptedModel::new().tool_call("c", "slow_add", json!({"a": 1, "b": 2})).text("3");
-    let agent = Agent::builder("calc").model(model.clone()).tool(tool).build().unwrap();
+    let model = ScriptedModel::new()
+        .tool_call("c", "slow_add", json!({"a": 1, "b": 2}))
+        .text("3");
+    let agent = Agent::builder("calc")
+        .model(model.clone())
+        .tool(tool)
+        .build()
+        .unwrap();
     agent.run("1+2").await.unwrap();
     assert_eq!(result_of(&model.requests()[1], "c"), json!({"sum": 3}));
 }
@@ -165,7 +217,12 @@ async fn an_executor_error_goes_back_to_the_model_and_the_run_goes_on() {
         "fetch",
         "Fetch a ticket",
         object_schema(json!({"id": {"type": "string"}}), &["id"]),
-        |input, _| Err(AgentError::tool(format!("ticket {} does not exist", input["id"].as_str().unwrap_or("?")))),
+        |input, _| {
+            Err(AgentError::tool(format!(
+                "ticket {} does not exist",
+                input["id"].as_str().unwrap_or("?")
+            )))
+        },
     );
     let typed = Tool::typed("typed_fail", "Fails", |_: Add, _ctx: ToolContext| async {
         Err::<Sum, _>("the adder is broken")
@@ -176,12 +233,23 @@ async fn an_executor_error_goes_back_to_the_model_and_the_run_goes_on() {
             ToolCall::new("c2", "typed_fail", json!({"a": 1, "b": 1})),
         ])
         .text("Sorry, no such ticket.");
-    let agent = Agent::builder("support").model(model.clone()).tool(failing).tool(typed).build().unwrap();
+    let agent = Agent::builder("support")
+        .model(model.clone())
+        .tool(failing)
+        .tool(typed)
+        .build()
+        .unwrap();
     let result = agent.run("Get T-1").await.unwrap();
     assert_eq!(result.output(), Some("Sorry, no such ticket."));
     let req = &model.requests()[1];
-    assert_eq!(result_of(req, "c1"), json!({"error": "ticket T-1 does not exist"}));
-    assert_eq!(result_of(req, "c2"), json!({"error": "the adder is broken"}));
+    assert_eq!(
+        result_of(req, "c1"),
+        json!({"error": "ticket T-1 does not exist"})
+    );
+    assert_eq!(
+        result_of(req, "c2"),
+        json!({"error": "the adder is broken"})
+    );
     assert!(result.state.steps().iter().all(|s| s.is_error));
 }
 
@@ -191,11 +259,19 @@ async fn an_unknown_tool_fails_the_run() {
     let model = ScriptedModel::new()
         .tool_call("c1", "launch_rockets", json!({}))
         .text("unreachable");
-    let agent = Agent::builder("ops").model(model.clone()).tool(status_tool(&runs)).build().unwrap();
+    let agent = Agent::builder("ops")
+        .model(model.clone())
+        .tool(status_tool(&runs))
+        .build()
+        .unwrap();
     let err = agent.run("go").await.unwrap_err();
     assert_eq!(err, AgentError::UnknownTool("launch_rockets".into()));
     assert_eq!(err.to_string(), "Unknown tool: launch_rockets");
-    assert_eq!(model.requests().len(), 1, "the run stops at the unknown call");
+    assert_eq!(
+        model.requests().len(),
+        1,
+        "the run stops at the unknown call"
+    );
 }
 
 /// Every kind of bad argument is answered to the model with what is wrong and where, before any tool
@@ -207,19 +283,62 @@ async fn bad_arguments_are_answered_with_path_and_reason_and_never_run_the_tool(
     let typed_counter = typed_runs.clone();
     let typed = Tool::typed("add", "Add", move |input: Add, _ctx: ToolContext| {
         typed_counter.bump();
-        async move { Ok::<_, AgentError>(Sum { sum: input.a + input.b }) }
+        async move {
+            Ok::<_, AgentError>(Sum {
+                sum: input.a + input.b,
+            })
+        }
     });
     let cases = [
-        ("bad_json", "get_status", r#"{"service": "api""#, "$: arguments are not valid JSON"),
-        ("not_object", "get_status", r#"["api"]"#, r#"$: ["api"] is not of type "object""#),
-        ("wrong_type", "get_status", r#"{"service": 7}"#, r#"$.service: 7 is not of type "string""#),
-        ("missing", "get_status", r#"{}"#, r#"$: "service" is a required property"#),
-        ("typed_wrong_type", "add", r#"{"a": 1, "b": "two"}"#, r#"$.b: "two" is not of type "integer""#),
-        ("typed_missing", "add", r#"{"a": 1}"#, r#"$: "b" is a required property"#),
-        ("typed_bad_json", "add", "{a: 1}", "$: arguments are not valid JSON"),
+        (
+            "bad_json",
+            "get_status",
+            r#"{"service": "api""#,
+            "$: arguments are not valid JSON",
+        ),
+        (
+            "not_object",
+            "get_status",
+            r#"["api"]"#,
+            r#"$: ["api"] is not of type "object""#,
+        ),
+        (
+            "wrong_type",
+            "get_status",
+            r#"{"service": 7}"#,
+            r#"$.service: 7 is not of type "string""#,
+        ),
+        (
+            "missing",
+            "get_status",
+            r#"{}"#,
+            r#"$: "service" is a required property"#,
+        ),
+        (
+            "typed_wrong_type",
+            "add",
+            r#"{"a": 1, "b": "two"}"#,
+            r#"$.b: "two" is not of type "integer""#,
+        ),
+        (
+            "typed_missing",
+            "add",
+            r#"{"a": 1}"#,
+            r#"$: "b" is a required property"#,
+        ),
+        (
+            "typed_bad_json",
+            "add",
+            "{a: 1}",
+            "$: arguments are not valid JSON",
+        ),
     ];
     let model = ScriptedModel::new()
-        .tool_calls(cases.iter().map(|(id, tool, args, _)| ToolCall::raw(*id, *tool, *args)))
+        .tool_calls(
+            cases
+                .iter()
+                .map(|(id, tool, args, _)| ToolCall::raw(*id, *tool, *args)),
+        )
         .text("I will fix my arguments.");
     let agent = Agent::builder("ops")
         .model(model.clone())
@@ -235,18 +354,42 @@ async fn bad_arguments_are_answered_with_path_and_reason_and_never_run_the_tool(
     for (id, _, _, expected) in cases {
         let error = result_of(req, id)["error"].as_str().unwrap().to_owned();
         assert!(error.starts_with("Invalid tool input: "), "{id}: {error}");
-        assert!(error.contains(expected), "{id}: `{error}` should contain `{expected}`");
+        assert!(
+            error.contains(expected),
+            "{id}: `{error}` should contain `{expected}`"
+        );
     }
 }
 
 #[tokio::test]
 async fn no_argument_text_from_a_model_panics_the_runtime() {
     let runs = Counter::default();
-    let texts = ["", "null", "1", "\"s\"", "[]", "{", "}", "{\"service\": null}", "\u{0}", "{\"service\":\"\\ud800\"}", &"[".repeat(10_000)];
+    let texts = [
+        "",
+        "null",
+        "1",
+        "\"s\"",
+        "[]",
+        "{",
+        "}",
+        "{\"service\": null}",
+        "\u{0}",
+        "{\"service\":\"\\ud800\"}",
+        &"[".repeat(10_000),
+    ];
     let model = ScriptedModel::new()
-        .tool_calls(texts.iter().enumerate().map(|(i, t)| ToolCall::raw(format!("c{i}"), "get_status", *t)))
+        .tool_calls(
+            texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| ToolCall::raw(format!("c{i}"), "get_status", *t)),
+        )
         .text("ok");
-    let agent = Agent::builder("ops").model(model.clone()).tool(status_tool(&runs)).build().unwrap();
+    let agent = Agent::builder("ops")
+        .model(model.clone())
+        .tool(status_tool(&runs))
+        .build()
+        .unwrap();
     let result = agent.run("go").await.unwrap();
     assert_eq!(result.status(), RunStatus::Completed);
     assert_eq!(runs.get(), 0, "none of these is a valid call");
@@ -260,7 +403,12 @@ async fn the_turn_limit_stops_a_model_that_never_finishes() {
     for i in 0..10 {
         model = model.tool_call(&format!("c{i}"), "get_status", json!({"service": "api"}));
     }
-    let agent = Agent::builder("ops").model(model.clone()).tool(status_tool(&runs)).max_turns(3).build().unwrap();
+    let agent = Agent::builder("ops")
+        .model(model.clone())
+        .tool(status_tool(&runs))
+        .max_turns(3)
+        .build()
+        .unwrap();
     let err = agent.run("loop").await.unwrap_err();
     assert_eq!(err, AgentError::MaxTurnsExceeded(3));
     assert!(err.to_string().contains("after 3 turns"));
@@ -270,7 +418,10 @@ async fn the_turn_limit_stops_a_model_that_never_finishes() {
 
 #[tokio::test]
 async fn a_model_error_fails_the_run() {
-    let agent = Agent::builder("ops").model(ScriptedModel::new()).build().unwrap();
+    let agent = Agent::builder("ops")
+        .model(ScriptedModel::new())
+        .build()
+        .unwrap();
     let err = agent.run("hello").await.unwrap_err();
     assert!(matches!(err, AgentError::Model(_)), "{err}");
 }
@@ -281,8 +432,16 @@ async fn building_rejects_bad_definitions() {
     assert!(no_model.to_string().contains("has no model"));
 
     let bad_id = Tool::new("bad id!", "desc", json!({"type": "object"}), |v, _| Ok(v));
-    let err = Agent::builder("x").model(ScriptedModel::new()).tool(bad_id).build().err().unwrap();
-    assert!(err.to_string().contains("must be 1 to 64 characters"), "{err}");
+    let err = Agent::builder("x")
+        .model(ScriptedModel::new())
+        .tool(bad_id)
+        .build()
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string().contains("must be 1 to 64 characters"),
+        "{err}"
+    );
 
     let bad_schema = Tool::new(
         "t",
@@ -290,18 +449,34 @@ async fn building_rejects_bad_definitions() {
         json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "(["}}}),
         |v, _| Ok(v),
     );
-    let err = Agent::builder("x").model(ScriptedModel::new()).tool(bad_schema).build().err().unwrap();
+    let err = Agent::builder("x")
+        .model(ScriptedModel::new())
+        .tool(bad_schema)
+        .build()
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("does not compile"), "{err}");
 
     let dup = || Tool::new("t", "desc", json!({"type": "object"}), |v, _| Ok(v));
-    let err = Agent::builder("x").model(ScriptedModel::new()).tool(dup()).tool(dup()).build().err().unwrap();
+    let err = Agent::builder("x")
+        .model(ScriptedModel::new())
+        .tool(dup())
+        .tool(dup())
+        .build()
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("unique"), "{err}");
 
     let wrong_approval = Tool::typed("add", "Add", |i: Add, _ctx: ToolContext| async move {
         Ok::<_, AgentError>(Sum { sum: i.a + i.b })
     })
     .approval(|_: &Value, _| true);
-    let err = Agent::builder("x").model(ScriptedModel::new()).tool(wrong_approval).build().err().unwrap();
+    let err = Agent::builder("x")
+        .model(ScriptedModel::new())
+        .tool(wrong_approval)
+        .build()
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("approval function takes"), "{err}");
 }
 
@@ -314,30 +489,66 @@ async fn the_event_stream_tells_the_run_in_order() {
             tool_calls: vec![ToolCall::new("c1", "get_status", json!({"service": "api"}))],
         })
         .text("Healthy.");
-    let agent = Agent::builder("ops").model(model).tool(status_tool(&runs)).build().unwrap();
+    let agent = Agent::builder("ops")
+        .model(model)
+        .tool(status_tool(&runs))
+        .build()
+        .unwrap();
     let events: Vec<Event> = agent.stream("up?").collect().await;
     let names: Vec<&str> = events.iter().map(Event::name).collect();
     assert_eq!(
         names,
-        ["run.started", "model.turn", "tool.called", "tool.result", "model.turn", "run.completed"]
+        [
+            "run.started",
+            "model.turn",
+            "tool.called",
+            "tool.result",
+            "model.turn",
+            "run.completed"
+        ]
     );
-    assert!(matches!(&events[3], Event::ToolResult { call_id, content, .. }
-        if call_id == "c1" && content.contains("healthy")));
-    assert_eq!(events[5], Event::Completed { output: "Healthy.".into() });
+    assert!(
+        matches!(&events[3], Event::ToolResult { call_id, content, .. }
+        if call_id == "c1" && content.contains("healthy"))
+    );
+    assert_eq!(
+        events[5],
+        Event::Completed {
+            output: "Healthy.".into()
+        }
+    );
 }
 
 #[tokio::test]
 async fn the_event_stream_reports_tool_errors_and_failures() {
-    let failing = Tool::new("f", "Fails", json!({"type": "object"}), |_, _| Err(AgentError::tool("boom")));
-    let model = ScriptedModel::new().tool_call("c1", "f", json!({})).tool_call("c2", "nope", json!({}));
-    let agent = Agent::builder("ops").model(model).tool(failing).build().unwrap();
+    let failing = Tool::new("f", "Fails", json!({"type": "object"}), |_, _| {
+        Err(AgentError::tool("boom"))
+    });
+    let model = ScriptedModel::new()
+        .tool_call("c1", "f", json!({}))
+        .tool_call("c2", "nope", json!({}));
+    let agent = Agent::builder("ops")
+        .model(model)
+        .tool(failing)
+        .build()
+        .unwrap();
     let events: Vec<Event> = agent.stream("go").collect().await;
     let names: Vec<&str> = events.iter().map(Event::name).collect();
     assert_eq!(
         names,
-        ["run.started", "model.turn", "tool.called", "tool.error", "model.turn", "tool.error", "run.failed"]
+        [
+            "run.started",
+            "model.turn",
+            "tool.called",
+            "tool.error",
+            "model.turn",
+            "tool.error",
+            "run.failed"
+        ]
     );
-    assert!(matches!(&events[3], Event::ToolError { error, content: Some(c), .. } if error == "boom" && c.contains("boom")));
+    assert!(
+        matches!(&events[3], Event::ToolError { error, content: Some(c), .. } if error == "boom" && c.contains("boom"))
+    );
     assert!(matches!(&events[6], Event::Failed { error } if error == "Unknown tool: nope"));
 }
 
@@ -347,7 +558,11 @@ async fn the_conversation_is_kept_in_the_state() {
     let model = ScriptedModel::new()
         .tool_call("c1", "get_status", json!({"service": "api"}))
         .text("fine");
-    let agent = Agent::builder("ops").model(model).tool(status_tool(&runs)).build().unwrap();
+    let agent = Agent::builder("ops")
+        .model(model)
+        .tool(status_tool(&runs))
+        .build()
+        .unwrap();
     let result = agent.run("up?").await.unwrap();
     let roles: Vec<&str> = result
         .state

@@ -8,7 +8,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use common::object_schema;
-use phaseo_agent::{Agent, Decisions, ModelResponse, PendingKind, RunState, ScriptedModel, Tool, ToolCall};
+use phaseo_agent::{
+    Agent, Decisions, ModelResponse, PendingKind, RunState, ScriptedModel, Tool, ToolCall,
+};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -41,8 +43,15 @@ fn build_agent(model: &ScriptedModel, ledger: &Ledger) -> Agent {
     let schema = object_schema(json!({"target": {"type": "string"}}), &["target"]);
     Agent::builder("prop")
         .model(model.clone())
-        .tool(Tool::new("auto", "Runs at once", schema.clone(), record(ledger)))
-        .tool(Tool::new("gated", "Needs approval", schema.clone(), record(ledger)).require_approval())
+        .tool(Tool::new(
+            "auto",
+            "Runs at once",
+            schema.clone(),
+            record(ledger),
+        ))
+        .tool(
+            Tool::new("gated", "Needs approval", schema.clone(), record(ledger)).require_approval(),
+        )
         .tool(Tool::external("external", "Answered from outside", schema))
         .max_turns(64)
         .build()
@@ -59,7 +68,11 @@ fn kind_strategy() -> impl Strategy<Value = CallKind> {
 }
 
 fn verdict_strategy() -> impl Strategy<Value = Verdict> {
-    prop_oneof![Just(Verdict::Approve), Just(Verdict::Reject), Just(Verdict::ApproveEdited)]
+    prop_oneof![
+        Just(Verdict::Approve),
+        Just(Verdict::Reject),
+        Just(Verdict::ApproveEdited)
+    ]
 }
 
 proptest! {

@@ -43,7 +43,10 @@ async fn a_gated_call_pauses_the_run_for_approval() {
     assert_eq!(result.pending().len(), 1);
     assert_eq!(result.pending()[0].kind, PendingKind::ToolApproval);
     assert_eq!(result.pending()[0].call.id, "c1");
-    assert_eq!(result.pending()[0].arguments, json!({"environment": "staging"}));
+    assert_eq!(
+        result.pending()[0].arguments,
+        json!({"environment": "staging"})
+    );
     assert_eq!(deploy.get(), 0, "a gated call does not run before approval");
     let stored: Value = serde_json::from_str(&result.state.to_json()).unwrap();
     assert_eq!(stored["status"], "waiting_for_human");
@@ -61,11 +64,17 @@ async fn an_external_call_pauses_for_its_output_and_the_output_reaches_the_model
     let paused = agent.run("what is T-7?").await.unwrap();
     assert_eq!(paused.pending()[0].kind, PendingKind::ExternalOutput);
     let done = agent
-        .resume(&paused.state, Decisions::new().output("c1", json!({"title": "Printer on fire"})))
+        .resume(
+            &paused.state,
+            Decisions::new().output("c1", json!({"title": "Printer on fire"})),
+        )
         .await
         .unwrap();
     assert_eq!(done.output(), Some("It is about the printer."));
-    assert_eq!(result_of(&model.requests()[1], "c1"), json!({"title": "Printer on fire"}));
+    assert_eq!(
+        result_of(&model.requests()[1], "c1"),
+        json!({"title": "Printer on fire"})
+    );
 }
 
 #[tokio::test]
@@ -76,11 +85,17 @@ async fn in_a_mixed_turn_automatic_results_are_kept_across_the_pause() {
     let paused = agent.run("ship and look up T-7").await.unwrap();
 
     assert_eq!(status.get(), 1, "the automatic call ran before the pause");
-    let kinds: Vec<(String, PendingKind)> =
-        paused.pending().iter().map(|p| (p.call.id.clone(), p.kind)).collect();
+    let kinds: Vec<(String, PendingKind)> = paused
+        .pending()
+        .iter()
+        .map(|p| (p.call.id.clone(), p.kind))
+        .collect();
     assert_eq!(
         kinds,
-        [("c2".to_string(), PendingKind::ToolApproval), ("c3".to_string(), PendingKind::ExternalOutput)]
+        [
+            ("c2".to_string(), PendingKind::ToolApproval),
+            ("c3".to_string(), PendingKind::ExternalOutput)
+        ]
     );
 
     // Store, drop, reload: the automatic result must survive.
@@ -88,18 +103,33 @@ async fn in_a_mixed_turn_automatic_results_are_kept_across_the_pause() {
     drop(paused);
     let state = RunState::from_json(&json).unwrap();
     let done = agent
-        .resume(&state, Decisions::new().approve("c2").output("c3", json!({"title": "Printer"})))
+        .resume(
+            &state,
+            Decisions::new()
+                .approve("c2")
+                .output("c3", json!({"title": "Printer"})),
+        )
         .await
         .unwrap();
 
     assert_eq!(done.status(), RunStatus::Completed);
-    assert_eq!(status.get(), 1, "resuming does not re-run the automatic call");
+    assert_eq!(
+        status.get(),
+        1,
+        "resuming does not re-run the automatic call"
+    );
     assert_eq!(deploy.get(), 1);
     let last = model.requests().pop().unwrap();
     let ids: Vec<String> = tool_results(&last).into_iter().map(|(id, _)| id).collect();
     assert_eq!(ids, ["c1", "c2", "c3"], "results in call order");
-    assert_eq!(result_of(&last, "c1"), json!({"service": "api", "status": "healthy"}));
-    assert_eq!(result_of(&last, "c2"), json!({"environment": "production", "deployed": true}));
+    assert_eq!(
+        result_of(&last, "c1"),
+        json!({"service": "api", "status": "healthy"})
+    );
+    assert_eq!(
+        result_of(&last, "c2"),
+        json!({"environment": "production", "deployed": true})
+    );
 }
 
 #[tokio::test]
@@ -111,12 +141,18 @@ async fn a_rejection_never_runs_the_call_and_its_message_reaches_the_model() {
     let agent = agent(&model, &status, &deploy);
     let paused = agent.run("ship").await.unwrap();
     let done = agent
-        .resume(&paused.state, Decisions::new().reject("c1", "Code freeze until Monday"))
+        .resume(
+            &paused.state,
+            Decisions::new().reject("c1", "Code freeze until Monday"),
+        )
         .await
         .unwrap();
     assert_eq!(deploy.get(), 0);
     assert_eq!(done.output(), Some("Understood, not deploying."));
-    let error = result_of(&model.requests()[1], "c1")["error"].as_str().unwrap().to_owned();
+    let error = result_of(&model.requests()[1], "c1")["error"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(error.contains("Code freeze until Monday"), "{error}");
 }
 
@@ -131,25 +167,39 @@ async fn a_decision_for_an_unknown_call_is_an_error_and_leaves_the_state_unchang
     let err = agent
         .resume(
             &paused.state,
-            Decisions::new().approve("c2").output("c3", json!({})).approve("c99"),
+            Decisions::new()
+                .approve("c2")
+                .output("c3", json!({}))
+                .approve("c99"),
         )
         .await
         .unwrap_err();
     assert_eq!(
         err,
-        AgentError::NotPending { call_id: "c99".into(), pending: vec!["c2".into(), "c3".into()] }
+        AgentError::NotPending {
+            call_id: "c99".into(),
+            pending: vec!["c2".into(), "c3".into()]
+        }
     );
     assert_eq!(paused.state.to_json(), before, "byte-for-byte unchanged");
     assert_eq!(deploy.get(), 0, "nothing ran");
 
     // A decision for a call that already ran (not pending) is refused the same way.
-    let err = agent.resume(&paused.state, Decisions::new().approve("c1")).await.unwrap_err();
+    let err = agent
+        .resume(&paused.state, Decisions::new().approve("c1"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, AgentError::NotPending { ref call_id, .. } if call_id == "c1"));
     assert_eq!(paused.state.to_json(), before);
 
     // The state still resumes correctly afterwards.
     let done = agent
-        .resume(&paused.state, Decisions::new().approve("c2").output("c3", json!({"title": "x"})))
+        .resume(
+            &paused.state,
+            Decisions::new()
+                .approve("c2")
+                .output("c3", json!({"title": "x"})),
+        )
         .await
         .unwrap();
     assert_eq!(done.status(), RunStatus::Completed);
@@ -163,11 +213,27 @@ async fn resuming_with_a_missing_decision_names_the_calls() {
     let agent = agent(&model, &status, &deploy);
     let paused = agent.run("ship").await.unwrap();
     let before = paused.state.to_json();
-    let err = agent.resume(&paused.state, Decisions::new()).await.unwrap_err();
-    assert_eq!(err, AgentError::MissingDecision { call_ids: vec!["c2".into(), "c3".into()] });
+    let err = agent
+        .resume(&paused.state, Decisions::new())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        AgentError::MissingDecision {
+            call_ids: vec!["c2".into(), "c3".into()]
+        }
+    );
     assert!(err.to_string().contains("c2, c3"));
-    let err = agent.resume(&paused.state, Decisions::new().approve("c2")).await.unwrap_err();
-    assert_eq!(err, AgentError::MissingDecision { call_ids: vec!["c3".into()] });
+    let err = agent
+        .resume(&paused.state, Decisions::new().approve("c2"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        AgentError::MissingDecision {
+            call_ids: vec!["c3".into()]
+        }
+    );
     assert_eq!(paused.state.to_json(), before);
     assert_eq!(deploy.get(), 0);
 }
@@ -181,10 +247,18 @@ async fn decisions_that_do_not_fit_the_pending_kind_are_refused() {
     let before = paused.state.to_json();
 
     let err = agent
-        .resume(&paused.state, Decisions::new().output("c2", json!({"deployed": true})).output("c3", json!({})))
+        .resume(
+            &paused.state,
+            Decisions::new()
+                .output("c2", json!({"deployed": true}))
+                .output("c3", json!({})),
+        )
         .await
         .unwrap_err();
-    assert!(matches!(err, AgentError::DecisionMismatch { ref call_id, kind: "tool_approval", .. } if call_id == "c2"), "{err}");
+    assert!(
+        matches!(err, AgentError::DecisionMismatch { ref call_id, kind: "tool_approval", .. } if call_id == "c2"),
+        "{err}"
+    );
 
     let err = agent
         .resume(&paused.state, Decisions::new().approve("c2").approve("c3"))
@@ -193,7 +267,13 @@ async fn decisions_that_do_not_fit_the_pending_kind_are_refused() {
     assert!(err.to_string().contains("supply its output"), "{err}");
 
     let err = agent
-        .resume(&paused.state, Decisions::new().approve("c2").approve("c2").output("c3", json!({})))
+        .resume(
+            &paused.state,
+            Decisions::new()
+                .approve("c2")
+                .approve("c2")
+                .output("c3", json!({})),
+        )
         .await
         .unwrap_err();
     assert_eq!(err, AgentError::DuplicateDecision("c2".into()));
@@ -220,15 +300,24 @@ async fn a_state_round_trips_through_json_into_a_freshly_built_agent() {
     let model = ScriptedModel::new().text("Production is deployed.");
     let fresh = agent(&model, &status, &deploy);
     let state: RunState = serde_json::from_str(&json).unwrap();
-    let done = fresh.resume(&state, Decisions::new().approve("c2")).await.unwrap();
+    let done = fresh
+        .resume(&state, Decisions::new().approve("c2"))
+        .await
+        .unwrap();
 
     assert_eq!(done.output(), Some("Production is deployed."));
     assert_eq!(status.get(), 0, "the automatic call is not run again");
     assert_eq!(deploy.get(), 1, "the approved call runs exactly once");
     let request = &model.requests()[0];
     assert_eq!(request.instructions, "Ship releases carefully.");
-    assert_eq!(result_of(request, "c1"), json!({"service": "api", "status": "healthy"}));
-    assert_eq!(result_of(request, "c2"), json!({"environment": "production", "deployed": true}));
+    assert_eq!(
+        result_of(request, "c1"),
+        json!({"service": "api", "status": "healthy"})
+    );
+    assert_eq!(
+        result_of(request, "c2"),
+        json!({"environment": "production", "deployed": true})
+    );
     assert_eq!(done.state.run_id(), state.run_id());
 }
 
@@ -241,15 +330,24 @@ async fn a_run_can_pause_more_than_once() {
         .text("Both deployed.");
     let agent = agent(&model, &status, &deploy);
     let first = agent.run("ship both").await.unwrap();
-    let second = agent.resume(&first.state, Decisions::new().approve("c1")).await.unwrap();
+    let second = agent
+        .resume(&first.state, Decisions::new().approve("c1"))
+        .await
+        .unwrap();
     assert!(second.is_paused());
     assert_eq!(second.pending()[0].call.id, "c2");
     assert_eq!(deploy.get(), 1);
-    let done = agent.resume(&second.state, Decisions::new().approve("c2")).await.unwrap();
+    let done = agent
+        .resume(&second.state, Decisions::new().approve("c2"))
+        .await
+        .unwrap();
     assert_eq!(done.output(), Some("Both deployed."));
     assert_eq!(deploy.get(), 2);
     // A completed run cannot be resumed.
-    let err = agent.resume(&done.state, Decisions::new()).await.unwrap_err();
+    let err = agent
+        .resume(&done.state, Decisions::new())
+        .await
+        .unwrap_err();
     assert!(matches!(err, AgentError::NotPaused { .. }), "{err}");
 }
 
@@ -262,9 +360,18 @@ async fn states_of_unknown_versions_or_shapes_are_clear_errors() {
 
     value["version"] = json!(STATE_VERSION + 1);
     let err = RunState::from_json(&value.to_string()).unwrap_err();
-    assert_eq!(err, AgentError::UnsupportedStateVersion { found: u64::from(STATE_VERSION) + 1, supported: STATE_VERSION });
+    assert_eq!(
+        err,
+        AgentError::UnsupportedStateVersion {
+            found: u64::from(STATE_VERSION) + 1,
+            supported: STATE_VERSION
+        }
+    );
     let err = serde_json::from_str::<RunState>(&value.to_string()).unwrap_err();
-    assert!(err.to_string().contains("Unsupported run state version"), "{err}");
+    assert!(
+        err.to_string().contains("Unsupported run state version"),
+        "{err}"
+    );
 
     let err = RunState::from_json("{\"run_id\": \"x\"}").unwrap_err();
     assert!(err.to_string().contains("no `version` field"), "{err}");
@@ -289,13 +396,21 @@ async fn approving_with_edited_arguments_runs_the_edit_and_records_it() {
     let done = agent
         .resume(
             &paused.state,
-            Decisions::new().decide("c1", Decision::ApproveWithArguments { arguments: json!({"environment": "staging"}) }),
+            Decisions::new().decide(
+                "c1",
+                Decision::ApproveWithArguments {
+                    arguments: json!({"environment": "staging"}),
+                },
+            ),
         )
         .await
         .unwrap();
     assert_eq!(done.output(), Some("Deployed to staging instead."));
     let request = &model.requests()[1];
-    assert_eq!(result_of(request, "c1"), json!({"environment": "staging", "deployed": true}));
+    assert_eq!(
+        result_of(request, "c1"),
+        json!({"environment": "staging", "deployed": true})
+    );
     let edited = request.messages.iter().find_map(|m| match m {
         phaseo_agent::Message::Assistant { tool_calls, .. } => tool_calls.first().cloned(),
         _ => None,
@@ -313,10 +428,16 @@ async fn edited_arguments_that_fail_validation_are_refused_before_anything_runs(
     let paused = agent.run("ship").await.unwrap();
     let before = paused.state.to_json();
     let err = agent
-        .resume(&paused.state, Decisions::new().approve_with_arguments("c1", json!({"environment": 3})))
+        .resume(
+            &paused.state,
+            Decisions::new().approve_with_arguments("c1", json!({"environment": 3})),
+        )
         .await
         .unwrap_err();
-    assert_eq!(err.to_string(), r#"Invalid tool input: $.environment: 3 is not of type "string""#);
+    assert_eq!(
+        err.to_string(),
+        r#"Invalid tool input: $.environment: 3 is not of type "string""#
+    );
     assert_eq!(deploy.get(), 0);
     assert_eq!(paused.state.to_json(), before);
 }
@@ -331,14 +452,21 @@ async fn approve_always_covers_later_calls_of_the_same_tool_in_the_run() {
     let agent = agent(&model, &status, &deploy);
     let paused = agent.run("ship").await.unwrap();
     let done = agent
-        .resume(&paused.state, Decisions::new().decide("c1", Decision::ApproveAlways))
+        .resume(
+            &paused.state,
+            Decisions::new().decide("c1", Decision::ApproveAlways),
+        )
         .await
         .unwrap();
     assert_eq!(done.status(), RunStatus::Completed, "c2 did not pause");
     assert_eq!(deploy.get(), 2);
     // Another run starts with no standing approval.
     let model2 = ScriptedModel::new().tool_call("d1", "deploy", json!({"environment": "qa"}));
-    let again = Agent::builder("release").model(model2).tool(deploy_tool(&deploy)).build().unwrap();
+    let again = Agent::builder("release")
+        .model(model2)
+        .tool(deploy_tool(&deploy))
+        .build()
+        .unwrap();
     assert!(again.run("ship").await.unwrap().is_paused());
 }
 
@@ -347,7 +475,14 @@ async fn a_state_from_another_agent_is_refused() {
     let (status, deploy) = (Counter::default(), Counter::default());
     let model = ScriptedModel::new().tool_call("c1", "deploy", json!({"environment": "qa"}));
     let paused = agent(&model, &status, &deploy).run("ship").await.unwrap();
-    let other = Agent::builder("other").model(ScriptedModel::new()).tool(deploy_tool(&deploy)).build().unwrap();
-    let err = other.resume(&paused.state, Decisions::new().approve("c1")).await.unwrap_err();
+    let other = Agent::builder("other")
+        .model(ScriptedModel::new())
+        .tool(deploy_tool(&deploy))
+        .build()
+        .unwrap();
+    let err = other
+        .resume(&paused.state, Decisions::new().approve("c1"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, AgentError::WrongAgent { .. }), "{err}");
 }

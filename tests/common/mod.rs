@@ -68,7 +68,9 @@ pub fn tool_results(request: &ModelRequest) -> Vec<(String, String)> {
         .messages
         .iter()
         .filter_map(|m| match m {
-            Message::Tool { call_id, content, .. } => Some((call_id.clone(), content.clone())),
+            Message::Tool {
+                call_id, content, ..
+            } => Some((call_id.clone(), content.clone())),
             _ => None,
         })
         .collect()
