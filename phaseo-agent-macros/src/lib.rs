@@ -1,8 +1,183 @@
-//! The `#[tool]` attribute macro of phaseo-agent. Depend on `phaseo-agent` and use `phaseo_agent::tool`.
+//! The `#[tool]` attribute macro of phaseo-agent. Depend on `phaseo-agent` and use `phaseo_agent::tool`:
+//! the expansion names paths of `phaseo_agent` that are not public API, so the two crates are
+//! released in lockstep.
+
+mod args;
+mod ast;
+mod doc;
+mod expand;
+mod valid;
+
 use proc_macro::TokenStream;
 
-/// Placeholder until the macro lands (issue 3).
+/// Makes a function a tool: `.tool(fetch_ticket)` gives it to an agent, and `fetch_ticket(..)` still
+/// calls it.
+///
+/// ```
+/// use phaseo_agent::{Agent, ScriptedModel, ToolContext, tool};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Deserialize, schemars::JsonSchema)]
+/// struct FetchTicket {
+///     /// The ticket's id, as in `T-42`.
+///     ticket_id: String,
+/// }
+///
+/// #[derive(Serialize)]
+/// struct Ticket {
+///     title: String,
+/// }
+///
+/// /// Load one internal support ticket.
+/// #[tool(id = "fetch-ticket")]
+/// async fn fetch_ticket(input: FetchTicket, ctx: &ToolContext) -> Result<Ticket, String> {
+///     ctx.emit_progress(serde_json::json!({"loading": input.ticket_id})).map_err(|e| e.to_string())?;
+///     Ok(Ticket { title: format!("Printer on fire ({})", input.ticket_id) })
+/// }
+///
+/// /// Add two numbers.
+/// #[tool]
+/// fn add(a: i64, b: i64) -> i64 {
+///     a + b
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// // Unit tests call the functions by name.
+/// let ctx = ToolContext::detached();
+/// let ticket = fetch_ticket(FetchTicket { ticket_id: "T-42".into() }, &ctx).await.unwrap();
+/// assert_eq!(ticket.title, "Printer on fire (T-42)");
+/// assert_eq!(add(2, 3), 5);
+///
+/// // An agent takes them by name.
+/// let model = ScriptedModel::new()
+///     .tool_call("call_1", "add", serde_json::json!({"a": 2, "b": 3}))
+///     .text("2 + 3 = 5");
+/// let agent = Agent::builder("helper").model(model).tool(fetch_ticket).tool(add).build()?;
+/// assert_eq!(agent.tools()[0].id(), "fetch-ticket");
+/// assert_eq!(agent.tools()[0].description(), "Load one internal support ticket.");
+/// assert_eq!(agent.run("What is 2 + 3?").await?.output(), Some("2 + 3 = 5"));
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Functions
+///
+/// `async fn` and plain `fn`. A plain `fn` runs on Tokio's blocking thread pool, so a synchronous
+/// body never stalls the async workers. An async function's future must be `Send`.
+///
+/// Not accepted, each a compile error that says what to write instead: `self` receivers, generic,
+/// lifetime or const parameters, `where` clauses, `const`, `unsafe` and `extern` functions, variadic
+/// and `impl Trait` arguments.
+///
+/// # Inputs
+///
+/// The parameters are read in this order:
+///
+/// 1. **The context.** Every `&T` parameter other than `&str` is the context parameter, and the
+///    compiler proves that `T` is `ToolContext`: write
+///    `ctx: &ToolContext`. At most one, anywhere in the list; it is not part of the tool's arguments.
+/// 2. **A typed input.** When exactly one other parameter is left and its type is not a plain std type,
+///    that parameter is the tool's input, decoded from the model's arguments: any type that derives
+///    `Deserialize` and `JsonSchema` (its field docs become property descriptions). The plain std
+///    types are the primitives (`bool`, `char`, integers, floats), `String`, `&str`, `Option`,
+///    `Vec`, `VecDeque`, `HashMap`, `BTreeMap`, `HashSet`, `BTreeSet`, `PathBuf`,
+///    `serde_json::Value` and `Map` (recognised by the last segment of their path), tuples, arrays
+///    and slices. A typed input's parameter may be a pattern (`Lookup { id }: Lookup`).
+/// 3. **Plain arguments.** Otherwise every other parameter is a plain argument, and the macro generates
+///    the input struct: named `CamelCase(function name)` + `Args` (`deploy` → `DeployArgs`,
+///    `fetch_ticket` → `FetchTicketArgs`), with the function's visibility and one `pub` field per
+///    argument, so an approval function can take `&DeployArgs`. Each argument needs a name; its type
+///    must own its data (`&str` is the exception: the field is a `String`, lent to the function). An
+///    `Option<T>` argument is optional (`#[serde(default)]`). Doc comments, `#[serde(...)]` and
+///    `#[schemars(...)]` attributes on an argument move to its field, so they describe and shape
+///    the property: `/// The environment. #[serde(rename = "env")] environment: String`. A tool with
+///    no parameters takes no arguments (`{"type": "object", "properties": {}}`).
+///
+/// A single custom argument is therefore the typed input, whose schema is the tool's parameters; to
+/// make it one property of the arguments instead, wrap it in a struct of your own.
+///
+/// # Output
+///
+/// A return type whose last path segment is `Result` (`Result<T, E>`, `std::io::Result<T>`,
+/// `anyhow::Result<T>`) is fallible: `T: Serialize` is the output and `E: Display` the error, which
+/// reaches the model as `{"error": "..."}` (the runtime's error policy applies). Any other return type
+/// `T: Serialize` is an infallible output; no return type is `()`, sent as `null`.
+///
+/// # Arguments of `#[tool(...)]`
+///
+/// | key | meaning |
+/// |---|---|
+/// | `id = "..."` | the id the model calls; default: the function's name. Checked at compile time: 1 to 64 characters of `a-z`, `A-Z`, `0-9`, `_`, `-`. |
+/// | `description = "..."` | what the model reads to choose the tool; a string, or a macro such as `include_str!("deploy.md")`. Default: the function's doc comment (its `///` lines in order, one leading space stripped, joined with `\n`, blank first and last lines dropped). |
+/// | `require_approval` | every call waits for a person's approval (pending kind `tool_approval`). |
+/// | `require_approval = path` | calls wait when the function at `path` says so: `fn(&Input) -> bool`, where `Input` is the typed input or the generated `…Args` struct. |
+/// | `external` | a declaration without a body (`async fn lookup(input: Lookup) -> Ticket;`): calls pause with pending kind `external_output`, and the output supplied from outside must decode as the return type. No context parameter, and the return type is the output itself (not a `Result`). |
+/// | `crate = path` | the path phaseo-agent is reached by, for a renamed dependency (`crate = my_agent`). |
+///
+/// **A tool must have a description.** With neither a doc comment nor `description = "..."`, the
+/// macro fails at the function's name and asks for one: models choose tools by their description,
+/// and the runtime would reject an empty one when the agent is built anyway, later and further from
+/// the cause.
+///
+/// ```
+/// use phaseo_agent::{Agent, Decisions, PendingKind, ScriptedModel, tool};
+/// use serde_json::json;
+///
+/// /// Deploy an application environment.
+/// #[tool(require_approval = is_production)]
+/// async fn deploy(
+///     /// `staging` or `production`.
+///     environment: String,
+/// ) -> String {
+///     format!("{environment} deployed")
+/// }
+///
+/// fn is_production(args: &DeployArgs) -> bool {
+///     args.environment == "production"
+/// }
+///
+/// /// Look up a customer in the CRM.
+/// #[tool(external)]
+/// async fn crm_lookup(email: String) -> serde_json::Value;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// let model = ScriptedModel::new()
+///     .tool_call("call_1", "deploy", json!({"environment": "production"}))
+///     .text("Deployed.");
+/// let agent = Agent::builder("ops").model(model).tool(deploy).tool(crm_lookup).build()?;
+/// let paused = agent.run("Ship it").await?;
+/// assert_eq!(paused.pending()[0].kind, PendingKind::ToolApproval);
+/// let done = agent.resume(&paused.state, Decisions::new().approve("call_1")).await?;
+/// assert_eq!(done.output(), Some("Deployed."));
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # What it expands to
+///
+/// The function's name becomes a unit struct of the same name, with the function's docs and
+/// visibility (`#[allow(non_camel_case_types)] pub struct fetch_ticket;`), and the function moves,
+/// unchanged, to a hidden item beside it. The struct:
+///
+/// - implements `IntoTool`, through the runtime's typed constructors (`Tool::typed`,
+///   `Tool::typed_blocking`, `Tool::external_typed`), so `AgentBuilder::tool(fetch_ticket)` takes it;
+/// - implements `Deref` to a function pointer, so `fetch_ticket(input, &ctx)` still calls the function
+///   (a call auto-dereferences its callee). For a plain `fn` the pointer has the function's own
+///   signature; for an `async fn` it returns the future boxed:
+///   `for<'a> fn(FetchTicket, &'a ToolContext) -> BoxFuture<'a, Result<Ticket, String>>`, so
+///   `fetch_ticket(input, &ctx).await` works as before. An `external` declaration has no function to
+///   call, only the struct and its `IntoTool`.
+///
+/// Attributes on the function other than docs, `#[cfg]` and `#[deprecated]` stay on the function
+/// (`#[cfg]` goes on every generated item). The expansion names only
+/// `::phaseo_agent::__private::…` paths, so a crate that uses `#[tool]` with plain arguments needs
+/// no dependency on serde, serde_json or schemars.
+///
+/// When the macro finds a mistake, it reports every one it can at once, each at the token to change,
+/// and still emits the function as written, so the rest of the crate keeps type-checking.
 #[proc_macro_attribute]
-pub fn tool(_args: TokenStream, input: TokenStream) -> TokenStream {
-    input
+pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
+    expand::tool(args.into(), input.into()).into()
 }

@@ -99,4 +99,5 @@ pub mod __private {
     pub use schemars;
     pub use serde;
     pub use serde_json;
+    pub use std::string::String;
 }
