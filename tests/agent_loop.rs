@@ -577,3 +577,41 @@ async fn the_conversation_is_kept_in_the_state() {
     assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
     assert_eq!(result.state.turns(), 2);
 }
+
+#[tokio::test]
+async fn a_turn_with_repeated_call_ids_is_refused_and_empty_ids_are_filled_in() {
+    let runs = Counter::default();
+    let model = ScriptedModel::new().tool_calls([
+        ToolCall::new("same", "get_status", json!({"service": "a"})),
+        ToolCall::new("same", "get_status", json!({"service": "b"})),
+    ]);
+    let agent = Agent::builder("ops")
+        .model(model)
+        .tool(status_tool(&runs))
+        .build()
+        .unwrap();
+    let err = agent.run("go").await.unwrap_err();
+    assert!(
+        err.to_string().contains("tool call id `same` twice"),
+        "{err}"
+    );
+    assert_eq!(runs.get(), 0);
+
+    let model = ScriptedModel::new()
+        .tool_calls([
+            ToolCall::new("", "get_status", json!({"service": "a"})),
+            ToolCall::new("", "get_status", json!({"service": "b"})),
+        ])
+        .text("ok");
+    let agent = Agent::builder("ops")
+        .model(model.clone())
+        .tool(status_tool(&runs))
+        .build()
+        .unwrap();
+    agent.run("go").await.unwrap();
+    let ids: Vec<String> = tool_results(&model.requests()[1])
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(ids, ["call_0_0", "call_0_1"]);
+}

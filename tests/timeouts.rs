@@ -267,3 +267,44 @@ async fn a_typed_tool_times_out_too() {
     assert_eq!(err.to_string(), "Tool wait timed out after 100ms");
     assert!(ctx.is_cancelled());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_run_fires_the_tokens_of_its_running_calls() {
+    use futures::StreamExt;
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let c = cancelled.clone();
+    let tool = Tool::new_async(
+        "long",
+        "Runs long",
+        json!({"type": "object"}),
+        move |_, ctx: ToolContext| {
+            let token = ctx.cancellation_token().clone();
+            let c = c.clone();
+            tokio::spawn(async move {
+                token.cancelled().await;
+                c.store(true, Ordering::SeqCst);
+            });
+            async move {
+                ctx.emit_progress(json!("started"))?;
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                Ok(json!("done"))
+            }
+        },
+    );
+    let model = ScriptedModel::new()
+        .tool_call("c1", "long", json!({}))
+        .text("unreachable");
+    let agent = Agent::builder("t").model(model).tool(tool).build().unwrap();
+    let mut stream = agent.stream("go");
+    // Read until the tool reports it started, then walk away from the run.
+    while let Some(event) = stream.next().await {
+        if event.name() == "tool.preliminary_result" {
+            break;
+        }
+    }
+    drop(stream);
+    assert!(
+        wait_for(&cancelled).await,
+        "the running call's token fired when the run was dropped"
+    );
+}

@@ -34,19 +34,60 @@
 //! # }
 //! ```
 //!
+//! ## Tool fields
+//!
+//! Every field of the spec's tool page, in Rust (builder methods on [`Tool`]):
+//!
+//! | field | builder |
+//! |---|---|
+//! | parameters | the constructor's schema, or generated from the input type ([`Tool::typed`]) |
+//! | validators | [`Tool::input_schema`], [`Tool::output_schema`], [`Tool::output_json_schema`], [`Tool::event_schema`], [`Tool::event_json_schema`] |
+//! | timeout | [`Tool::timeout`], [`AgentBuilder::default_timeout`] |
+//! | approval | [`Tool::require_approval`], [`Tool::approval`], [`AgentBuilder::approval`] |
+//! | interactive hooks | [`Tool::on_tool_called`], [`Tool::on_response_received`], [`AgentBuilder::human_review`] |
+//! | next-turn overrides | [`Tool::next_turn`] |
+//! | error policy | [`Tool::on_error`], [`AgentBuilder::on_error`], [`AgentBuilder::on_unknown_tool`], [`AgentBuilder::on_invalid_arguments`] |
+//! | progress and context | [`ToolContext::emit_progress`], [`Tool::streaming`], [`ToolContext::set_context`] |
+//! | concurrency | [`AgentBuilder::tool_concurrency`], [`RunOptions::concurrency`], [`Tool::exclusive`] |
+//! | output caps | [`Tool::max_output_chars`], [`AgentBuilder::max_output_chars`] |
+//!
 //! ## Choices this crate makes
 //!
 //! - **Errors go back to the model by default** (the spec's Rust column): an executor's `Err`, a
-//!   timeout, a panic or invalid arguments become `{"error": "..."}` as the call's result. A call to an
-//!   unknown tool fails the run with `Unknown tool: <name>`. Both are configurable ([`OnError`],
-//!   [`AgentBuilder::on_unknown_tool`]).
-//! - **Tools run one at a time by default**, in call order; raise
-//!   [`AgentBuilder::tool_concurrency`] to run the calls of a turn concurrently. Results always reach
-//!   the model in call order.
-//! - **Synchronous tools run on Tokio's blocking pool**, so they never stall the async workers. The
-//!   runtime needs a Tokio runtime with the time driver enabled when a timeout is set.
-//! - **Resuming needs a decision for every pending call**; a decision for a call that is not pending is
-//!   an error, and nothing changes on any error.
+//!   timeout, a panic or invalid arguments become `{"error": "..."}` as the call's result, and the
+//!   run goes on. A call to an unknown tool fails the run with `Unknown tool: <name>`. All of it is
+//!   configurable ([`OnError`]). A panic's message is kept for operators (in [`Event::ToolError`])
+//!   and the model only reads that the tool failed unexpectedly.
+//! - **Model output is untrusted.** Arguments are parsed and checked against the advertised schema
+//!   before any of your code runs; `""` means `{}`; errors name the JSON path
+//!   (`Invalid tool input: $.items[1]: "x" is not of type "integer"`).
+//! - **Tools run one at a time by default**, in call order, as in the spec's Rust column; raise
+//!   [`AgentBuilder::tool_concurrency`] (or [`RunOptions::concurrency`] for one run) to run the calls
+//!   of a turn concurrently. Results always reach the model in call order, one call's failure never
+//!   drops another's result, and context updates and next-turn overrides apply in call order.
+//! - **Timeouts and cancellation.** At a call's deadline the timeout is reported at once as a tool
+//!   error (`Tool <id> timed out after <n>ms`), the call's future is dropped, and its
+//!   [`ToolContext::cancellation_token`] fires. Time spent waiting for a concurrency slot does not
+//!   count. Dropping a run (or its event stream) fires the tokens of its running calls too. What
+//!   cannot be stopped: code that blocks a thread. Synchronous tools ([`Tool::new`],
+//!   [`Tool::typed_blocking`], `#[tool]` on a plain `fn`) run on Tokio's blocking pool, so they never
+//!   stall the async workers and the run goes on at the deadline, but their thread runs until the
+//!   function returns: check [`ToolContext::is_cancelled`] in long loops. An async tool that blocks
+//!   inside its future (a `std::thread::sleep`, a synchronous HTTP client) stalls its worker thread
+//!   until it yields; use async I/O or `tokio::task::spawn_blocking` in async tools. Timeouts need a
+//!   Tokio runtime with the time driver (`#[tokio::main]` has it).
+//! - **Approval fails closed**: an approval function that panics counts as "needs approval".
+//!   Decisions are bound to call ids; resuming needs a decision for every pending call; a decision for
+//!   a call that is not pending, a decision of the wrong kind, edited arguments or a supplied output
+//!   that fail validation are errors, and nothing changes on any of them (`resume` borrows the state).
+//!   A rejection's message reaches the model as `{"error": "Rejected by a person: <message>"}`.
+//! - **A paused run is data.** [`RunState`] is versioned serde data; a state from an unknown version
+//!   is refused, not misread. Results of automatic calls that ran beside a paused one are kept.
+//!   Resuming the same stored state twice resumes it twice: deduplicate resumes where you store
+//!   states if a call must never run twice.
+//! - **A model turn with two calls of the same id is refused** ([`AgentError::Model`]): decisions are
+//!   bound to call ids, so the calls could not be told apart. Calls with an empty id get
+//!   `call_<turn>_<index>`.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod agent;
