@@ -170,6 +170,9 @@ use proc_macro::TokenStream;
 ///   `fetch_ticket(input, &ctx).await` works as before. An `external` declaration has no function to
 ///   call, only the struct and its `IntoTool`.
 ///
+/// As with any unit struct, the name is taken in both namespaces of its scope: a `let fetch_ticket = ...`
+/// beside it is a pattern matching the struct, not a new variable, so name such variables otherwise.
+///
 /// Attributes on the function other than docs, `#[cfg]` and `#[deprecated]` stay on the function
 /// (`#[cfg]` goes on every generated item). The expansion names only
 /// `::phaseo_agent::__private::…` paths, so a crate that uses `#[tool]` with plain arguments needs

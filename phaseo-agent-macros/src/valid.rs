@@ -215,10 +215,11 @@ fn returns(tool: &ToolFn, args: &Args, errors: &mut Errors) {
             imp,
             "a tool must return a concrete type, as in `-> Result<Ticket, TicketError>`",
         ));
-    } else if let Type::Reference(r) = &**ty {
+    } else if let Some(r) = borrowed_output(ty) {
         errors.push(error(
             r.and_token,
-            "a tool's output must be owned: return an owned type (`String`, not `&str`)",
+            "a tool's output must be owned: return an owned type (`String`, not `&str`) or a \
+             `&'static` one",
         ));
     } else if let Some(l) = find_lifetime(ty) {
         errors.push(error(
@@ -231,6 +232,14 @@ fn returns(tool: &ToolFn, args: &Args, errors: &mut Errors) {
             "an `external` tool returns its output type, not a `Result`: the output comes from \
              outside the process",
         ));
+    }
+}
+
+/// A returned reference that is not `&'static`.
+fn borrowed_output(ty: &Type) -> Option<&syn::TypeReference> {
+    match ty {
+        Type::Reference(r) if r.lifetime.as_ref().is_none_or(|l| l.ident != "static") => Some(r),
+        _ => None,
     }
 }
 
