@@ -486,3 +486,102 @@ async fn a_state_from_another_agent_is_refused() {
         .unwrap_err();
     assert!(matches!(err, AgentError::WrongAgent { .. }), "{err}");
 }
+
+fn signed_agent(model: &ScriptedModel, deploy: &Counter, key: &[u8]) -> Agent {
+    Agent::builder("release")
+        .model(model.clone())
+        .tool(deploy_tool(deploy))
+        .state_key(key)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_signed_state_resumes_in_a_fresh_agent_with_the_same_key_and_refuses_any_edit() {
+    const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
+    let deploy = Counter::default();
+    let model = ScriptedModel::new()
+        .tool_call("c1", "deploy", json!({"environment": "staging"}))
+        .text("done");
+    let paused = signed_agent(&model, &deploy, KEY)
+        .run("ship")
+        .await
+        .unwrap();
+    assert!(paused.state.is_signed());
+    let json = paused.state.to_json();
+
+    let edits: [(&str, fn(&mut Value)); 4] = [
+        ("arguments", |v| {
+            v["pending"][0]["call"]["arguments"] = json!(r#"{"environment":"production"}"#)
+        }),
+        ("standing approval", |v| {
+            v["approved_tools"] = json!(["deploy"])
+        }),
+        ("context", |v| v["context"] = json!({"role": "admin"})),
+        ("signature", |v| v["signature"] = json!("00")),
+    ];
+    for (what, edit) in edits {
+        let mut value: Value = serde_json::from_str(&json).unwrap();
+        edit(&mut value);
+        let forged = RunState::from_json(&value.to_string()).unwrap();
+        let err = signed_agent(&model, &deploy, KEY)
+            .resume(&forged, Decisions::new().approve("c1"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, AgentError::StateSignature(_)),
+            "{what}: {err}"
+        );
+    }
+    let other_key = signed_agent(&model, &deploy, b"another key, also 32 bytes long!")
+        .resume(
+            &RunState::from_json(&json).unwrap(),
+            Decisions::new().approve("c1"),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(other_key, AgentError::StateSignature(_)));
+    let unkeyed = agent(&model, &Counter::default(), &deploy)
+        .resume(
+            &RunState::from_json(&json).unwrap(),
+            Decisions::new().approve("c1"),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        unkeyed.to_string().contains("has no state key"),
+        "{unkeyed}"
+    );
+    assert_eq!(
+        deploy.get(),
+        0,
+        "no forged or unverifiable state ran anything"
+    );
+
+    let done = signed_agent(&model, &deploy, KEY)
+        .resume(
+            &RunState::from_json(&json).unwrap(),
+            Decisions::new().approve("c1"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.output(), Some("done"));
+    assert!(done.state.is_signed());
+    assert_eq!(deploy.get(), 1);
+}
+
+#[tokio::test]
+async fn an_agent_with_a_state_key_refuses_unsigned_states() {
+    let deploy = Counter::default();
+    let model = ScriptedModel::new().tool_call("c1", "deploy", json!({"environment": "qa"}));
+    let paused = agent(&model, &Counter::default(), &deploy)
+        .run("ship")
+        .await
+        .unwrap();
+    assert!(!paused.state.is_signed());
+    let err = signed_agent(&model, &deploy, b"k")
+        .resume(&paused.state, Decisions::new().approve("c1"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not signed"), "{err}");
+}

@@ -59,6 +59,7 @@ pub(crate) struct AgentInner {
     pub(crate) approval: Option<Arc<CallPredicate>>,
     pub(crate) human_review: Option<Arc<CallPredicate>>,
     pub(crate) max_turns: usize,
+    pub(crate) state_key: Option<Arc<[u8]>>,
 }
 
 /// How an agent executes tools. Every field has a documented default.
@@ -128,6 +129,7 @@ impl Agent {
             approval: None,
             human_review: None,
             max_turns: 10,
+            state_key: None,
         }
     }
 
@@ -240,6 +242,7 @@ pub struct AgentBuilder {
     approval: Option<Arc<CallPredicate>>,
     human_review: Option<Arc<CallPredicate>>,
     max_turns: usize,
+    state_key: Option<Arc<[u8]>>,
 }
 
 impl AgentBuilder {
@@ -342,6 +345,36 @@ impl AgentBuilder {
         self
     }
 
+    /// Signs every run state this agent returns with HMAC-SHA256 under `key`, and makes `resume`
+    /// refuse a state whose signature does not match (changed in storage, or signed with another key)
+    /// or that is not signed. Use a secret of at least 32 random bytes, kept out of the stored state.
+    ///
+    /// Without a key, states are not signed; a signed state is then refused (fail closed).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, Decisions, RunState, ScriptedModel, Tool};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+    /// let model = ScriptedModel::new().tool_call("c1", "deploy", json!({})).text("done");
+    /// let agent = Agent::builder("release").model(model).tool(deploy).state_key(b"a secret of 32 bytes or more....").build()?;
+    ///
+    /// let paused = agent.run("ship").await?;
+    /// let mut stored: serde_json::Value = serde_json::from_str(&paused.state.to_json()).unwrap();
+    /// stored["approved_tools"] = json!(["deploy"]);         // someone edits the stored row
+    /// let forged = RunState::from_json(&stored.to_string())?;
+    /// let err = agent.resume(&forged, Decisions::new().approve("c1")).await.unwrap_err();
+    /// assert!(err.to_string().contains("signature"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn state_key(mut self, key: impl AsRef<[u8]>) -> Self {
+        self.state_key = Some(Arc::from(key.as_ref()));
+        self
+    }
+
     /// Builds the agent, checking every tool definition.
     pub fn build(self) -> Result<Agent, AgentError> {
         let model = self.model.ok_or_else(|| {
@@ -383,6 +416,7 @@ impl AgentBuilder {
                 approval: self.approval,
                 human_review: self.human_review,
                 max_turns: self.max_turns,
+                state_key: self.state_key,
             }),
         })
     }

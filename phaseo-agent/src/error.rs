@@ -123,6 +123,9 @@ pub enum AgentError {
         /// The version this build reads.
         supported: u32,
     },
+    /// A stored run state failed its signature check (see `AgentBuilder::state_key`). Nothing ran.
+    #[error("Run state signature check failed: {0}")]
+    StateSignature(String),
     /// The run used its turn limit without the model finishing.
     #[error(
         "Max turns exceeded: the model was still calling tools after {0} turns; raise `max_turns` or check the tools' results"

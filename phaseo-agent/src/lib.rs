@@ -102,6 +102,7 @@ mod model;
 mod run;
 mod runner;
 pub mod schema;
+mod signing;
 mod tool;
 mod typed;
 

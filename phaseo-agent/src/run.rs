@@ -248,6 +248,8 @@ pub struct RunState {
     pub(crate) steps: Vec<ToolStep>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) output: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) signature: Option<String>,
 }
 
 /// The same fields, read after the version check.
@@ -272,6 +274,8 @@ struct StateV1 {
     steps: Vec<ToolStep>,
     #[serde(default)]
     output: Option<String>,
+    #[serde(default)]
+    signature: Option<String>,
 }
 
 impl TryFrom<Value> for RunState {
@@ -308,6 +312,7 @@ impl TryFrom<Value> for RunState {
             approved_tools: s.approved_tools,
             steps: s.steps,
             output: s.output,
+            signature: s.signature,
         };
         state.check_consistent()?;
         Ok(state)
@@ -330,6 +335,7 @@ impl RunState {
             approved_tools: BTreeSet::new(),
             steps: Vec::new(),
             output: None,
+            signature: None,
         }
     }
 
@@ -394,6 +400,11 @@ impl RunState {
     /// What each tool call did, in order.
     pub fn steps(&self) -> &[ToolStep] {
         &self.steps
+    }
+
+    /// Whether the state carries a signature (see `AgentBuilder::state_key`).
+    pub fn is_signed(&self) -> bool {
+        self.signature.is_some()
     }
 
     /// Overrides waiting to apply to the next model request.

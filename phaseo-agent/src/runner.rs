@@ -84,6 +84,7 @@ impl Runner {
                 status: format!("{:?}", state.status),
             });
         }
+        crate::signing::verify(agent.inner.state_key.as_deref(), &state)?;
         if state.agent_id != agent.inner.id {
             return Err(AgentError::WrongAgent {
                 expected: agent.inner.id.clone(),
@@ -149,9 +150,13 @@ impl Runner {
         });
     }
 
-    fn finish(self, result: Result<(), AgentError>) -> Result<RunResult, AgentError> {
+    fn finish(mut self, result: Result<(), AgentError>) -> Result<RunResult, AgentError> {
         match result {
             Ok(()) => {
+                self.state.signature = None;
+                if let Some(key) = &self.agent.inner.state_key {
+                    self.state.signature = Some(crate::signing::sign(key, &self.state));
+                }
                 match self.state.status {
                     RunStatus::WaitingForHuman => self.emit(Event::Paused {
                         pending: self.state.pending.clone(),
