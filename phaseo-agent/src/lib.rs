@@ -99,6 +99,7 @@ mod exec;
 mod fields;
 mod macro_support;
 mod model;
+mod resume;
 mod run;
 mod runner;
 pub mod schema;

@@ -1,0 +1,162 @@
+//! Resuming a paused run: decisions checked against the pending calls and turned into plans, before
+//! anything runs or changes.
+
+use crate::runner::{Plan, Runner, rejection_content};
+use crate::tool::Parsed;
+use crate::{AgentError, Decision, Decisions, PendingCall, PendingKind, ToolCall, ToolContext};
+
+impl Runner {
+    /// Validates decisions against the paused turn and turns them into plans, changing nothing.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn plan_resume(
+        &self,
+        decisions: Decisions,
+    ) -> Result<(Vec<(String, Plan)>, Vec<String>), AgentError> {
+        let pending_ids: Vec<String> = self
+            .state
+            .pending
+            .iter()
+            .map(|p| p.call.id.clone())
+            .collect();
+        let mut chosen: Vec<Option<Decision>> = vec![None; self.state.pending.len()];
+        for (call_id, decision) in decisions.0 {
+            let Some(slot) = pending_ids.iter().position(|id| *id == call_id) else {
+                return Err(AgentError::NotPending {
+                    call_id,
+                    pending: pending_ids,
+                });
+            };
+            if chosen[slot].is_some() {
+                return Err(AgentError::DuplicateDecision(call_id));
+            }
+            chosen[slot] = Some(decision);
+        }
+        let missing: Vec<String> = pending_ids
+            .iter()
+            .zip(&chosen)
+            .filter(|(_, d)| d.is_none())
+            .map(|(id, _)| id.clone())
+            .collect();
+        if !missing.is_empty() {
+            return Err(AgentError::MissingDecision { call_ids: missing });
+        }
+        let step_index = self.state.paused_turn.as_ref().map_or(0, |t| t.step_index);
+        let mut plans = Vec::new();
+        let mut always = Vec::new();
+        for (pending, decision) in self.state.pending.iter().zip(chosen) {
+            let decision = decision.unwrap_or(Decision::Approve);
+            if decision == Decision::ApproveAlways {
+                always.push(pending.call.name.clone());
+            }
+            plans.push((
+                pending.call.id.clone(),
+                self.plan_decision(step_index, pending, decision)?,
+            ));
+        }
+        Ok((plans, always))
+    }
+
+    fn plan_decision(
+        &self,
+        step_index: usize,
+        pending: &PendingCall,
+        decision: Decision,
+    ) -> Result<Plan, AgentError> {
+        let call = &pending.call;
+        let index = self
+            .inner()
+            .index
+            .get(&call.name)
+            .copied()
+            .ok_or_else(|| AgentError::UnknownTool(call.name.clone()))?;
+        let tool = &self.inner().tools[index];
+        let mismatch = |hint| AgentError::DecisionMismatch {
+            call_id: call.id.clone(),
+            decision: decision.name(),
+            kind: pending.kind.as_str(),
+            hint,
+        };
+        let runs = matches!(
+            decision,
+            Decision::Approve | Decision::ApproveWithArguments { .. } | Decision::ApproveAlways
+        );
+        match pending.kind {
+            PendingKind::ToolApproval if matches!(decision, Decision::Output { .. }) => {
+                return Err(mismatch("approve or reject a call that waits for approval"));
+            }
+            PendingKind::ExternalOutput if runs => {
+                return Err(mismatch(
+                    "an external tool has no executor: supply its output with `Decision::Output`",
+                ));
+            }
+            PendingKind::Hitl if runs && tool.exec.is_none() => {
+                return Err(mismatch(
+                    "this tool has no executor: supply its output with `Decision::Output`",
+                ));
+            }
+            _ => {}
+        }
+        match decision {
+            Decision::Reject { message } => Ok(Plan::Done(self.done_step(
+                step_index,
+                call,
+                rejection_content(&message),
+                true,
+            ))),
+            Decision::Output { output } => {
+                let output = match &tool.on_response_received {
+                    Some(transform) => transform(output).map_err(AgentError::InvalidOutput)?,
+                    None => output,
+                };
+                let output = tool.check_output(output)?;
+                Ok(Plan::Done(self.done_step(
+                    step_index,
+                    call,
+                    output.to_string(),
+                    false,
+                )))
+            }
+            Decision::ApproveWithArguments { arguments } => {
+                let text = arguments.to_string();
+                let parsed = tool.parse_call(&text).map_err(AgentError::InvalidInput)?;
+                let edited = ToolCall {
+                    arguments: text,
+                    ..call.clone()
+                };
+                let ctx = self.context_for(step_index, edited, Some(index));
+                self.approved(pending.kind, index, parsed, ctx)
+            }
+            Decision::Approve | Decision::ApproveAlways => match tool.parse_call(&call.arguments) {
+                Ok(parsed) => {
+                    let ctx = self.context_for(step_index, call.clone(), Some(index));
+                    self.approved(pending.kind, index, parsed, ctx)
+                }
+                Err(reason) => self.refuse(
+                    step_index,
+                    call,
+                    AgentError::InvalidInput(reason),
+                    self.inner().settings.on_invalid_arguments,
+                ),
+            },
+        }
+    }
+
+    /// An approved call: a call that waited for approval goes on to the next stage (a review, the
+    /// interactive hook, or running); a call handed to a person and approved by them runs.
+    fn approved(
+        &self,
+        kind: PendingKind,
+        index: usize,
+        parsed: Parsed,
+        ctx: ToolContext,
+    ) -> Result<Plan, AgentError> {
+        match kind {
+            PendingKind::ToolApproval => self.after_approval(index, parsed, ctx),
+            _ => Ok(Plan::Run {
+                tool: index,
+                parsed,
+                ctx,
+            }),
+        }
+    }
+}
