@@ -135,7 +135,7 @@ async fn start_until_paused(agent: &Agent, input: &str) -> RunState {
                 content,
             } => println!("   ran at once: {call_id} {tool}: {content}"),
             Event::Paused { state, .. } => paused = Some(*state),
-            Event::Completed { output } => println!("   completed: {output}"),
+            Event::Completed { output, .. } => println!("   completed: {output}"),
             Event::Failed { error } => println!("   failed: {error}"),
             _ => {}
         }

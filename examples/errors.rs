@@ -139,7 +139,7 @@ async fn main() -> Result<(), AgentError> {
                 }
                 operator_errors.push((call_id, error));
             }
-            Event::Completed { output: text } => output = Some(text),
+            Event::Completed { output: text, .. } => output = Some(text),
             _ => {}
         }
     }

@@ -233,7 +233,7 @@ async fn main() -> Result<(), AgentError> {
                 );
                 results.push((call_id, content));
             }
-            Event::Completed { output } => {
+            Event::Completed { output, .. } => {
                 log.mark("completed", &format!("run completed: {output}"))
             }
             Event::Failed { error } => log.mark("failed", &format!("run failed: {error}")),

@@ -511,11 +511,14 @@ async fn the_event_stream_tells_the_run_in_order() {
         matches!(&events[3], Event::ToolResult { call_id, content, .. }
         if call_id == "c1" && content.contains("healthy"))
     );
+    let Event::Completed { output, state } = &events[5] else {
+        panic!("the last event is run.completed")
+    };
+    assert_eq!(output, "Healthy.");
     assert_eq!(
-        events[5],
-        Event::Completed {
-            output: "Healthy.".into()
-        }
+        state.steps().len(),
+        1,
+        "the final state comes with the event"
     );
 }
 

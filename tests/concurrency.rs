@@ -363,3 +363,31 @@ async fn next_turn_overrides_are_kept_in_the_state_across_a_pause() {
     assert_eq!(model.requests()[1].model.as_deref(), Some("big"));
     assert_eq!(result_of(&model.requests()[1], "c1"), json!({}));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_call_that_finished_early_frees_its_place_at_once() {
+    let flight = InFlight::default();
+    let model = ScriptedModel::new()
+        .tool_calls([
+            ToolCall::new("a", "sleep", json!({"ms": 300})),
+            ToolCall::new("b", "sleep", json!({"ms": 50})),
+            ToolCall::new("c", "sleep", json!({"ms": 50})),
+            ToolCall::new("d", "sleep", json!({"ms": 50})),
+        ])
+        .text("ok");
+    let agent = Agent::builder("t")
+        .model(model.clone())
+        .tool(flight.tool("sleep"))
+        .tool_concurrency(2)
+        .build()
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    agent.run("go").await.unwrap();
+    // b, c and d run one after another beside a: the turn takes as long as a.
+    assert_eq!(started.elapsed(), Duration::from_millis(300));
+    let ids: Vec<String> = tool_results(&model.requests()[1])
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(ids, ["a", "b", "c", "d"]);
+}

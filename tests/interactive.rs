@@ -214,3 +214,55 @@ async fn an_approved_interactive_call_goes_on_to_its_hook() {
         .unwrap();
     assert_eq!(done.status(), RunStatus::Completed);
 }
+
+#[tokio::test]
+async fn approve_always_holds_even_under_an_agent_level_approval_function() {
+    let runs = Counter::default();
+    let model = ScriptedModel::new()
+        .tool_call("c1", "get_status", json!({"service": "a"}))
+        .tool_call("c2", "get_status", json!({"service": "b"}))
+        .text("ok");
+    let agent = Agent::builder("t")
+        .model(model)
+        .tool(status_tool(&runs))
+        .approval(|call, _| call.name == "get_status")
+        .build()
+        .unwrap();
+    let paused = agent.run("go").await.unwrap();
+    let done = agent
+        .resume(
+            &paused.state,
+            Decisions::new().decide("c1", phaseo_agent::Decision::ApproveAlways),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.status(), RunStatus::Completed, "c2 did not ask again");
+    assert_eq!(runs.get(), 2);
+}
+
+#[tokio::test]
+async fn a_paused_state_shows_the_results_that_already_ran_in_its_turn() {
+    let (status_runs, deploy_runs) = (Counter::default(), Counter::default());
+    let model = ScriptedModel::new().tool_calls([
+        ToolCall::new("c1", "get_status", json!({"service": "api"})),
+        ToolCall::new("c2", "deploy", json!({"environment": "production"})),
+    ]);
+    let agent = Agent::builder("t")
+        .model(model)
+        .tool(status_tool(&status_runs))
+        .tool(deploy_tool(&deploy_runs))
+        .build()
+        .unwrap();
+    let paused = agent.run("go").await.unwrap();
+    let ran: Vec<(&str, &str)> = paused
+        .state
+        .paused_results()
+        .into_iter()
+        .map(|s| (s.call_id.as_str(), s.content.as_str()))
+        .collect();
+    assert_eq!(ran, [("c1", r#"{"service":"api","status":"healthy"}"#)]);
+    assert!(
+        paused.state.steps().is_empty(),
+        "steps fill when the turn completes"
+    );
+}

@@ -84,6 +84,8 @@ pub enum Event {
     Completed {
         /// The model's final text.
         output: String,
+        /// The final state: every step, the context, the conversation.
+        state: Box<RunState>,
     },
     /// The run failed.
     #[serde(rename = "run.failed")]
@@ -98,8 +100,8 @@ impl Event {
     ///
     /// ```
     /// use phaseo_agent::Event;
-    /// let e = Event::Completed { output: "done".into() };
-    /// assert_eq!(e.name(), "run.completed");
+    /// let e = Event::Failed { error: "Unknown tool: fly".into() };
+    /// assert_eq!(e.name(), "run.failed");
     /// ```
     pub fn name(&self) -> &'static str {
         match self {

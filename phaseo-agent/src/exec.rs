@@ -47,13 +47,16 @@ impl Execution<'_> {
     }
 
     async fn run_batch(&self, batch: Vec<Run>) -> Vec<(usize, Outcome)> {
-        // `buffered` starts a call only when a place is free, so a call's timeout (which starts when
-        // its future is made) never counts time spent queued; it yields outcomes in call order.
-        futures::stream::iter(batch)
+        // `buffer_unordered` starts a call as soon as any place is free (`buffered` would keep a place
+        // taken by a call that finished before an earlier one), and only then, so a call's timeout
+        // never counts time spent queued. Outcomes are put back in call order.
+        let mut outcomes: Vec<(usize, Outcome)> = futures::stream::iter(batch)
             .map(|run| self.run_one(run))
-            .buffered(self.runner.concurrency)
+            .buffer_unordered(self.runner.concurrency)
             .collect()
-            .await
+            .await;
+        outcomes.sort_unstable_by_key(|(slot, _)| *slot);
+        outcomes
     }
 
     async fn run_one(&self, (slot, index, parsed, ctx): Run) -> (usize, Outcome) {

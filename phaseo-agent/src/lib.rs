@@ -72,7 +72,8 @@
 //!   cannot be stopped: code that blocks a thread. Synchronous tools ([`Tool::new`],
 //!   [`Tool::typed_blocking`], `#[tool]` on a plain `fn`) run on Tokio's blocking pool, so they never
 //!   stall the async workers and the run goes on at the deadline, but their thread runs until the
-//!   function returns: check [`ToolContext::is_cancelled`] in long loops. An async tool that blocks
+//!   function returns: check [`ToolContext::is_cancelled`] in long loops (Tokio waits for blocking
+//!   threads when its runtime shuts down, so such a thread also delays the process's exit). An async tool that blocks
 //!   inside its future (a `std::thread::sleep`, a synchronous HTTP client) stalls its worker thread
 //!   until it yields; use async I/O or `tokio::task::spawn_blocking` in async tools. Timeouts need a
 //!   Tokio runtime with the time driver (`#[tokio::main]` has it).
@@ -132,8 +133,8 @@ pub use phaseo_agent_macros::tool;
 pub mod __private {
     pub use crate::agent::IntoTool;
     pub use crate::macro_support::{
-        Approve, Context, ExternalOutput, Failure, Input, Output, approval, external, typed,
-        typed_blocking,
+        Approve, Approver, Arg, Context, ExternalOutput, Failure, Input, Output, approval,
+        approver, external, typed, typed_blocking,
     };
     pub use crate::typed::{ToolInput, ToolOutput};
     pub use crate::{Tool, ToolContext};

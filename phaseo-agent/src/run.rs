@@ -402,6 +402,16 @@ impl RunState {
         &self.steps
     }
 
+    /// Results of the paused turn's calls that already ran (or were answered) before the pause, in
+    /// call order: what a reviewer may want to see next to the pending calls. They join
+    /// [`steps`](Self::steps) when the turn completes.
+    pub fn paused_results(&self) -> Vec<&ToolStep> {
+        self.paused_turn
+            .iter()
+            .flat_map(|turn| turn.results.iter().flatten())
+            .collect()
+    }
+
     /// Whether the state carries a signature (see `AgentBuilder::state_key`).
     pub fn is_signed(&self) -> bool {
         self.signature.is_some()

@@ -164,6 +164,7 @@ impl Runner {
                     }),
                     _ => self.emit(Event::Completed {
                         output: self.state.output.clone().unwrap_or_default(),
+                        state: Box::new(self.state.clone()),
                     }),
                 }
                 Ok(RunResult { state: self.state })
@@ -364,12 +365,14 @@ impl Runner {
     /// The agent-level function, if any, decides; else the tool's setting. Fails closed on a panic.
     fn needs_approval(&self, tool: usize, parsed: &Parsed, ctx: &ToolContext) -> bool {
         let inner = self.inner();
-        if let Some(decide) = &inner.approval {
-            return guarded(|| decide(ctx.tool_call(), ctx), true);
-        }
         let tool = &inner.tools[tool];
+        // A person's standing approval for this run (`Decision::ApproveAlways`) is a decision, not a
+        // setting: it holds whatever the functions would say.
         if self.state.approved_tools.contains(&tool.id) {
             return false;
+        }
+        if let Some(decide) = &inner.approval {
+            return guarded(|| decide(ctx.tool_call(), ctx), true);
         }
         match &tool.approval {
             Approval::Never => false,
