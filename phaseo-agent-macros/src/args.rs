@@ -27,6 +27,9 @@ pub(crate) struct Args {
     pub(crate) external: Option<Span>,
     /// `crate = path`.
     pub(crate) krate: Option<Path>,
+    /// Every known key written, valid or not: a key written with a bad value is reported once, not
+    /// again as missing.
+    given: Vec<String>,
 }
 
 /// An explicit description.
@@ -44,6 +47,11 @@ pub(crate) enum Approval {
 }
 
 impl Args {
+    /// Whether `key` was written, with a valid value or not.
+    pub(crate) fn given(&self, key: &str) -> bool {
+        self.given.iter().any(|k| k == key)
+    }
+
     /// Parses the tokens inside `#[tool(...)]`, recording every mistake in `errors`.
     pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
         let mut args = Args::default();
@@ -64,6 +72,7 @@ impl Args {
             errors.push(unknown(&meta.path));
             return Ok(());
         };
+        self.given.push(key.to_string());
         // The outer `?` is a syntax error (parsing stops); the inner result is a mistake in a value.
         let result = match key.to_string().as_str() {
             "id" => parse_id(meta)?.and_then(|v| set(&mut self.id, key, v)),
@@ -73,7 +82,11 @@ impl Args {
             "require_approval" => {
                 parse_approval(meta)?.and_then(|v| set(&mut self.approval, key, v))
             }
-            "external" => parse_flag(meta, key)?.and_then(|v| set(&mut self.external, key, v)),
+            // A flag written with a value is still meant: set it, and report the value.
+            "external" => {
+                let value = parse_flag(meta, key)?;
+                set(&mut self.external, key, key.span()).and(value)
+            }
             _ => parse_crate(meta)?.and_then(|v| set(&mut self.krate, key, v)),
         };
         if let Err(e) = result {
@@ -171,14 +184,14 @@ fn parse_approval(meta: &ParseNestedMeta) -> syn::Result<syn::Result<Approval>> 
     })
 }
 
-fn parse_flag(meta: &ParseNestedMeta, key: &Ident) -> syn::Result<syn::Result<Span>> {
+fn parse_flag(meta: &ParseNestedMeta, key: &Ident) -> syn::Result<syn::Result<()>> {
     if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
         skip_value(meta)?;
         return Ok(Err(
             meta.error(format!("`{key}` takes no value: write `#[tool({key})]`"))
         ));
     }
-    Ok(Ok(key.span()))
+    Ok(Ok(()))
 }
 
 fn parse_crate(meta: &ParseNestedMeta) -> syn::Result<syn::Result<Path>> {
@@ -271,7 +284,13 @@ mod tests {
                 "duplicate argument `description`: give it once",
             ]
         );
-        assert!(matches!(args.description, Some(Description::Lit(l)) if l.value() == "ok"));
+        assert!(matches!(&args.description, Some(Description::Lit(l)) if l.value() == "ok"));
+        assert!(
+            args.external.is_some(),
+            "a flag written with a value is still set"
+        );
+        assert!(args.given("id") && args.id.is_none());
+        assert!(!args.given("idd"));
     }
 
     #[test]

@@ -208,9 +208,11 @@ fn returns_of(output: &ReturnType) -> Returns<'_> {
 }
 
 /// The tokens of the item with the field attributes of its parameters removed (rustc rejects doc
-/// comments on parameters): what is emitted beside the errors when the macro cannot expand.
+/// comments on parameters), and without a variadic `...` (rustc rejects it outside `extern` blocks):
+/// what is emitted beside the errors when the macro cannot expand.
 pub(crate) fn without_param_attrs(item: &ItemTool) -> TokenStream {
     let mut sig = item.sig.clone();
+    sig.variadic = None;
     for arg in &mut sig.inputs {
         if let FnArg::Typed(p) = arg {
             p.attrs.retain(|a| !Param::is_field_attr(a));

@@ -12,23 +12,25 @@
 //! async fn __phaseo_tool_add(a: i64, b: i64, ctx: &ToolContext) -> Result<i64, String> { body }
 //! /// The arguments of the [`add`] tool ...
 //! #[derive(Deserialize, JsonSchema)]
-//! pub struct AddArgs { pub a: i64, pub b: i64 }
+//! pub struct AddArgs<__T0 = i64, __T1 = i64> { pub a: __T0, pub b: __T1 }
 //! impl Deref for add {                              // so `add(1, 2, &ctx).await` calls the function
 //!     type Target = for<'a> fn(i64, i64, &'a ToolContext) -> BoxFuture<'a, Result<i64, String>>;
 //!     ...
 //! }
 //! impl IntoTool for add {                           // so `.tool(add)` takes it
 //!     fn into_tool(self) -> Tool {
-//!         let call = *self;
-//!         typed::<AddArgs, i64, String, _, _>("add", "Add two numbers.", move |input, ctx| async move {
-//!             let AddArgs { a, b } = input;
-//!             call(a, b, <ToolContext as Context>::from_context(&ctx)).await
-//!         })
+//!         fn __build<__T0: Arg, __T1: Arg>(call: for<'a> fn(__T0, __T1, &'a ToolContext) -> ...) -> Tool {
+//!             typed::<AddArgs<__T0, __T1>, i64, String, _, _>("add", "Add two numbers.", move |input, ctx| async move {
+//!                 let AddArgs { a, b } = input;
+//!                 call(a, b, <ToolContext as Context>::from_context(&ctx)).await
+//!             })
+//!         }
+//!         __build::<i64, i64>(*self)                // a type that is not an argument fails here, at its span
 //!     }
 //! }
 //! ```
 
-use proc_macro2::{TokenStream, TokenTree};
+use proc_macro2::TokenStream;
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Attribute, FnArg, Ident, Item, LitStr, Type};
@@ -115,8 +117,35 @@ struct Expansion<'a> {
     cfgs: Vec<&'a Attribute>,
     /// The function, renamed.
     hidden: Ident,
-    /// The generated input struct, for plain arguments.
+    /// The plain arguments (none for a typed input).
+    fields: Vec<Field<'a>>,
+    /// `DeployArgs`: the struct of the plain arguments.
     args_struct: Ident,
+}
+
+/// A plain argument: a field of the generated struct, unpacked into a local for the call.
+///
+/// A field without `#[serde]` or `#[schemars]` attributes has a type parameter on the struct,
+/// defaulting to the argument's type (`DeployArgs` is `DeployArgs<String>`), so the derived impls
+/// only carry bounds and never fail themselves; its type must implement `Arg` where `__build` is
+/// instantiated, which is one error at the user's type that says what to derive, instead of one per
+/// derived impl. A field with such attributes keeps its type, because they can add bounds of their
+/// own (`#[serde(default)]` needs `Default`).
+struct Field<'a> {
+    param: &'a Param<'a>,
+    ident: &'a Ident,
+    local: Ident,
+    generic: Option<Ident>,
+}
+
+impl Field<'_> {
+    /// The field's type as the user wrote it (`String` for `&str`).
+    fn concrete(&self, p: &TokenStream) -> TokenStream {
+        match self.param.role {
+            Role::Str => quote_spanned!(self.param.ty.span()=> #p::String),
+            _ => self.param.ty.to_token_stream(),
+        }
+    }
 }
 
 impl<'a> Expansion<'a> {
@@ -126,6 +155,7 @@ impl<'a> Expansion<'a> {
             Some(path) => quote!(#path::__private),
             None => quote!(::phaseo_agent::__private),
         };
+        let camel = camel_case(&ident.to_string());
         Expansion {
             tool,
             args,
@@ -139,18 +169,15 @@ impl<'a> Expansion<'a> {
                 .filter(|a| a.path().is_ident("cfg"))
                 .collect(),
             hidden: format_ident!("__phaseo_tool_{}", ident),
-            args_struct: format_ident!(
-                "{}Args",
-                camel_case(&ident.to_string()),
-                span = ident.span()
-            ),
+            fields: fields(tool),
+            args_struct: format_ident!("{}Args", camel, span = ident.span()),
         }
     }
 
     fn tokens(&self) -> TokenStream {
         let unit = self.unit_struct();
-        let into_tool = self.into_tool();
-        let args_struct = self.args_struct_item();
+        let into_tool = self.impl_into_tool();
+        let args_struct = self.args_items();
         if self.args.external.is_some() {
             return quote!(#unit #args_struct #into_tool);
         }
@@ -182,10 +209,7 @@ impl<'a> Expansion<'a> {
             }
         }
         let cfgs = &self.cfgs;
-        let attrs = item
-            .attrs
-            .iter()
-            .filter(|a| !is_struct_attr(a) && !a.path().is_ident("cfg"));
+        let attrs = item.attrs.iter().filter(|a| !is_struct_attr(a));
         let Body::Block(block) = &item.body else {
             unreachable!("valid::signature rejects a non-external declaration")
         };
@@ -196,16 +220,27 @@ impl<'a> Expansion<'a> {
         }
     }
 
-    /// The input struct of a tool with plain arguments (none for a typed input).
-    fn args_struct_item(&self) -> TokenStream {
+    /// For plain arguments: `pub struct DeployArgs<__T0 = String> { pub environment: __T0 }`,
+    /// deriving `Deserialize` and `JsonSchema`.
+    fn args_items(&self) -> TokenStream {
         if self.tool.typed_input().is_some() {
             return TokenStream::new();
         }
         let p = &self.private;
-        let (vis, name, cfgs) = (&self.tool.item.vis, &self.args_struct, &self.cfgs);
-        let fields = self
-            .plain()
-            .map(|(param, ident, _)| self.field(param, ident));
+        let (vis, cfgs, name) = (&self.tool.item.vis, &self.cfgs, &self.args_struct);
+        let generics = angle(self.fields.iter().filter_map(|f| {
+            let default = f.concrete(p);
+            f.generic.as_ref().map(|g| quote!(#g = #default))
+        }));
+        let fields = self.fields.iter().map(|f| {
+            let attrs = f.param.attrs.iter().filter(|a| Param::is_field_attr(a));
+            let ident = f.ident;
+            let ty = f
+                .generic
+                .as_ref()
+                .map_or_else(|| f.concrete(p), ToTokens::to_token_stream);
+            quote!(#(#attrs)* pub #ident: #ty,)
+        });
         let serde = format!("{p}::serde").replace(' ', "");
         let schemars = format!("{p}::schemars").replace(' ', "");
         let doc = format!(
@@ -219,39 +254,21 @@ impl<'a> Expansion<'a> {
             #[serde(crate = #serde)]
             #[schemars(crate = #schemars, title = "", description = "")]
             #[allow(missing_docs)]
-            #vis struct #name {
+            #vis struct #name #generics {
                 #(#fields)*
             }
         }
     }
 
-    fn field(&self, param: &Param, ident: &Ident) -> TokenStream {
-        let p = &self.private;
-        let attrs = param.attrs.iter().filter(|a| Param::is_field_attr(a));
-        let default = (is_option(param.ty) && !has_serde_default(param.attrs))
-            .then(|| quote!(#[serde(default)]));
-        let ty = match param.role {
-            Role::Str => quote_spanned!(param.ty.span()=> #p::String),
-            _ => param.ty.to_token_stream(),
-        };
-        quote!(#(#attrs)* #default pub #ident: #ty,)
-    }
-
-    /// The plain arguments, each with its name and the local it is unpacked into.
-    fn plain(&self) -> impl Iterator<Item = (&Param<'a>, &'a Ident, Ident)> {
-        self.tool
-            .params
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| matches!(p.role, Role::Plain | Role::Str))
-            .filter_map(|(i, p)| Some((p, p.ident()?, format_ident!("__arg{}", i))))
-    }
-
-    /// The input type: the typed input's, or the generated struct.
+    /// The input type inside `__build`: the typed input, or the generic struct over its parameters.
     fn input_type(&self) -> TokenStream {
         match self.tool.typed_input() {
             Some(param) => param.ty.to_token_stream(),
-            None => self.args_struct.to_token_stream(),
+            None => {
+                let name = &self.args_struct;
+                let generics = angle(self.fields.iter().filter_map(|f| f.generic.as_ref()));
+                quote!(#name #generics)
+            }
         }
     }
 
@@ -264,16 +281,23 @@ impl<'a> Expansion<'a> {
     }
 
     /// The function pointer `Deref` gives: the function's own parameters; an async function's future
-    /// is boxed, borrowing for one lifetime shared by every reference parameter.
-    fn pointer_type(&self) -> TokenStream {
+    /// is boxed, borrowing for one lifetime shared by every reference parameter. With `generic`, a
+    /// plain argument with a type parameter has that parameter instead (the pointer `__build` takes).
+    fn pointer_type(&self, generic: bool) -> TokenStream {
         let p = &self.private;
         let ret = self.return_type();
-        if !self.tool.is_async() {
-            let types = self.tool.params.iter().map(|param| param.ty);
-            return quote!(fn(#(#types),*) -> #ret);
-        }
-        let types = self.tool.params.iter().map(|param| with_lifetime(param.ty));
-        if self.borrows() {
+        let is_async = self.tool.is_async();
+        let types = self.tool.params.iter().map(|param| {
+            let field = self.fields.iter().find(|f| std::ptr::eq(f.param, param));
+            match field.and_then(|f| f.generic.as_ref()) {
+                Some(g) if generic => g.to_token_stream(),
+                _ if is_async => with_lifetime(param.ty),
+                _ => param.ty.to_token_stream(),
+            }
+        });
+        if !is_async {
+            quote!(fn(#(#types),*) -> #ret)
+        } else if self.borrows() {
             quote!(for<'__a> fn(#(#types),*) -> #p::futures::future::BoxFuture<'__a, #ret>)
         } else {
             quote!(fn(#(#types),*) -> #p::futures::future::BoxFuture<'static, #ret>)
@@ -291,7 +315,7 @@ impl<'a> Expansion<'a> {
     fn deref(&self) -> TokenStream {
         let p = &self.private;
         let (ident, cfgs, hidden) = (self.tool.ident(), &self.cfgs, &self.hidden);
-        let pointer = self.pointer_type();
+        let pointer = self.pointer_type(false);
         let (boxing, target) = if self.tool.is_async() {
             (self.boxing(), quote!(__phaseo_boxed))
         } else {
@@ -336,34 +360,56 @@ impl<'a> Expansion<'a> {
         }
     }
 
-    /// `IntoTool`: the runtime's typed constructor, called through the pointer `Deref` gives.
-    fn into_tool(&self) -> TokenStream {
+    /// `IntoTool`: the runtime's typed constructor, called through the pointer `Deref` gives, inside
+    /// `__build`, a function generic over the plain arguments' type parameters and the approval
+    /// function. Instantiating it is where the compiler checks the user's types, at their own spans.
+    fn impl_into_tool(&self) -> TokenStream {
         let p = &self.private;
         let (ident, cfgs) = (self.tool.ident(), &self.cfgs);
-        let constructor = self.constructor();
+        let input = self.input_type();
+        let external = self.args.external.is_some();
+        let mut params = Vec::new();
+        let mut turbofish = Vec::new();
+        for field in &self.fields {
+            if let Some(g) = &field.generic {
+                params.push(quote!(#g: #p::Arg));
+                turbofish.push(field.concrete(p));
+            }
+        }
+        let (mut inputs, mut args) = (Vec::new(), Vec::new());
+        if !external {
+            let pointer = self.pointer_type(true);
+            inputs.push(quote!(__call: #pointer));
+            args.push(quote!(*self));
+        }
         let tool = match &self.args.approval {
             None => quote!(__tool),
             Some(Approval::Always) => quote!(#p::Tool::require_approval(__tool)),
             Some(Approval::When(path)) => {
-                let input = self.input_type();
-                quote_spanned!(path.span()=> #p::approval::<#input, _>(__tool, #path))
+                // Checked here, outside `__build`, in a call spanned at the path: a wrong signature
+                // is one error at the user's path.
+                let concrete = match self.tool.typed_input() {
+                    Some(param) => param.ty.to_token_stream(),
+                    None => self.args_struct.to_token_stream(),
+                };
+                inputs.push(quote!(__approve: #p::Approver<#input>));
+                args.push(quote_spanned!(path.span()=> #p::approver::<#concrete, _>(#path)));
+                quote!(#p::approval::<#input>(__tool, __approve))
             }
         };
-        let call = if self.args.external.is_some() {
-            TokenStream::new()
-        } else {
-            let pointer = self.pointer_type();
-            quote!(let __call: #pointer = *self;)
-        };
+        let turbofish = (!turbofish.is_empty()).then(|| quote!(::<#(#turbofish),*>));
+        let constructor = self.constructor();
         quote! {
             #(#cfgs)*
             #[automatically_derived]
             #[allow(deprecated)]
             impl #p::IntoTool for #ident {
                 fn into_tool(self) -> #p::Tool {
-                    #call
-                    let __tool = #constructor;
-                    #tool
+                    fn __build<#(#params),*>(#(#inputs),*) -> #p::Tool {
+                        let __tool = #constructor;
+                        #tool
+                    }
+                    __build #turbofish (#(#args),*)
                 }
             }
         }
@@ -419,7 +465,10 @@ impl<'a> Expansion<'a> {
             return TokenStream::new();
         }
         let name = &self.args_struct;
-        let fields = self.plain().map(|(_, field, local)| quote!(#field: #local));
+        let fields = self.fields.iter().map(|f| {
+            let (field, local) = (f.ident, &f.local);
+            quote!(#field: #local)
+        });
         quote!(let #name { #(#fields),* } = __input;)
     }
 
@@ -446,7 +495,42 @@ impl<'a> Expansion<'a> {
     }
 }
 
-/// Attributes that go on the unit struct: docs (the name users see is the struct), `#[deprecated]`.
+/// The plain arguments of a tool without a typed input (see [`Field`]).
+fn fields<'a>(tool: &'a ToolFn<'a>) -> Vec<Field<'a>> {
+    if tool.typed_input().is_some() {
+        return Vec::new();
+    }
+    tool.params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p.role, Role::Plain | Role::Str))
+        .filter_map(|(i, param)| {
+            let shaped = param
+                .attrs
+                .iter()
+                .any(|a| !doc::is_doc(a) && Param::is_field_attr(a));
+            Some(Field {
+                param,
+                ident: param.ident()?,
+                local: format_ident!("__arg{}", i),
+                generic: (param.role == Role::Plain && !shaped).then(|| format_ident!("__T{}", i)),
+            })
+        })
+        .collect()
+}
+
+/// `<A, B>`, or nothing when empty.
+fn angle<T: ToTokens>(items: impl Iterator<Item = T>) -> TokenStream {
+    let items: Vec<T> = items.collect();
+    if items.is_empty() {
+        TokenStream::new()
+    } else {
+        quote!(<#(#items),*>)
+    }
+}
+
+/// Attributes that go on the unit struct: docs (the name users see is the struct), `#[deprecated]`
+/// and `#[cfg]` (which also goes on every other item).
 fn is_struct_attr(attr: &Attribute) -> bool {
     let path = attr.path();
     path.is_ident("doc") || path.is_ident("deprecated") || path.is_ident("cfg")
@@ -461,23 +545,6 @@ fn with_lifetime(ty: &Type) -> TokenStream {
         }
         _ => ty.to_token_stream(),
     }
-}
-
-/// Whether a type is `Option<T>` (by its last path segment): an optional field, `#[serde(default)]`.
-fn is_option(ty: &Type) -> bool {
-    matches!(ty, Type::Path(p) if p.qself.is_none()
-        && p.path.segments.last().is_some_and(|s| s.ident == "Option"))
-}
-
-fn has_serde_default(attrs: &[Attribute]) -> bool {
-    attrs.iter().any(|a| match &a.meta {
-        syn::Meta::List(list) if list.path.is_ident("serde") => list
-            .tokens
-            .clone()
-            .into_iter()
-            .any(|t| matches!(t, TokenTree::Ident(i) if i == "default")),
-        _ => false,
-    })
 }
 
 /// `fetch_ticket` → `FetchTicket`.
@@ -498,6 +565,8 @@ pub(crate) fn camel_case(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ast::ItemTool;
+    use syn::parse_quote;
 
     #[test]
     fn struct_names() {
@@ -509,10 +578,21 @@ mod tests {
     }
 
     #[test]
-    fn serde_default_is_not_repeated() {
-        let attrs: Vec<Attribute> = vec![syn::parse_quote!(#[serde(default = "five")])];
-        assert!(has_serde_default(&attrs));
-        let attrs: Vec<Attribute> = vec![syn::parse_quote!(#[serde(rename = "default")])];
-        assert!(!has_serde_default(&attrs));
+    fn fields_with_serde_attributes_keep_their_types() {
+        let item: ItemTool = parse_quote! {
+            fn f(
+                /// Documented, still generic.
+                a: Point,
+                #[serde(default)] b: u32,
+                c: &str,
+                ctx: &ToolContext,
+            ) {}
+        };
+        let tool = ToolFn::from_syn(&item);
+        let generics: Vec<Option<String>> = fields(&tool)
+            .iter()
+            .map(|f| f.generic.as_ref().map(ToString::to_string))
+            .collect();
+        assert_eq!(generics, [Some("__T0".to_owned()), None, None]);
     }
 }

@@ -85,14 +85,19 @@ use proc_macro::TokenStream;
 ///    `serde_json::Value` and `Map` (recognised by the last segment of their path), tuples, arrays
 ///    and slices. A typed input's parameter may be a pattern (`Lookup { id }: Lookup`).
 /// 3. **Plain arguments.** Otherwise every other parameter is a plain argument, and the macro generates
-///    the input struct: named `CamelCase(function name)` + `Args` (`deploy` → `DeployArgs`,
-///    `fetch_ticket` → `FetchTicketArgs`), with the function's visibility and one `pub` field per
-///    argument, so an approval function can take `&DeployArgs`. Each argument needs a name; its type
-///    must own its data (`&str` is the exception: the field is a `String`, lent to the function). An
-///    `Option<T>` argument is optional (`#[serde(default)]`). Doc comments, `#[serde(...)]` and
-///    `#[schemars(...)]` attributes on an argument move to its field, so they describe and shape
-///    the property: `/// The environment. #[serde(rename = "env")] environment: String`. A tool with
-///    no parameters takes no arguments (`{"type": "object", "properties": {}}`).
+///    the input: `CamelCase(function name)` + `Args` (`deploy` → `DeployArgs`, `fetch_ticket` →
+///    `FetchTicketArgs`), with the function's visibility and one `pub` field per argument, so an
+///    approval function can take `&DeployArgs`. (The struct is generic over its fields' types, each
+///    defaulting to the argument's type, `pub struct DeployArgs<__T0 = String>`, so that a type that
+///    cannot be an argument is one error at that type; write it as `DeployArgs`, and where a
+///    struct literal's field types cannot be inferred, say which: `let args: DeployArgs = ...`.) Each argument
+///    needs a name; its type
+///    must own its data and implement `Deserialize` and `JsonSchema` (`&str` is the exception: the
+///    field is a `String`, lent to the function). An `Option<T>` argument is optional: the model may
+///    leave it out, and the function gets `None`. Doc comments, `#[serde(...)]` and
+///    `#[schemars(...)]` attributes on an argument move to its field, so they describe and shape the
+///    property: `/// The environment.` then `#[serde(rename = "env")] environment: String`. A tool
+///    with no parameters takes no arguments (`{"type": "object", "properties": {}}`).
 ///
 /// A single custom argument is therefore the typed input, whose schema is the tool's parameters; to
 /// make it one property of the arguments instead, wrap it in a struct of your own.

@@ -58,13 +58,13 @@ pub(crate) fn signature(tool: &ToolFn, args: &Args, errors: &mut Errors) {
     generics(&sig.generics, errors);
     if let Some(v) = &sig.variadic {
         errors.push(error(
-            &v.dots,
+            v.dots,
             "a tool cannot be variadic: take a `Vec<T>` argument",
         ));
     }
     if let Some(receiver) = sig.receiver() {
         errors.push(error(
-            &receiver.self_token,
+            receiver.self_token,
             "a tool cannot take `self`: make it a free function, or build the tool in a method \
              with `Tool::typed`",
         ));
@@ -94,7 +94,7 @@ fn generics(generics: &syn::Generics, errors: &mut Errors) {
     }
     if let Some(w) = &generics.where_clause {
         errors.push(error(
-            &w.where_token,
+            w.where_token,
             "a tool cannot have a `where` clause: its input and output types must be concrete",
         ));
     }
@@ -311,6 +311,8 @@ pub(crate) fn description(tool: &ToolFn, args: &Args, errors: &mut Errors) -> To
             lit.to_token_stream()
         }
         Some(Description::Macro(mac)) => mac.to_token_stream(),
+        // Written with a bad value: already reported.
+        None if args.given("description") => quote!(""),
         None => match doc::text(&tool.item.attrs) {
             Ok(Some(text)) => quote!(#text),
             Ok(None) => {
@@ -390,7 +392,7 @@ mod tests {
     use crate::ast::ItemTool;
     use syn::parse_quote;
 
-    fn check(item: ItemTool, args: proc_macro2::TokenStream) -> Vec<String> {
+    fn check(item: ItemTool, args: TokenStream) -> Vec<String> {
         let mut errors = Errors::default();
         let args = Args::parse(args, &mut errors);
         let tool = ToolFn::from_syn(&item);

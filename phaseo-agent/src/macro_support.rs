@@ -23,6 +23,16 @@ pub trait Input: ToolInput {}
 #[diagnostic::do_not_recommend]
 impl<T: ToolInput> Input for T {}
 
+/// The type of a plain argument of a `#[tool]` function: a field of the generated arguments struct.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a plain argument of a tool: derive `Deserialize` and `JsonSchema` for it",
+    label = "not a tool argument",
+    note = "add `#[derive(serde::Deserialize, schemars::JsonSchema)]` to `{Self}` (it must also be `Send + Sync + 'static`)"
+)]
+pub trait Arg: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static {}
+#[diagnostic::do_not_recommend]
+impl<T: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static> Arg for T {}
+
 /// The output of a `#[tool]` function: `T` of `-> T` or `-> Result<T, E>`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a tool output: derive `Serialize` for it",
@@ -110,7 +120,15 @@ pub fn external<I: Input, O: ExternalOutput>(id: &str, description: impl Into<St
     Tool::external_typed::<I, O>(id, description)
 }
 
+/// The function of `#[tool(require_approval = path)]`, boxed.
+pub type Approver<I> = Box<dyn Fn(&I) -> bool + Send + Sync>;
+
+/// The function of `#[tool(require_approval = path)]`, checked where the user wrote its path.
+pub fn approver<I, F: Approve<I>>(decide: F) -> Approver<I> {
+    Box::new(decide)
+}
+
 /// [`Tool::approval`] from a function of the input alone.
-pub fn approval<I: Input, F: Approve<I>>(tool: Tool, decide: F) -> Tool {
+pub fn approval<I: Input>(tool: Tool, decide: Approver<I>) -> Tool {
     tool.approval(move |input: &I, _: &ToolContext| decide(input))
 }
