@@ -1,0 +1,15 @@
+use phaseo_agent::{ToolContext, tool};
+
+/// Add two numbers.
+#[tool]
+fn add(
+    a: i64,
+    b: i64,
+    /// The run.
+    ctx: &ToolContext,
+) -> i64 {
+    let _ = ctx;
+    a + b
+}
+
+fn main() {}

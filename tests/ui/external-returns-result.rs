@@ -1,0 +1,7 @@
+use phaseo_agent::tool;
+
+/// Look up a customer in the CRM.
+#[tool(external)]
+fn crm_lookup(email: String) -> Result<String, String>;
+
+fn main() {}

@@ -1,0 +1,8 @@
+use phaseo_agent::tool;
+
+#[tool]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use phaseo_agent::tool;
+
+/// Say hello.
+#[tool]
+fn hello() -> impl serde::Serialize {
+    "hello"
+}
+
+fn main() {}
