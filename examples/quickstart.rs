@@ -4,7 +4,8 @@
 //! Run it with `cargo run --example quickstart`. The model is scripted, so it runs offline.
 
 use phaseo_agent::{
-    Agent, AgentError, Decisions, RunState, ScriptedModel, Tool, ToolCall, ToolContext,
+    Agent, AgentError, Decisions, IntoTool, RunState, ScriptedModel, Tool, ToolCall, ToolContext,
+    tool,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -23,6 +24,8 @@ struct Ticket {
     service: String,
 }
 
+/// Load one internal support ticket.
+#[tool(id = "fetch-ticket")]
 async fn fetch_ticket(input: FetchTicket, _ctx: &ToolContext) -> Result<Ticket, String> {
     match input.ticket_id.as_str() {
         "T-1042" => Ok(Ticket {
@@ -35,12 +38,9 @@ async fn fetch_ticket(input: FetchTicket, _ctx: &ToolContext) -> Result<Ticket, 
 }
 
 fn tools() -> Vec<Tool> {
-    // A typed tool: the parameter schema comes from `FetchTicket`, checked before the function runs.
-    let fetch = Tool::typed(
-        "fetch-ticket",
-        "Load one internal support ticket.",
-        |input: FetchTicket, ctx: ToolContext| async move { fetch_ticket(input, &ctx).await },
-    );
+    // A typed tool, from the `#[tool]` function above: its description is the doc comment, and the
+    // parameter schema comes from `FetchTicket`, checked before the function runs.
+    let fetch = fetch_ticket.into_tool();
 
     // A closure tool over JSON, as in the spec's Rust column.
     let status = Tool::new(
