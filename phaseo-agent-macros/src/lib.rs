@@ -6,6 +6,7 @@ mod args;
 mod ast;
 mod doc;
 mod expand;
+mod plain;
 mod valid;
 
 use proc_macro::TokenStream;
@@ -69,6 +70,10 @@ use proc_macro::TokenStream;
 /// Not accepted, each a compile error that says what to write instead: `self` receivers, generic,
 /// lifetime or const parameters, `where` clauses, `const`, `unsafe` and `extern` functions, variadic
 /// and `impl Trait` arguments.
+///
+/// `#[tool]` goes on a function in a module or a block, not in an `impl` block: it generates a struct
+/// and impls, which an `impl` block cannot hold (the compiler says so at the attribute). Build such a
+/// tool with `Tool::typed` instead.
 ///
 /// # Inputs
 ///
