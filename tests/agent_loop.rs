@@ -618,3 +618,40 @@ async fn a_turn_with_repeated_call_ids_is_refused_and_empty_ids_are_filled_in() 
         .collect();
     assert_eq!(ids, ["call_0_0", "call_0_1"]);
 }
+
+#[tokio::test]
+async fn a_typed_input_that_is_not_an_object_is_refused_when_the_agent_is_built() {
+    #[derive(Deserialize, schemars::JsonSchema)]
+    enum Colour {
+        Red,
+        Green,
+    }
+    let tool = Tool::typed(
+        "paint",
+        "Paint",
+        |c: Colour, _ctx: ToolContext| async move {
+            Ok::<_, AgentError>(matches!(c, Colour::Red | Colour::Green))
+        },
+    );
+    let err = Agent::builder("t")
+        .model(ScriptedModel::new())
+        .tool(tool)
+        .build()
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("is not a JSON object"), "{err}");
+    let scalar = Tool::typed("count", "Count", |n: u32, _ctx: ToolContext| async move {
+        Ok::<_, AgentError>(n)
+    });
+    let err = Agent::builder("t")
+        .model(ScriptedModel::new())
+        .tool(scalar)
+        .build()
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string()
+            .contains(r#"its schema's type is "integer""#),
+        "{err}"
+    );
+}

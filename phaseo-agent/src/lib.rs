@@ -121,6 +121,10 @@ pub use run::{
     ToolStep, TurnParams,
 };
 pub use tokio_util::sync::CancellationToken;
+
+/// The JSON crate of the public API (`Value`, `json!`), re-exported so a crate that only uses
+/// phaseo-agent can build arguments, outputs and decisions without its own dependency.
+pub use serde_json;
 pub use tool::{OnError, Tool, ToolEvent};
 pub use typed::{ToolInput, ToolOutput};
 

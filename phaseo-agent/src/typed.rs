@@ -165,8 +165,23 @@ impl Tool {
                     .map_err(|e| format!("$: {e}"))
             }),
         );
-        tool.definition_error = tool.definition_error.or(error);
+        tool.definition_error = tool
+            .definition_error
+            .or(error)
+            .or_else(|| object_input::<I>(&tool.parameters));
         tool
+    }
+}
+
+/// Tool arguments are a JSON object: a typed input must describe one.
+fn object_input<I>(parameters: &Value) -> Option<String> {
+    match parameters.get("type") {
+        Some(Value::String(t)) if t == "object" => None,
+        other => Some(format!(
+            "the input type `{}` is not a JSON object (its schema's type is {}): a typed input must be a struct, a map or an enum of structs; wrap other types in a struct, or take plain arguments with `#[tool]`",
+            std::any::type_name::<I>(),
+            other.map_or_else(|| "not set".to_owned(), Value::to_string)
+        )),
     }
 }
 
