@@ -2,9 +2,12 @@
 //!
 //! A schema is generated and normalised once, when a tool is built, never per call:
 //!
-//! - no `$schema` and no root `title` (the type's name is noise to a model);
-//! - subschemas inlined, so no `$ref` is left for a provider to reject (a recursive type keeps its
-//!   `$defs`, at the root, so no `$ref` dangles);
+//! - no `$schema` and no root `title` (schemars titles the root with the type's name, noise to a
+//!   model; a title that [`schema_for`] knows came from a doc comment is folded into the
+//!   description instead);
+//! - subschemas inlined, so no `$ref` is left for a provider to reject; a recursive type cannot be
+//!   inlined, so it keeps its definition under the root's `$defs` and its `$ref`s point there (or
+//!   to `#`, for the root type itself), and no `$ref` dangles;
 //! - a nested `title` (schemars takes it from the first paragraph of a doc comment) is folded into
 //!   `description`, so no text is lost;
 //! - the root is always `"type": "object"`; a tool with no parameters advertises
@@ -39,7 +42,18 @@ pub fn schema_for<T: JsonSchema + ?Sized>() -> Value {
             s.meta_schema = None;
         })
         .into_generator();
-    normalize(generator.into_root_schema_for::<T>().to_value())
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    if let Value::Object(root) = &mut schema {
+        // schemars titles the root with the type's name unless a doc comment of more than one
+        // paragraph gave it a title (its first paragraph): that one is text for the model.
+        match root.remove("title") {
+            Some(Value::String(title)) if title != T::schema_name() => {
+                fold_title(root, title);
+            }
+            _ => {}
+        }
+    }
+    normalize(schema)
 }
 
 /// Normalises a JSON Schema for use as a tool's parameters (see the module docs).
@@ -60,14 +74,19 @@ pub fn normalize(schema: Value) -> Value {
     };
     root.remove("$schema");
     root.remove("title");
-    let defs = root.remove("$defs").and_then(|d| match d {
-        Value::Object(defs) => Some(defs),
-        _ => None,
-    });
+    let mut defs = Defs::default();
+    for (key, prefix) in [("$defs", "#/$defs/"), ("definitions", "#/definitions/")] {
+        if let Some(Value::Object(found)) = root.remove(key) {
+            defs.prefixes.push(prefix);
+            defs.bodies
+                .extend(found.into_iter().map(|(k, v)| ((prefix, k), v)));
+        }
+    }
     let mut root = Value::Object(root);
     let mut kept = Map::new();
-    if let Some(defs) = &defs {
-        inline_refs(&mut root, defs, &mut Vec::new(), &mut kept);
+    if !defs.bodies.is_empty() {
+        let recursive = defs.recursive();
+        inline_refs(&mut root, &defs, &recursive, &mut kept);
     }
     fold_titles(&mut root, true);
     let Value::Object(mut root) = root else {
@@ -98,38 +117,104 @@ fn object_root(mut root: Map<String, Value>) -> Value {
     Value::Object(root)
 }
 
-const DEFS_PREFIX: &str = "#/$defs/";
+/// The definitions of a schema (`$defs`, or draft-07's `definitions`), by (prefix, name).
+#[derive(Default)]
+struct Defs {
+    prefixes: Vec<&'static str>,
+    bodies: std::collections::BTreeMap<(&'static str, String), Value>,
+}
 
-/// Replaces each `$ref` into `$defs` with the definition, except where that would recurse forever;
-/// those definitions are kept (in `kept`) and their `$ref`s stay.
+impl Defs {
+    /// The definition a `$ref` names, if it names one.
+    fn target(&self, reference: &str) -> Option<(&'static str, String)> {
+        self.prefixes.iter().find_map(|prefix| {
+            let name = reference.strip_prefix(prefix)?;
+            let key = (*prefix, name.to_owned());
+            self.bodies.contains_key(&key).then_some(key)
+        })
+    }
+
+    /// The definitions a schema refers to, directly.
+    fn refs_in(&self, node: &Value, out: &mut Vec<(&'static str, String)>) {
+        match node {
+            Value::Object(map) => {
+                if let Some(target) = map
+                    .get("$ref")
+                    .and_then(Value::as_str)
+                    .and_then(|r| self.target(r))
+                {
+                    out.push(target);
+                }
+                map.values().for_each(|v| self.refs_in(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| self.refs_in(v, out)),
+            _ => {}
+        }
+    }
+
+    /// The definitions that reach themselves through `$ref`s: they cannot be inlined.
+    fn recursive(&self) -> std::collections::BTreeSet<(&'static str, String)> {
+        let edges: std::collections::BTreeMap<_, _> = self
+            .bodies
+            .iter()
+            .map(|(key, body)| {
+                let mut out = Vec::new();
+                self.refs_in(body, &mut out);
+                (key.clone(), out)
+            })
+            .collect();
+        let mut recursive = std::collections::BTreeSet::new();
+        for start in edges.keys() {
+            let mut seen = std::collections::BTreeSet::new();
+            let mut todo: Vec<_> = edges[start].iter().collect();
+            while let Some(next) = todo.pop() {
+                if next == start {
+                    recursive.insert(start.clone());
+                    break;
+                }
+                if seen.insert(next) {
+                    todo.extend(edges.get(next).into_iter().flatten());
+                }
+            }
+        }
+        recursive
+    }
+}
+
+/// Replaces each `$ref` to a definition with the definition's body, except for recursive
+/// definitions: those are kept (in `kept`, to become the root's `$defs`) and their `$ref`s stay,
+/// rewritten to `#/$defs/<name>`.
 fn inline_refs(
     node: &mut Value,
-    defs: &Map<String, Value>,
-    stack: &mut Vec<String>,
+    defs: &Defs,
+    recursive: &std::collections::BTreeSet<(&'static str, String)>,
     kept: &mut Map<String, Value>,
 ) {
     match node {
         Value::Object(map) => {
-            if let Some(name) = map
+            if let Some(key) = map
                 .get("$ref")
                 .and_then(Value::as_str)
-                .and_then(|r| r.strip_prefix(DEFS_PREFIX))
-                .map(str::to_owned)
+                .and_then(|r| defs.target(r))
             {
-                let Some(def) = defs.get(&name) else { return };
-                if stack.contains(&name) {
+                let mut body = defs.bodies[&key].clone();
+                if recursive.contains(&key) {
+                    let name = key.1;
+                    map.insert("$ref".into(), Value::String(format!("#/$defs/{name}")));
                     if !kept.contains_key(&name) {
                         kept.insert(name.clone(), Value::Null);
-                        let mut body = def.clone();
-                        inline_refs(&mut body, defs, &mut vec![name.clone()], kept);
+                        inline_refs(&mut body, defs, recursive, kept);
                         kept.insert(name, body);
+                    }
+                    // Sibling keywords (a field's description) stay beside the `$ref`.
+                    for (k, v) in map.iter_mut() {
+                        if k != "$ref" {
+                            inline_refs(v, defs, recursive, kept);
+                        }
                     }
                     return;
                 }
-                let mut body = def.clone();
-                stack.push(name);
-                inline_refs(&mut body, defs, stack, kept);
-                stack.pop();
+                inline_refs(&mut body, defs, recursive, kept);
                 map.remove("$ref");
                 if let Value::Object(body) = body {
                     for (k, v) in body {
@@ -140,16 +225,25 @@ fn inline_refs(
                 return;
             }
             for v in map.values_mut() {
-                inline_refs(v, defs, stack, kept);
+                inline_refs(v, defs, recursive, kept);
             }
         }
         Value::Array(items) => {
             for v in items {
-                inline_refs(v, defs, stack, kept);
+                inline_refs(v, defs, recursive, kept);
             }
         }
         _ => {}
     }
+}
+
+/// Puts a title before the description, as its first paragraph.
+fn fold_title(map: &mut Map<String, Value>, title: String) {
+    let description = match map.remove("description") {
+        Some(Value::String(d)) if !d.is_empty() => format!("{title}\n\n{d}"),
+        _ => title,
+    };
+    map.insert("description".into(), Value::String(description));
 }
 
 /// Folds `title` into `description` everywhere below the root (a title at the root is the type name).
@@ -158,11 +252,7 @@ fn fold_titles(node: &mut Value, is_root: bool) {
     let Value::Object(map) = node else { return };
     if !is_root {
         if let Some(Value::String(title)) = map.remove("title") {
-            let description = match map.remove("description") {
-                Some(Value::String(d)) if !d.is_empty() => format!("{title}\n\n{d}"),
-                _ => title,
-            };
-            map.insert("description".into(), Value::String(description));
+            fold_title(map, title);
         }
     }
     for (key, value) in map.iter_mut() {
@@ -239,16 +329,22 @@ fn json_path(location: &jsonschema::paths::Location) -> String {
     for segment in location.iter() {
         match segment {
             LocationSegment::Index(i) => out.push_str(&format!("[{i}]")),
-            LocationSegment::Property(p)
-                if !p.is_empty()
-                    && p.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') =>
-            {
-                out.push('.');
-                out.push_str(&p);
-            }
-            LocationSegment::Property(p) => out.push_str(&format!("[{}]", Value::String(p.into()))),
+            LocationSegment::Property(p) => push_key(&mut out, &p),
         }
     }
     out
+}
+
+/// Appends a key to a JSON path: `.key` for a plain name, `["a key"]` otherwise.
+pub(crate) fn push_key(out: &mut String, key: &str) {
+    if !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        out.push('.');
+        out.push_str(key);
+    } else {
+        out.push_str(&format!("[{}]", Value::String(key.into())));
+    }
 }
