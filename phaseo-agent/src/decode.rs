@@ -1,22 +1,170 @@
 //! Typed decoding of model arguments: from the argument text to the tool's input type, enforcing the
 //! advertised schema.
+//!
+//! Two paths, chosen per call:
+//!
+//! - **Fast**: when the tool's schema compiles to a [`Shape`] (the keywords schemars derives for
+//!   structs, scalars, `Option`, `Vec`, string-keyed maps, unit enums, `serde_json::Value`,
+//!   recursive types; see [`shape`]), the input is decoded straight from the text by serde, through
+//!   the [`strict`] wrapper that checks every value it reads against the schema. No `Value` is
+//!   built; the schema is enforced exactly, including where serde is looser than the schema.
+//! - **Slow**: when the fast path fails (or the schema has keywords it does not check, such as
+//!   `oneOf` or `pattern`), the text is parsed to a `Value`, checked with the full JSON Schema
+//!   validator (whose error reads `<path>: <reason>`), and decoded from the `Value`. A decoding
+//!   error after the validator accepted reads `<path>: <serde's message>`.
+//!
+//! The fast path only ever accepts what the validator accepts, and when it fails the slow path
+//! decides, so a call gets the same outcome either way; the fast path only makes it cheaper.
+
+mod shape;
+mod strict;
 
 use std::sync::Arc;
 
+use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use crate::schema::Validator;
 use crate::tool::{ParseFn, Parsed, parse_arguments};
 use crate::typed::ToolInput;
 
+pub(crate) use shape::Shape;
+
 /// The parser of a typed tool: the argument text is checked against the tool's schema (compiled once,
 /// here), then decoded into `I`.
 pub(crate) fn typed_parser<I: ToolInput>(schema: &Value) -> Result<Arc<ParseFn>, String> {
-    let validator = Validator::new(schema)?;
+    let decoder = Decoder::<I>::new(schema)?;
     Ok(Arc::new(move |args: &str| {
-        let value = parse_arguments(args)?;
-        validator.check(&value)?;
-        let input = I::deserialize(value).map_err(|e| format!("$: {e}"))?;
-        Ok(Parsed(Box::new(input)))
+        decoder.decode(args).map(|input| Parsed(Box::new(input)))
     }))
 }
+
+/// Decodes a value that already passed the tool's schema (edited arguments, arguments a custom
+/// validator transformed) into `I`, as the parser would: a unit-like input (`()`) from any object,
+/// and a failure reads `<path>: <serde's message>`. It does not validate. For `Tool::from_value`
+/// of typed tools, which decodes with a plain `I::deserialize` today.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn typed_value_parser<I: ToolInput>()
+-> Arc<dyn Fn(Value) -> Result<Parsed, String> + Send + Sync> {
+    let unit_like = is_unit_like::<I>();
+    Arc::new(move |value: Value| {
+        from_value::<I>(&value, unit_like).map(|input| Parsed(Box::new(input)))
+    })
+}
+
+/// A typed decoder for one input type and its normalised schema, compiled once.
+pub(crate) struct Decoder<I> {
+    validator: Validator,
+    /// The schema as the strict decoder checks it, if it can check all of it.
+    shape: Option<Shape>,
+    /// `I` decodes from `null` (`()`, a unit struct) but advertises an empty object.
+    unit_like: bool,
+    _input: std::marker::PhantomData<fn() -> I>,
+}
+
+impl<I: ToolInput> Decoder<I> {
+    /// Compiles the validator (and, when the strict decoder can check the whole schema, its shape).
+    pub(crate) fn new(schema: &Value) -> Result<Self, String> {
+        Ok(Decoder {
+            validator: Validator::new(schema)?,
+            shape: Shape::compile(schema).ok(),
+            unit_like: is_unit_like::<I>(),
+            _input: std::marker::PhantomData,
+        })
+    }
+
+    /// Whether calls can take the fast path.
+    #[cfg(test)]
+    pub(crate) fn is_fast(&self) -> bool {
+        self.shape.is_some()
+    }
+
+    /// Decodes one call's argument text; `""` (some models send it for no arguments) means `{}`.
+    pub(crate) fn decode(&self, args: &str) -> Result<I, String> {
+        let text = if args.trim().is_empty() { "{}" } else { args };
+        if let Some(shape) = &self.shape {
+            let fast = if self.unit_like {
+                decode_strict::<IgnoredAny>(shape, text)
+                    .ok()
+                    .and_then(|_| I::deserialize(Value::Null).ok())
+            } else {
+                decode_strict::<I>(shape, text).ok()
+            };
+            if let Some(input) = fast {
+                return Ok(input);
+            }
+        }
+        let value = parse_arguments(text)?;
+        self.validator.check(&value)?;
+        from_value(&value, self.unit_like)
+    }
+}
+
+/// Decodes `I` from the text through the strict wrapper: `Ok` only if the schema accepts the text.
+fn decode_strict<I: serde::de::DeserializeOwned>(
+    shape: &Shape,
+    text: &str,
+) -> Result<I, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let input = I::deserialize(strict::Strict {
+        de: &mut de,
+        cx: strict::Cx {
+            shape,
+            track: strict::NoTrack,
+        },
+        node: shape.root(),
+    })?;
+    de.end()?;
+    Ok(input)
+}
+
+/// Whether the strict decoder accepts a text for a schema, decoding a `Value` and an `IgnoredAny`.
+pub(crate) fn strict_accepts(schema: &Value, text: &str) -> Result<bool, String> {
+    let shape = Shape::compile(schema)?;
+    let as_value = decode_strict::<Value>(&shape, text).is_ok();
+    let ignored = decode_strict::<IgnoredAny>(&shape, text).is_ok();
+    if as_value == ignored {
+        Ok(as_value)
+    } else {
+        Err(format!(
+            "as a Value: {as_value}, ignored: {ignored}, for {text}"
+        ))
+    }
+}
+
+/// Decodes a validated value; on failure, says where, as a JSON path.
+fn from_value<I: ToolInput>(value: &Value, unit_like: bool) -> Result<I, String> {
+    let value = if unit_like && value.is_object() {
+        &Value::Null
+    } else {
+        value
+    };
+    I::deserialize(value).map_err(|error| {
+        // Decode again, tracking the path, to say where it failed.
+        let any = Shape::any();
+        let track = strict::Track::default();
+        let tracked = I::deserialize(strict::Strict {
+            de: value,
+            cx: strict::Cx {
+                shape: &any,
+                track: &track,
+            },
+            node: any.root(),
+        });
+        match tracked {
+            Err(tracked) => format!("{}: {tracked}", track.path()),
+            Ok(_) => format!("$: {error}"),
+        }
+    })
+}
+
+/// Whether `I` is unit-like: its schema is `{"type": "null"}` (so the advertised schema is an empty
+/// object), as for `()` and unit structs. Such a tool accepts any object, and `I` decodes from
+/// `null`.
+fn is_unit_like<I: ToolInput>() -> bool {
+    let schema = schemars::SchemaGenerator::default().into_root_schema_for::<I>();
+    schema.get("type") == Some(&Value::String("null".into()))
+}
+
+#[cfg(test)]
+mod tests;

@@ -348,3 +348,21 @@ pub(crate) fn push_key(out: &mut String, key: &str) {
         out.push_str(&format!("[{}]", Value::String(key.into())));
     }
 }
+
+/// Not public API: the typed decoder a `Tool::typed` tool uses, for benchmarks and differential
+/// tests. It changes without notice.
+#[doc(hidden)]
+pub fn __typed_decoder<I: crate::ToolInput>() -> Result<impl Fn(&str) -> Result<I, String>, String>
+{
+    let decoder = crate::decode::Decoder::<I>::new(&schema_for::<I>())?;
+    Ok(move |args: &str| decoder.decode(args))
+}
+
+/// Not public API: whether the strict decoder accepts `text` for `schema`, reading it as a
+/// `serde_json::Value` and as `serde::de::IgnoredAny` (both must agree); `Err` when the schema has
+/// keywords the strict decoder does not check. For the differential tests. It changes without
+/// notice.
+#[doc(hidden)]
+pub fn __strict_accepts(schema: &Value, text: &str) -> Result<bool, String> {
+    crate::decode::strict_accepts(schema, text)
+}

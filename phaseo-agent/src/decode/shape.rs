@@ -1,0 +1,547 @@
+//! A normalised parameter schema compiled into the checks the strict decoder makes while it reads
+//! the argument text.
+//!
+//! Only schemas made of the keywords below compile; for any other keyword (`oneOf`, `allOf`,
+//! `pattern`, `uniqueItems: true`, `patternProperties`, `multipleOf`, ...) [`Shape::compile`]
+//! refuses, and the tool validates every call with the full JSON Schema validator instead. The
+//! supported subset is what schemars derives for structs, scalars, `Option`, `Vec`, string-keyed
+//! maps, unit enums, `serde_json::Value` and recursive types:
+//!
+//! - annotations, which assert nothing: `description`, `title`, `default`, `examples`,
+//!   `deprecated`, `readOnly`, `writeOnly`, `$comment`, `format` (an annotation in draft 2020-12,
+//!   which is how [`Validator`](crate::schema::Validator) reads a schema without `$schema`),
+//!   `contentEncoding`, `contentMediaType`, and `$defs` at the root;
+//! - `type` (one name or a list), `enum` and `const` of strings, booleans and null;
+//! - `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `minLength`, `maxLength`;
+//! - `properties`, `required` (up to 64 names per object), `additionalProperties`;
+//! - `items`, `prefixItems`, `minItems`, `maxItems`, `uniqueItems: false`;
+//! - `$ref` to `#` or `#/$defs/<name>` and `anyOf: [<schema>, {"type": "null"}]` (how schemars
+//!   writes `Option<T>`), each with only annotations beside it.
+//!
+//! The checks follow JSON Schema's semantics exactly (an integer-valued float is an `integer`,
+//! string lengths count code points, keywords about one type ignore values of other types), so
+//! that a value passes them exactly when the full validator accepts it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use serde_json::{Map, Value};
+
+/// Index of a node in [`Shape::nodes`].
+pub(crate) type NodeId = u32;
+
+/// The compiled schema: node 0 is the root.
+#[derive(Debug)]
+pub(crate) struct Shape {
+    nodes: Vec<Node>,
+}
+
+#[derive(Debug)]
+pub(crate) enum Node {
+    /// Accepts every value.
+    Any,
+    /// Accepts no value (the schema `false`).
+    Never,
+    /// Accepts `null`, and every other value the target accepts.
+    Nullable(NodeId),
+    /// Accepts what passes every check.
+    Check(Box<Checks>),
+}
+
+/// JSON types, as bits.
+pub(crate) mod types {
+    pub const NULL: u8 = 1;
+    pub const BOOLEAN: u8 = 2;
+    pub const OBJECT: u8 = 4;
+    pub const ARRAY: u8 = 8;
+    pub const NUMBER: u8 = 16;
+    pub const INTEGER: u8 = 32;
+    pub const STRING: u8 = 64;
+    pub const ALL: u8 = 127;
+}
+
+/// A value of an `enum` or `const`.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Scalar {
+    Null,
+    Bool(bool),
+    Str(Box<str>),
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Checks {
+    /// The accepted types ([`types`] bits).
+    pub(crate) types: u8,
+    /// No `enum`, bounds or lengths: a scalar passes on its type alone.
+    pub(crate) plain: bool,
+    /// `enum` (or `const`, as one value): the value must be one of these.
+    pub(crate) one_of: Option<Box<[Scalar]>>,
+    pub(crate) minimum: Option<f64>,
+    pub(crate) maximum: Option<f64>,
+    pub(crate) exclusive_minimum: Option<f64>,
+    pub(crate) exclusive_maximum: Option<f64>,
+    /// The bounds as an inclusive range of integers, for integer values.
+    pub(crate) integers: (i128, i128),
+    pub(crate) min_length: Option<u64>,
+    pub(crate) max_length: Option<u64>,
+    pub(crate) object: Object,
+    pub(crate) array: Array,
+}
+
+#[derive(Debug)]
+pub(crate) struct Object {
+    /// Property names and their nodes, in the schema's order.
+    pub(crate) properties: Box<[(Box<str>, NodeId)]>,
+    /// By name, when there are many properties.
+    index: Option<HashMap<Box<str>, usize>>,
+    /// For each property (and [`Object::START`]), the property that followed it in the last
+    /// arguments read: where [`Object::find`] looks first. Shared by concurrent calls; a stale
+    /// guess only costs a scan.
+    follow: Box<[AtomicU8]>,
+    /// Bit `i` set: `properties[i]` is required.
+    pub(crate) required: u64,
+    /// The node for keys not among the properties.
+    pub(crate) additional: NodeId,
+}
+
+#[derive(Debug)]
+pub(crate) struct Array {
+    pub(crate) prefix: Box<[NodeId]>,
+    pub(crate) items: NodeId,
+    pub(crate) min_items: Option<u64>,
+    pub(crate) max_items: Option<u64>,
+}
+
+/// The node every shape has at this index: [`Node::Any`].
+pub(crate) const ANY: NodeId = 1;
+const ROOT: NodeId = 0;
+const NEVER: NodeId = 2;
+
+/// The most properties (described or required) an object may have: the strict decoder records
+/// the ones it has seen in a `u64`.
+const MAX_PROPERTIES: usize = 64;
+
+/// Above this many properties, names are looked up in a hash map instead of one by one.
+const LINEAR_LOOKUP: usize = 12;
+
+impl Default for Object {
+    fn default() -> Self {
+        Object {
+            properties: Box::default(),
+            index: None,
+            follow: Box::default(),
+            required: 0,
+            additional: ANY,
+        }
+    }
+}
+
+impl Default for Array {
+    fn default() -> Self {
+        Array {
+            prefix: Box::default(),
+            items: ANY,
+            min_items: None,
+            max_items: None,
+        }
+    }
+}
+
+impl Object {
+    /// The index of a property. `previous` is the property before it in this object (or
+    /// [`Object::START`]): arguments tend to come in the same order call after call, so the
+    /// property that followed it last time is looked at first.
+    #[inline(always)]
+    pub(crate) fn find(&self, key: &str, previous: usize) -> Option<usize> {
+        let follow = self.follow.get(previous);
+        if let Some(follow) = follow {
+            let guess = follow.load(Ordering::Relaxed) as usize;
+            if let Some((name, _)) = self.properties.get(guess) {
+                if same(name.as_bytes(), key.as_bytes()) {
+                    return Some(guess);
+                }
+            }
+        }
+        let found = match &self.index {
+            Some(index) => index.get(key).copied(),
+            None => self
+                .properties
+                .iter()
+                .position(|(name, _)| same(name.as_bytes(), key.as_bytes())),
+        };
+        if let (Some(follow), Some(i)) = (follow, found) {
+            // Fewer than 64 properties, so the index fits.
+            follow.store(i as u8, Ordering::Relaxed);
+        }
+        found
+    }
+
+    /// The `previous` of an object's first key (after every property's index).
+    pub(crate) const START: usize = MAX_PROPERTIES;
+}
+
+/// Byte equality, without a call to `memcmp` for short keys.
+#[inline(always)]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| {
+        let mut bytes = [0; 8];
+        bytes.copy_from_slice(&s[at..at + 8]);
+        u64::from_ne_bytes(bytes)
+    };
+    let half = |s: &[u8], at: usize| {
+        let mut bytes = [0; 4];
+        bytes.copy_from_slice(&s[at..at + 4]);
+        u32::from_ne_bytes(bytes)
+    };
+    match n {
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        _ => a == b,
+    }
+}
+
+impl Shape {
+    /// A shape that accepts everything: the strict decoder over it only tracks paths.
+    pub(crate) fn any() -> Self {
+        Shape {
+            nodes: vec![Node::Any, Node::Any, Node::Never],
+        }
+    }
+
+    /// Compiles a normalised schema, or says which keyword the strict decoder does not check.
+    pub(crate) fn compile(schema: &Value) -> Result<Shape, String> {
+        let mut builder = Builder {
+            nodes: vec![Node::Any, Node::Any, Node::Never],
+            defs: match schema.get("$defs") {
+                Some(Value::Object(defs)) => defs,
+                Some(_) => return Err("`$defs` is not an object".into()),
+                None => &EMPTY,
+            },
+            def_ids: HashMap::new(),
+        };
+        builder.compile_into(ROOT, schema, true)?;
+        let shape = Shape {
+            nodes: builder.nodes,
+        };
+        // `anyOf [$ref, null]` definitions could chain into a loop that checks nothing.
+        for start in 0..shape.nodes.len() {
+            let mut id = start as NodeId;
+            for _ in 0..=shape.nodes.len() {
+                match shape.node(id) {
+                    Node::Nullable(target) => id = *target,
+                    _ => break,
+                }
+            }
+            if matches!(shape.node(id), Node::Nullable(_)) {
+                return Err("a loop of nullable references".into());
+            }
+        }
+        Ok(shape)
+    }
+
+    /// The root node.
+    pub(crate) fn root(&self) -> NodeId {
+        ROOT
+    }
+
+    #[inline(always)]
+    pub(crate) fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id as usize]
+    }
+
+    /// Whether the node accepts every value.
+    #[inline(always)]
+    pub(crate) fn is_any(&self, id: NodeId) -> bool {
+        matches!(self.node(id), Node::Any)
+    }
+
+    /// The node that checks a value which is not `null` (through `Option`'s `anyOf`).
+    #[inline(always)]
+    pub(crate) fn non_null(&self, mut id: NodeId) -> NodeId {
+        while let Node::Nullable(target) = self.node(id) {
+            id = *target;
+        }
+        id
+    }
+}
+
+static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+
+struct Builder<'a> {
+    nodes: Vec<Node>,
+    defs: &'a Map<String, Value>,
+    def_ids: HashMap<&'a str, NodeId>,
+}
+
+/// Keywords that assert nothing.
+fn is_annotation(keyword: &str) -> bool {
+    matches!(
+        keyword,
+        "description"
+            | "title"
+            | "default"
+            | "examples"
+            | "deprecated"
+            | "readOnly"
+            | "writeOnly"
+            | "$comment"
+            | "format"
+            | "contentEncoding"
+            | "contentMediaType"
+    )
+}
+
+impl<'a> Builder<'a> {
+    fn compile(&mut self, schema: &'a Value) -> Result<NodeId, String> {
+        match schema {
+            Value::Bool(true) => return Ok(ANY),
+            Value::Bool(false) => return Ok(NEVER),
+            _ => {}
+        }
+        if let Some(reference) = schema.get("$ref") {
+            // A `$ref` with only annotations beside it checks what its target checks.
+            let map = schema.as_object().into_iter().flatten();
+            if map.filter(|(k, _)| !is_annotation(k)).count() > 1 {
+                return Err("`$ref` beside other assertions".into());
+            }
+            return self.reference(reference);
+        }
+        let id = self.reserve();
+        self.compile_into(id, schema, false)?;
+        Ok(id)
+    }
+
+    fn reserve(&mut self) -> NodeId {
+        self.nodes.push(Node::Any);
+        (self.nodes.len() - 1) as NodeId
+    }
+
+    fn compile_into(&mut self, id: NodeId, schema: &'a Value, root: bool) -> Result<(), String> {
+        let map = match schema {
+            Value::Bool(true) => return Ok(()),
+            Value::Bool(false) => {
+                self.nodes[id as usize] = Node::Never;
+                return Ok(());
+            }
+            Value::Object(map) if !map.contains_key("$ref") => map,
+            Value::Object(_) => return Err("`$ref` at the root or as a whole definition".into()),
+            _ => return Err("a schema that is not an object or a boolean".into()),
+        };
+        let assertions = || {
+            map.keys()
+                .filter(|k| !(is_annotation(k) || root && *k == "$defs"))
+        };
+        if let Some(branches) = map.get("anyOf") {
+            if assertions().count() > 1 {
+                return Err("`anyOf` beside other assertions".into());
+            }
+            let Some([a, b]) = branches.as_array().map(Vec::as_slice) else {
+                return Err("`anyOf` other than `[<schema>, {\"type\": \"null\"}]`".into());
+            };
+            let other = match (is_null_schema(a), is_null_schema(b)) {
+                (false, true) => a,
+                (true, false) => b,
+                _ => return Err("`anyOf` other than `[<schema>, {\"type\": \"null\"}]`".into()),
+            };
+            let target = self.compile(other)?;
+            self.nodes[id as usize] = Node::Nullable(target);
+            return Ok(());
+        }
+        let mut checks = Checks {
+            types: types::ALL,
+            ..Checks::default()
+        };
+        let mut properties: Option<&Map<String, Value>> = None;
+        let mut required: &[Value] = &[];
+        let mut any_assertion = false;
+        for (keyword, value) in map {
+            if is_annotation(keyword) || (root && keyword == "$defs") {
+                continue;
+            }
+            any_assertion = true;
+            match keyword.as_str() {
+                "type" => checks.types = type_bits(value)?,
+                "enum" => {
+                    let values = value.as_array().ok_or("`enum` is not an array")?;
+                    checks.one_of = Some(values.iter().map(scalar).collect::<Result<_, _>>()?);
+                }
+                "const" => checks.one_of = Some(Box::new([scalar(value)?])),
+                "minimum" => checks.minimum = Some(bound(value)?),
+                "maximum" => checks.maximum = Some(bound(value)?),
+                "exclusiveMinimum" => checks.exclusive_minimum = Some(bound(value)?),
+                "exclusiveMaximum" => checks.exclusive_maximum = Some(bound(value)?),
+                "minLength" => checks.min_length = Some(count(value)?),
+                "maxLength" => checks.max_length = Some(count(value)?),
+                "minItems" => checks.array.min_items = Some(count(value)?),
+                "maxItems" => checks.array.max_items = Some(count(value)?),
+                "uniqueItems" if value == &Value::Bool(false) => {}
+                "properties" => {
+                    properties = Some(value.as_object().ok_or("`properties` is not an object")?)
+                }
+                "required" => {
+                    required = value.as_array().ok_or("`required` is not an array")?;
+                }
+                "additionalProperties" => checks.object.additional = self.compile(value)?,
+                "items" => checks.array.items = self.compile(value)?,
+                "prefixItems" => {
+                    let items = value.as_array().ok_or("`prefixItems` is not an array")?;
+                    checks.array.prefix = items
+                        .iter()
+                        .map(|item| self.compile(item))
+                        .collect::<Result<_, _>>()?;
+                }
+                other => return Err(format!("the keyword `{other}`")),
+            }
+        }
+        if !any_assertion {
+            return Ok(());
+        }
+        let mut props: Vec<(Box<str>, NodeId)> = Vec::new();
+        if properties.is_some_and(|p| p.len() > MAX_PROPERTIES) {
+            return Err(format!("more than {MAX_PROPERTIES} properties"));
+        }
+        for (name, schema) in properties.into_iter().flatten() {
+            props.push((name.as_str().into(), self.compile(schema)?));
+        }
+        for name in required {
+            let name = name.as_str().ok_or("a `required` entry is not a string")?;
+            if props.len() >= MAX_PROPERTIES && !props.iter().any(|(n, _)| &**n == name) {
+                return Err(format!("more than {MAX_PROPERTIES} properties"));
+            }
+            let i = match props.iter().position(|(n, _)| &**n == name) {
+                Some(i) => i,
+                None => {
+                    // Required but not among the properties: present, and (like any key not
+                    // among them) checked by `additionalProperties`.
+                    props.push((name.into(), checks.object.additional));
+                    props.len() - 1
+                }
+            };
+            checks.object.required |= 1 << i;
+        }
+        if props.len() > LINEAR_LOOKUP {
+            checks.object.index = Some(
+                props
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (name, _))| (name.clone(), i))
+                    .collect(),
+            );
+        }
+        if !props.is_empty() {
+            // One entry per property, and `START`'s for the first key (between them, unused
+            // entries: a byte each).
+            checks.object.follow = (0..=Object::START).map(|_| AtomicU8::new(0)).collect();
+        }
+        checks.object.properties = props.into();
+        checks.integers = integer_range(&checks);
+        checks.plain = checks.one_of.is_none()
+            && checks.minimum.is_none()
+            && checks.maximum.is_none()
+            && checks.exclusive_minimum.is_none()
+            && checks.exclusive_maximum.is_none()
+            && checks.min_length.is_none()
+            && checks.max_length.is_none();
+        self.nodes[id as usize] = Node::Check(Box::new(checks));
+        Ok(())
+    }
+
+    /// The node a `$ref` names: `#` (the root) or `#/$defs/<name>`.
+    fn reference(&mut self, reference: &'a Value) -> Result<NodeId, String> {
+        let reference = reference.as_str().ok_or("`$ref` is not a string")?;
+        if reference == "#" {
+            return Ok(ROOT);
+        }
+        let name = reference
+            .strip_prefix("#/$defs/")
+            .filter(|name| !name.contains(['~', '%', '/']))
+            .ok_or_else(|| format!("the reference `{reference}`"))?;
+        if let Some(&id) = self.def_ids.get(name) {
+            return Ok(id);
+        }
+        let (name, body) = self
+            .defs
+            .get_key_value(name)
+            .ok_or_else(|| format!("the dangling reference `{reference}`"))?;
+        let id = self.reserve();
+        self.def_ids.insert(name, id);
+        self.compile_into(id, body, false)?;
+        Ok(id)
+    }
+}
+
+/// The integers within a node's bounds, as an inclusive range (the bounds are exact floats, so
+/// rounding them to integers is exact; `as` saturates beyond `i128`).
+fn integer_range(checks: &Checks) -> (i128, i128) {
+    let mut low = i128::MIN;
+    let mut high = i128::MAX;
+    if let Some(b) = checks.minimum {
+        low = low.max(b.ceil() as i128);
+    }
+    if let Some(b) = checks.exclusive_minimum {
+        low = low.max((b.floor() as i128).saturating_add(1));
+    }
+    if let Some(b) = checks.maximum {
+        high = high.min(b.floor() as i128);
+    }
+    if let Some(b) = checks.exclusive_maximum {
+        high = high.min((b.ceil() as i128).saturating_sub(1));
+    }
+    (low, high)
+}
+
+fn is_null_schema(schema: &Value) -> bool {
+    schema.as_object().is_some_and(|map| {
+        map.get("type") == Some(&Value::String("null".into()))
+            && map.keys().all(|k| k == "type" || is_annotation(k))
+    })
+}
+
+fn type_bits(value: &Value) -> Result<u8, String> {
+    let one = |name: &Value| match name.as_str() {
+        Some("null") => Ok(types::NULL),
+        Some("boolean") => Ok(types::BOOLEAN),
+        Some("object") => Ok(types::OBJECT),
+        Some("array") => Ok(types::ARRAY),
+        Some("number") => Ok(types::NUMBER),
+        Some("integer") => Ok(types::INTEGER),
+        Some("string") => Ok(types::STRING),
+        _ => Err(format!("the type {name}")),
+    };
+    match value {
+        Value::Array(names) => names.iter().try_fold(0, |bits, name| Ok(bits | one(name)?)),
+        name => one(name),
+    }
+}
+
+fn scalar(value: &Value) -> Result<Scalar, String> {
+    match value {
+        Value::Null => Ok(Scalar::Null),
+        Value::Bool(b) => Ok(Scalar::Bool(*b)),
+        Value::String(s) => Ok(Scalar::Str(s.as_str().into())),
+        other => Err(format!("the enum value {other}")),
+    }
+}
+
+/// A numeric bound, exactly representable as `f64` (so comparisons with it are exact).
+fn bound(value: &Value) -> Result<f64, String> {
+    let number = value.as_number().ok_or("a bound that is not a number")?;
+    let exact = match (number.as_i64(), number.as_u64(), number.as_f64()) {
+        (Some(i), _, _) => (i as f64) as i64 == i && i.unsigned_abs() <= 1 << 53,
+        (_, Some(u), _) => u <= 1 << 53,
+        (_, _, Some(f)) => f.is_finite(),
+        _ => false,
+    };
+    match number.as_f64() {
+        Some(f) if exact => Ok(f),
+        _ => Err(format!("the bound {number}")),
+    }
+}
+
+fn count(value: &Value) -> Result<u64, String> {
+    value.as_u64().ok_or_else(|| format!("the count {value}"))
+}

@@ -1,0 +1,935 @@
+//! A deserializer wrapper that checks every value it reads against a [`Shape`], while the input
+//! type decodes itself from the same text: no `Value` is built, and no value is read twice.
+//!
+//! The wrapper sees each JSON value through the visitor call the underlying deserializer makes for
+//! it (`visit_str` for a string, `visit_map` for an object, ...), so it checks what the text holds,
+//! whatever the input type asked for. That closes the gaps where serde is looser than the schema:
+//!
+//! - a struct decoded from a JSON array (serde_json allows it): an array is checked as an array;
+//! - a key serde accepts for a field but the schema does not list (a `#[serde(alias)]`): the
+//!   value is checked as an additional property, and the schema's `required` is checked by the
+//!   wrapper itself, so an alias never stands in for a required property;
+//! - values serde skips (unknown fields): read and checked unless the schema allows anything there;
+//! - `{"Variant": null}` for a unit enum (serde_json's externally tagged form): an enum whose
+//!   schema admits only strings is read from a string only.
+//!
+//! Any failure, including the wrapper's own, sends the call to the slow path (parse, validate,
+//! decode), which reports the precise error or, when the wrapper was stricter than the schema
+//! (a duplicate key), decodes the value.
+//!
+//! With a [`Track`], the wrapper also records where an error happened, as a JSON path.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+
+use serde::de::{
+    self, DeserializeSeed, Deserializer, EnumAccess, IntoDeserializer, MapAccess, SeqAccess,
+    Visitor,
+};
+
+use super::shape::{Checks, Node, NodeId, Object, Scalar, Shape, types};
+
+/// Where an error happened: segments are pushed innermost first as the error bubbles up.
+#[derive(Default)]
+pub(crate) struct Track {
+    segments: RefCell<Vec<Segment>>,
+}
+
+pub(crate) enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+impl Track {
+    /// The recorded path: `$`, `$.items[1]`, `$["a key"]`.
+    pub(crate) fn path(&self) -> String {
+        let mut out = String::from("$");
+        for segment in self.segments.borrow().iter().rev() {
+            match segment {
+                Segment::Index(i) => out.push_str(&format!("[{i}]")),
+                Segment::Key(k) => crate::schema::push_key(&mut out, k),
+            }
+        }
+        out
+    }
+
+    fn push(&self, segment: Segment) {
+        self.segments.borrow_mut().push(segment);
+    }
+}
+
+/// Records the path of an error, or (for the fast path) does nothing at no cost.
+pub(crate) trait Tracker: Copy {
+    /// Whether paths are recorded (keys are then kept as they are read).
+    const ON: bool;
+    fn push(self, segment: impl FnOnce() -> Segment);
+}
+
+/// The fast path's tracker: records nothing.
+#[derive(Clone, Copy)]
+pub(crate) struct NoTrack;
+
+impl Tracker for NoTrack {
+    const ON: bool = false;
+    #[inline(always)]
+    fn push(self, _: impl FnOnce() -> Segment) {}
+}
+
+impl Tracker for &Track {
+    const ON: bool = true;
+    fn push(self, segment: impl FnOnce() -> Segment) {
+        Track::push(self, segment());
+    }
+}
+
+/// What the wrapper carries down: the shape, and the path tracker.
+#[derive(Clone, Copy)]
+pub(crate) struct Cx<'s, T> {
+    pub(crate) shape: &'s Shape,
+    pub(crate) track: T,
+}
+
+/// The wrapper around a deserializer, checking the value at `node`.
+pub(crate) struct Strict<'s, D, T> {
+    pub(crate) de: D,
+    pub(crate) cx: Cx<'s, T>,
+    pub(crate) node: NodeId,
+}
+
+/// The same around a seed (a map value, an array element, an `Option`'s content).
+struct StrictSeed<'s, S, T> {
+    seed: S,
+    cx: Cx<'s, T>,
+    node: NodeId,
+}
+
+impl<'de, S: DeserializeSeed<'de>, T: Tracker> DeserializeSeed<'de> for StrictSeed<'_, S, T> {
+    type Value = S::Value;
+
+    #[inline(always)]
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<S::Value, D::Error> {
+        self.seed.deserialize(Strict {
+            de,
+            cx: self.cx,
+            node: self.node,
+        })
+    }
+}
+
+impl<'s, D, T: Tracker> Strict<'s, D, T> {
+    /// Whether this value needs no checks and no path: then it is read as serde would.
+    #[inline(always)]
+    fn passthrough(&self) -> bool {
+        !T::ON && self.cx.shape.is_any(self.node)
+    }
+
+    #[inline(always)]
+    fn visitor<V>(&self, inner: V) -> StrictVisitor<'s, V, T> {
+        StrictVisitor {
+            inner,
+            cx: self.cx,
+            node: self.node,
+        }
+    }
+}
+
+macro_rules! forward {
+    ($($method:ident($($arg:ident: $ty:ty),*);)*) => {$(
+        #[inline(always)]
+        fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, D::Error> {
+            if self.passthrough() {
+                return self.de.$method($($arg,)* visitor);
+            }
+            let visitor = self.visitor(visitor);
+            self.de.$method($($arg,)* visitor)
+        }
+    )*};
+}
+
+impl<'de, D: Deserializer<'de>, T: Tracker> Deserializer<'de> for Strict<'_, D, T> {
+    type Error = D::Error;
+
+    forward! {
+        deserialize_any();
+        deserialize_bool();
+        deserialize_i8();
+        deserialize_i16();
+        deserialize_i32();
+        deserialize_i64();
+        deserialize_i128();
+        deserialize_u8();
+        deserialize_u16();
+        deserialize_u32();
+        deserialize_u64();
+        deserialize_u128();
+        deserialize_f32();
+        deserialize_f64();
+        deserialize_char();
+        deserialize_str();
+        deserialize_string();
+        deserialize_bytes();
+        deserialize_byte_buf();
+        deserialize_option();
+        deserialize_unit();
+        deserialize_unit_struct(name: &'static str);
+        deserialize_newtype_struct(name: &'static str);
+        deserialize_seq();
+        deserialize_tuple(len: usize);
+        deserialize_tuple_struct(name: &'static str, len: usize);
+        deserialize_map();
+        deserialize_struct(name: &'static str, fields: &'static [&'static str]);
+        deserialize_identifier();
+    }
+
+    /// An enum is read from a string only: serde_json also reads a unit variant from
+    /// `{"Variant": null}`, which a schema of strings rejects. Data-carrying enums have schemas the
+    /// shape does not compile (`oneOf`), so they never come here with checks.
+    #[inline(always)]
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, D::Error> {
+        if self.cx.shape.is_any(self.node) {
+            return self.de.deserialize_enum(name, variants, visitor);
+        }
+        let visitor = EnumVisitor(self.visitor(visitor));
+        self.de.deserialize_any(visitor)
+    }
+
+    /// A skipped value is still read and checked, unless anything goes there.
+    #[inline(always)]
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+        if self.cx.shape.is_any(self.node) {
+            return self.de.deserialize_ignored_any(visitor);
+        }
+        let visitor = self.visitor(visitor);
+        self.de.deserialize_any(visitor)
+    }
+
+    fn is_human_readable(&self) -> bool {
+        self.de.is_human_readable()
+    }
+}
+
+/// The visitor wrapper: checks the value the deserializer found, then hands it on.
+struct StrictVisitor<'s, V, T> {
+    inner: V,
+    cx: Cx<'s, T>,
+    node: NodeId,
+}
+
+/// Why a value fails its node (only the slow path's message reaches the model).
+#[cold]
+#[inline(never)]
+fn reject<E: de::Error>(what: &str) -> E {
+    E::custom(format_args!("{what} is not allowed here by the schema"))
+}
+
+impl<'s, V, T> StrictVisitor<'s, V, T> {
+    /// The checks for a value that is not `null`, or `Err` if the node rejects every such value.
+    #[inline(always)]
+    fn checks<E: de::Error>(&self, what: &str) -> Result<Option<&'s Checks>, E> {
+        let shape = self.cx.shape;
+        match shape.node(shape.non_null(self.node)) {
+            Node::Any => Ok(None),
+            Node::Check(checks) => Ok(Some(checks)),
+            Node::Never | Node::Nullable(_) => Err(reject(what)),
+        }
+    }
+
+    /// Checks a value of one JSON type against the node's `type` (and that `enum` has no say on it).
+    #[inline(always)]
+    fn typed<E: de::Error>(&self, bit: u8, what: &str) -> Result<Option<&'s Checks>, E> {
+        match self.checks(what)? {
+            Some(c) if c.types & bit == 0 || c.one_of.is_some() => Err(reject(what)),
+            checks => Ok(checks),
+        }
+    }
+
+    #[inline(always)]
+    fn null<E: de::Error>(&self) -> Result<(), E> {
+        let shape = self.cx.shape;
+        let ok = match shape.node(self.node) {
+            Node::Any | Node::Nullable(_) => true,
+            Node::Never => false,
+            Node::Check(c) => {
+                c.types & types::NULL != 0
+                    && c.one_of
+                        .as_ref()
+                        .is_none_or(|values| values.contains(&Scalar::Null))
+            }
+        };
+        if ok { Ok(()) } else { Err(reject("null")) }
+    }
+
+    #[inline(always)]
+    fn boolean<E: de::Error>(&self, v: bool) -> Result<(), E> {
+        match self.checks("a boolean")? {
+            Some(c) if c.types & types::BOOLEAN == 0 => Err(reject("a boolean")),
+            Some(c)
+                if c.one_of
+                    .as_ref()
+                    .is_some_and(|vs| !vs.contains(&Scalar::Bool(v))) =>
+            {
+                Err(reject("this boolean"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    #[inline(always)]
+    fn integer<E: de::Error>(&self, v: i128) -> Result<(), E> {
+        let Some(c) = self.typed(types::INTEGER | types::NUMBER, "a number")? else {
+            return Ok(());
+        };
+        if c.plain {
+            return Ok(());
+        }
+        let (low, high) = c.integers;
+        if (low..=high).contains(&v) {
+            Ok(())
+        } else {
+            Err(reject("this number"))
+        }
+    }
+
+    #[inline(always)]
+    fn float<E: de::Error>(&self, v: f64) -> Result<(), E> {
+        let integral = v.is_finite() && v.fract() == 0.0;
+        let bits = if integral {
+            types::INTEGER | types::NUMBER
+        } else {
+            types::NUMBER
+        };
+        let Some(c) = self.typed(bits, "a number")? else {
+            return Ok(());
+        };
+        let ok = v.is_finite()
+            && c.minimum.is_none_or(|b| v >= b)
+            && c.maximum.is_none_or(|b| v <= b)
+            && c.exclusive_minimum.is_none_or(|b| v > b)
+            && c.exclusive_maximum.is_none_or(|b| v < b);
+        if ok {
+            Ok(())
+        } else {
+            Err(reject("this number"))
+        }
+    }
+
+    #[inline(always)]
+    fn string<E: de::Error>(&self, v: &str) -> Result<(), E> {
+        let Some(c) = self.checks("a string")? else {
+            return Ok(());
+        };
+        if c.types & types::STRING == 0 {
+            return Err(reject("a string"));
+        }
+        if c.plain {
+            return Ok(());
+        }
+        if let Some(values) = &c.one_of {
+            if !values
+                .iter()
+                .any(|s| matches!(s, Scalar::Str(s) if &**s == v))
+            {
+                return Err(reject("this string"));
+            }
+        }
+        if c.min_length.is_some() || c.max_length.is_some() {
+            let chars = v.chars().count() as u64;
+            if c.min_length.is_some_and(|n| chars < n) || c.max_length.is_some_and(|n| chars > n) {
+                return Err(reject("a string of this length"));
+            }
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn bytes<E: de::Error>(&self, v: &[u8]) -> Result<(), E> {
+        // serde_json hands a string's content as bytes when the type asks for bytes.
+        match std::str::from_utf8(v) {
+            Ok(s) => self.string(s),
+            Err(_) => Err(reject("a string that is not UTF-8")),
+        }
+    }
+}
+
+macro_rules! visit_int {
+    ($($method:ident: $ty:ty;)*) => {$(
+        #[inline(always)]
+        fn $method<E: de::Error>(self, v: $ty) -> Result<V::Value, E> {
+            self.integer(v as i128)?;
+            self.inner.$method(v)
+        }
+    )*};
+}
+
+impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for StrictVisitor<'_, V, T> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.expecting(f)
+    }
+
+    visit_int! {
+        visit_i8: i8;
+        visit_i16: i16;
+        visit_i32: i32;
+        visit_i64: i64;
+        visit_u8: u8;
+        visit_u16: u16;
+        visit_u32: u32;
+        visit_u64: u64;
+    }
+
+    #[inline(always)]
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<V::Value, E> {
+        self.integer(v)?;
+        self.inner.visit_i128(v)
+    }
+
+    #[inline(always)]
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<V::Value, E> {
+        self.integer(i128::try_from(v).map_err(|_| reject::<E>("this number"))?)?;
+        self.inner.visit_u128(v)
+    }
+
+    #[inline(always)]
+    fn visit_f32<E: de::Error>(self, v: f32) -> Result<V::Value, E> {
+        self.float(v.into())?;
+        self.inner.visit_f32(v)
+    }
+
+    #[inline(always)]
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<V::Value, E> {
+        self.float(v)?;
+        self.inner.visit_f64(v)
+    }
+
+    #[inline(always)]
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<V::Value, E> {
+        self.boolean(v)?;
+        self.inner.visit_bool(v)
+    }
+
+    #[inline(always)]
+    fn visit_char<E: de::Error>(self, v: char) -> Result<V::Value, E> {
+        self.string(v.encode_utf8(&mut [0; 4]))?;
+        self.inner.visit_char(v)
+    }
+
+    #[inline(always)]
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<V::Value, E> {
+        self.string(v)?;
+        self.inner.visit_str(v)
+    }
+
+    #[inline(always)]
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<V::Value, E> {
+        self.string(v)?;
+        self.inner.visit_borrowed_str(v)
+    }
+
+    #[inline(always)]
+    fn visit_string<E: de::Error>(self, v: String) -> Result<V::Value, E> {
+        self.string(&v)?;
+        self.inner.visit_string(v)
+    }
+
+    #[inline(always)]
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<V::Value, E> {
+        self.bytes(v)?;
+        self.inner.visit_bytes(v)
+    }
+
+    #[inline(always)]
+    fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<V::Value, E> {
+        self.bytes(v)?;
+        self.inner.visit_borrowed_bytes(v)
+    }
+
+    #[inline(always)]
+    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<V::Value, E> {
+        self.bytes(&v)?;
+        self.inner.visit_byte_buf(v)
+    }
+
+    #[inline(always)]
+    fn visit_none<E: de::Error>(self) -> Result<V::Value, E> {
+        self.null()?;
+        self.inner.visit_none()
+    }
+
+    /// `null`, as serde_json reports it to `()` and to `deserialize_any`.
+    #[inline(always)]
+    fn visit_unit<E: de::Error>(self) -> Result<V::Value, E> {
+        self.null()?;
+        self.inner.visit_unit()
+    }
+
+    #[inline(always)]
+    fn visit_some<D: Deserializer<'de>>(self, de: D) -> Result<V::Value, D::Error> {
+        // Not `null`: the content is checked as it is read.
+        self.inner.visit_some(Strict {
+            de,
+            cx: self.cx,
+            node: self.node,
+        })
+    }
+
+    #[inline(always)]
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, de: D) -> Result<V::Value, D::Error> {
+        self.inner.visit_newtype_struct(Strict {
+            de,
+            cx: self.cx,
+            node: self.node,
+        })
+    }
+
+    #[inline(always)]
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
+        let Some(checks) = self.typed(types::ARRAY, "an array")? else {
+            let count = Cell::new(0);
+            return self.inner.visit_seq(StrictSeq {
+                seq,
+                cx: self.cx,
+                checks: None,
+                count: &count,
+            });
+        };
+        let count = Cell::new(0);
+        let value = self.inner.visit_seq(StrictSeq {
+            seq,
+            cx: self.cx,
+            checks: Some(checks),
+            count: &count,
+        })?;
+        let n = count.get() as u64;
+        let array = &checks.array;
+        if array.min_items.is_some_and(|m| n < m) || array.max_items.is_some_and(|m| n > m) {
+            return Err(reject("an array of this length"));
+        }
+        Ok(value)
+    }
+
+    #[inline(always)]
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
+        let checks = self.typed(types::OBJECT, "an object")?;
+        let seen = Cell::new(0);
+        let value = self.inner.visit_map(StrictMap {
+            map,
+            cx: self.cx,
+            checks,
+            seen: &seen,
+            current: Slot {
+                previous: Object::START,
+                ..Slot::default()
+            },
+        })?;
+        if let Some(c) = checks {
+            if c.object.required & !seen.get() != 0 {
+                return Err(reject("an object without a required property"));
+            }
+        }
+        Ok(value)
+    }
+
+    #[inline(always)]
+    fn visit_enum<A: EnumAccess<'de>>(self, _data: A) -> Result<V::Value, A::Error> {
+        // Reached only through a deserializer other than serde_json's text reader.
+        Err(reject("an enum the strict decoder cannot see into"))
+    }
+}
+
+/// Reads an enum from a string, checked like any string.
+struct EnumVisitor<'s, V, T>(StrictVisitor<'s, V, T>);
+
+impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for EnumVisitor<'_, V, T> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.inner.expecting(f)
+    }
+
+    #[inline(always)]
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<V::Value, E> {
+        self.0.string(v)?;
+        self.0.inner.visit_enum(v.into_deserializer())
+    }
+
+    #[inline(always)]
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<V::Value, E> {
+        self.0.string(v)?;
+        self.0
+            .inner
+            .visit_enum(de::value::BorrowedStrDeserializer::new(v))
+    }
+
+    #[inline(always)]
+    fn visit_string<E: de::Error>(self, v: String) -> Result<V::Value, E> {
+        self.0.string(&v)?;
+        self.0.inner.visit_enum(v.into_deserializer())
+    }
+}
+
+/// The array wrapper: each element is checked against its item node; the count is kept.
+struct StrictSeq<'s, 'c, A, T> {
+    seq: A,
+    cx: Cx<'s, T>,
+    checks: Option<&'s Checks>,
+    count: &'c Cell<usize>,
+}
+
+impl<'de, A: SeqAccess<'de>, T: Tracker> SeqAccess<'de> for StrictSeq<'_, '_, A, T> {
+    type Error = A::Error;
+
+    #[inline(always)]
+    fn next_element_seed<S: DeserializeSeed<'de>>(
+        &mut self,
+        seed: S,
+    ) -> Result<Option<S::Value>, A::Error> {
+        let index = self.count.get();
+        let node = match self.checks {
+            Some(c) => c.array.prefix.get(index).copied().unwrap_or(c.array.items),
+            None => super::shape::ANY,
+        };
+        let seed = StrictSeed {
+            seed,
+            cx: self.cx,
+            node,
+        };
+        match self.seq.next_element_seed(seed) {
+            Ok(Some(value)) => {
+                self.count.set(index + 1);
+                Ok(Some(value))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => {
+                self.cx.track.push(|| Segment::Index(index));
+                Err(e)
+            }
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.seq.size_hint()
+    }
+}
+
+/// Which node the key just read selects, and (when tracking) the key itself.
+#[derive(Default)]
+struct Slot {
+    node: NodeId,
+    /// The property's index, if the key is one.
+    property: Option<usize>,
+    /// The previous property read, for [`Object::find`](super::shape::Object::find).
+    previous: usize,
+    /// The key was not a string the wrapper could read.
+    unread: bool,
+    key: Option<String>,
+}
+
+/// The object wrapper: each key selects a property (or the additional-properties node), each
+/// value is checked against it, and the properties seen are recorded for `required`.
+struct StrictMap<'s, 'c, A, T> {
+    map: A,
+    cx: Cx<'s, T>,
+    checks: Option<&'s Checks>,
+    seen: &'c Cell<u64>,
+    current: Slot,
+}
+
+impl<'de, A: MapAccess<'de>, T: Tracker> MapAccess<'de> for StrictMap<'_, '_, A, T> {
+    type Error = A::Error;
+
+    #[inline(always)]
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        self.current.unread = true;
+        let seed = KeySeed {
+            seed,
+            checks: self.checks,
+            track: T::ON,
+            slot: &mut self.current,
+        };
+        let key = self.map.next_key_seed(seed)?;
+        if key.is_some() {
+            let slot = &mut self.current;
+            match (self.checks, slot.unread) {
+                (None, _) => slot.node = super::shape::ANY,
+                (Some(c), false) => match slot.property {
+                    Some(i) => {
+                        slot.node = c.object.properties[i].1;
+                        slot.previous = i;
+                        self.seen.set(self.seen.get() | 1 << i);
+                    }
+                    None => slot.node = c.object.additional,
+                },
+                (Some(c), true) if c.object.properties.is_empty() => {
+                    slot.node = c.object.additional
+                }
+                (Some(_), true) => return Err(reject("a key the strict decoder cannot read")),
+            }
+        }
+        Ok(key)
+    }
+
+    #[inline(always)]
+    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, A::Error> {
+        let seed = StrictSeed {
+            seed,
+            cx: self.cx,
+            node: self.current.node,
+        };
+        self.map.next_value_seed(seed).inspect_err(|_| {
+            let key = &mut self.current.key;
+            self.cx
+                .track
+                .push(|| Segment::Key(key.take().unwrap_or_default()));
+        })
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.map.size_hint()
+    }
+}
+
+/// Reads a key: the wrapped seed decodes it as usual, and the wrapper looks it up.
+struct KeySeed<'s, 'c, K> {
+    seed: K,
+    checks: Option<&'s Checks>,
+    track: bool,
+    slot: &'c mut Slot,
+}
+
+impl<'de, K: DeserializeSeed<'de>> DeserializeSeed<'de> for KeySeed<'_, '_, K> {
+    type Value = K::Value;
+
+    #[inline(always)]
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<K::Value, D::Error> {
+        self.seed.deserialize(KeyDe {
+            de,
+            checks: self.checks,
+            track: self.track,
+            slot: self.slot,
+        })
+    }
+}
+
+struct KeyDe<'s, 'c, D> {
+    de: D,
+    checks: Option<&'s Checks>,
+    track: bool,
+    slot: &'c mut Slot,
+}
+
+impl<'s, 'c, D> KeyDe<'s, 'c, D> {
+    #[inline(always)]
+    fn visitor<V>(self, inner: V) -> (D, KeyVisitor<'s, 'c, V>) {
+        (
+            self.de,
+            KeyVisitor {
+                inner,
+                checks: self.checks,
+                track: self.track,
+                slot: self.slot,
+            },
+        )
+    }
+}
+
+macro_rules! forward_key {
+    ($($method:ident($($arg:ident: $ty:ty),*);)*) => {$(
+        #[inline(always)]
+        fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, D::Error> {
+            let (de, visitor) = self.visitor(visitor);
+            de.$method($($arg,)* visitor)
+        }
+    )*};
+}
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for KeyDe<'_, '_, D> {
+    type Error = D::Error;
+
+    forward_key! {
+        deserialize_any();
+        deserialize_bool();
+        deserialize_i8();
+        deserialize_i16();
+        deserialize_i32();
+        deserialize_i64();
+        deserialize_i128();
+        deserialize_u8();
+        deserialize_u16();
+        deserialize_u32();
+        deserialize_u64();
+        deserialize_u128();
+        deserialize_f32();
+        deserialize_f64();
+        deserialize_char();
+        deserialize_str();
+        deserialize_string();
+        deserialize_bytes();
+        deserialize_byte_buf();
+        deserialize_option();
+        deserialize_unit();
+        deserialize_unit_struct(name: &'static str);
+        deserialize_newtype_struct(name: &'static str);
+        deserialize_seq();
+        deserialize_tuple(len: usize);
+        deserialize_tuple_struct(name: &'static str, len: usize);
+        deserialize_map();
+        deserialize_struct(name: &'static str, fields: &'static [&'static str]);
+        deserialize_enum(name: &'static str, variants: &'static [&'static str]);
+        deserialize_identifier();
+        deserialize_ignored_any();
+    }
+
+    fn is_human_readable(&self) -> bool {
+        self.de.is_human_readable()
+    }
+}
+
+/// Sees the key's text (when it arrives as a string) and records which property it is.
+struct KeyVisitor<'s, 'c, V> {
+    inner: V,
+    checks: Option<&'s Checks>,
+    track: bool,
+    slot: &'c mut Slot,
+}
+
+impl<V> KeyVisitor<'_, '_, V> {
+    #[inline(always)]
+    fn read(&mut self, key: &str) {
+        self.slot.unread = false;
+        self.slot.property = self
+            .checks
+            .and_then(|c| c.object.find(key, self.slot.previous));
+        if self.track {
+            self.slot.key = Some(key.to_owned());
+        }
+    }
+}
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for KeyVisitor<'_, '_, V> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.expecting(f)
+    }
+
+    #[inline(always)]
+    fn visit_str<E: de::Error>(mut self, v: &str) -> Result<V::Value, E> {
+        self.read(v);
+        self.inner.visit_str(v)
+    }
+
+    #[inline(always)]
+    fn visit_borrowed_str<E: de::Error>(mut self, v: &'de str) -> Result<V::Value, E> {
+        self.read(v);
+        self.inner.visit_borrowed_str(v)
+    }
+
+    #[inline(always)]
+    fn visit_string<E: de::Error>(mut self, v: String) -> Result<V::Value, E> {
+        self.read(&v);
+        self.inner.visit_string(v)
+    }
+
+    #[inline(always)]
+    fn visit_bytes<E: de::Error>(mut self, v: &[u8]) -> Result<V::Value, E> {
+        if let Ok(s) = std::str::from_utf8(v) {
+            self.read(s);
+        }
+        self.inner.visit_bytes(v)
+    }
+
+    #[inline(always)]
+    fn visit_borrowed_bytes<E: de::Error>(mut self, v: &'de [u8]) -> Result<V::Value, E> {
+        if let Ok(s) = std::str::from_utf8(v) {
+            self.read(s);
+        }
+        self.inner.visit_borrowed_bytes(v)
+    }
+
+    #[inline(always)]
+    fn visit_byte_buf<E: de::Error>(mut self, v: Vec<u8>) -> Result<V::Value, E> {
+        if let Ok(s) = std::str::from_utf8(&v) {
+            self.read(s);
+        }
+        self.inner.visit_byte_buf(v)
+    }
+
+    // A key read as a number or a boolean (serde_json parses `"1"` for a `u32` key) stays unread.
+    #[inline(always)]
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<V::Value, E> {
+        self.inner.visit_bool(v)
+    }
+    #[inline(always)]
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<V::Value, E> {
+        self.inner.visit_i64(v)
+    }
+    #[inline(always)]
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<V::Value, E> {
+        self.inner.visit_u64(v)
+    }
+    #[inline(always)]
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<V::Value, E> {
+        self.inner.visit_i128(v)
+    }
+    #[inline(always)]
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<V::Value, E> {
+        self.inner.visit_u128(v)
+    }
+    #[inline(always)]
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<V::Value, E> {
+        self.inner.visit_f64(v)
+    }
+    #[inline(always)]
+    fn visit_char<E: de::Error>(mut self, v: char) -> Result<V::Value, E> {
+        self.read(v.encode_utf8(&mut [0; 4]));
+        self.inner.visit_char(v)
+    }
+    #[inline(always)]
+    fn visit_unit<E: de::Error>(self) -> Result<V::Value, E> {
+        self.inner.visit_unit()
+    }
+    #[inline(always)]
+    fn visit_none<E: de::Error>(self) -> Result<V::Value, E> {
+        self.inner.visit_none()
+    }
+    #[inline(always)]
+    fn visit_some<D: Deserializer<'de>>(self, de: D) -> Result<V::Value, D::Error> {
+        self.inner.visit_some(KeyDe {
+            de,
+            checks: self.checks,
+            track: self.track,
+            slot: self.slot,
+        })
+    }
+    #[inline(always)]
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, de: D) -> Result<V::Value, D::Error> {
+        self.inner.visit_newtype_struct(KeyDe {
+            de,
+            checks: self.checks,
+            track: self.track,
+            slot: self.slot,
+        })
+    }
+    #[inline(always)]
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
+        self.inner.visit_seq(seq)
+    }
+    #[inline(always)]
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
+        self.inner.visit_map(map)
+    }
+    #[inline(always)]
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<V::Value, A::Error> {
+        self.inner.visit_enum(data)
+    }
+}
