@@ -1,0 +1,152 @@
+//! Benchmark (a) of issue 4: per-call dispatch of a small typed tool, from the model's argument
+//! text to the result text, with schema validation on, against a hand-written baseline that only
+//! does `serde_json::from_str` into the input struct, calls the function and serialises the output.
+//!
+//! Run with `cargo bench --bench dispatch`. All variants run in one run, side by side:
+//!
+//! - `baseline`: `from_str` + call + `to_string` (no validation);
+//! - `naive_validate`: parse to `Value` + full JSON Schema validation + `from_value` + call +
+//!   `to_string` (what validating every call naively costs);
+//! - `tool_invoke`: `Tool::typed(..).invoke(args, &ctx)`, the runtime's whole per-call path;
+//! - `typed_decode` and `from_str_only`: decoding alone, the runtime's (strict, schema-checked)
+//!   against serde's, to split `tool_invoke`'s cost between decoding and the rest;
+//! - `ladder/*`: the runtime's per-call steps rebuilt by hand, one added at a time (the typed
+//!   decoder, then the `Box<dyn Any>` the parsed input travels in, then a boxed future polled to
+//!   completion, then `catch_unwind` around it), to show what each costs inside `tool_invoke`.
+
+use std::any::Any;
+use std::hint::black_box;
+use std::panic::AssertUnwindSafe;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use phaseo_agent::schema::Validator;
+use phaseo_agent::{Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The input of the benchmarked tool: a string, an integer, an `Option` and a `Vec`.
+#[derive(Deserialize, JsonSchema)]
+struct Lookup {
+    query: String,
+    limit: u32,
+    cursor: Option<String>,
+    tags: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Found {
+    query: String,
+    count: u32,
+    resumed: bool,
+}
+
+fn lookup(input: Lookup) -> Found {
+    Found {
+        count: input.limit.min(input.tags.len() as u32 + 3),
+        resumed: input.cursor.is_some(),
+        query: input.query,
+    }
+}
+
+const ARGS: &str =
+    r#"{"query": "refund policy", "limit": 5, "cursor": null, "tags": ["billing", "eu"]}"#;
+
+/// Polls a future that needs no runtime (a typed async tool without a timeout) to completion.
+fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        std::thread::yield_now();
+    }
+}
+
+fn dispatch(c: &mut Criterion) {
+    let tool = Tool::typed(
+        "lookup",
+        "Look up documents",
+        |input: Lookup, _ctx| async move { Ok::<_, std::convert::Infallible>(lookup(input)) },
+    );
+    let ctx = ToolContext::detached();
+    let validator = Validator::new(tool.parameters()).expect("the schema compiles");
+    let decode = phaseo_agent::schema::__typed_decoder::<Lookup>().expect("the schema compiles");
+
+    // Every variant computes the same result text.
+    let expected = serde_json::to_string(&lookup(serde_json::from_str(ARGS).unwrap())).unwrap();
+    assert_eq!(block_on(tool.invoke(ARGS, &ctx)).unwrap(), expected);
+
+    let mut group = c.benchmark_group("dispatch");
+    group.bench_function("baseline", |b| {
+        b.iter(|| {
+            let input: Lookup = serde_json::from_str(black_box(ARGS)).unwrap();
+            serde_json::to_string(&lookup(input)).unwrap()
+        })
+    });
+    group.bench_function("naive_validate", |b| {
+        b.iter(|| {
+            let value: Value = serde_json::from_str(black_box(ARGS)).unwrap();
+            validator.check(&value).unwrap();
+            let input = Lookup::deserialize(value).unwrap();
+            serde_json::to_string(&lookup(input)).unwrap()
+        })
+    });
+    group.bench_function("tool_invoke", |b| {
+        b.iter(|| block_on(tool.invoke(black_box(ARGS), &ctx)).unwrap())
+    });
+    group.bench_function("typed_decode", |b| {
+        b.iter(|| decode(black_box(ARGS)).unwrap())
+    });
+    group.bench_function("from_str_only", |b| {
+        b.iter(|| serde_json::from_str::<Lookup>(black_box(ARGS)).unwrap())
+    });
+    group.finish();
+
+    let mut ladder = c.benchmark_group("ladder");
+    ladder.bench_function("1_decode_call_serialise", |b| {
+        b.iter(|| serde_json::to_string(&lookup(decode(black_box(ARGS)).unwrap())).unwrap())
+    });
+    ladder.bench_function("2_plus_box_any", |b| {
+        b.iter(|| {
+            let parsed: Box<dyn Any + Send + Sync> = Box::new(decode(black_box(ARGS)).unwrap());
+            let input = *parsed.downcast::<Lookup>().unwrap();
+            serde_json::to_string(&lookup(input)).unwrap()
+        })
+    });
+    ladder.bench_function("3_plus_boxed_future", |b| {
+        b.iter(|| {
+            let parsed: Box<dyn Any + Send + Sync> = Box::new(decode(black_box(ARGS)).unwrap());
+            let input = *parsed.downcast::<Lookup>().unwrap();
+            let ctx = ctx.clone();
+            let future: BoxFuture<'static, String> = async move {
+                let _ctx = ctx;
+                serde_json::to_string(&lookup(input)).unwrap()
+            }
+            .boxed();
+            block_on(future)
+        })
+    });
+    ladder.bench_function("4_plus_catch_unwind", |b| {
+        b.iter(|| {
+            let parsed: Box<dyn Any + Send + Sync> = Box::new(decode(black_box(ARGS)).unwrap());
+            let input = *parsed.downcast::<Lookup>().unwrap();
+            let ctx = ctx.clone();
+            let future: BoxFuture<'static, String> = async move {
+                let _ctx = ctx;
+                serde_json::to_string(&lookup(input)).unwrap()
+            }
+            .boxed();
+            block_on(AssertUnwindSafe(future).catch_unwind()).unwrap()
+        })
+    });
+    ladder.finish();
+}
+
+criterion_group!(benches, dispatch);
+criterion_main!(benches);
