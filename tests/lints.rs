@@ -12,7 +12,8 @@
 
 /// Tools of every form, public, so `missing_docs` applies to what the macro generates.
 pub mod tools {
-    use phaseo_agent::{ToolContext, tool};
+    use phaseo_agent::serde_json::Value;
+    use phaseo_agent::{ToolContext, TurnParams, tool};
     use serde::{Deserialize, Serialize};
 
     /// What to fetch.
@@ -83,6 +84,63 @@ pub mod tools {
     /// External, a typed input.
     #[tool(external)]
     pub fn lookup(input: Fetch) -> Ticket;
+
+    /// Whether a fetch needs approval, from the input and the call's context.
+    #[must_use]
+    pub fn is_secret_here(input: &Fetch, ctx: &ToolContext) -> bool {
+        input.id == 0 || ctx.context()["secret"] == true
+    }
+
+    /// Keeps a value as it is.
+    ///
+    /// # Errors
+    ///
+    /// Never.
+    pub fn keep(value: Value) -> Result<Value, String> {
+        Ok(value)
+    }
+
+    /// Answers a call at once.
+    #[must_use]
+    pub fn answer(input: &Value, _ctx: &ToolContext) -> Option<Value> {
+        Some(input.clone())
+    }
+
+    /// Keeps the next turn as it is.
+    #[must_use]
+    pub fn same_turn(_input: &Value, current: &TurnParams) -> TurnParams {
+        current.clone()
+    }
+
+    /// Async, a typed input, every field key.
+    ///
+    /// # Errors
+    ///
+    /// When the ticket does not exist.
+    #[tool(
+        id = "fetch-checked",
+        require_approval = is_secret_here,
+        timeout_ms = 3_000,
+        on_error = "return-to-model",
+        exclusive,
+        max_output_chars = 2_000,
+        input_schema = keep,
+        output_schema = keep,
+        event_schema = keep,
+        on_tool_called = answer,
+        on_response_received = keep,
+        next_turn = same_turn
+    )]
+    pub async fn fetch_checked(input: Fetch) -> Result<Ticket, String> {
+        tokio::task::yield_now().await;
+        Ok(Ticket {
+            title: format!("#{}", input.id),
+        })
+    }
+
+    /// External, plain arguments, the keys that apply to a call answered from outside.
+    #[tool(external, on_error = "fail-run", on_tool_called = answer, on_response_received = keep)]
+    pub fn confirm(question: String) -> bool;
 }
 
 #[tokio::test]
@@ -95,8 +153,10 @@ async fn the_linted_tools_build_an_agent() {
         .tool(tools::size)
         .tool(tools::ask)
         .tool(tools::lookup)
+        .tool(tools::fetch_checked)
+        .tool(tools::confirm)
         .build()
         .unwrap();
-    assert_eq!(agent.tools().len(), 6);
+    assert_eq!(agent.tools().len(), 8);
     assert_eq!(tools::label("ab", Some(2)), "abab");
 }

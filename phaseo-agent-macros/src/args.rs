@@ -1,18 +1,36 @@
 //! The arguments of `#[tool(...)]`.
 //!
-//! Each key is one arm of [`Args::key`] and one entry of [`KEYS`]; a new key (a timeout, an error
-//! policy, ...) adds a field, an arm and an entry. Mistakes are collected, not returned at the first,
-//! so every bad key is underlined at once.
+//! Each key is one arm of [`Args::key`] and one entry of [`KEYS`]; a new key adds a field, an arm
+//! and an entry (a key that takes a function's path adds a [`Hook`] variant instead of a field; the
+//! keys of the runtime's tool fields are parsed in `fields.rs`). Mistakes are collected, not
+//! returned at the first, so every bad key is underlined at once.
 
 use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::meta::ParseNestedMeta;
 use syn::parse::Parser;
-use syn::{Expr, ExprLit, ExprPath, Ident, Lit, LitStr, Path, Token};
+use syn::{Expr, ExprLit, ExprPath, Ident, Lit, LitInt, LitStr, Path, Token};
 
+use crate::fields::{CAP, Hook, Policy, TIMEOUT, parse_count, parse_hook, parse_on_error};
 use crate::valid::Errors;
 
 /// The keys `#[tool(...)]` accepts, as listed in the error for an unknown key.
-pub(crate) const KEYS: &[&str] = &["id", "description", "require_approval", "external", "crate"];
+pub(crate) const KEYS: &[&str] = &[
+    "id",
+    "description",
+    "require_approval",
+    "external",
+    "timeout_ms",
+    "on_error",
+    "exclusive",
+    "max_output_chars",
+    "input_schema",
+    "output_schema",
+    "event_schema",
+    "on_tool_called",
+    "on_response_received",
+    "next_turn",
+    "crate",
+];
 
 /// The parsed arguments; each is `None` when not given.
 #[derive(Default)]
@@ -25,6 +43,16 @@ pub(crate) struct Args {
     pub(crate) approval: Option<Approval>,
     /// `external`: the span of the key.
     pub(crate) external: Option<Span>,
+    /// `timeout_ms = 3_000`: a whole number of milliseconds, at least 1.
+    pub(crate) timeout_ms: Option<LitInt>,
+    /// `on_error = "fail-run"` or `on_error = "return-to-model"`.
+    pub(crate) on_error: Option<Policy>,
+    /// `exclusive`: the span of the key.
+    pub(crate) exclusive: Option<Span>,
+    /// `max_output_chars = 2_000`: a whole number of characters, at least 1.
+    pub(crate) max_output_chars: Option<LitInt>,
+    /// The keys that take a function's path, in the order written, each once.
+    pub(crate) hooks: Vec<(Hook, Path)>,
     /// `crate = path`.
     pub(crate) krate: Option<Path>,
     /// Every known key written, valid or not: a key written with a bad value is reported once, not
@@ -73,8 +101,16 @@ impl Args {
             return Ok(());
         };
         self.given.push(key.to_string());
-        // The outer `?` is a syntax error (parsing stops); the inner result is a mistake in a value.
-        let result = match key.to_string().as_str() {
+        if let Err(e) = self.set_key(meta, key)? {
+            errors.push(e);
+        }
+        Ok(())
+    }
+
+    /// Parses and sets the value of a known key. The outer result is a syntax error (parsing
+    /// stops); the inner one is a mistake in the value.
+    fn set_key(&mut self, meta: &ParseNestedMeta, key: &Ident) -> syn::Result<syn::Result<()>> {
+        Ok(match key.to_string().as_str() {
             "id" => parse_id(meta)?.and_then(|v| set(&mut self.id, key, v)),
             "description" => {
                 parse_description(meta)?.and_then(|v| set(&mut self.description, key, v))
@@ -87,11 +123,32 @@ impl Args {
                 let value = parse_flag(meta, key)?;
                 set(&mut self.external, key, key.span()).and(value)
             }
-            _ => parse_crate(meta)?.and_then(|v| set(&mut self.krate, key, v)),
-        };
-        if let Err(e) = result {
-            errors.push(e);
+            "exclusive" => {
+                let value = parse_flag(meta, key)?;
+                set(&mut self.exclusive, key, key.span()).and(value)
+            }
+            "timeout_ms" => {
+                parse_count(meta, key, &TIMEOUT)?.and_then(|v| set(&mut self.timeout_ms, key, v))
+            }
+            "max_output_chars" => {
+                let value = parse_count(meta, key, &CAP)?;
+                value.and_then(|v| set(&mut self.max_output_chars, key, v))
+            }
+            "on_error" => parse_on_error(meta)?.and_then(|v| set(&mut self.on_error, key, v)),
+            "crate" => parse_crate(meta)?.and_then(|v| set(&mut self.krate, key, v)),
+            other => {
+                let hook = Hook::from_key(other).expect("every other key in KEYS is a hook");
+                parse_hook(meta, hook)?.and_then(|path| self.set_hook(hook, key, path))
+            }
+        })
+    }
+
+    /// The path of a function key, once; a second occurrence is an error at the key.
+    fn set_hook(&mut self, hook: Hook, key: &Ident, path: Path) -> syn::Result<()> {
+        if self.hooks.iter().any(|(h, _)| *h == hook) {
+            return Err(duplicate(key));
         }
+        self.hooks.push((hook, path));
         Ok(())
     }
 }
@@ -99,13 +156,14 @@ impl Args {
 /// Sets a key once; a second occurrence is an error at the key.
 fn set<T>(slot: &mut Option<T>, key: &Ident, value: T) -> syn::Result<()> {
     if slot.is_some() {
-        return Err(syn::Error::new_spanned(
-            key,
-            format!("duplicate argument `{key}`: give it once"),
-        ));
+        return Err(duplicate(key));
     }
     *slot = Some(value);
     Ok(())
+}
+
+fn duplicate(key: &Ident) -> syn::Error {
+    syn::Error::new_spanned(key, format!("duplicate argument `{key}`: give it once"))
 }
 
 fn unknown(path: &Path) -> syn::Error {
@@ -115,10 +173,32 @@ fn unknown(path: &Path) -> syn::Error {
         .map(|k| format!("`{k}`"))
         .collect::<Vec<_>>()
         .join(", ");
+    let hint = suggestion(&name)
+        .map(|key| format!(" (did you mean `{key}`?)"))
+        .unwrap_or_default();
     syn::Error::new_spanned(
         path,
-        format!("unknown argument `{name}`: `#[tool]` accepts {keys}"),
+        format!("unknown argument `{name}`{hint}: `#[tool]` accepts {keys}"),
     )
+}
+
+/// The one key an unknown name most likely meant: the same but for case, `_` and `-`
+/// (`maxOutputChars`), or the only key containing it, or contained in it (`timeout`, `approval`).
+fn suggestion(name: &str) -> Option<&'static str> {
+    let bare = |s: &str| s.replace(['_', '-'], "").to_lowercase();
+    let name = bare(name);
+    if let Some(key) = KEYS.iter().find(|k| bare(k) == name) {
+        return Some(key);
+    }
+    // Four characters at least on the shorter side, so `hidden` does not suggest `id`.
+    let mut near = KEYS.iter().filter(|k| {
+        let key = bare(k);
+        (name.len() >= 4 && key.contains(&name)) || (key.len() >= 4 && name.contains(&key))
+    });
+    match (near.next(), near.next()) {
+        (Some(key), None) => Some(key),
+        _ => None,
+    }
 }
 
 /// Consumes whatever follows an unknown or malformed key (`= expr` or `(...)`), so parsing can go on.
@@ -131,18 +211,27 @@ fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
     Ok(())
 }
 
-/// The value after `key =`, or an error saying how to write the key.
-fn value(meta: &ParseNestedMeta, how: &str) -> syn::Result<Expr> {
+/// The value after `key =`; a key written without one is a mistake (`how` says how to write it),
+/// and parsing goes on after it unless what follows is not the next key.
+pub(crate) fn value(meta: &ParseNestedMeta, how: &str) -> syn::Result<syn::Result<Expr>> {
     if !meta.input.peek(Token![=]) {
         skip_value(meta)?;
-        return Err(meta.error(how));
+        let error = meta.error(how);
+        if meta.input.is_empty() || meta.input.peek(Token![,]) {
+            return Ok(Err(error));
+        }
+        return Err(error);
     }
-    meta.value()?.parse()
+    Ok(Ok(meta.value()?.parse()?))
 }
 
 fn parse_id(meta: &ParseNestedMeta) -> syn::Result<syn::Result<LitStr>> {
     const HOW: &str = "`id` takes a string, as in `id = \"fetch-ticket\"`";
-    Ok(match value(meta, HOW)? {
+    let expr = match value(meta, HOW)? {
+        Ok(expr) => expr,
+        Err(e) => return Ok(Err(e)),
+    };
+    Ok(match expr {
         Expr::Lit(ExprLit {
             lit: Lit::Str(lit), ..
         }) => Ok(lit),
@@ -153,7 +242,11 @@ fn parse_id(meta: &ParseNestedMeta) -> syn::Result<syn::Result<LitStr>> {
 fn parse_description(meta: &ParseNestedMeta) -> syn::Result<syn::Result<Description>> {
     const HOW: &str = "`description` takes a string, as in `description = \"Load one ticket\"`, \
                        or a macro such as `include_str!(\"...\")`";
-    Ok(match value(meta, HOW)? {
+    let expr = match value(meta, HOW)? {
+        Ok(expr) => expr,
+        Err(e) => return Ok(Err(e)),
+    };
+    Ok(match expr {
         Expr::Lit(ExprLit {
             lit: Lit::Str(lit), ..
         }) => Ok(Description::Lit(lit)),
@@ -178,8 +271,9 @@ fn parse_approval(meta: &ParseNestedMeta) -> syn::Result<syn::Result<Approval>> 
         }) => Ok(Approval::When(path)),
         other => Err(syn::Error::new_spanned(
             other,
-            "`require_approval` takes the path of a function `fn(&Input) -> bool`, as in \
-             `require_approval = is_production`, or no value to approve every call",
+            "`require_approval` takes the path of a function `fn(&Input) -> bool` or \
+             `fn(&Input, &ToolContext) -> bool`, as in `require_approval = is_production`, or no \
+             value to approve every call",
         )),
     })
 }
@@ -196,7 +290,11 @@ fn parse_flag(meta: &ParseNestedMeta, key: &Ident) -> syn::Result<syn::Result<()
 
 fn parse_crate(meta: &ParseNestedMeta) -> syn::Result<syn::Result<Path>> {
     const HOW: &str = "`crate` takes the path phaseo-agent is reached by, as in `crate = my_agent`";
-    Ok(match value(meta, HOW)? {
+    let expr = match value(meta, HOW)? {
+        Ok(expr) => expr,
+        Err(e) => return Ok(Err(e)),
+    };
+    Ok(match expr {
         Expr::Path(ExprPath {
             qself: None, path, ..
         }) => Ok(path),
@@ -272,16 +370,23 @@ mod tests {
             description = "ok",
             description = "again"
         ));
+        let accepts = "`#[tool]` accepts `id`, `description`, `require_approval`, `external`, \
+                       `timeout_ms`, `on_error`, `exclusive`, `max_output_chars`, \
+                       `input_schema`, `output_schema`, `event_schema`, `on_tool_called`, \
+                       `on_response_received`, `next_turn`, `crate`";
         assert_eq!(
             errors,
             [
-                "unknown argument `idd`: `#[tool]` accepts `id`, `description`, `require_approval`, `external`, `crate`",
-                "`id` takes a string, as in `id = \"fetch-ticket\"`",
-                "`external` takes no value: write `#[tool(external)]`",
-                "`require_approval` takes the path of a function `fn(&Input) -> bool`, as in `require_approval = is_production`, or no value to approve every call",
-                "write the path without quotes: `crate = my_agent`",
-                "unknown argument `timeout`: `#[tool]` accepts `id`, `description`, `require_approval`, `external`, `crate`",
-                "duplicate argument `description`: give it once",
+                format!("unknown argument `idd`: {accepts}"),
+                "`id` takes a string, as in `id = \"fetch-ticket\"`".to_owned(),
+                "`external` takes no value: write `#[tool(external)]`".to_owned(),
+                "`require_approval` takes the path of a function `fn(&Input) -> bool` or \
+                 `fn(&Input, &ToolContext) -> bool`, as in `require_approval = is_production`, \
+                 or no value to approve every call"
+                    .to_owned(),
+                "write the path without quotes: `crate = my_agent`".to_owned(),
+                format!("unknown argument `timeout` (did you mean `timeout_ms`?): {accepts}"),
+                "duplicate argument `description`: give it once".to_owned(),
             ]
         );
         assert!(matches!(&args.description, Some(Description::Lit(l)) if l.value() == "ok"));
@@ -291,6 +396,18 @@ mod tests {
         );
         assert!(args.given("id") && args.id.is_none());
         assert!(!args.given("idd"));
+    }
+
+    #[test]
+    fn near_misses_of_a_key_are_named() {
+        assert_eq!(suggestion("timeout"), Some("timeout_ms"));
+        assert_eq!(suggestion("maxOutputChars"), Some("max_output_chars"));
+        assert_eq!(suggestion("max-output-chars"), Some("max_output_chars"));
+        assert_eq!(suggestion("approval"), Some("require_approval"));
+        assert_eq!(suggestion("exclusively"), Some("exclusive"));
+        assert_eq!(suggestion("schema"), None, "three keys end in `schema`");
+        assert_eq!(suggestion("hidden"), None, "`id` is too short to count");
+        assert_eq!(suggestion("retries"), None);
     }
 
     #[test]

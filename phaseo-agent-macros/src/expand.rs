@@ -28,9 +28,14 @@
 //!         __build::<i64, i64>(*self)                // a type that is not an argument fails here, at its span
 //!     }
 //! }
+//!
+//! // With `#[tool(timeout_ms = 3_000, input_schema = check)]`, `into_tool` ends in builder calls:
+//! let __tool = __build::<i64, i64>(*self);
+//! let __tool = Tool::timeout(__tool, Duration::from_millis(3_000));
+//! input_schema(__tool, check)                       // the helper's bounds check `check`, at its path
 //! ```
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Attribute, FnArg, Ident, Item, LitStr, Type};
@@ -337,6 +342,7 @@ impl<'a> Expansion<'a> {
             turbofish,
         } = build;
         let turbofish = (!turbofish.is_empty()).then(|| quote!(::<#(#turbofish),*>));
+        let built = self.settings(quote!(__build #turbofish (#(#args),*)));
         quote! {
             #(#cfgs)*
             #[automatically_derived]
@@ -347,9 +353,48 @@ impl<'a> Expansion<'a> {
                         let __tool = #constructor;
                         #tool
                     }
-                    __build #turbofish (#(#args),*)
+                    #built
                 }
             }
+        }
+    }
+
+    /// The tool `built` with the settings of the keys applied, each one builder call: `built`
+    /// alone, or `let __tool = built; let __tool = step(__tool); ... last(__tool)`. A function key's
+    /// call goes through its `__private` helper and is spanned at the user's path, so a wrong
+    /// signature is one error there.
+    fn settings(&self, built: TokenStream) -> TokenStream {
+        let p = &self.private;
+        let args = self.args;
+        let mut steps = Vec::new();
+        if let Some(ms) = &args.timeout_ms {
+            steps.push(quote! {
+                #p::Tool::timeout(__tool, #p::core::time::Duration::from_millis(#ms))
+            });
+        }
+        if let Some(policy) = args.on_error {
+            let variant = policy.variant();
+            steps.push(quote!(#p::Tool::on_error(__tool, #p::OnError::#variant)));
+        }
+        if args.exclusive.is_some() {
+            steps.push(quote!(#p::Tool::exclusive(__tool)));
+        }
+        if let Some(max) = &args.max_output_chars {
+            steps.push(quote!(#p::Tool::max_output_chars(__tool, #max)));
+        }
+        for (hook, path) in &args.hooks {
+            // The whole call at the path: the compiler's notes about it underline the path alone.
+            let p = respan(p.clone(), path.span());
+            let helper = Ident::new(hook.key(), path.span());
+            steps.push(quote_spanned!(path.span()=> #p::#helper(__tool, #path)));
+        }
+        let Some(last) = steps.pop() else {
+            return built;
+        };
+        quote! {
+            let __tool = #built;
+            #(let __tool = #steps;)*
+            #last
         }
     }
 
@@ -369,7 +414,7 @@ impl<'a> Expansion<'a> {
                 build.inputs.push(quote!(__approve: #p::Approver<#input>));
                 build
                     .args
-                    .push(quote_spanned!(path.span()=> #p::approver::<#concrete, _>(#path)));
+                    .push(quote_spanned!(path.span()=> #p::approver::<#concrete, _, _>(#path)));
                 quote!(#p::approval::<#input>(__tool, __approve))
             }
         }
@@ -450,6 +495,21 @@ impl<'a> Expansion<'a> {
 fn is_struct_attr(attr: &Attribute) -> bool {
     let path = attr.path();
     path.is_ident("doc") || path.is_ident("deprecated") || path.is_ident("cfg")
+}
+
+/// `tokens` with every span set to `span`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut token| {
+            if let TokenTree::Group(group) = &token {
+                token =
+                    TokenTree::Group(Group::new(group.delimiter(), respan(group.stream(), span)));
+            }
+            token.set_span(span);
+            token
+        })
+        .collect()
 }
 
 /// `&T` as `&'__a T` (the pointer type of an async tool borrows for one lifetime).

@@ -6,6 +6,7 @@ mod args;
 mod ast;
 mod doc;
 mod expand;
+mod fields;
 mod plain;
 mod valid;
 
@@ -116,14 +117,82 @@ use proc_macro::TokenStream;
 ///
 /// # Arguments of `#[tool(...)]`
 ///
-/// | key | meaning |
-/// |---|---|
-/// | `id = "..."` | the id the model calls; default: the function's name. Checked at compile time: 1 to 64 characters of `a-z`, `A-Z`, `0-9`, `_`, `-`. |
-/// | `description = "..."` | what the model reads to choose the tool; a string, or a macro such as `include_str!("deploy.md")`. Default: the function's doc comment (its `///` lines in order, one leading space stripped, joined with `\n`, blank first and last lines dropped). |
-/// | `require_approval` | every call waits for a person's approval (pending kind `tool_approval`). |
-/// | `require_approval = path` | calls wait when the function at `path` says so: `fn(&Input) -> bool`, where `Input` is the typed input or the generated `…Args` struct. |
-/// | `external` | a declaration without a body (`async fn lookup(input: Lookup) -> Ticket;`): calls pause with pending kind `external_output`, and the output supplied from outside must decode as the return type. No context parameter, and the return type is the output itself (not a `Result`). |
-/// | `crate = path` | the path phaseo-agent is reached by, for a renamed dependency (`crate = my_agent`). |
+/// Each key but `id`, `description`, `external` and `crate` is one builder method of the runtime's
+/// `Tool`, named in the last column, with what the method's docs say.
+///
+/// | key | meaning | builder |
+/// |---|---|---|
+/// | `id = "..."` | the id the model calls; default: the function's name. Checked at compile time: 1 to 64 characters of `a-z`, `A-Z`, `0-9`, `_`, `-`. | |
+/// | `description = "..."` | what the model reads to choose the tool; a string, or a macro such as `include_str!("deploy.md")`. Default: the function's doc comment (its `///` lines in order, one leading space stripped, joined with `\n`, blank first and last lines dropped). | |
+/// | `require_approval` | every call waits for a person's approval (pending kind `tool_approval`). | `require_approval` |
+/// | `require_approval = path` | calls wait when the function at `path` says so: `fn(&Input) -> bool` or `fn(&Input, &ToolContext) -> bool`, where `Input` is the typed input or the generated `…Args` struct. | `approval` |
+/// | `external` | a declaration without a body (`async fn lookup(input: Lookup) -> Ticket;`): calls pause with pending kind `external_output`, and the output supplied from outside must decode as the return type. No context parameter, and the return type is the output itself (not a `Result`). | |
+/// | `timeout_ms = 3_000` | a call still running after this many milliseconds fails with `Tool <id> timed out after <n>ms` (its future is dropped, its cancellation token fires); overrides the agent's default. A whole number, at least 1. | `timeout` |
+/// | `on_error = "fail-run"` or `"return-to-model"` | what a failed call does (an error, a timeout, a panic, a failed output check): fail the run, or send `{"error": "..."}` to the model; overrides the agent's policy. | `on_error` |
+/// | `exclusive` | the tool's calls run alone: the calls before them in the turn finish first, the calls after wait. | `exclusive` |
+/// | `max_output_chars = 2_000` | a longer result keeps its start and end around a notice of how much was cut; overrides the agent's cap. A whole number, at least 1. | `max_output_chars` |
+/// | `input_schema = path` | a custom input validator `fn(Value) -> Result<Value, E>`: run after the parameter schema check and before decoding, it returns the arguments (changed or not) or an error, which the model reads as `Invalid tool input: $: <error>`. | `input_schema` |
+/// | `output_schema = path` | the same for each result (`Invalid tool output: ...`), outputs supplied from outside included. | `output_schema` |
+/// | `event_schema = path` | the same for each progress value of `ctx.emit_progress` (a rejected one is not published and fails the call). | `event_schema` |
+/// | `on_tool_called = path` | `fn(&Value, &ToolContext) -> Option<Value>`, run instead of the function: `Some(result)` answers at once, `None` pauses the run with pending kind `hitl` until a person supplies the output. | `on_tool_called` |
+/// | `on_response_received = path` | `fn(Value) -> Result<Value, E>`: transforms an output supplied for a paused call, or refuses it (`resume` returns the error). | `on_response_received` |
+/// | `next_turn = path` | `fn(&Value, &TurnParams) -> TurnParams`: after a successful call, changes the next model request (model, temperature, instructions, tool choice, active tools) from the call's arguments. | `next_turn` |
+/// | `crate = path` | the path phaseo-agent is reached by, for a renamed dependency (`crate = my_agent`). | |
+///
+/// In the signatures, `Value` is `serde_json::Value`, which phaseo-agent re-exports as
+/// `phaseo_agent::serde_json::Value` (a crate needs no serde_json dependency of its own), and `E` is
+/// any error that implements `Display`. A function key takes the path of a function (not a
+/// closure); a function with another signature is a compile error at that path. The keys that take
+/// no function need no dependency beyond phaseo-agent.
+///
+/// ```
+/// use phaseo_agent::serde_json::{Value, json};
+/// use phaseo_agent::{Agent, AgentError, ScriptedModel, TurnParams, tool};
+///
+/// /// Search the knowledge base.
+/// #[tool(
+///     timeout_ms = 3_000,
+///     max_output_chars = 2_000,
+///     input_schema = trimmed_query,
+///     next_turn = to_the_senior_model
+/// )]
+/// async fn search(query: String) -> Vec<String> {
+///     vec![format!("How to fix: {query}")]
+/// }
+///
+/// fn trimmed_query(input: Value) -> Result<Value, String> {
+///     match input["query"].as_str().map(str::trim) {
+///         Some("") | None => Err("the query is blank".to_owned()),
+///         Some(query) => Ok(json!({"query": query})),
+///     }
+/// }
+///
+/// fn to_the_senior_model(_input: &Value, current: &TurnParams) -> TurnParams {
+///     TurnParams { model: Some("senior-model".into()), ..current.clone() }
+/// }
+///
+/// /// Migrate the database to a version.
+/// #[tool(exclusive, on_error = "fail-run", timeout_ms = 60_000)]
+/// async fn migrate(version: u32) -> Result<String, String> {
+///     Err(format!("version {version} does not exist"))
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), AgentError> {
+/// let model = ScriptedModel::new()
+///     .tool_call("call_1", "search", json!({"query": "  printer on fire  "}))
+///     .tool_call("call_2", "migrate", json!({"version": 7}))
+///     .text("unreachable");
+/// let agent = Agent::builder("support").model(model.clone()).tool(search).tool(migrate).build()?;
+/// let error = agent.run("Help").await.unwrap_err();
+/// assert_eq!(error, AgentError::Tool("version 7 does not exist".into()));   // `fail-run`
+///
+/// let requests = model.requests();
+/// assert_eq!(requests[1].model.as_deref(), Some("senior-model"));            // `next_turn`
+/// assert!(format!("{:?}", requests[1].messages).contains("How to fix: printer on fire"));
+/// # Ok(())
+/// # }
+/// ```
 ///
 /// **A tool must have a description.** With neither a doc comment nor `description = "..."`, the
 /// macro fails at the function's name and asks for one: models choose tools by their description,
@@ -173,6 +242,9 @@ use proc_macro::TokenStream;
 ///
 /// - implements `IntoTool`, through the runtime's typed constructors (`Tool::typed`,
 ///   `Tool::typed_blocking`, `Tool::external_typed`), so `AgentBuilder::tool(fetch_ticket)` takes it;
+///   the keys of the table above are builder calls on the tool it builds, in a fixed order
+///   (`Tool::timeout(tool, Duration::from_millis(3_000))`, ..., then the function keys in the order
+///   written, each through a helper whose bounds check the function's signature at its path);
 /// - implements `Deref` to a function pointer, so `fetch_ticket(input, &ctx)` still calls the function
 ///   (a call auto-dereferences its callee). For a plain `fn` the pointer has the function's own
 ///   signature; for an `async fn` it returns the future boxed:

@@ -137,11 +137,13 @@ pub use phaseo_agent_macros::tool;
 pub mod __private {
     pub use crate::agent::IntoTool;
     pub use crate::macro_support::{
-        Approve, Approver, Arg, Context, ExternalOutput, Failure, Input, Output, approval,
-        approver, external, typed, typed_blocking,
+        Approve, Approver, Arg, ByInput, ByInputAndContext, CheckError, Context, ExternalOutput,
+        Failure, Input, NextTurn, OnToolCalled, Output, Transform, Validate, approval, approver,
+        event_schema, external, input_schema, next_turn, on_response_received, on_tool_called,
+        output_schema, typed, typed_blocking,
     };
     pub use crate::typed::{ToolInput, ToolOutput};
-    pub use crate::{Tool, ToolContext};
+    pub use crate::{OnError, Tool, ToolContext};
     pub use core;
     pub use futures;
     pub use schemars;

@@ -9,9 +9,10 @@
 use std::fmt::Display;
 
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use crate::typed::{ToolInput, ToolOutput};
-use crate::{Tool, ToolContext};
+use crate::{Tool, ToolContext, TurnParams};
 
 /// The input type of a `#[tool]` function (its typed input, or the generated arguments struct).
 #[diagnostic::on_unimplemented(
@@ -81,16 +82,90 @@ impl Context for ToolContext {
     }
 }
 
-/// The function of `#[tool(require_approval = path)]`: decides from the input whether a call waits
-/// for approval.
+/// The way an approval function takes its arguments: `fn(&Input) -> bool`.
+pub struct ByInput;
+
+/// The way an approval function takes its arguments: `fn(&Input, &ToolContext) -> bool`.
+pub struct ByInputAndContext;
+
+/// The function of `#[tool(require_approval = path)]`: decides from the input (and the call's
+/// context, if it takes it) whether a call waits for approval. `How` is [`ByInput`] or
+/// [`ByInputAndContext`], inferred from the function's arity.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not an approval function for this tool: write `fn(&{I}) -> bool`",
-    label = "expected a function `fn(&{I}) -> bool`",
-    note = "the approval function gets the call's validated input and returns `true` when the call must wait for approval"
+    message = "`{Self}` is not an approval function for this tool: write `fn(&{I}) -> bool` or `fn(&{I}, &ToolContext) -> bool`",
+    label = "expected `fn(&{I}) -> bool` or `fn(&{I}, &ToolContext) -> bool`",
+    note = "the approval function gets the call's validated input (and, if it takes it, the call's context) and returns `true` when the call must wait for approval"
 )]
-pub trait Approve<I>: Fn(&I) -> bool + Send + Sync + 'static {}
+pub trait Approve<I, How>: Send + Sync + 'static {
+    /// Whether this call waits for approval.
+    fn approve(&self, input: &I, ctx: &ToolContext) -> bool;
+}
+
 #[diagnostic::do_not_recommend]
-impl<I, F: Fn(&I) -> bool + Send + Sync + 'static> Approve<I> for F {}
+impl<I, F: Fn(&I) -> bool + Send + Sync + 'static> Approve<I, ByInput> for F {
+    fn approve(&self, input: &I, _: &ToolContext) -> bool {
+        self(input)
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<I, F: Fn(&I, &ToolContext) -> bool + Send + Sync + 'static> Approve<I, ByInputAndContext>
+    for F
+{
+    fn approve(&self, input: &I, ctx: &ToolContext) -> bool {
+        self(input, ctx)
+    }
+}
+
+/// The function of `#[tool(input_schema = path)]`, `output_schema` or `event_schema`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a validator: write `fn(serde_json::Value) -> Result<serde_json::Value, E>`",
+    label = "expected `fn(Value) -> Result<Value, E>`",
+    note = "a validator gets the JSON value and returns it (changed or not), or an error whose text says why it is invalid"
+)]
+pub trait Validate<E>: Fn(Value) -> Result<Value, E> + Send + Sync + 'static {}
+#[diagnostic::do_not_recommend]
+impl<E, F: Fn(Value) -> Result<Value, E> + Send + Sync + 'static> Validate<E> for F {}
+
+/// The function of `#[tool(on_response_received = path)]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot take a supplied response: write `fn(serde_json::Value) -> Result<serde_json::Value, E>`",
+    label = "expected `fn(Value) -> Result<Value, E>`",
+    note = "the function gets the output a person or system supplied and returns it (changed or not), or an error that refuses it"
+)]
+pub trait Transform<E>: Fn(Value) -> Result<Value, E> + Send + Sync + 'static {}
+#[diagnostic::do_not_recommend]
+impl<E, F: Fn(Value) -> Result<Value, E> + Send + Sync + 'static> Transform<E> for F {}
+
+/// The error of a validator or response function: `E` of `-> Result<Value, E>`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a validator's error: implement `Display` for it",
+    label = "not a validator's error",
+    note = "its text is the reason the runtime reports (`Invalid tool input: $: <reason>`, and likewise for outputs and events), so it must implement `std::fmt::Display`"
+)]
+pub trait CheckError: Display {}
+#[diagnostic::do_not_recommend]
+impl<T: Display> CheckError for T {}
+
+/// The function of `#[tool(on_tool_called = path)]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an `on_tool_called` hook: write `fn(&serde_json::Value, &ToolContext) -> Option<serde_json::Value>`",
+    label = "expected `fn(&Value, &ToolContext) -> Option<Value>`",
+    note = "the hook gets the call's arguments and returns `Some(result)` to answer at once, or `None` to pause the run until a person answers"
+)]
+pub trait OnToolCalled: Fn(&Value, &ToolContext) -> Option<Value> + Send + Sync + 'static {}
+#[diagnostic::do_not_recommend]
+impl<F: Fn(&Value, &ToolContext) -> Option<Value> + Send + Sync + 'static> OnToolCalled for F {}
+
+/// The function of `#[tool(next_turn = path)]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `next_turn` function: write `fn(&serde_json::Value, &TurnParams) -> TurnParams`",
+    label = "expected `fn(&Value, &TurnParams) -> TurnParams`",
+    note = "the function gets the call's arguments and the overrides so far, and returns the overrides for the next model request"
+)]
+pub trait NextTurn: Fn(&Value, &TurnParams) -> TurnParams + Send + Sync + 'static {}
+#[diagnostic::do_not_recommend]
+impl<F: Fn(&Value, &TurnParams) -> TurnParams + Send + Sync + 'static> NextTurn for F {}
 
 /// [`Tool::typed`] with the macro's bounds.
 pub fn typed<I, O, E, F, Fut>(id: &str, description: impl Into<String>, f: F) -> Tool
@@ -121,14 +196,44 @@ pub fn external<I: Input, O: ExternalOutput>(id: &str, description: impl Into<St
 }
 
 /// The function of `#[tool(require_approval = path)]`, boxed.
-pub type Approver<I> = Box<dyn Fn(&I) -> bool + Send + Sync>;
+pub type Approver<I> = Box<dyn Fn(&I, &ToolContext) -> bool + Send + Sync>;
 
 /// The function of `#[tool(require_approval = path)]`, checked where the user wrote its path.
-pub fn approver<I, F: Approve<I>>(decide: F) -> Approver<I> {
-    Box::new(decide)
+pub fn approver<I, How, F: Approve<I, How>>(decide: F) -> Approver<I> {
+    Box::new(move |input, ctx| decide.approve(input, ctx))
 }
 
-/// [`Tool::approval`] from a function of the input alone.
+/// [`Tool::approval`].
 pub fn approval<I: Input>(tool: Tool, decide: Approver<I>) -> Tool {
-    tool.approval(move |input: &I, _: &ToolContext| decide(input))
+    tool.approval(decide)
+}
+
+/// [`Tool::input_schema`] with the macro's bounds.
+pub fn input_schema<E: CheckError, F: Validate<E>>(tool: Tool, validate: F) -> Tool {
+    tool.input_schema(validate)
+}
+
+/// [`Tool::output_schema`] with the macro's bounds.
+pub fn output_schema<E: CheckError, F: Validate<E>>(tool: Tool, validate: F) -> Tool {
+    tool.output_schema(validate)
+}
+
+/// [`Tool::event_schema`] with the macro's bounds.
+pub fn event_schema<E: CheckError, F: Validate<E>>(tool: Tool, validate: F) -> Tool {
+    tool.event_schema(validate)
+}
+
+/// [`Tool::on_response_received`] with the macro's bounds.
+pub fn on_response_received<E: CheckError, F: Transform<E>>(tool: Tool, transform: F) -> Tool {
+    tool.on_response_received(transform)
+}
+
+/// [`Tool::on_tool_called`] with the macro's bounds.
+pub fn on_tool_called<F: OnToolCalled>(tool: Tool, hook: F) -> Tool {
+    tool.on_tool_called(hook)
+}
+
+/// [`Tool::next_turn`] with the macro's bounds.
+pub fn next_turn<F: NextTurn>(tool: Tool, change: F) -> Tool {
+    tool.next_turn(change)
 }

@@ -1,0 +1,9 @@
+use phaseo_agent::tool;
+
+/// Read a log file.
+#[tool(max_output_chars = 0)]
+fn read_log(path: String) -> String {
+    path
+}
+
+fn main() {}

@@ -1,0 +1,17 @@
+use phaseo_agent::{TurnParams, tool};
+use serde_json::Value;
+
+fn senior(_input: &Value) -> TurnParams {
+    TurnParams {
+        model: Some("senior-model".into()),
+        ..TurnParams::default()
+    }
+}
+
+/// Hand the conversation to the senior model.
+#[tool(next_turn = senior)]
+fn escalate(reason: String) -> String {
+    reason
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use phaseo_agent::tool;
+
+/// Charge a card.
+#[tool(on_error = true)]
+fn charge(cents: u64) -> u64 {
+    cents
+}
+
+fn main() {}

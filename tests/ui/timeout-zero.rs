@@ -1,0 +1,9 @@
+use phaseo_agent::tool;
+
+/// Fetch a page.
+#[tool(timeout_ms = 0)]
+async fn fetch(url: String) -> String {
+    url
+}
+
+fn main() {}
