@@ -510,7 +510,8 @@ async fn a_signed_state_resumes_in_a_fresh_agent_with_the_same_key_and_refuses_a
     assert!(paused.state.is_signed());
     let json = paused.state.to_json();
 
-    let edits: [(&str, fn(&mut Value)); 4] = [
+    type Edit = (&'static str, fn(&mut Value));
+    let edits: [Edit; 4] = [
         ("arguments", |v| {
             v["pending"][0]["call"]["arguments"] = json!(r#"{"environment":"production"}"#)
         }),

@@ -19,38 +19,14 @@
 mod shape;
 mod strict;
 
-use std::sync::Arc;
-
 use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use crate::schema::Validator;
-use crate::tool::{ParseFn, Parsed, parse_arguments};
+use crate::tool::parse_arguments;
 use crate::typed::ToolInput;
 
 pub(crate) use shape::Shape;
-
-/// The parser of a typed tool: the argument text is checked against the tool's schema (compiled once,
-/// here), then decoded into `I`.
-pub(crate) fn typed_parser<I: ToolInput>(schema: &Value) -> Result<Arc<ParseFn>, String> {
-    let decoder = Decoder::<I>::new(schema)?;
-    Ok(Arc::new(move |args: &str| {
-        decoder.decode(args).map(|input| Parsed(Box::new(input)))
-    }))
-}
-
-/// Decodes a value that already passed the tool's schema (edited arguments, arguments a custom
-/// validator transformed) into `I`, as the parser would: a unit-like input (`()`) from any object,
-/// and a failure reads `<path>: <serde's message>`. It does not validate. For `Tool::from_value`
-/// of typed tools, which decodes with a plain `I::deserialize` today.
-#[cfg_attr(not(test), allow(dead_code))]
-pub(crate) fn typed_value_parser<I: ToolInput>()
--> Arc<dyn Fn(Value) -> Result<Parsed, String> + Send + Sync> {
-    let unit_like = is_unit_like::<I>();
-    Arc::new(move |value: Value| {
-        from_value::<I>(&value, unit_like).map(|input| Parsed(Box::new(input)))
-    })
-}
 
 /// A typed decoder for one input type and its normalised schema, compiled once.
 pub(crate) struct Decoder<I> {
@@ -97,6 +73,13 @@ impl<I: ToolInput> Decoder<I> {
         let value = parse_arguments(text)?;
         self.validator.check(&value)?;
         from_value(&value, self.unit_like)
+    }
+
+    /// Decodes a value that already passed the tool's schema (edited arguments, arguments a custom
+    /// validator transformed) into `I`, as [`decode`](Self::decode) would: a unit-like input (`()`)
+    /// from any object, and a failure reads `<path>: <serde's message>`. It does not validate.
+    pub(crate) fn decode_value(&self, value: &Value) -> Result<I, String> {
+        from_value(value, self.unit_like)
     }
 }
 

@@ -135,16 +135,22 @@ pub(crate) async fn invoke(
     ctx: &ToolContext,
     default_timeout: Option<std::time::Duration>,
 ) -> Result<String, AgentError> {
-    let Some(exec) = &tool.exec else {
+    if !tool.executable {
         return Err(AgentError::tool(format!(
             "tool {} has no executor",
             tool.id
         )));
     };
     let want_value = !tool.output_checks.is_empty();
-    let call = std::panic::AssertUnwindSafe(exec(parsed, ctx.clone(), want_value)).catch_unwind();
+    // Starting a typed call runs the tool's function up to its first `.await`: catch a panic there too.
+    let start = || parsed.start(tool.runs.as_deref(), ctx.clone(), want_value);
+    let call = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(start)) {
+        Ok(call) => std::panic::AssertUnwindSafe(call).catch_unwind(),
+        Err(payload) => return Err(panicked(tool, payload)),
+    };
     let produced = match tool.timeout.or(default_timeout) {
-        Some(limit) => match tokio::time::timeout(limit, call).await {
+        // Boxed, so that a call without a timeout does not carry the timer's state in its future.
+        Some(limit) => match Box::pin(tokio::time::timeout(limit, call)).await {
             Ok(done) => done,
             Err(_) => {
                 // The call's future is already dropped (the timeout owned it); tell the tool too.
@@ -158,7 +164,7 @@ pub(crate) async fn invoke(
         None => call.await,
     };
     let produced = produced
-        .unwrap_or_else(|payload| Err(panic_error(payload)))
+        .unwrap_or_else(|payload| Err(panicked(tool, payload)))
         .map_err(|e| match e {
             AgentError::Panicked { message, .. } => AgentError::Panicked {
                 tool: tool.id.clone(),
@@ -169,6 +175,16 @@ pub(crate) async fn invoke(
     match produced {
         Produced::Text(text) => Ok(text),
         Produced::Value(value) => Ok(tool.check_output(value)?.to_string()),
+    }
+}
+
+fn panicked(tool: &Tool, payload: Box<dyn std::any::Any + Send>) -> AgentError {
+    match panic_error(payload) {
+        AgentError::Panicked { message, .. } => AgentError::Panicked {
+            tool: tool.id.clone(),
+            message,
+        },
+        other => other,
     }
 }
 

@@ -89,7 +89,7 @@ impl Runner {
                     "an external tool has no executor: supply its output with `Decision::Output`",
                 ));
             }
-            PendingKind::Hitl if runs && tool.exec.is_none() => {
+            PendingKind::Hitl if runs && !tool.executable => {
                 return Err(mismatch(
                     "this tool has no executor: supply its output with `Decision::Output`",
                 ));

@@ -327,7 +327,7 @@ impl Runner {
                 Ok(None) | Err(_) => Ok(pending(call, PendingKind::Hitl)),
             };
         }
-        if tool.exec.is_none() {
+        if !tool.executable {
             return Ok(pending(call, PendingKind::ExternalOutput));
         }
         Ok(Plan::Run {

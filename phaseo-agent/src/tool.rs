@@ -13,8 +13,90 @@ use serde_json::Value;
 use crate::schema::Validator;
 use crate::{AgentError, ToolContext, TurnParams};
 
-/// Arguments that passed parsing and validation: a `Value` for JSON tools, the input type for typed ones.
-pub(crate) struct Parsed(pub(crate) Box<dyn Any + Send + Sync>);
+/// A call whose arguments passed parsing and validation, ready to start: its input (a `Value` for
+/// JSON tools, the input type for typed ones) and what runs it.
+///
+/// One allocation per call: for a typed async tool the box also holds the room the tool's future
+/// runs in ([`crate::typed`]), so starting the call allocates nothing more.
+pub(crate) struct Parsed(pub(crate) Box<dyn Prepared>);
+
+impl Parsed {
+    /// The input, for approval functions to downcast.
+    pub(crate) fn input(&self) -> &dyn Any {
+        self.0.input()
+    }
+
+    /// Starts the call; `runs` is the tool's typed function, if it has one ([`Tool::runs`]).
+    pub(crate) fn start(
+        self,
+        runs: Option<&(dyn Any + Send + Sync)>,
+        ctx: ToolContext,
+        want_value: bool,
+    ) -> CallFuture {
+        self.0.start(runs, ctx, want_value)
+    }
+}
+
+/// What [`Parsed`] holds.
+pub(crate) trait Prepared: Send {
+    fn input(&self) -> &dyn Any;
+    /// `want_value`: produce a `Value` (something checks the output) rather than JSON text.
+    fn start(
+        self: Box<Self>,
+        runs: Option<&(dyn Any + Send + Sync)>,
+        ctx: ToolContext,
+        want_value: bool,
+    ) -> CallFuture;
+}
+
+pub(crate) type CallFuture = BoxFuture<'static, Result<Produced, AgentError>>;
+
+/// The type a tool's parsed input has (checked against an approval function's).
+#[derive(Clone, Copy)]
+pub(crate) struct InputType {
+    pub(crate) id: TypeId,
+    pub(crate) name: &'static str,
+}
+
+impl InputType {
+    pub(crate) fn of<I: Any>() -> Self {
+        InputType {
+            id: TypeId::of::<I>(),
+            name: std::any::type_name::<I>(),
+        }
+    }
+}
+
+/// An executor that starts from an input of type `I`.
+pub(crate) type Exec<I> = dyn Fn(I, ToolContext, bool) -> CallFuture + Send + Sync;
+
+/// An input and the executor it goes to (none for an external tool): JSON tools and blocking typed
+/// tools, whose executors make their own future.
+pub(crate) struct Eager<I> {
+    pub(crate) input: I,
+    pub(crate) exec: Option<Arc<Exec<I>>>,
+}
+
+impl<I: Any + Send> Prepared for Eager<I> {
+    fn input(&self) -> &dyn Any {
+        &self.input
+    }
+
+    fn start(
+        self: Box<Self>,
+        _runs: Option<&(dyn Any + Send + Sync)>,
+        ctx: ToolContext,
+        want_value: bool,
+    ) -> CallFuture {
+        let Eager { input, exec } = *self;
+        match exec {
+            Some(exec) => exec(input, ctx, want_value),
+            None => {
+                futures::future::ready(Err(AgentError::tool("this tool has no executor"))).boxed()
+            }
+        }
+    }
+}
 
 /// What an executor produced: a value, or (for typed tools, when nothing needs the value) its JSON text.
 pub(crate) enum Produced {
@@ -23,9 +105,7 @@ pub(crate) enum Produced {
 }
 
 pub(crate) type ParseFn = dyn Fn(&str) -> Result<Parsed, String> + Send + Sync;
-pub(crate) type ExecFn = dyn Fn(Parsed, ToolContext, bool) -> BoxFuture<'static, Result<Produced, AgentError>>
-    + Send
-    + Sync;
+
 pub(crate) type ApprovalFn = dyn Fn(&Parsed, &ToolContext) -> bool + Send + Sync;
 /// A validator in the spec's sense: returns the (possibly transformed) value, or why it is invalid.
 pub(crate) type CheckFn = dyn Fn(Value) -> Result<Value, String> + Send + Sync;
@@ -91,10 +171,13 @@ pub struct Tool {
     pub(crate) id: String,
     pub(crate) description: String,
     pub(crate) parameters: Value,
-    pub(crate) input_type: TypeId,
-    pub(crate) input_type_name: &'static str,
+    pub(crate) input_type: InputType,
     pub(crate) parse: Arc<ParseFn>,
-    pub(crate) exec: Option<Arc<ExecFn>>,
+    /// Whether the tool runs in this process (false for external tools).
+    pub(crate) executable: bool,
+    /// A typed async tool's function, handed to its calls when they start (so a call holds no
+    /// reference count of its own).
+    pub(crate) runs: Option<Arc<dyn Any + Send + Sync>>,
     pub(crate) approval: Approval,
     pub(crate) timeout: Option<Duration>,
     pub(crate) on_error: Option<OnError>,
@@ -127,11 +210,11 @@ impl Tool {
         F: Fn(Value, &ToolContext) -> Result<Value, AgentError> + Send + Sync + 'static,
     {
         let executor = Arc::new(executor);
-        Self::json(id.into(), description.into(), parameters).with_exec(move |parsed, ctx, _| {
+        let exec: Arc<Exec<Value>> = Arc::new(move |input, ctx, _| {
             let executor = executor.clone();
-            let input = take_value(parsed);
             blocking(move || executor(input, &ctx).map(Produced::Value))
-        })
+        });
+        Self::json(id.into(), description.into(), parameters, Some(exec))
     }
 
     /// A tool over JSON with an async executor. It gets the context by value (it is one `Arc`), so
@@ -157,11 +240,10 @@ impl Tool {
         F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, AgentError>> + Send + 'static,
     {
-        Self::json(id.into(), description.into(), parameters).with_exec(move |parsed, ctx, _| {
-            executor(take_value(parsed), ctx)
-                .map(|r| r.map(Produced::Value))
-                .boxed()
-        })
+        let exec: Arc<Exec<Value>> = Arc::new(move |input, ctx, _| {
+            executor(input, ctx).map(|r| r.map(Produced::Value)).boxed()
+        });
+        Self::json(id.into(), description.into(), parameters, Some(exec))
     }
 
     /// A tool written as a stream: it yields [`ToolEvent::Progress`] values while it works (each one a
@@ -195,8 +277,8 @@ impl Tool {
         F: Fn(Value, ToolContext) -> S + Send + Sync + 'static,
         S: futures::Stream<Item = Result<ToolEvent, AgentError>> + Send + 'static,
     {
-        Self::json(id.into(), description.into(), parameters).with_exec(move |parsed, ctx, _| {
-            let events = executor(take_value(parsed), ctx.clone());
+        let exec: Arc<Exec<Value>> = Arc::new(move |input, ctx, _| {
+            let events = executor(input, ctx.clone());
             async move {
                 use futures::StreamExt;
                 let mut events = std::pin::pin!(events);
@@ -212,7 +294,8 @@ impl Tool {
                     .ok_or_else(|| AgentError::tool("the tool's stream ended without a result"))
             }
             .boxed()
-        })
+        });
+        Self::json(id.into(), description.into(), parameters, Some(exec))
     }
 
     /// A tool with no executor: the result comes from outside the process. A call pauses the run
@@ -222,30 +305,45 @@ impl Tool {
         description: impl Into<String>,
         parameters: Value,
     ) -> Self {
-        Self::json(id.into(), description.into(), parameters)
+        Self::json(id.into(), description.into(), parameters, None)
     }
 
-    /// A JSON tool without an executor yet: parameters validated by a compiled JSON Schema.
-    fn json(id: String, description: String, parameters: Value) -> Self {
+    /// A JSON tool: parameters validated by a compiled JSON Schema, then handed to `exec`.
+    fn json(
+        id: String,
+        description: String,
+        parameters: Value,
+        exec: Option<Arc<Exec<Value>>>,
+    ) -> Self {
         let (validator, error) = match Validator::new(&parameters) {
             Ok(v) => (Some(v), None),
             Err(e) => (None, Some(e)),
         };
+        let executable = exec.is_some();
+        let exec_value = exec.clone();
         let parse = move |args: &str| {
             let value = parse_arguments(args)?;
             if let Some(v) = &validator {
                 v.check(&value)?;
             }
-            Ok(Parsed(Box::new(value)))
+            Ok(Parsed(Box::new(Eager {
+                input: value,
+                exec: exec.clone(),
+            })))
         };
         let mut tool = Self::from_parts(
             id,
             description,
             parameters,
-            TypeId::of::<Value>(),
-            "serde_json::Value",
+            InputType::of::<Value>(),
             Arc::new(parse),
-            Arc::new(|value: Value| Ok(Parsed(Box::new(value)))),
+            Arc::new(move |value: Value| {
+                Ok(Parsed(Box::new(Eager {
+                    input: value,
+                    exec: exec_value.clone(),
+                })))
+            }),
+            executable,
         );
         tool.definition_error = tool.definition_error.or(error);
         tool
@@ -255,10 +353,10 @@ impl Tool {
         id: String,
         description: String,
         parameters: Value,
-        input_type: TypeId,
-        input_type_name: &'static str,
+        input_type: InputType,
         parse: Arc<ParseFn>,
         from_value: Arc<FromValueFn>,
+        executable: bool,
     ) -> Self {
         let definition_error = check_id(&id).err();
         Tool {
@@ -266,9 +364,9 @@ impl Tool {
             description,
             parameters,
             input_type,
-            input_type_name,
             parse,
-            exec: None,
+            executable,
+            runs: None,
             approval: Approval::Never,
             timeout: None,
             on_error: None,
@@ -284,17 +382,6 @@ impl Tool {
             max_output_chars: None,
             definition_error,
         }
-    }
-
-    pub(crate) fn with_exec(
-        mut self,
-        exec: impl Fn(Parsed, ToolContext, bool) -> BoxFuture<'static, Result<Produced, AgentError>>
-        + Send
-        + Sync
-        + 'static,
-    ) -> Self {
-        self.exec = Some(Arc::new(exec));
-        self
     }
 
     /// Every call pauses for a person's approval first (pending kind `tool_approval`).
@@ -321,17 +408,17 @@ impl Tool {
         I: Any,
         F: Fn(&I, &ToolContext) -> bool + Send + Sync + 'static,
     {
-        if TypeId::of::<I>() != self.input_type {
+        if TypeId::of::<I>() != self.input_type.id {
             self.definition_error = Some(format!(
                 "the approval function takes `&{}` but the tool's input is `{}`",
                 std::any::type_name::<I>(),
-                self.input_type_name
+                self.input_type.name
             ));
             return self;
         }
         self.approval = Approval::When(Arc::new(move |parsed: &Parsed, ctx: &ToolContext| {
             parsed
-                .0
+                .input()
                 .downcast_ref::<I>()
                 .is_none_or(|input| decide(input, ctx))
         }));
@@ -396,7 +483,7 @@ impl Tool {
 
     /// Whether the tool has no executor (its result comes from outside the process).
     pub fn is_external(&self) -> bool {
-        self.exec.is_none()
+        !self.executable
     }
 
     /// Runs the output validators in order; each may transform the value.
@@ -431,7 +518,7 @@ impl fmt::Debug for Tool {
             .field("id", &self.id)
             .field("description", &self.description)
             .field("parameters", &self.parameters)
-            .field("external", &self.exec.is_none())
+            .field("external", &!self.executable)
             .field("timeout", &self.timeout)
             .field("on_error", &self.on_error)
             .finish_non_exhaustive()
@@ -460,11 +547,6 @@ pub(crate) fn parse_arguments(args: &str) -> Result<Value, String> {
         return Ok(Value::Object(Default::default()));
     }
     serde_json::from_str(args).map_err(|e| format!("$: arguments are not valid JSON: {e}"))
-}
-
-fn take_value(parsed: Parsed) -> Value {
-    // A JSON tool's parser always produces a `Value`.
-    parsed.0.downcast::<Value>().map(|b| *b).unwrap_or_default()
 }
 
 /// Runs synchronous tool code on Tokio's blocking pool so it cannot stall the async workers; a panic

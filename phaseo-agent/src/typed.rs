@@ -1,8 +1,8 @@
 //! Typed tools: input `I: Deserialize + JsonSchema`, output `O: Serialize`, error `E: Display`.
 //! This is what `#[tool]` expands to, and it is usable without the macro.
 
-use std::any::TypeId;
 use std::fmt::Display;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use futures::FutureExt;
@@ -10,7 +10,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::tool::{Parsed, Produced, blocking};
+use crate::tool::{
+    CallFuture, Eager, Exec, FromValueFn, InputType, ParseFn, Parsed, Prepared, Produced, blocking,
+};
 use crate::{AgentError, Tool, ToolContext, decode, schema};
 
 /// The input of a typed tool: decoded from the model's arguments, with a JSON Schema to advertise.
@@ -65,14 +67,14 @@ impl Tool {
         F: Fn(I, ToolContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
-        Self::typed_parts::<I>(id.into(), description.into()).with_exec(
-            move |parsed, ctx, want_value| match take::<I>(parsed) {
-                Ok(input) => f(input, ctx)
-                    .map(move |result| produce(result, want_value))
-                    .boxed(),
-                Err(e) => futures::future::ready(Err(e)).boxed(),
-            },
-        )
+        let mut tool = Self::typed_parts::<I>(id.into(), description.into(), true, |input| {
+            Parsed(Box::new(TypedCall::<I, F, Fut>::Ready {
+                input: Some(input),
+                runs: PhantomData,
+            }))
+        });
+        tool.runs = Some(Arc::new(f));
+        tool
     }
 
     /// A typed tool from a synchronous function. It runs on Tokio's blocking thread pool, so it may
@@ -101,12 +103,16 @@ impl Tool {
         F: Fn(I, ToolContext) -> Result<O, E> + Send + Sync + 'static,
     {
         let f = Arc::new(f);
-        Self::typed_parts::<I>(id.into(), description.into()).with_exec(
-            move |parsed, ctx, want_value| {
-                let f = f.clone();
-                blocking(move || produce(f(take::<I>(parsed)?, ctx), want_value))
-            },
-        )
+        let exec: Arc<Exec<I>> = Arc::new(move |input, ctx, want_value| {
+            let f = f.clone();
+            blocking(move || produce(f(input, ctx), want_value))
+        });
+        Self::typed_parts::<I>(id.into(), description.into(), true, move |input| {
+            Parsed(Box::new(Eager {
+                input,
+                exec: Some(exec.clone()),
+            }))
+        })
     }
 
     /// A typed tool with no executor: calls pause with pending kind `external_output`, and the output
@@ -128,7 +134,9 @@ impl Tool {
         I: ToolInput,
         O: DeserializeOwned + 'static,
     {
-        let mut tool = Self::typed_parts::<I>(id.into(), description.into());
+        let mut tool = Self::typed_parts::<I>(id.into(), description.into(), false, |input: I| {
+            Parsed(Box::new(Eager { input, exec: None }))
+        });
         tool.output_checks.push(Arc::new(|value: Value| {
             O::deserialize(&value)
                 .map(|_| value)
@@ -137,33 +145,44 @@ impl Tool {
         tool
     }
 
-    fn typed_parts<I: ToolInput>(id: String, description: String) -> Self {
+    /// The parts every typed tool shares: the schema generated from `I` (once), the decoder compiled
+    /// from it (once), and `wrap`, which makes a decoded input a call ready to start.
+    fn typed_parts<I: ToolInput>(
+        id: String,
+        description: String,
+        executable: bool,
+        wrap: impl Fn(I) -> Parsed + Send + Sync + 'static,
+    ) -> Self {
         let parameters = schema::schema_for::<I>();
-        let parser = if unit_like::<I>() {
-            Ok(unit_parser::<I>())
-        } else {
-            decode::typed_parser::<I>(&parameters)
-        };
-        let (parse, error) = match parser {
-            Ok(parse) => (parse, None),
-            Err(e) => {
-                let parse: Arc<crate::tool::ParseFn> =
-                    Arc::new(|_: &str| Err("$: the tool is unusable".to_owned()));
-                (parse, Some(e))
-            }
-        };
+        let (parse, from_value, error): (Arc<ParseFn>, Arc<FromValueFn>, _) =
+            match decode::Decoder::<I>::new(&parameters) {
+                Ok(decoder) => {
+                    let decoder = Arc::new(decoder);
+                    let wrap = Arc::new(wrap);
+                    let (by_text, by_value) = (decoder.clone(), wrap.clone());
+                    (
+                        Arc::new(move |args: &str| by_text.decode(args).map(&*wrap)),
+                        Arc::new(move |value: Value| decoder.decode_value(&value).map(&*by_value)),
+                        None,
+                    )
+                }
+                Err(e) => {
+                    let unusable = "$: the tool is unusable";
+                    (
+                        Arc::new(move |_: &str| Err(unusable.to_owned())),
+                        Arc::new(move |_: Value| Err(unusable.to_owned())),
+                        Some(e),
+                    )
+                }
+            };
         let mut tool = Tool::from_parts(
             id,
             description,
             parameters,
-            TypeId::of::<I>(),
-            std::any::type_name::<I>(),
+            InputType::of::<I>(),
             parse,
-            Arc::new(|value: Value| {
-                I::deserialize(value)
-                    .map(|input| Parsed(Box::new(input)))
-                    .map_err(|e| format!("$: {e}"))
-            }),
+            from_value,
+            executable,
         );
         tool.definition_error = tool
             .definition_error
@@ -185,31 +204,6 @@ fn object_input<I>(parameters: &Value) -> Option<String> {
     }
 }
 
-/// `()` and unit structs take no parameters: they advertise `{}` but decode from `null`.
-fn unit_like<I: ToolInput>() -> bool {
-    I::deserialize(Value::Object(Default::default())).is_err()
-        && I::deserialize(Value::Null).is_ok()
-}
-
-fn unit_parser<I: ToolInput>() -> Arc<crate::tool::ParseFn> {
-    Arc::new(|args: &str| match crate::tool::parse_arguments(args)? {
-        Value::Object(map) if map.is_empty() => I::deserialize(Value::Null)
-            .map(|input| Parsed(Box::new(input)))
-            .map_err(|e| format!("$: {e}")),
-        other => Err(format!(
-            "$: {other} is not an empty object; this tool takes no arguments"
-        )),
-    })
-}
-
-fn take<I: 'static>(parsed: Parsed) -> Result<I, AgentError> {
-    parsed
-        .0
-        .downcast::<I>()
-        .map(|b| *b)
-        .map_err(|_| AgentError::InvalidInput("$: decoded into an unexpected type".into()))
-}
-
 fn produce<O: Serialize, E: Display>(
     result: Result<O, E>,
     want_value: bool,
@@ -225,5 +219,81 @@ fn produce<O: Serialize, E: Display>(
         serde_json::to_string(&output)
             .map(Produced::Text)
             .map_err(cannot)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A typed async call, in one allocation made when its arguments were decoded: the input, then
+    /// (once started) the tool's own future in the same place.
+    #[project = CallState]
+    enum TypedCall<I, F, Fut> {
+        Ready { input: Option<I>, runs: PhantomData<fn() -> F> },
+        Running { #[pin] call: Fut, want_value: bool },
+    }
+}
+
+impl<I, O, E, F, Fut> Prepared for TypedCall<I, F, Fut>
+where
+    I: ToolInput,
+    O: ToolOutput,
+    E: Display,
+    F: Fn(I, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, E>> + Send + 'static,
+{
+    fn input(&self) -> &dyn std::any::Any {
+        match self {
+            TypedCall::Ready {
+                input: Some(input), ..
+            } => input,
+            _ => &(),
+        }
+    }
+
+    fn start(
+        mut self: Box<Self>,
+        runs: Option<&(dyn std::any::Any + Send + Sync)>,
+        ctx: ToolContext,
+        want_value: bool,
+    ) -> CallFuture {
+        let f = runs.and_then(|runs| runs.downcast_ref::<F>());
+        let input = match &mut *self {
+            TypedCall::Ready { input, .. } => input.take(),
+            TypedCall::Running { .. } => None,
+        };
+        let (Some(f), Some(input)) = (f, input) else {
+            return futures::future::ready(Err(AgentError::tool(
+                "the call cannot start: it was started before, or its tool has no function",
+            )))
+            .boxed();
+        };
+        // Not pinned yet: the tool's future takes the input's place in the same allocation.
+        *self = TypedCall::Running {
+            call: f(input, ctx),
+            want_value,
+        };
+        Box::into_pin(self)
+    }
+}
+
+impl<I, O, E, F, Fut> Future for TypedCall<I, F, Fut>
+where
+    O: Serialize,
+    E: Display,
+    Fut: Future<Output = Result<O, E>>,
+{
+    type Output = Result<Produced, AgentError>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        match self.project() {
+            CallState::Running { call, want_value } => {
+                call.poll(cx).map(|result| produce(result, *want_value))
+            }
+            CallState::Ready { .. } => std::task::Poll::Ready(Err(AgentError::tool(
+                "the call was polled before it started",
+            ))),
+        }
     }
 }

@@ -509,16 +509,16 @@ fn at_most_64_properties_take_the_fast_path() {
 
 #[test]
 fn the_value_parser_decodes_like_the_parser() {
-    let parse = super::typed_value_parser::<()>();
-    assert!(parse(json!({})).is_ok());
-    assert!(parse(json!({"ignored": 1})).is_ok());
-    let parse = super::typed_value_parser::<Call>();
-    let parsed = parse(call()).unwrap();
+    let unit = Decoder::<()>::new(&schema_for::<()>()).unwrap();
+    assert!(unit.decode_value(&json!({})).is_ok());
+    assert!(unit.decode_value(&json!({"ignored": 1})).is_ok());
+    let decoder = Decoder::<Call>::new(&schema_for::<Call>()).unwrap();
     assert_eq!(
-        parsed.0.downcast_ref::<Call>(),
-        Some(&serde_json::from_value::<Call>(call()).unwrap())
+        decoder.decode_value(&call()).unwrap(),
+        serde_json::from_value::<Call>(call()).unwrap()
     );
-    let error = parse(with(&call(), "/items/1/weight", json!(1.5)))
+    let error = decoder
+        .decode_value(&with(&call(), "/items/1/weight", json!(1.5)))
         .err()
         .unwrap();
     assert_eq!(
