@@ -266,3 +266,42 @@ async fn a_paused_state_shows_the_results_that_already_ran_in_its_turn() {
         "steps fill when the turn completes"
     );
 }
+
+#[tokio::test]
+async fn hooks_and_pending_calls_see_the_input_after_the_custom_validators() {
+    let lower = |mut input: Value| {
+        let name = input["name"].as_str().unwrap_or_default().to_lowercase();
+        input["name"] = json!(name);
+        Ok::<_, String>(input)
+    };
+    let greet = Tool::external(
+        "greet",
+        "Greet someone",
+        json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+    )
+    .input_schema(lower)
+    .on_tool_called(|input: &Value, _| {
+        (input["name"] == "ana").then(|| json!({"hello": input["name"]}))
+    });
+    let model = ScriptedModel::new()
+        .tool_calls([
+            ToolCall::new("c1", "greet", json!({"name": "ANA"})),
+            ToolCall::new("c2", "greet", json!({"name": "BO"})),
+        ])
+        .text("ok");
+    let agent = Agent::builder("t")
+        .model(model.clone())
+        .tool(greet)
+        .build()
+        .unwrap();
+    let paused = agent.run("go").await.unwrap();
+    assert_eq!(
+        paused.pending()[0].arguments,
+        json!({"name": "bo"}),
+        "a reviewer sees what would run"
+    );
+    assert_eq!(
+        paused.state.paused_results()[0].content,
+        r#"{"hello":"ana"}"#
+    );
+}

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::event::Event;
 use crate::run::ToolStep;
 use crate::runner::{Runner, error_content, tool_error_event};
-use crate::tool::{Parsed, Produced, panic_error, parse_arguments};
+use crate::tool::{Parsed, Produced, panic_error};
 use crate::{AgentError, OnError, Tool, ToolContext};
 
 /// One call to run: its slot in the turn, the tool's index, its parsed input and its context.
@@ -101,10 +101,7 @@ impl Execution<'_> {
                 outcome.step.content = content;
                 outcome.new_context = record.new_context;
                 if tool.next_turn.is_some() {
-                    outcome.next_turn = Some((
-                        index,
-                        parse_arguments(&call.arguments).unwrap_or(Value::Null),
-                    ));
+                    outcome.next_turn = Some((index, tool.input_value(&call.arguments)));
                 }
             }
             Err(error) => match tool.on_error.unwrap_or(inner.settings.on_error) {

@@ -38,18 +38,18 @@
 //!
 //! Every field of the spec's tool page, in Rust (builder methods on [`Tool`]):
 //!
-//! | field | builder |
-//! |---|---|
-//! | parameters | the constructor's schema, or generated from the input type ([`Tool::typed`]) |
-//! | validators | [`Tool::input_schema`], [`Tool::output_schema`], [`Tool::output_json_schema`], [`Tool::event_schema`], [`Tool::event_json_schema`] |
-//! | timeout | [`Tool::timeout`], [`AgentBuilder::default_timeout`] |
-//! | approval | [`Tool::require_approval`], [`Tool::approval`], [`AgentBuilder::approval`] |
-//! | interactive hooks | [`Tool::on_tool_called`], [`Tool::on_response_received`], [`AgentBuilder::human_review`] |
-//! | next-turn overrides | [`Tool::next_turn`] |
-//! | error policy | [`Tool::on_error`], [`AgentBuilder::on_error`], [`AgentBuilder::on_unknown_tool`], [`AgentBuilder::on_invalid_arguments`] |
-//! | progress and context | [`ToolContext::emit_progress`], [`Tool::streaming`], [`ToolContext::set_context`] |
-//! | concurrency | [`AgentBuilder::tool_concurrency`], [`RunOptions::concurrency`], [`Tool::exclusive`] |
-//! | output caps | [`Tool::max_output_chars`], [`AgentBuilder::max_output_chars`] |
+//! | field | builder | `#[tool(...)]` |
+//! |---|---|---|
+//! | parameters | the constructor's schema, or generated from the input type ([`Tool::typed`]) | the function's parameters |
+//! | validators | [`Tool::input_schema`], [`Tool::output_schema`], [`Tool::output_json_schema`], [`Tool::event_schema`], [`Tool::event_json_schema`] | `input_schema = f`, `output_schema = f`, `event_schema = f` |
+//! | timeout | [`Tool::timeout`], [`AgentBuilder::default_timeout`] | `timeout_ms = 3_000` |
+//! | approval | [`Tool::require_approval`], [`Tool::approval`], [`AgentBuilder::approval`] | `require_approval`, `require_approval = f` |
+//! | manual and interactive | [`Tool::external`], [`Tool::on_tool_called`], [`Tool::on_response_received`], [`AgentBuilder::human_review`] | `external`, `on_tool_called = f`, `on_response_received = f` |
+//! | next-turn overrides | [`Tool::next_turn`] | `next_turn = f` |
+//! | error policy | [`Tool::on_error`], [`AgentBuilder::on_error`], [`AgentBuilder::on_unknown_tool`], [`AgentBuilder::on_invalid_arguments`] | `on_error = "fail-run"` / `"return-to-model"` |
+//! | progress and context | [`ToolContext::emit_progress`], [`Tool::streaming`], [`ToolContext::set_context`] | a `ctx: &ToolContext` parameter |
+//! | concurrency | [`AgentBuilder::tool_concurrency`], [`RunOptions::concurrency`], [`Tool::exclusive`] | `exclusive` |
+//! | output caps | [`Tool::max_output_chars`], [`AgentBuilder::max_output_chars`] | `max_output_chars = 2_000` |
 //!
 //! ## Choices this crate makes
 //!

@@ -13,14 +13,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::agent::AgentInner;
 use crate::event::Event;
 use crate::exec::{Execution, Outcome};
 use crate::run::{PausedTurn, RunStatus, ToolStep};
-use crate::tool::{Approval, Parsed, parse_arguments};
+use crate::tool::{Approval, Parsed};
 use crate::{
     Agent, AgentError, Decisions, Message, ModelRequest, OnError, PendingCall, PendingKind,
     RunOptions, RunResult, RunState, ToolCall, ToolContext, ToolDefinition,
@@ -293,7 +292,7 @@ impl Runner {
         };
         let ctx = self.context_for(step_index, call.clone(), Some(index));
         if self.needs_approval(index, &parsed, &ctx) {
-            return Ok(pending(&call, PendingKind::ToolApproval));
+            return Ok(pending(tool, &call, PendingKind::ToolApproval));
         }
         self.after_approval(index, parsed, ctx)
     }
@@ -311,11 +310,11 @@ impl Runner {
         let call = ctx.tool_call();
         if let Some(review) = &inner.human_review {
             if guarded(|| review(call, &ctx), true) {
-                return Ok(pending(call, PendingKind::Hitl));
+                return Ok(pending(tool, call, PendingKind::Hitl));
             }
         }
         if let Some(hook) = &tool.on_tool_called {
-            let input = parse_arguments(&call.arguments).unwrap_or(Value::Null);
+            let input = tool.input_value(&call.arguments);
             // A panicking hook fails closed: the call waits for a person.
             let answer =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&input, &ctx)));
@@ -324,11 +323,11 @@ impl Runner {
                     let result = tool.check_output(value).map(|v| v.to_string());
                     self.answered(index, &ctx, result)
                 }
-                Ok(None) | Err(_) => Ok(pending(call, PendingKind::Hitl)),
+                Ok(None) | Err(_) => Ok(pending(tool, call, PendingKind::Hitl)),
             };
         }
         if !tool.executable {
-            return Ok(pending(call, PendingKind::ExternalOutput));
+            return Ok(pending(tool, call, PendingKind::ExternalOutput));
         }
         Ok(Plan::Run {
             tool: index,
@@ -541,9 +540,9 @@ fn normalise_calls(step_index: usize, calls: Vec<ToolCall>) -> Result<Vec<ToolCa
     Ok(out)
 }
 
-fn pending(call: &ToolCall, kind: PendingKind) -> Plan {
+fn pending(tool: &crate::Tool, call: &ToolCall, kind: PendingKind) -> Plan {
     Plan::Pending(PendingCall {
-        arguments: parse_arguments(&call.arguments).unwrap_or(Value::Null),
+        arguments: tool.input_value(&call.arguments),
         call: call.clone(),
         kind,
     })

@@ -494,6 +494,20 @@ impl Tool {
         Ok(value)
     }
 
+    /// A call's arguments as JSON after the custom input validators, which may transform them: what
+    /// interactive hooks, pending calls and next-turn functions see. Only for arguments that passed
+    /// [`parse_call`](Self::parse_call).
+    pub(crate) fn input_value(&self, arguments: &str) -> Value {
+        let mut value = parse_arguments(arguments).unwrap_or(Value::Null);
+        for check in &self.input_checks {
+            match check(value) {
+                Ok(checked) => value = checked,
+                Err(_) => return Value::Null,
+            }
+        }
+        value
+    }
+
     /// Parses and validates a call's argument text. With custom input validators, the text goes
     /// through JSON (schema check, then each validator, which may transform it) before typed
     /// decoding; without, straight through the tool's parser.
