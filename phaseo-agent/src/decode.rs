@@ -23,7 +23,7 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use crate::schema::Validator;
-use crate::tool::parse_arguments;
+use crate::tool::{is_blank, parse_arguments};
 use crate::typed::ToolInput;
 
 pub(crate) use shape::Shape;
@@ -57,7 +57,7 @@ impl<I: ToolInput> Decoder<I> {
 
     /// Decodes one call's argument text; `""` (some models send it for no arguments) means `{}`.
     pub(crate) fn decode(&self, args: &str) -> Result<I, String> {
-        let text = if args.trim().is_empty() { "{}" } else { args };
+        let text = if is_blank(args) { "{}" } else { args };
         if let Some(shape) = &self.shape {
             let fast = if self.unit_like {
                 decode_strict::<IgnoredAny>(shape, text)

@@ -556,11 +556,17 @@ pub(crate) fn check_id(id: &str) -> Result<(), String> {
 
 /// Model argument text to JSON: `""` (some models send it for no arguments) means `{}`.
 pub(crate) fn parse_arguments(args: &str) -> Result<Value, String> {
-    let args = args.trim();
-    if args.is_empty() {
+    if is_blank(args) {
         return Ok(Value::Object(Default::default()));
     }
     serde_json::from_str(args).map_err(|e| format!("$: arguments are not valid JSON: {e}"))
+}
+
+/// Empty or JSON whitespace only. Stops at the first other byte, so a call's arguments cost one
+/// comparison (`str::trim` walks both ends, decoding UTF-8).
+pub(crate) fn is_blank(args: &str) -> bool {
+    args.bytes()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
 }
 
 /// Runs synchronous tool code on Tokio's blocking pool so it cannot stall the async workers; a panic
