@@ -128,6 +128,11 @@ pub use serde_json;
 pub use tool::{OnError, Tool, ToolEvent};
 pub use typed::{ToolInput, ToolOutput};
 
+/// The README's examples, compiled and run as doctests so that they cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
+
 /// The `#[tool]` attribute macro: see the crate docs of typed tools.
 pub use phaseo_agent_macros::tool;
 
