@@ -44,6 +44,9 @@ pub(crate) struct Runner {
     pub(crate) state: RunState,
     pub(crate) events: Option<UnboundedSender<Event>>,
     pub(crate) concurrency: usize,
+    /// The application context as calls see it, shared by the calls of a turn instead of copied into
+    /// each; renewed when a turn's calls set a new one.
+    pub(crate) context: Arc<serde_json::Value>,
 }
 
 impl Runner {
@@ -61,6 +64,7 @@ impl Runner {
             .unwrap_or(agent.inner.settings.concurrency);
         let mut runner = Runner {
             agent,
+            context: Arc::new(state.context.clone()),
             state,
             events,
             concurrency: concurrency.max(1),
@@ -95,6 +99,7 @@ impl Runner {
             .unwrap_or(agent.inner.settings.concurrency);
         let mut runner = Runner {
             agent,
+            context: Arc::new(state.context.clone()),
             state,
             events,
             concurrency: concurrency.max(1),
@@ -263,7 +268,7 @@ impl Runner {
             run_id: self.state.run_id.clone(),
             agent_id: self.state.agent_id.clone(),
             step_index,
-            context: Arc::new(self.state.context.clone()),
+            context: self.context.clone(),
             call,
             events: self.events.clone(),
             event_checks,
@@ -467,6 +472,7 @@ impl Runner {
                 fail,
             } = outcome;
             if let Some(context) = new_context {
+                self.context = Arc::new(context.clone());
                 self.state.context = context;
             }
             if let Some((tool, input)) = next_turn {
