@@ -7,7 +7,10 @@
 //! - `baseline`: `from_str` + call + `to_string` (no validation);
 //! - `naive_validate`: parse to `Value` + full JSON Schema validation + `from_value` + call +
 //!   `to_string` (what validating every call naively costs);
-//! - `tool_invoke`: `Tool::typed(..).invoke(args, &ctx)`, the runtime's whole per-call path;
+//! - `tool_invoke`: `Tool::typed(..).invoke(args, &ctx)`, the runtime's whole per-call path, for a
+//!   closure that takes the context;
+//! - `tool_invoke_macro`: the same for a `#[tool]` function without a context parameter (what most
+//!   tools are), which is not handed a context;
 //! - `typed_decode` and `from_str_only`: decoding alone, the runtime's (strict, schema-checked)
 //!   against serde's, to split `tool_invoke`'s cost between decoding and the rest;
 //! - `ladder/*`: the runtime's per-call steps rebuilt by hand, one added at a time (the typed
@@ -43,6 +46,12 @@ struct Found {
     query: String,
     count: u32,
     resumed: bool,
+}
+
+/// Look up documents.
+#[phaseo_agent::tool]
+async fn lookup_tool(input: Lookup) -> Found {
+    lookup(input)
 }
 
 fn lookup(input: Lookup) -> Found {
@@ -99,6 +108,11 @@ fn dispatch(c: &mut Criterion) {
     });
     group.bench_function("tool_invoke", |b| {
         b.iter(|| block_on(tool.invoke(black_box(ARGS), &ctx)).unwrap())
+    });
+    let macro_tool = phaseo_agent::IntoTool::into_tool(lookup_tool);
+    assert_eq!(block_on(macro_tool.invoke(ARGS, &ctx)).unwrap(), expected);
+    group.bench_function("tool_invoke_macro", |b| {
+        b.iter(|| block_on(macro_tool.invoke(black_box(ARGS), &ctx)).unwrap())
     });
     group.bench_function("typed_decode", |b| {
         b.iter(|| decode(black_box(ARGS)).unwrap())

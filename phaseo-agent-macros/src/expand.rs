@@ -328,7 +328,30 @@ impl<'a> Expansion<'a> {
                 build.turbofish.push(field.concrete(p));
             }
         }
-        if self.args.external.is_none() {
+        if self.args.external.is_some() {
+        } else if self.tool.is_async() && !self.borrows() {
+            // No reference parameters: the hidden function itself, generic, so each call awaits its
+            // future where the runtime put it, instead of a second, boxed copy (what `Deref` gives).
+            let (ret, hidden) = (self.return_type(), &self.hidden);
+            let types = self.tool.params.iter().map(|param| {
+                let field = self.fields.iter().find(|f| std::ptr::eq(f.param, param));
+                field
+                    .and_then(|f| f.generic.as_ref())
+                    .map_or_else(|| param.ty.to_token_stream(), ToTokens::to_token_stream)
+            });
+            build.params.push(quote! {
+                __F: #p::core::ops::Fn(#(#types),*) -> __Fut
+                    + #p::core::marker::Copy + #p::core::marker::Send + #p::core::marker::Sync + 'static
+            });
+            build.params.push(quote! {
+                __Fut: #p::core::future::Future<Output = #ret> + #p::core::marker::Send + 'static
+            });
+            if !build.turbofish.is_empty() {
+                build.turbofish.extend([quote!(_), quote!(_)]);
+            }
+            build.inputs.push(quote!(__call: __F));
+            build.args.push(quote!(#hidden));
+        } else {
             let pointer = self.pointer_type(true);
             build.inputs.push(quote!(__call: #pointer));
             build.args.push(quote!(*self));
@@ -440,7 +463,18 @@ impl<'a> Expansion<'a> {
             let ret = self.return_type();
             result = quote!(#p::core::result::Result::Ok::<#ret, #p::core::convert::Infallible>(#result));
         }
-        if self.tool.is_async() {
+        let takes_context = self
+            .tool
+            .params
+            .iter()
+            .any(|param| matches!(param.role, Role::Context));
+        if self.tool.is_async() && !takes_context {
+            // No context parameter: the call is not handed one (one reference count less per call).
+            quote! {
+                #p::typed_without_context::<#input, #output, #error, _, _>(#id, #description,
+                    move |__input: #input| async move { #unpack #result })
+            }
+        } else if self.tool.is_async() {
             quote! {
                 #p::typed::<#input, #output, #error, _, _>(#id, #description,
                     move |__input: #input, __ctx: #p::ToolContext| async move { #unpack #result })

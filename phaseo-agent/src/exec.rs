@@ -140,7 +140,7 @@ pub(crate) async fn invoke(
     };
     let want_value = !tool.output_checks.is_empty();
     // Starting a typed call runs the tool's function up to its first `.await`: catch a panic there too.
-    let start = || parsed.start(tool.runs.as_deref(), ctx.clone(), want_value);
+    let start = || parsed.start(tool.runs.as_deref(), ctx, want_value);
     let call = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(start)) {
         Ok(call) => std::panic::AssertUnwindSafe(call).catch_unwind(),
         Err(payload) => return Err(panicked(tool, payload)),

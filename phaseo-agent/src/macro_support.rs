@@ -179,6 +179,23 @@ where
     Tool::typed(id, description, f)
 }
 
+/// [`Tool::typed_without_context`] with the macro's bounds: an async function without a context
+/// parameter.
+pub fn typed_without_context<I, O, E, F, Fut>(
+    id: &str,
+    description: impl Into<String>,
+    f: F,
+) -> Tool
+where
+    I: Input,
+    O: Output,
+    E: Failure,
+    F: Fn(I) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, E>> + Send + 'static,
+{
+    Tool::typed_without_context(id, description, f)
+}
+
 /// [`Tool::typed_blocking`] with the macro's bounds.
 pub fn typed_blocking<I, O, E, F>(id: &str, description: impl Into<String>, f: F) -> Tool
 where

@@ -30,7 +30,7 @@ impl Parsed {
     pub(crate) fn start(
         self,
         runs: Option<&(dyn Any + Send + Sync)>,
-        ctx: ToolContext,
+        ctx: &ToolContext,
         want_value: bool,
     ) -> CallFuture {
         self.0.start(runs, ctx, want_value)
@@ -44,7 +44,7 @@ pub(crate) trait Prepared: Send {
     fn start(
         self: Box<Self>,
         runs: Option<&(dyn Any + Send + Sync)>,
-        ctx: ToolContext,
+        ctx: &ToolContext,
         want_value: bool,
     ) -> CallFuture;
 }
@@ -85,12 +85,12 @@ impl<I: Any + Send> Prepared for Eager<I> {
     fn start(
         self: Box<Self>,
         _runs: Option<&(dyn Any + Send + Sync)>,
-        ctx: ToolContext,
+        ctx: &ToolContext,
         want_value: bool,
     ) -> CallFuture {
         let Eager { input, exec } = *self;
         match exec {
-            Some(exec) => exec(input, ctx, want_value),
+            Some(exec) => exec(input, ctx.clone(), want_value),
             None => {
                 futures::future::ready(Err(AgentError::tool("this tool has no executor"))).boxed()
             }

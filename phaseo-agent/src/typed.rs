@@ -67,13 +67,47 @@ impl Tool {
         F: Fn(I, ToolContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
-        let mut tool = Self::typed_parts::<I>(id.into(), description.into(), true, |input| {
-            Parsed(Box::new(TypedCall::<I, F, Fut>::Ready {
+        Self::typed_async::<I, _>(id.into(), description.into(), WithContext(f))
+    }
+
+    /// [`Tool::typed`] for a function that does not take the context: each call skips handing one
+    /// over (a reference count taken and dropped per call). `#[tool]` uses it for functions without a
+    /// `&ToolContext` parameter.
+    ///
+    /// ```
+    /// use phaseo_agent::Tool;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Add { a: i64, b: i64 }
+    ///
+    /// let add = Tool::typed_without_context("add", "Add two numbers", |input: Add| async move {
+    ///     Ok::<_, std::convert::Infallible>(input.a + input.b)
+    /// });
+    /// # let _ = add;
+    /// ```
+    pub fn typed_without_context<I, O, E, F, Fut>(
+        id: impl Into<String>,
+        description: impl Into<String>,
+        f: F,
+    ) -> Self
+    where
+        I: ToolInput,
+        O: ToolOutput,
+        E: Display,
+        F: Fn(I) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, E>> + Send + 'static,
+    {
+        Self::typed_async::<I, _>(id.into(), description.into(), WithoutContext(f))
+    }
+
+    fn typed_async<I: ToolInput, C: TypedFn<I>>(id: String, description: String, call: C) -> Self {
+        let mut tool = Self::typed_parts::<I>(id, description, true, |input| {
+            Parsed(Box::new(TypedCall::<I, C, C::Future>::Ready {
                 input: Some(input),
                 runs: PhantomData,
             }))
         });
-        tool.runs = Some(Arc::new(f));
+        tool.runs = Some(Arc::new(call));
         tool
     }
 
@@ -222,23 +256,64 @@ fn produce<O: Serialize, E: Display>(
     }
 }
 
-pin_project_lite::pin_project! {
-    /// A typed async call, in one allocation made when its arguments were decoded: the input, then
-    /// (once started) the tool's own future in the same place.
-    #[project = CallState]
-    enum TypedCall<I, F, Fut> {
-        Ready { input: Option<I>, runs: PhantomData<fn() -> F> },
-        Running { #[pin] call: Fut, want_value: bool },
-    }
+/// How a typed async tool's function is called: with its context, or without.
+trait TypedFn<I>: Send + Sync + 'static {
+    type Output: ToolOutput;
+    type Error: Display;
+    type Future: Future<Output = Result<Self::Output, Self::Error>> + Send + 'static;
+
+    fn call(&self, input: I, ctx: &ToolContext) -> Self::Future;
 }
 
-impl<I, O, E, F, Fut> Prepared for TypedCall<I, F, Fut>
+struct WithContext<F>(F);
+struct WithoutContext<F>(F);
+
+impl<I, O, E, F, Fut> TypedFn<I> for WithContext<F>
 where
-    I: ToolInput,
     O: ToolOutput,
     E: Display,
     F: Fn(I, ToolContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<O, E>> + Send + 'static,
+{
+    type Output = O;
+    type Error = E;
+    type Future = Fut;
+
+    fn call(&self, input: I, ctx: &ToolContext) -> Fut {
+        (self.0)(input, ctx.clone())
+    }
+}
+
+impl<I, O, E, F, Fut> TypedFn<I> for WithoutContext<F>
+where
+    O: ToolOutput,
+    E: Display,
+    F: Fn(I) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, E>> + Send + 'static,
+{
+    type Output = O;
+    type Error = E;
+    type Future = Fut;
+
+    fn call(&self, input: I, _ctx: &ToolContext) -> Fut {
+        (self.0)(input)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A typed async call, in one allocation made when its arguments were decoded: the input, then
+    /// (once started) the tool's own future in the same place.
+    #[project = CallState]
+    enum TypedCall<I, C, Fut> {
+        Ready { input: Option<I>, runs: PhantomData<fn() -> C> },
+        Running { #[pin] call: Fut, want_value: bool },
+    }
+}
+
+impl<I, C> Prepared for TypedCall<I, C, C::Future>
+where
+    I: ToolInput,
+    C: TypedFn<I>,
 {
     fn input(&self) -> &dyn std::any::Any {
         match self {
@@ -252,15 +327,15 @@ where
     fn start(
         mut self: Box<Self>,
         runs: Option<&(dyn std::any::Any + Send + Sync)>,
-        ctx: ToolContext,
+        ctx: &ToolContext,
         want_value: bool,
     ) -> CallFuture {
-        let f = runs.and_then(|runs| runs.downcast_ref::<F>());
+        let call = runs.and_then(|runs| runs.downcast_ref::<C>());
         let input = match &mut *self {
             TypedCall::Ready { input, .. } => input.take(),
             TypedCall::Running { .. } => None,
         };
-        let (Some(f), Some(input)) = (f, input) else {
+        let (Some(call), Some(input)) = (call, input) else {
             return futures::future::ready(Err(AgentError::tool(
                 "the call cannot start: it was started before, or its tool has no function",
             )))
@@ -268,14 +343,14 @@ where
         };
         // Not pinned yet: the tool's future takes the input's place in the same allocation.
         *self = TypedCall::Running {
-            call: f(input, ctx),
+            call: call.call(input, ctx),
             want_value,
         };
         Box::into_pin(self)
     }
 }
 
-impl<I, O, E, F, Fut> Future for TypedCall<I, F, Fut>
+impl<I, C, O, E, Fut> Future for TypedCall<I, C, Fut>
 where
     O: Serialize,
     E: Display,
