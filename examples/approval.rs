@@ -136,7 +136,7 @@ async fn start_until_paused(agent: &Agent, input: &str) -> RunState {
             } => println!("   ran at once: {call_id} {tool}: {content}"),
             Event::Paused { state, .. } => paused = Some(*state),
             Event::Completed { output, .. } => println!("   completed: {output}"),
-            Event::Failed { error } => println!("   failed: {error}"),
+            Event::Failed { error, .. } => println!("   failed: {error}"),
             _ => {}
         }
     }

@@ -120,7 +120,7 @@ async fn timed_run(agent: &Agent, options: RunOptions) -> Timing {
                 timing.finished.push((call_id, ms()));
             }
             Event::Completed { .. } => timing.elapsed = ms(),
-            Event::Failed { error } => panic!("the run failed: {error}"),
+            Event::Failed { error, .. } => panic!("the run failed: {error}"),
             _ => {}
         }
     }

@@ -236,7 +236,7 @@ async fn main() -> Result<(), AgentError> {
             Event::Completed { output, .. } => {
                 log.mark("completed", &format!("run completed: {output}"))
             }
-            Event::Failed { error } => log.mark("failed", &format!("run failed: {error}")),
+            Event::Failed { error, .. } => log.mark("failed", &format!("run failed: {error}")),
             _ => {}
         }
     }

@@ -552,7 +552,9 @@ async fn the_event_stream_reports_tool_errors_and_failures() {
     assert!(
         matches!(&events[3], Event::ToolError { error, content: Some(c), .. } if error == "boom" && c.contains("boom"))
     );
-    assert!(matches!(&events[6], Event::Failed { error } if error == "Unknown tool: nope"));
+    assert!(
+        matches!(&events[6], Event::Failed { error, state } if error == "Unknown tool: nope" && state.status() == RunStatus::Failed)
+    );
 }
 
 #[tokio::test]

@@ -92,6 +92,9 @@ pub enum Event {
     Failed {
         /// The error.
         error: String,
+        /// The state as it was when the run failed (status `failed`): the conversation and steps so
+        /// far, for diagnosis. It cannot be resumed.
+        state: Box<RunState>,
     },
 }
 

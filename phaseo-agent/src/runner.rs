@@ -161,22 +161,30 @@ impl Runner {
                 if let Some(key) = &self.agent.inner.state_key {
                     self.state.signature = Some(crate::signing::sign(key, &self.state));
                 }
-                match self.state.status {
-                    RunStatus::WaitingForHuman => self.emit(Event::Paused {
-                        pending: self.state.pending.clone(),
-                        state: Box::new(self.state.clone()),
-                    }),
-                    _ => self.emit(Event::Completed {
-                        output: self.state.output.clone().unwrap_or_default(),
-                        state: Box::new(self.state.clone()),
-                    }),
+                // The last event carries a copy of the state: made only when someone listens.
+                if self.events.is_some() {
+                    let state = Box::new(self.state.clone());
+                    self.emit(match self.state.status {
+                        RunStatus::WaitingForHuman => Event::Paused {
+                            pending: self.state.pending.clone(),
+                            state,
+                        },
+                        _ => Event::Completed {
+                            output: self.state.output.clone().unwrap_or_default(),
+                            state,
+                        },
+                    });
                 }
                 Ok(RunResult { state: self.state })
             }
             Err(error) => {
-                self.emit(Event::Failed {
-                    error: error.to_string(),
-                });
+                if self.events.is_some() {
+                    self.state.status = RunStatus::Failed;
+                    self.emit(Event::Failed {
+                        error: error.to_string(),
+                        state: Box::new(self.state.clone()),
+                    });
+                }
                 Err(error)
             }
         }
