@@ -18,7 +18,7 @@ pub enum RunStatus {
     Completed,
     /// The run paused: some calls wait for a person's decision (see [`RunState::pending`]).
     WaitingForHuman,
-        /// The run failed: `run` and `resume` return the error, and the event stream's `run.failed`
+    /// The run failed: `run` and `resume` return the error, and the event stream's `run.failed`
     /// carries the state with this status. A failed state cannot be resumed.
     Failed,
 }
