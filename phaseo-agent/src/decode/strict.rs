@@ -29,6 +29,44 @@ use serde::de::{
 
 use super::shape::{Checks, Node, NodeId, Object, Scalar, Shape, types};
 
+/// The `Deserializer` methods both wrappers (this one and the key reader) forward with a wrapped
+/// visitor; each handles `deserialize_enum` and `deserialize_ignored_any` on its own.
+macro_rules! forward_methods {
+    ($forward:ident) => {
+        $forward! {
+            deserialize_any();
+            deserialize_bool();
+            deserialize_i8();
+            deserialize_i16();
+            deserialize_i32();
+            deserialize_i64();
+            deserialize_i128();
+            deserialize_u8();
+            deserialize_u16();
+            deserialize_u32();
+            deserialize_u64();
+            deserialize_u128();
+            deserialize_f32();
+            deserialize_f64();
+            deserialize_char();
+            deserialize_str();
+            deserialize_string();
+            deserialize_bytes();
+            deserialize_byte_buf();
+            deserialize_option();
+            deserialize_unit();
+            deserialize_unit_struct(name: &'static str);
+            deserialize_newtype_struct(name: &'static str);
+            deserialize_seq();
+            deserialize_tuple(len: usize);
+            deserialize_tuple_struct(name: &'static str, len: usize);
+            deserialize_map();
+            deserialize_struct(name: &'static str, fields: &'static [&'static str]);
+            deserialize_identifier();
+        }
+    };
+}
+
 mod access;
 
 use access::{Slot, StrictMap, StrictSeq};
@@ -153,37 +191,7 @@ macro_rules! forward {
 impl<'de, D: Deserializer<'de>, T: Tracker> Deserializer<'de> for Strict<'_, D, T> {
     type Error = D::Error;
 
-    forward! {
-        deserialize_any();
-        deserialize_bool();
-        deserialize_i8();
-        deserialize_i16();
-        deserialize_i32();
-        deserialize_i64();
-        deserialize_i128();
-        deserialize_u8();
-        deserialize_u16();
-        deserialize_u32();
-        deserialize_u64();
-        deserialize_u128();
-        deserialize_f32();
-        deserialize_f64();
-        deserialize_char();
-        deserialize_str();
-        deserialize_string();
-        deserialize_bytes();
-        deserialize_byte_buf();
-        deserialize_option();
-        deserialize_unit();
-        deserialize_unit_struct(name: &'static str);
-        deserialize_newtype_struct(name: &'static str);
-        deserialize_seq();
-        deserialize_tuple(len: usize);
-        deserialize_tuple_struct(name: &'static str, len: usize);
-        deserialize_map();
-        deserialize_struct(name: &'static str, fields: &'static [&'static str]);
-        deserialize_identifier();
-    }
+    forward_methods!(forward);
 
     /// An enum is read from a string only: serde_json also reads a unit variant from
     /// `{"Variant": null}`, which a schema of strings rejects. Data-carrying enums have schemas the
