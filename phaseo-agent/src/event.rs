@@ -103,8 +103,8 @@ impl Event {
     ///
     /// ```
     /// use phaseo_agent::Event;
-        /// let e = Event::ToolCalled { call: phaseo_agent::ToolCall::raw("call_1", "fly", "{}") };
-        /// assert_eq!(e.name(), "tool.called");
+    /// let e = Event::ToolCalled { call: phaseo_agent::ToolCall::raw("call_1", "fly", "{}") };
+    /// assert_eq!(e.name(), "tool.called");
     /// ```
     pub fn name(&self) -> &'static str {
         match self {
