@@ -586,3 +586,65 @@ async fn an_agent_with_a_state_key_refuses_unsigned_states() {
         .unwrap_err();
     assert!(err.to_string().contains("not signed"), "{err}");
 }
+
+#[tokio::test]
+async fn a_resumed_stream_reports_what_the_resumed_calls_do() {
+    use futures::StreamExt;
+    use phaseo_agent::{Event, Tool, ToolContext};
+    let tool = Tool::new_async(
+        "index",
+        "Index",
+        json!({"type": "object"}),
+        |_, ctx: ToolContext| async move {
+            ctx.emit_progress(json!({"phase": "scan"}))?;
+            Ok(json!("indexed"))
+        },
+    )
+    .require_approval();
+    let lookup = lookup_tool().max_output_chars(4);
+    let model = ScriptedModel::new()
+        .tool_calls([
+            ToolCall::new("c1", "index", json!({})),
+            ToolCall::new("c2", "ticket_lookup", json!({"ticket_id": "T-1"})),
+            ToolCall::new("c3", "index", json!({})),
+        ])
+        .text("done");
+    let agent = Agent::builder("t")
+        .model(model.clone())
+        .tool(tool)
+        .tool(lookup)
+        .build()
+        .unwrap();
+    let paused = agent.run("go").await.unwrap();
+    let decisions = Decisions::new()
+        .approve("c1")
+        .output("c2", json!("a long answer"))
+        .reject("c3", "not now");
+    let events: Vec<Event> = agent
+        .stream_resume(&paused.state, decisions)
+        .collect()
+        .await;
+    let names: Vec<&str> = events.iter().map(Event::name).collect();
+    assert_eq!(
+        names,
+        [
+            "run.started",
+            "tool.result",
+            "tool.error",
+            "tool.called",
+            "tool.preliminary_result",
+            "tool.result",
+            "model.turn",
+            "run.completed"
+        ],
+        "answered calls first, then the approved call with its progress"
+    );
+    assert!(
+        matches!(&events[2], Event::ToolError { error, .. } if error == "Rejected by a person: not now")
+    );
+    // A supplied output is capped by its tool's own cap, like any result.
+    assert_eq!(
+        result_of(&model.requests()[1], "c2"),
+        json!("\"a\n[... 11 characters cut ...]\nr\"")
+    );
+}

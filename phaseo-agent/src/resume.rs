@@ -97,24 +97,26 @@ impl Runner {
             _ => {}
         }
         match decision {
-            Decision::Reject { message } => Ok(Plan::Done(self.done_step(
-                step_index,
-                call,
-                rejection_content(&message),
-                true,
-            ))),
+            Decision::Reject { message } => Ok(Plan::Done {
+                step: self.done_step(
+                    step_index,
+                    call,
+                    rejection_content(&message),
+                    true,
+                    Some(index),
+                ),
+                error: Some(format!("Rejected by a person: {message}")),
+            }),
             Decision::Output { output } => {
                 let output = match &tool.on_response_received {
                     Some(transform) => transform(output).map_err(AgentError::InvalidOutput)?,
                     None => output,
                 };
                 let output = tool.check_output(output)?;
-                Ok(Plan::Done(self.done_step(
-                    step_index,
-                    call,
-                    output.to_string(),
-                    false,
-                )))
+                Ok(Plan::Done {
+                    step: self.done_step(step_index, call, output.to_string(), false, Some(index)),
+                    error: None,
+                })
             }
             Decision::ApproveWithArguments { arguments } => {
                 let text = arguments.to_string();

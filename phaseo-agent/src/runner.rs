@@ -27,8 +27,12 @@ use crate::{
 
 /// What the runtime will do with one call of a turn.
 pub(crate) enum Plan {
-    /// Answered without running (an error under `return-to-model`, a rejection, a supplied output).
-    Done(ToolStep),
+    /// Answered without running (an error under `return-to-model`, a rejection, a supplied output,
+    /// an interactive hook's answer), with the operator's diagnostic when it is an error.
+    Done {
+        step: ToolStep,
+        error: Option<String>,
+    },
     /// Run the tool.
     Run {
         tool: usize,
@@ -105,25 +109,13 @@ impl Runner {
             concurrency: concurrency.max(1),
         };
         // Every decision is checked before anything runs or changes (the caller's state is untouched
-        // anyway: this runner owns a copy).
-        // Planning emits nothing: a refused resume leaves no events behind.
-        let events = runner.events.take();
-        let planned = runner.plan_resume(decisions);
-        runner.events = events;
-        let (plans, always) = planned?;
+        // anyway: this runner owns a copy). Planning emits nothing, so a refused resume leaves no
+        // events behind; the answered calls are reported when the turn finishes.
+        let (plans, always) = runner.plan_resume(decisions)?;
         for tool in always {
             runner.state.approved_tools.insert(tool);
         }
         runner.emit_started(true);
-        for (_, plan) in &plans {
-            if let Plan::Done(step) = plan {
-                runner.emit(Event::ToolResult {
-                    call_id: step.call_id.clone(),
-                    tool: step.tool.clone(),
-                    content: step.content.clone(),
-                });
-            }
-        }
         let result = async {
             runner.finish_turn(plans).await?;
             if runner.state.status == RunStatus::WaitingForHuman {
@@ -359,12 +351,10 @@ impl Runner {
     ) -> Result<Plan, AgentError> {
         let call = ctx.tool_call();
         match result {
-            Ok(content) => Ok(Plan::Done(self.done_step(
-                ctx.step_index(),
-                call,
-                content,
-                false,
-            ))),
+            Ok(content) => Ok(Plan::Done {
+                step: self.done_step(ctx.step_index(), call, content, false, Some(index)),
+                error: None,
+            }),
             Err(error) => {
                 let policy = self.inner().tools[index]
                     .on_error
@@ -402,38 +392,28 @@ impl Runner {
         policy: OnError,
     ) -> Result<Plan, AgentError> {
         match policy {
-            OnError::FailRun => {
-                self.emit(tool_error_event(call, &error, None));
-                Err(error)
-            }
-            OnError::ReturnToModel => {
-                let content = error_content(&error);
-                self.emit(tool_error_event(call, &error, Some(content.clone())));
-                Ok(Plan::Done(ToolStep {
-                    step_index,
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    preliminary_results: Vec::new(),
-                    content,
-                    is_error: true,
-                }))
-            }
+            // The run fails: `run.failed` reports the error.
+            OnError::FailRun => Err(error),
+            OnError::ReturnToModel => Ok(Plan::Done {
+                step: self.done_step(step_index, call, error_content(&error), true, None),
+                error: Some(error.to_string()),
+            }),
         }
     }
 
+    /// The step of a call answered without running, capped like a result (`tool`'s own cap first).
     pub(crate) fn done_step(
         &self,
         step_index: usize,
         call: &ToolCall,
         content: String,
         is_error: bool,
+        tool: Option<usize>,
     ) -> ToolStep {
-        let content = crate::exec::cap(content, self.inner().settings.max_output_chars);
-        self.emit(Event::ToolResult {
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            content: content.clone(),
-        });
+        let cap = tool
+            .and_then(|i| self.inner().tools[i].max_output_chars)
+            .or(self.inner().settings.max_output_chars);
+        let content = crate::exec::cap(content, cap);
         ToolStep {
             step_index,
             call_id: call.id.clone(),
@@ -459,7 +439,22 @@ impl Runner {
                 )));
             };
             match plan {
-                Plan::Done(step) => turn.results[slot] = Some(step),
+                Plan::Done { step, error } => {
+                    self.emit(match error {
+                        Some(error) => Event::ToolError {
+                            call_id: step.call_id.clone(),
+                            tool: step.tool.clone(),
+                            error,
+                            content: Some(step.content.clone()),
+                        },
+                        None => Event::ToolResult {
+                            call_id: step.call_id.clone(),
+                            tool: step.tool.clone(),
+                            content: step.content.clone(),
+                        },
+                    });
+                    turn.results[slot] = Some(step);
+                }
                 Plan::Pending(p) => pending.push(p),
                 Plan::Run { tool, parsed, ctx } => {
                     if ctx.tool_call().arguments != turn.calls[slot].arguments {
