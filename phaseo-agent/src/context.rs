@@ -97,25 +97,19 @@ impl ToolContext {
         })
     }
 
-    /// The same detached context with an application context (only before it is shared).
+    /// This context with another application context (and a fresh cancellation token and record):
+    /// for a unit test's detached context.
     pub fn with_context(self, context: Value) -> Self {
-        let scope = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| Scope {
-            run_id: shared.run_id.clone(),
-            agent_id: shared.agent_id.clone(),
-            step_index: shared.step_index,
-            context: shared.context.clone(),
-            call: shared.call.clone(),
-            cancel: CancellationToken::new(),
-            events: shared.events.clone(),
-            event_checks: shared.event_checks.clone(),
-            record: Mutex::new(Record::default()),
-        });
-        ToolContext {
-            inner: Arc::new(Scope {
-                context: Arc::new(context),
-                ..scope
-            }),
-        }
+        let scope = &self.inner;
+        Self::new(ScopeParts {
+            run_id: scope.run_id.clone(),
+            agent_id: scope.agent_id.clone(),
+            step_index: scope.step_index,
+            context: Arc::new(context),
+            call: scope.call.clone(),
+            events: scope.events.clone(),
+            event_checks: scope.event_checks.clone(),
+        })
     }
 
     /// The run id.

@@ -160,15 +160,10 @@ pub(crate) async fn invoke(
         },
         None => call.await,
     };
+    // A panic caught here, or on a blocking tool's thread, is named after the tool.
     let produced = produced
-        .unwrap_or_else(|payload| Err(panicked(tool, payload)))
-        .map_err(|e| match e {
-            AgentError::Panicked { message, .. } => AgentError::Panicked {
-                tool: tool.id.clone(),
-                message,
-            },
-            other => other,
-        })?;
+        .unwrap_or_else(|payload| Err(panic_error(payload)))
+        .map_err(|e| named(tool, e))?;
     match produced {
         Produced::Text(text) => Ok(text),
         Produced::Value(value) => Ok(tool.check_output(value)?.to_string()),
@@ -176,7 +171,12 @@ pub(crate) async fn invoke(
 }
 
 fn panicked(tool: &Tool, payload: Box<dyn std::any::Any + Send>) -> AgentError {
-    match panic_error(payload) {
+    named(tool, panic_error(payload))
+}
+
+/// Fills in the tool id of a panic error (`panic_error` does not know it).
+fn named(tool: &Tool, error: AgentError) -> AgentError {
+    match error {
         AgentError::Panicked { message, .. } => AgentError::Panicked {
             tool: tool.id.clone(),
             message,
