@@ -143,20 +143,6 @@ async fn start_until_paused(agent: &Agent, input: &str) -> RunState {
     paused.expect("the run paused")
 }
 
-/// What the model saw for one call.
-fn tool_message<'a>(state: &'a RunState, id: &str) -> &'a str {
-    state
-        .messages()
-        .iter()
-        .find_map(|m| match m {
-            Message::Tool {
-                call_id, content, ..
-            } if call_id == id => Some(content.as_str()),
-            _ => None,
-        })
-        .unwrap_or_default()
-}
-
 #[tokio::main]
 async fn main() -> Result<(), AgentError> {
     println!("== 1. One turn, four calls: one runs, three wait for a person");
@@ -251,15 +237,15 @@ async fn main() -> Result<(), AgentError> {
     }
     println!("   answer: {}", done.output().unwrap_or_default());
     assert_eq!(
-        tool_message(&done.state, "call_2"),
+        done.state.tool_result("call_2").unwrap_or_default(),
         r#"{"deployed":true,"environment":"production"}"#
     );
     assert_eq!(
-        tool_message(&done.state, "call_3"),
+        done.state.tool_result("call_3").unwrap_or_default(),
         r#"{"environment":"production","release":"v2.1.1","rolled_out":true}"#
     );
     assert_eq!(
-        tool_message(&done.state, "call_4"),
+        done.state.tool_result("call_4").unwrap_or_default(),
         r#"{"error":"Rejected by a person: Not during the freeze"}"#
     );
     // The conversation records the call as it actually ran, with the edited arguments.
@@ -337,11 +323,11 @@ async fn main() -> Result<(), AgentError> {
         .await?;
     show(&done);
     assert_eq!(
-        tool_message(&done.state, "call_1"),
+        done.state.tool_result("call_1").unwrap_or_default(),
         r#"{"error":"Rejected by a person: Change freeze until Monday"}"#
     );
     assert_eq!(
-        tool_message(&done.state, "call_2"),
+        done.state.tool_result("call_2").unwrap_or_default(),
         r#"{"restarted":true,"service":"checkout"}"#
     );
 

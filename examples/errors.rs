@@ -20,8 +20,7 @@
 
 use futures::StreamExt;
 use phaseo_agent::{
-    Agent, AgentBuilder, AgentError, Event, Message, OnError, RunState, ScriptedModel, Tool,
-    ToolCall,
+    Agent, AgentBuilder, AgentError, Event, Message, OnError, ScriptedModel, Tool, ToolCall,
 };
 use serde_json::{Value, json};
 
@@ -79,19 +78,6 @@ fn charge_card() -> Tool {
 
 fn builder(id: &str, model: &ScriptedModel) -> AgentBuilder {
     Agent::builder(id).model(model.clone())
-}
-
-fn tool_message<'a>(state: &'a RunState, id: &str) -> &'a str {
-    state
-        .messages()
-        .iter()
-        .find_map(|m| match m {
-            Message::Tool {
-                call_id, content, ..
-            } if call_id == id => Some(content.as_str()),
-            _ => None,
-        })
-        .unwrap_or_default()
 }
 
 #[tokio::main]
@@ -254,11 +240,11 @@ async fn main() -> Result<(), AgentError> {
         .await?;
     println!(
         "   ReturnToModel:  the model saw {}, and answered: {}",
-        tool_message(&done.state, "call_1"),
+        done.state.tool_result("call_1").unwrap_or_default(),
         done.output().unwrap_or_default()
     );
     assert_eq!(
-        tool_message(&done.state, "call_1"),
+        done.state.tool_result("call_1").unwrap_or_default(),
         r#"{"error":"Unknown tool: fly"}"#
     );
 
@@ -331,8 +317,14 @@ async fn main() -> Result<(), AgentError> {
             &full[full.len() - tail..]
         )
     };
-    assert_eq!(tool_message(&done.state, "call_1"), capped(60));
-    assert_eq!(tool_message(&done.state, "call_2"), capped(24));
+    assert_eq!(
+        done.state.tool_result("call_1").unwrap_or_default(),
+        capped(60)
+    );
+    assert_eq!(
+        done.state.tool_result("call_2").unwrap_or_default(),
+        capped(24)
+    );
 
     println!("\n== 7. The turn limit: a model that keeps calling tools");
     let model = ScriptedModel::new()

@@ -17,8 +17,7 @@
 //! Run it with `cargo run --example manual_interactive`. The model is scripted, so it runs offline.
 
 use phaseo_agent::{
-    Agent, AgentError, Decisions, Message, PendingKind, RunState, ScriptedModel, Tool, ToolCall,
-    ToolContext,
+    Agent, AgentError, Decisions, PendingKind, RunState, ScriptedModel, Tool, ToolCall, ToolContext,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -111,19 +110,6 @@ fn agent(model: &ScriptedModel) -> Result<Agent, AgentError> {
         // A person reads every email before it goes out.
         .human_review(|call: &ToolCall, _ctx: &ToolContext| call.name == "send_email")
         .build()
-}
-
-fn tool_message<'a>(state: &'a RunState, id: &str) -> &'a str {
-    state
-        .messages()
-        .iter()
-        .find_map(|m| match m {
-            Message::Tool {
-                call_id, content, ..
-            } if call_id == id => Some(content.as_str()),
-            _ => None,
-        })
-        .unwrap_or_default()
 }
 
 #[tokio::main]
@@ -239,23 +225,23 @@ async fn main() -> Result<(), AgentError> {
     println!("   answer: {}", done.output().unwrap_or_default());
 
     assert_eq!(
-        tool_message(&done.state, "call_1"),
+        done.state.tool_result("call_1").unwrap_or_default(),
         r#"{"customer":"Dana","id":"T-1042","title":"Refund not received"}"#
     );
     assert_eq!(
-        tool_message(&done.state, "call_2"),
+        done.state.tool_result("call_2").unwrap_or_default(),
         r#"{"by":"policy","refunded":12}"#
     );
     assert_eq!(
-        tool_message(&done.state, "call_3"),
+        done.state.tool_result("call_3").unwrap_or_default(),
         r#"{"by":"a person","refunded":true}"#
     );
     assert_eq!(
-        tool_message(&done.state, "call_4"),
+        done.state.tool_result("call_4").unwrap_or_default(),
         r#"{"sent":true,"to":"dana@example.com"}"#
     );
     assert_eq!(
-        tool_message(&done.state, "call_5"),
+        done.state.tool_result("call_5").unwrap_or_default(),
         r#"{"invoice_id":"INV-7","total_cents":26200}"#
     );
     assert_eq!(

@@ -413,6 +413,33 @@ impl RunState {
             .collect()
     }
 
+    /// What the model saw (or, for a paused turn, will see) as the result of a call, by call id.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let echo = Tool::new("echo", "Echo", json!({"type": "object"}), |input, _| Ok(input));
+    /// let model = ScriptedModel::new().tool_call("c1", "echo", json!({"a": 1})).text("done");
+    /// let agent = Agent::builder("t").model(model).tool(echo).build()?;
+    /// let done = agent.run("go").await?;
+    /// assert_eq!(done.state.tool_result("c1"), Some(r#"{"a":1}"#));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn tool_result(&self, call_id: &str) -> Option<&str> {
+        let completed = self.steps.iter().rev().find(|s| s.call_id == call_id);
+        completed
+            .or_else(|| {
+                self.paused_results()
+                    .into_iter()
+                    .find(|s| s.call_id == call_id)
+            })
+            .map(|s| s.content.as_str())
+    }
+
     /// Whether the state carries a signature (see `AgentBuilder::state_key`).
     pub fn is_signed(&self) -> bool {
         self.signature.is_some()
