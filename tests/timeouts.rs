@@ -308,3 +308,42 @@ async fn dropping_a_run_fires_the_tokens_of_its_running_calls() {
         "the running call's token fired when the run was dropped"
     );
 }
+
+/// A tool that never yields on its own (every `.await` is ready at once) uses up the task's
+/// cooperative budget on every poll; its deadline is polled outside that budget, so it still fires.
+#[tokio::test]
+async fn a_tool_that_uses_up_its_cooperative_budget_still_times_out() {
+    let busy = Tool::new_async(
+        "busy",
+        "Reads a channel that is never empty",
+        json!({"type": "object"}),
+        |_, _| async move {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+            while !tx.is_closed() {
+                let _ = tx.send(());
+                rx.recv().await;
+            }
+            Ok(json!("unreachable"))
+        },
+    )
+    .timeout(Duration::from_millis(50));
+    let model = ScriptedModel::new()
+        .tool_call("c1", "busy", json!({}))
+        .text("moved on");
+    let agent = Agent::builder("t")
+        .model(model.clone())
+        .tool(busy)
+        .build()
+        .unwrap();
+
+    let result = tokio::time::timeout(Duration::from_secs(10), agent.run("go"))
+        .await
+        .expect("the tool's timeout never fired")
+        .unwrap();
+
+    assert_eq!(result.output(), Some("moved on"));
+    assert_eq!(
+        result_of(&model.requests()[1], "c1"),
+        json!({"error": "Tool busy timed out after 50ms"})
+    );
+}

@@ -42,7 +42,7 @@ pub enum AgentError {
         /// The tool id.
         tool: String,
         /// The timeout that expired, in milliseconds.
-        ms: u128,
+        ms: u64,
     },
     /// A tool panicked. The run goes on; the panic message is kept for operators.
     #[error("Tool {tool} panicked: {message}")]

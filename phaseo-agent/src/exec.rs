@@ -1,13 +1,20 @@
 //! Executing tool calls: timeouts, cancellation, panics, the concurrency limit, call order, output
 //! checks and caps, and the error policy.
 
-use futures::{FutureExt, StreamExt};
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::StreamExt;
 use serde_json::Value;
+use tokio::task::coop::{Unconstrained, unconstrained};
+use tokio::time::{Sleep, sleep};
 
 use crate::event::Event;
 use crate::run::ToolStep;
 use crate::runner::{Runner, error_content, tool_error_event};
-use crate::tool::{Parsed, Produced, panic_error};
+use crate::tool::{CallFuture, Parsed, Produced, panic_error};
 use crate::{AgentError, OnError, Tool, ToolContext};
 
 /// One call to run: its slot in the turn, the tool's index, its parsed input and its context.
@@ -66,7 +73,8 @@ impl Execution<'_> {
         self.runner.emit(Event::ToolCalled { call: call.clone() });
         // If the run is dropped mid-call, the guard fires the call's cancellation token.
         let guard = ctx.cancellation_token().clone().drop_guard();
-        let result = invoke(tool, parsed, &ctx, inner.settings.default_timeout).await;
+        let limit = tool.max_output_chars.or(inner.settings.max_output_chars);
+        let result = invoke(tool, parsed, &ctx, inner.settings.default_timeout, limit).await;
         guard.disarm();
         let record = ctx.take_record();
         let result = match (result, record.event_error) {
@@ -89,10 +97,6 @@ impl Execution<'_> {
         };
         match result {
             Ok(content) => {
-                let content = cap(
-                    content,
-                    tool.max_output_chars.or(inner.settings.max_output_chars),
-                );
                 self.runner.emit(Event::ToolResult {
                     call_id: call.id.clone(),
                     tool: call.name.clone(),
@@ -125,48 +129,125 @@ impl Execution<'_> {
 }
 
 /// Runs a tool's executor on parsed input: the timeout raced against it, a panic caught, the output
-/// checked. Returns the result text (uncapped).
-pub(crate) async fn invoke(
-    tool: &Tool,
+/// checked. Resolves to the result text, capped at `cap` characters.
+///
+/// The call starts, and its deadline is set, when the returned future is first polled: a call
+/// queued behind the concurrency limit has not started, and its timeout does not run.
+pub(crate) fn invoke<'a>(
+    tool: &'a Tool,
     parsed: Parsed,
-    ctx: &ToolContext,
-    default_timeout: Option<std::time::Duration>,
-) -> Result<String, AgentError> {
-    if !tool.executable {
-        return Err(AgentError::tool(format!(
-            "tool {} has no executor",
-            tool.id
-        )));
-    };
-    let want_value = !tool.output_checks.is_empty();
-    // Starting a typed call runs the tool's function up to its first `.await`: catch a panic there too.
-    let start = || parsed.start(tool.runs.as_deref(), ctx, want_value);
-    let call = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(start)) {
-        Ok(call) => std::panic::AssertUnwindSafe(call).catch_unwind(),
-        Err(payload) => return Err(panicked(tool, payload)),
-    };
-    let produced = match tool.timeout.or(default_timeout) {
-        // Boxed, so that a call without a timeout does not carry the timer's state in its future.
-        Some(limit) => match Box::pin(tokio::time::timeout(limit, call)).await {
-            Ok(done) => done,
-            Err(_) => {
-                // The call's future is already dropped (the timeout owned it); tell the tool too.
-                ctx.cancellation_token().cancel();
-                return Err(AgentError::Timeout {
-                    tool: tool.id.clone(),
-                    ms: limit.as_millis(),
-                });
+    ctx: &'a ToolContext,
+    default_timeout: Option<Duration>,
+    cap: Option<usize>,
+) -> Invoke<'a> {
+    Invoke {
+        tool,
+        ctx,
+        limit: tool.timeout.or(default_timeout),
+        cap,
+        state: State::Ready(parsed),
+    }
+}
+
+/// The future of one call, written out rather than as an `async fn`: it is the runtime's per-call
+/// path, and a hand-written state machine keeps it to one poll of the tool's future, with no
+/// intermediate results moved between nested futures.
+pub(crate) struct Invoke<'a> {
+    tool: &'a Tool,
+    ctx: &'a ToolContext,
+    limit: Option<Duration>,
+    cap: Option<usize>,
+    state: State,
+}
+
+enum State {
+    /// Parsed, not started.
+    Ready(Parsed),
+    Running {
+        call: CallFuture,
+        /// Boxed, so that a call without a timeout does not carry the timer's state.
+        deadline: Option<Pin<Box<Unconstrained<Sleep>>>>,
+    },
+    Done,
+}
+
+impl Invoke<'_> {
+    fn finish(&self, produced: Result<Produced, AgentError>) -> Result<String, AgentError> {
+        // A panic on a blocking tool's thread comes back as an error: it is named after the tool.
+        let text = match produced.map_err(|e| named(self.tool, e))? {
+            Produced::Text(text) => text,
+            Produced::Value(value) => self.tool.check_output(value)?.to_string(),
+        };
+        Ok(cap(text, self.cap))
+    }
+}
+
+impl Future for Invoke<'_> {
+    type Output = Result<String, AgentError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let tool = this.tool;
+        if let State::Ready(_) = this.state {
+            let State::Ready(parsed) = std::mem::replace(&mut this.state, State::Done) else {
+                unreachable!("matched above")
+            };
+            if !tool.executable {
+                return Poll::Ready(Err(AgentError::tool(format!(
+                    "tool {} has no executor",
+                    tool.id
+                ))));
             }
-        },
-        None => call.await,
-    };
-    // A panic caught here, or on a blocking tool's thread, is named after the tool.
-    let produced = produced
-        .unwrap_or_else(|payload| Err(panic_error(payload)))
-        .map_err(|e| named(tool, e))?;
-    match produced {
-        Produced::Text(text) => Ok(text),
-        Produced::Value(value) => Ok(tool.check_output(value)?.to_string()),
+            let want_value = !tool.output_checks.is_empty();
+            // Starting a typed call runs the tool's function up to its first `.await`: catch a
+            // panic there too.
+            let start =
+                AssertUnwindSafe(|| parsed.start(tool.runs.as_deref(), this.ctx, want_value));
+            match std::panic::catch_unwind(start) {
+                Ok(call) => {
+                    this.state = State::Running {
+                        call,
+                        deadline: this
+                            .limit
+                            .map(|limit| Box::pin(unconstrained(sleep(limit)))),
+                    }
+                }
+                Err(payload) => return Poll::Ready(Err(panicked(tool, payload))),
+            }
+        }
+        let State::Running { call, deadline } = &mut this.state else {
+            return Poll::Ready(Err(AgentError::tool(
+                "the call was polled after it finished",
+            )));
+        };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(cx))) {
+            Ok(Poll::Ready(produced)) => {
+                this.state = State::Done;
+                return Poll::Ready(this.finish(produced));
+            }
+            Ok(Poll::Pending) => {}
+            Err(payload) => {
+                this.state = State::Done;
+                return Poll::Ready(Err(panicked(tool, payload)));
+            }
+        }
+        // The deadline is polled outside the task's cooperative budget (as `tokio::time::timeout`
+        // does), so a tool that uses up the budget cannot keep its own timeout from firing.
+        if let Some(deadline) = deadline {
+            if deadline.as_mut().poll(cx).is_ready() {
+                // Drop the call's future first, then tell the tool: the timeout is reported at
+                // once, never after the tool's own cleanup.
+                this.state = State::Done;
+                this.ctx.cancellation_token().cancel();
+                let ms = this.limit.unwrap_or_default().as_millis();
+                let ms = u64::try_from(ms).unwrap_or(u64::MAX);
+                return Poll::Ready(Err(AgentError::Timeout {
+                    tool: tool.id.clone(),
+                    ms,
+                }));
+            }
+        }
+        Poll::Pending
     }
 }
 
@@ -188,12 +269,16 @@ fn named(tool: &Tool, error: AgentError) -> AgentError {
 /// Caps a result at `max` characters: a longer one keeps its first `max - max / 2` and last `max / 2`
 /// characters around a notice of how many were cut. Characters are Unicode scalar values, so a cut
 /// never splits one.
+#[inline]
 pub(crate) fn cap(content: String, max: Option<usize>) -> String {
-    let Some(max) = max else { return content };
-    // Cheap early exit: a string of at most `max` bytes has at most `max` characters.
-    if content.len() <= max {
-        return content;
+    match max {
+        // Cheap early exit: a string of at most `max` bytes has at most `max` characters.
+        Some(max) if content.len() > max => cut(content, max),
+        _ => content,
     }
+}
+
+fn cut(content: String, max: usize) -> String {
     let total = content.chars().count();
     if total <= max {
         return content;

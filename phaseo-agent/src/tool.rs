@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, Either};
 use serde_json::Value;
 
 use crate::schema::Validator;
@@ -456,7 +456,9 @@ impl Tool {
     /// Parses, validates and runs one call's argument text, as the agent loop would (the tool's own
     /// timeout, output checks and cap apply; approval does not), returning the result text.
     ///
-    /// For unit tests of a tool and for benchmarks.
+    /// The arguments are parsed and validated when `invoke` is called; the tool starts (and its
+    /// timeout runs) when the returned future is first polled. For unit tests of a tool and for
+    /// benchmarks.
     ///
     /// ```
     /// use phaseo_agent::{Tool, ToolContext};
@@ -473,12 +475,21 @@ impl Tool {
     /// assert_eq!(err.to_string(), r#"Invalid tool input: $.n: "x" is not of type "integer""#);
     /// # }
     /// ```
-    pub async fn invoke(&self, arguments: &str, ctx: &ToolContext) -> Result<String, AgentError> {
-        let parsed = self
-            .parse_call(arguments)
-            .map_err(AgentError::InvalidInput)?;
-        let content = crate::exec::invoke(self, parsed, ctx, None).await?;
-        Ok(crate::exec::cap(content, self.max_output_chars))
+    pub fn invoke<'a>(
+        &'a self,
+        arguments: &str,
+        ctx: &'a ToolContext,
+    ) -> impl Future<Output = Result<String, AgentError>> + Send + 'a {
+        match self.parse_call(arguments) {
+            Ok(parsed) => Either::Left(crate::exec::invoke(
+                self,
+                parsed,
+                ctx,
+                None,
+                self.max_output_chars,
+            )),
+            Err(e) => Either::Right(futures::future::ready(Err(AgentError::InvalidInput(e)))),
+        }
     }
 
     /// Whether the tool has no executor (its result comes from outside the process).
