@@ -574,7 +574,9 @@ pub(crate) fn parse_arguments(args: &str) -> Result<Value, String> {
 }
 
 /// Empty or JSON whitespace only. Stops at the first other byte, so a call's arguments cost one
-/// comparison (`str::trim` walks both ends, decoding UTF-8).
+/// comparison (`str::trim` walks both ends, decoding UTF-8). Inlined into the typed decoders, which
+/// are compiled in the crate that defines the tool.
+#[inline]
 pub(crate) fn is_blank(args: &str) -> bool {
     args.bytes()
         .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))

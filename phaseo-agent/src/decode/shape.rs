@@ -244,6 +244,7 @@ impl Shape {
     }
 
     /// The root node.
+    #[inline(always)]
     pub(crate) fn root(&self) -> NodeId {
         ROOT
     }
