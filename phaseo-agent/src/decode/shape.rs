@@ -34,6 +34,10 @@ pub(crate) type NodeId = u32;
 #[derive(Debug)]
 pub(crate) struct Shape {
     nodes: Vec<Node>,
+    /// Per node, the scalar types ([`types`] bits) a value passes on its type alone, `null`
+    /// included (through `Option`'s `anyOf`): one byte read settles most scalars, with no walk
+    /// through [`Node::Nullable`] and no look into [`Checks`].
+    plain: Box<[u8]>,
 }
 
 #[derive(Debug)]
@@ -207,9 +211,43 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 impl Shape {
     /// A shape that accepts everything: the strict decoder over it only tracks paths.
     pub(crate) fn any() -> Self {
-        Shape {
-            nodes: vec![Node::Any, Node::Any, Node::Never],
+        Shape::new(vec![Node::Any, Node::Any, Node::Never])
+    }
+
+    fn new(nodes: Vec<Node>) -> Self {
+        let mut shape = Shape {
+            nodes,
+            plain: Box::default(),
+        };
+        shape.plain = (0..shape.nodes.len())
+            .map(|id| shape.plain_types(id as NodeId))
+            .collect();
+        shape
+    }
+
+    /// The scalar types a value of the node passes on its type alone (see [`Shape::plain`]).
+    fn plain_types(&self, id: NodeId) -> u8 {
+        const SCALARS: u8 =
+            types::NULL | types::BOOLEAN | types::NUMBER | types::INTEGER | types::STRING;
+        // A chain of nullable nodes ends (`compile` refuses loops); the bound keeps this total.
+        let (mut id, mut null) = (id, 0);
+        for _ in 0..=self.nodes.len() {
+            match self.node(id) {
+                Node::Nullable(target) => (id, null) = (*target, types::NULL),
+                Node::Any => return SCALARS,
+                Node::Never => return null,
+                Node::Check(c) if c.plain => return (c.types & SCALARS) | null,
+                Node::Check(_) => return null,
+            }
         }
+        0
+    }
+
+    /// Whether a scalar of type `bit` passes the node on its type alone. `false` means: look at
+    /// the node's checks.
+    #[inline(always)]
+    pub(crate) fn plain(&self, id: NodeId, bit: u8) -> bool {
+        self.plain[id as usize] & bit != 0
     }
 
     /// Compiles a normalised schema, or says which keyword the strict decoder does not check.
@@ -224,23 +262,21 @@ impl Shape {
             def_ids: HashMap::new(),
         };
         builder.compile_into(ROOT, schema, true)?;
-        let shape = Shape {
-            nodes: builder.nodes,
-        };
+        let nodes = builder.nodes;
         // `anyOf [$ref, null]` definitions could chain into a loop that checks nothing.
-        for start in 0..shape.nodes.len() {
+        for start in 0..nodes.len() {
             let mut id = start as NodeId;
-            for _ in 0..=shape.nodes.len() {
-                match shape.node(id) {
+            for _ in 0..=nodes.len() {
+                match &nodes[id as usize] {
                     Node::Nullable(target) => id = *target,
                     _ => break,
                 }
             }
-            if matches!(shape.node(id), Node::Nullable(_)) {
+            if matches!(nodes[id as usize], Node::Nullable(_)) {
                 return Err("a loop of nullable references".into());
             }
         }
-        Ok(shape)
+        Ok(Shape::new(nodes))
     }
 
     /// The root node.

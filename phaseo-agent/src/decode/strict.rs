@@ -263,6 +263,9 @@ impl<'s, V, T> StrictVisitor<'s, V, T> {
     #[inline(always)]
     fn null<E: de::Error>(&self) -> Result<(), E> {
         let shape = self.cx.shape;
+        if shape.plain(self.node, types::NULL) {
+            return Ok(());
+        }
         let ok = match shape.node(self.node) {
             Node::Any | Node::Nullable(_) => true,
             Node::Never => false,
@@ -278,6 +281,9 @@ impl<'s, V, T> StrictVisitor<'s, V, T> {
 
     #[inline(always)]
     fn boolean<E: de::Error>(&self, v: bool) -> Result<(), E> {
+        if self.cx.shape.plain(self.node, types::BOOLEAN) {
+            return Ok(());
+        }
         match self.checks("a boolean")? {
             Some(c) if c.types & types::BOOLEAN == 0 => Err(reject("a boolean")),
             Some(c)
@@ -293,6 +299,13 @@ impl<'s, V, T> StrictVisitor<'s, V, T> {
 
     #[inline(always)]
     fn integer<E: de::Error>(&self, v: i128) -> Result<(), E> {
+        if self
+            .cx
+            .shape
+            .plain(self.node, types::INTEGER | types::NUMBER)
+        {
+            return Ok(());
+        }
         let Some(c) = self.typed(types::INTEGER | types::NUMBER, "a number")? else {
             return Ok(());
         };
@@ -315,6 +328,9 @@ impl<'s, V, T> StrictVisitor<'s, V, T> {
         } else {
             types::NUMBER
         };
+        if v.is_finite() && self.cx.shape.plain(self.node, bits) {
+            return Ok(());
+        }
         let Some(c) = self.typed(bits, "a number")? else {
             return Ok(());
         };
@@ -332,6 +348,9 @@ impl<'s, V, T> StrictVisitor<'s, V, T> {
 
     #[inline(always)]
     fn string<E: de::Error>(&self, v: &str) -> Result<(), E> {
+        if self.cx.shape.plain(self.node, types::STRING) {
+            return Ok(());
+        }
         let Some(c) = self.checks("a string")? else {
             return Ok(());
         };
