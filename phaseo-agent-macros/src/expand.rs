@@ -29,6 +29,14 @@
 //!     }
 //! }
 //!
+//! // Without reference parameters (no context, no `&str`), `__build` takes the hidden function
+//! // itself and the closure hands over its future, with no `async` block around it:
+//! //     typed_infallible::<AddArgs<..>, i64, _, _>("add", "..", move |input| {
+//! //         let AddArgs { a, b } = input;
+//! //         call(a, b)
+//! //     })
+//! // (`typed_without_context` when the function returns a `Result`).
+//!
 //! // With `#[tool(timeout_ms = 3_000, input_schema = check)]`, `into_tool` ends in builder calls:
 //! let __tool = __build::<i64, i64>(*self);
 //! let __tool = Tool::timeout(__tool, Duration::from_millis(3_000));
@@ -468,8 +476,23 @@ impl<'a> Expansion<'a> {
             .params
             .iter()
             .any(|param| matches!(param.role, Role::Context));
-        if self.tool.is_async() && !takes_context {
-            // No context parameter: the call is not handed one (one reference count less per call).
+        if self.tool.is_async() && !self.borrows() {
+            // No reference parameters: the closure hands over the function's own future, so a call
+            // is that future alone (no `async` block around it, holding the input a second time),
+            // and is not handed a context (one reference count less per call).
+            let call = quote!(__call(#(#args),*));
+            if matches!(self.tool.returns, Returns::Result { .. }) {
+                quote! {
+                    #p::typed_without_context::<#input, #output, #error, _, _>(#id, #description,
+                        move |__input: #input| { #unpack #call })
+                }
+            } else {
+                quote! {
+                    #p::typed_infallible::<#input, #output, _, _>(#id, #description,
+                        move |__input: #input| { #unpack #call })
+                }
+            }
+        } else if self.tool.is_async() && !takes_context {
             quote! {
                 #p::typed_without_context::<#input, #output, #error, _, _>(#id, #description,
                     move |__input: #input| async move { #unpack #result })

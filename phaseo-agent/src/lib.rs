@@ -145,7 +145,7 @@ pub mod __private {
         Approve, Approver, Arg, ByInput, ByInputAndContext, CheckError, Context, ExternalOutput,
         Failure, Input, NextTurn, OnToolCalled, Output, Transform, Validate, approval, approver,
         event_schema, external, input_schema, next_turn, on_response_received, on_tool_called,
-        output_schema, typed, typed_blocking, typed_without_context,
+        output_schema, typed, typed_blocking, typed_infallible, typed_without_context,
     };
     pub use crate::typed::{ToolInput, ToolOutput};
     pub use crate::{OnError, Tool, ToolContext};

@@ -196,6 +196,18 @@ where
     Tool::typed_without_context(id, description, f)
 }
 
+/// [`Tool::typed_without_context`] for an async function that returns its output (not a
+/// `Result`): the function's future is the call, with no `async` block around it.
+pub fn typed_infallible<I, O, F, Fut>(id: &str, description: impl Into<String>, f: F) -> Tool
+where
+    I: Input,
+    O: Output,
+    F: Fn(I) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = O> + Send + 'static,
+{
+    Tool::typed_infallible(id.to_owned(), description.into(), f)
+}
+
 /// [`Tool::typed_blocking`] with the macro's bounds.
 pub fn typed_blocking<I, O, E, F>(id: &str, description: impl Into<String>, f: F) -> Tool
 where

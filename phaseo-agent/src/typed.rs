@@ -100,6 +100,18 @@ impl Tool {
         Self::typed_async::<I, _>(id.into(), description.into(), WithoutContext(f))
     }
 
+    /// [`Tool::typed_without_context`] for a function whose future yields the output itself (what
+    /// `#[tool]` uses for an async function that does not return a `Result`).
+    pub(crate) fn typed_infallible<I, O, F, Fut>(id: String, description: String, f: F) -> Self
+    where
+        I: ToolInput,
+        O: ToolOutput,
+        F: Fn(I) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = O> + Send + 'static,
+    {
+        Self::typed_async::<I, _>(id, description, Infallible(f))
+    }
+
     fn typed_async<I: ToolInput, C: TypedFn<I>>(id: String, description: String, call: C) -> Self {
         let mut tool = Self::typed_parts::<I>(id, description, true, |input| {
             Parsed(Box::new(TypedCall::<I, C, C::Future>::Ready {
@@ -297,6 +309,45 @@ where
 
     fn call(&self, input: I, _ctx: &ToolContext) -> Fut {
         (self.0)(input)
+    }
+}
+
+/// A function whose future cannot fail.
+struct Infallible<F>(F);
+
+impl<I, O, F, Fut> TypedFn<I> for Infallible<F>
+where
+    O: ToolOutput,
+    F: Fn(I) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = O> + Send + 'static,
+{
+    type Output = O;
+    type Error = std::convert::Infallible;
+    type Future = AlwaysOk<Fut>;
+
+    fn call(&self, input: I, _ctx: &ToolContext) -> AlwaysOk<Fut> {
+        AlwaysOk {
+            inner: (self.0)(input),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future's output as `Ok`.
+    struct AlwaysOk<F> {
+        #[pin]
+        inner: F,
+    }
+}
+
+impl<F: Future> Future for AlwaysOk<F> {
+    type Output = Result<F::Output, std::convert::Infallible>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        self.project().inner.poll(cx).map(Ok)
     }
 }
 
