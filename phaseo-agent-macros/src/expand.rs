@@ -336,6 +336,7 @@ impl<'a> Expansion<'a> {
                 build.turbofish.push(field.concrete(p));
             }
         }
+        let mut callee = quote!(__call);
         if self.args.external.is_some() {
         } else if self.tool.is_async() && !self.borrows() {
             // No reference parameters: the hidden function itself, generic, so each call awaits its
@@ -359,13 +360,18 @@ impl<'a> Expansion<'a> {
             }
             build.inputs.push(quote!(__call: __F));
             build.args.push(quote!(#hidden));
+        } else if self.tool.is_async() && build.params.is_empty() {
+            // Reference parameters but no generic ones (a typed input and the context): the call
+            // names the hidden function, whose future borrows what the call's `async` block owns,
+            // instead of going through the pointer `Deref` gives, which boxes that future.
+            callee = self.hidden.to_token_stream();
         } else {
             let pointer = self.pointer_type(true);
             build.inputs.push(quote!(__call: #pointer));
             build.args.push(quote!(*self));
         }
         let tool = self.approval(&mut build);
-        let constructor = self.constructor();
+        let constructor = self.constructor(&callee);
         let Build {
             params,
             inputs,
@@ -451,7 +457,9 @@ impl<'a> Expansion<'a> {
         }
     }
 
-    fn constructor(&self) -> TokenStream {
+    /// The runtime constructor call; `callee` is what the closure calls: `__call`, or the hidden
+    /// function by name.
+    fn constructor(&self, callee: &TokenStream) -> TokenStream {
         let p = &self.private;
         let (id, description, input) = (&self.id, &self.description, self.input_type());
         let (output, error) = self.output_and_error();
@@ -463,7 +471,7 @@ impl<'a> Expansion<'a> {
             None => plain::unpack(&self.args_struct, &self.fields),
         };
         let args = self.call_args();
-        let mut result = quote!(__call(#(#args),*));
+        let mut result = quote!(#callee(#(#args),*));
         if self.tool.is_async() {
             result = quote!(#result.await);
         }
@@ -480,7 +488,7 @@ impl<'a> Expansion<'a> {
             // No reference parameters: the closure hands over the function's own future, so a call
             // is that future alone (no `async` block around it, holding the input a second time),
             // and is not handed a context (one reference count less per call).
-            let call = quote!(__call(#(#args),*));
+            let call = quote!(#callee(#(#args),*));
             if matches!(self.tool.returns, Returns::Result { .. }) {
                 quote! {
                     #p::typed_without_context::<#input, #output, #error, _, _>(#id, #description,
