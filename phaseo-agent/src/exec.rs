@@ -73,8 +73,15 @@ impl Execution<'_> {
         self.runner.emit(Event::ToolCalled { call: call.clone() });
         // If the run is dropped mid-call, the guard fires the call's cancellation token.
         let guard = ctx.cancellation_token().clone().drop_guard();
-        let limit = tool.max_output_chars.or(inner.settings.max_output_chars);
-        let result = invoke(tool, parsed, &ctx, inner.settings.default_timeout, limit).await;
+        let max_chars = tool.max_output_chars.or(inner.settings.max_output_chars);
+        let result = invoke(
+            tool,
+            parsed,
+            &ctx,
+            inner.settings.default_timeout,
+            max_chars,
+        )
+        .await;
         guard.disarm();
         let record = ctx.take_record();
         let result = match (result, record.event_error) {
@@ -172,6 +179,28 @@ enum State {
 }
 
 impl Invoke<'_> {
+    /// Starts the call: runs the tool's function up to its first `.await` (a panic there is caught
+    /// too) and sets the deadline.
+    fn start(&mut self, parsed: Parsed) -> Result<(), AgentError> {
+        let tool = self.tool;
+        if !tool.executable {
+            return Err(AgentError::tool(format!(
+                "tool {} has no executor",
+                tool.id
+            )));
+        }
+        let want_value = !tool.output_checks.is_empty();
+        let start = AssertUnwindSafe(|| parsed.start(tool.runs.as_deref(), self.ctx, want_value));
+        let call = std::panic::catch_unwind(start).map_err(|payload| panicked(tool, payload))?;
+        self.state = State::Running {
+            call,
+            deadline: self
+                .limit
+                .map(|limit| Box::pin(unconstrained(sleep(limit)))),
+        };
+        Ok(())
+    }
+
     fn finish(&self, produced: Result<Produced, AgentError>) -> Result<String, AgentError> {
         // A panic on a blocking tool's thread comes back as an error: it is named after the tool.
         let text = match produced.map_err(|e| named(self.tool, e))? {
@@ -189,30 +218,10 @@ impl Future for Invoke<'_> {
         let this = self.get_mut();
         let tool = this.tool;
         if let State::Ready(_) = this.state {
-            let State::Ready(parsed) = std::mem::replace(&mut this.state, State::Done) else {
-                unreachable!("matched above")
-            };
-            if !tool.executable {
-                return Poll::Ready(Err(AgentError::tool(format!(
-                    "tool {} has no executor",
-                    tool.id
-                ))));
-            }
-            let want_value = !tool.output_checks.is_empty();
-            // Starting a typed call runs the tool's function up to its first `.await`: catch a
-            // panic there too.
-            let start =
-                AssertUnwindSafe(|| parsed.start(tool.runs.as_deref(), this.ctx, want_value));
-            match std::panic::catch_unwind(start) {
-                Ok(call) => {
-                    this.state = State::Running {
-                        call,
-                        deadline: this
-                            .limit
-                            .map(|limit| Box::pin(unconstrained(sleep(limit)))),
-                    }
+            if let State::Ready(parsed) = std::mem::replace(&mut this.state, State::Done) {
+                if let Err(error) = this.start(parsed) {
+                    return Poll::Ready(Err(error));
                 }
-                Err(payload) => return Poll::Ready(Err(panicked(tool, payload))),
             }
         }
         let State::Running { call, deadline } = &mut this.state else {
