@@ -77,6 +77,19 @@ pub mod tools {
         std::fs::metadata(path).map(|m| m.len())
     }
 
+    /// Async, plain arguments with a borrowed string and a generic one, and the context.
+    #[tool]
+    pub async fn greet(
+        /// Who.
+        name: &str,
+        /// How many times.
+        times: u32,
+        ctx: &ToolContext,
+    ) -> String {
+        tokio::task::yield_now().await;
+        format!("{name} x{times} at step {}", ctx.step_index())
+    }
+
     /// External, plain arguments.
     #[tool(external)]
     pub async fn ask(question: String) -> String;
@@ -151,12 +164,13 @@ async fn the_linted_tools_build_an_agent() {
         .tool(tools::label)
         .tool(tools::ping)
         .tool(tools::size)
+        .tool(tools::greet)
         .tool(tools::ask)
         .tool(tools::lookup)
         .tool(tools::fetch_checked)
         .tool(tools::confirm)
         .build()
         .unwrap();
-    assert_eq!(agent.tools().len(), 8);
+    assert_eq!(agent.tools().len(), 9);
     assert_eq!(tools::label("ab", Some(2)), "abab");
 }

@@ -19,13 +19,14 @@
 //! }
 //! impl IntoTool for add {                           // so `.tool(add)` takes it
 //!     fn into_tool(self) -> Tool {
-//!         fn __build<__T0: Arg, __T1: Arg>(call: for<'a> fn(__T0, __T1, &'a ToolContext) -> ...) -> Tool {
+//!         trait __PhaseoCall<'__a, __T0, __T1> { type Fut: Future + Send + '__a; ... }
+//!         fn __build<__T0: Arg, __T1: Arg, __F: for<'__a> __PhaseoCall<'__a, __T0, __T1>>(call: __F) -> Tool {
 //!             typed::<AddArgs<__T0, __T1>, i64, String, _, _>("add", "Add two numbers.", move |input, ctx| async move {
 //!                 let AddArgs { a, b } = input;
-//!                 call(a, b, <ToolContext as Context>::from_context(&ctx)).await
+//!                 call.__phaseo_call(a, b, <ToolContext as Context>::from_context(&ctx)).await
 //!             })
 //!         }
-//!         __build::<i64, i64>(*self)                // a type that is not an argument fails here, at its span
+//!         __build::<i64, i64, _>(__phaseo_tool_add) // a type that is not an argument fails here, at its span
 //!     }
 //! }
 //!
@@ -36,6 +37,11 @@
 //! //         call(a, b)
 //! //     })
 //! // (`typed_without_context` when the function returns a `Result`).
+//! // With reference parameters, the `async` block owns the context and the strings, and the
+//! // function's future borrows them, unboxed: a typed input calls the hidden function by name;
+//! // plain arguments go through `__PhaseoCall`, a trait declared in `into_tool` that names the
+//! // function's future for every lifetime of its references (`__build` is generic, as above).
+//! // Only `add(..)` through `Deref` boxes the future.
 //!
 //! // With `#[tool(timeout_ms = 3_000, input_schema = check)]`, `into_tool` ends in builder calls:
 //! let __tool = __build::<i64, i64>(*self);
@@ -123,6 +129,8 @@ fn fallback(tool: &ToolFn) -> TokenStream {
 /// The parts of `__build`: its generic parameters and inputs, and what `into_tool` passes it.
 #[derive(Default)]
 struct Build {
+    /// Items declared in `into_tool` before `__build`.
+    items: Vec<TokenStream>,
     params: Vec<TokenStream>,
     inputs: Vec<TokenStream>,
     args: Vec<TokenStream>,
@@ -365,6 +373,20 @@ impl<'a> Expansion<'a> {
             // names the hidden function, whose future borrows what the call's `async` block owns,
             // instead of going through the pointer `Deref` gives, which boxes that future.
             callee = self.hidden.to_token_stream();
+        } else if self.tool.is_async() {
+            // Reference parameters and generic ones: `__build` takes the hidden function through a
+            // trait that names its future for every lifetime of the references, so the future
+            // can borrow what the call's `async` block owns without being boxed.
+            let call_trait = self.call_trait();
+            let generics = self.fields.iter().filter_map(|f| f.generic.as_ref());
+            build.params.push(
+                quote!(__F: for<'__a> __PhaseoCall<'__a, #(#generics),*> + #p::core::marker::Copy),
+            );
+            build.turbofish.push(quote!(_));
+            build.items.push(call_trait);
+            build.inputs.push(quote!(__call: __F));
+            build.args.push(self.hidden.to_token_stream());
+            callee = quote!(__call.__phaseo_call);
         } else {
             let pointer = self.pointer_type(true);
             build.inputs.push(quote!(__call: #pointer));
@@ -373,6 +395,7 @@ impl<'a> Expansion<'a> {
         let tool = self.approval(&mut build);
         let constructor = self.constructor(&callee);
         let Build {
+            items,
             params,
             inputs,
             args,
@@ -386,11 +409,60 @@ impl<'a> Expansion<'a> {
             #[allow(deprecated)]
             impl #p::IntoTool for #ident {
                 fn into_tool(self) -> #p::Tool {
+                    #(#items)*
                     fn __build<#(#params),*>(#(#inputs),*) -> #p::Tool {
                         let __tool = #constructor;
                         #tool
                     }
                     #built
+                }
+            }
+        }
+    }
+
+    /// `__PhaseoCall`: the async function's call with one lifetime for every reference parameter
+    /// and the plain arguments' type parameters, its future named for each lifetime.
+    fn call_trait(&self) -> TokenStream {
+        let p = &self.private;
+        let ret = self.return_type();
+        let generics: Vec<&Ident> = self
+            .fields
+            .iter()
+            .filter_map(|f| f.generic.as_ref())
+            .collect();
+        let names: Vec<Ident> = (0..self.tool.params.len())
+            .map(|i| format_ident!("__arg{}", i))
+            .collect();
+        let types: Vec<TokenStream> = self
+            .tool
+            .params
+            .iter()
+            .map(|param| {
+                let field = self.fields.iter().find(|f| std::ptr::eq(f.param, param));
+                match field.and_then(|f| f.generic.as_ref()) {
+                    Some(g) => g.to_token_stream(),
+                    None => with_lifetime(param.ty),
+                }
+            })
+            .collect();
+        let (send, sync, future) = (
+            quote!(#p::core::marker::Send),
+            quote!(#p::core::marker::Sync),
+            quote!(#p::core::future::Future),
+        );
+        quote! {
+            trait __PhaseoCall<'__a, #(#generics),*>: #send + #sync + 'static {
+                type Fut: #future<Output = #ret> + #send + '__a;
+                fn __phaseo_call(&self, #(#names: #types),*) -> Self::Fut;
+            }
+            impl<'__a, __F, __Fut, #(#generics),*> __PhaseoCall<'__a, #(#generics),*> for __F
+            where
+                __F: #p::core::ops::Fn(#(#types),*) -> __Fut + #send + #sync + 'static,
+                __Fut: #future<Output = #ret> + #send + '__a,
+            {
+                type Fut = __Fut;
+                fn __phaseo_call(&self, #(#names: #types),*) -> __Fut {
+                    self(#(#names),*)
                 }
             }
         }
