@@ -44,7 +44,7 @@
 //! // Only `add(..)` through `Deref` boxes the future.
 //!
 //! // With `#[tool(timeout_ms = 3_000, input_schema = check)]`, `into_tool` ends in builder calls:
-//! let __tool = __build::<i64, i64>(*self);
+//! let __tool = __build::<i64, i64, _>(__phaseo_tool_add);
 //! let __tool = Tool::timeout(__tool, Duration::from_millis(3_000));
 //! input_schema(__tool, check)                       // the helper's bounds check `check`, at its path
 //! ```
