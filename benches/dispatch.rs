@@ -11,6 +11,8 @@
 //!   closure that takes the context;
 //! - `tool_invoke_macro`: the same for a `#[tool]` function without a context parameter (what most
 //!   tools are), which is not handed a context;
+//! - `tool_invoke_macro_context`: the same for a `#[tool]` function that takes `&ToolContext` (its
+//!   call owns a handle to the context, and the function's future borrows it);
 //! - `typed_decode` and `from_str_only`: decoding alone, the runtime's (strict, schema-checked)
 //!   against serde's, to split `tool_invoke`'s cost between decoding and the rest;
 //! - `ladder/*`: the runtime's per-call steps rebuilt by hand, one added at a time (the typed
@@ -51,6 +53,13 @@ struct Found {
 /// Look up documents.
 #[phaseo_agent::tool]
 async fn lookup_tool(input: Lookup) -> Found {
+    lookup(input)
+}
+
+/// Look up documents, with the context at hand.
+#[phaseo_agent::tool]
+async fn lookup_with_context(input: Lookup, ctx: &ToolContext) -> Found {
+    let _ = ctx.step_index();
     lookup(input)
 }
 
@@ -113,6 +122,11 @@ fn dispatch(c: &mut Criterion) {
     assert_eq!(block_on(macro_tool.invoke(ARGS, &ctx)).unwrap(), expected);
     group.bench_function("tool_invoke_macro", |b| {
         b.iter(|| block_on(macro_tool.invoke(black_box(ARGS), &ctx)).unwrap())
+    });
+    let context_tool = phaseo_agent::IntoTool::into_tool(lookup_with_context);
+    assert_eq!(block_on(context_tool.invoke(ARGS, &ctx)).unwrap(), expected);
+    group.bench_function("tool_invoke_macro_context", |b| {
+        b.iter(|| block_on(context_tool.invoke(black_box(ARGS), &ctx)).unwrap())
     });
     group.bench_function("typed_decode", |b| {
         b.iter(|| decode(black_box(ARGS)).unwrap())
