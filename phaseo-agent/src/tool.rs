@@ -475,6 +475,7 @@ impl Tool {
     /// assert_eq!(err.to_string(), r#"Invalid tool input: $.n: "x" is not of type "integer""#);
     /// # }
     /// ```
+    #[inline]
     pub fn invoke<'a>(
         &'a self,
         arguments: &str,
@@ -522,6 +523,7 @@ impl Tool {
     /// Parses and validates a call's argument text. With custom input validators, the text goes
     /// through JSON (schema check, then each validator, which may transform it) before typed
     /// decoding; without, straight through the tool's parser.
+    #[inline]
     pub(crate) fn parse_call(&self, arguments: &str) -> Result<Parsed, String> {
         if self.input_checks.is_empty() {
             return (self.parse)(arguments);

@@ -250,6 +250,7 @@ fn object_input<I>(parameters: &Value) -> Option<String> {
     }
 }
 
+#[inline]
 fn produce<O: Serialize, E: Display>(
     result: Result<O, E>,
     want_value: bool,
