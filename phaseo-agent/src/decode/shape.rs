@@ -229,18 +229,13 @@ impl Shape {
     fn plain_types(&self, id: NodeId) -> u8 {
         const SCALARS: u8 =
             types::NULL | types::BOOLEAN | types::NUMBER | types::INTEGER | types::STRING;
-        // A chain of nullable nodes ends (`compile` refuses loops); the bound keeps this total.
-        let (mut id, mut null) = (id, 0);
-        for _ in 0..=self.nodes.len() {
-            match self.node(id) {
-                Node::Nullable(target) => (id, null) = (*target, types::NULL),
-                Node::Any => return SCALARS,
-                Node::Never => return null,
-                Node::Check(c) if c.plain => return (c.types & SCALARS) | null,
-                Node::Check(_) => return null,
-            }
+        let target = self.non_null(id);
+        let null = if target == id { 0 } else { types::NULL };
+        match self.node(target) {
+            Node::Any => SCALARS,
+            Node::Check(c) if c.plain => (c.types & SCALARS) | null,
+            Node::Never | Node::Nullable(_) | Node::Check(_) => null,
         }
-        0
     }
 
     /// Whether a scalar of type `bit` passes the node on its type alone. `false` means: look at
