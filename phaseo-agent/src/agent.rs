@@ -95,6 +95,14 @@ impl Default for ToolExecution {
     }
 }
 
+impl ToolExecution {
+    /// The cap on a result of `tool`: the tool's own, else the agent's.
+    pub(crate) fn max_output_chars_of(&self, tool: Option<&Tool>) -> Option<usize> {
+        tool.and_then(|tool| tool.max_output_chars)
+            .or(self.max_output_chars)
+    }
+}
+
 /// Options for one run.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {

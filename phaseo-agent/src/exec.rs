@@ -73,7 +73,7 @@ impl Execution<'_> {
         self.runner.emit(Event::ToolCalled { call: call.clone() });
         // If the run is dropped mid-call, the guard fires the call's cancellation token.
         let guard = ctx.cancellation_token().clone().drop_guard();
-        let max_chars = tool.max_output_chars.or(inner.settings.max_output_chars);
+        let max_chars = inner.settings.max_output_chars_of(Some(tool));
         let result = invoke(
             tool,
             parsed,

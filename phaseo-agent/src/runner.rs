@@ -410,9 +410,10 @@ impl Runner {
         is_error: bool,
         tool: Option<usize>,
     ) -> ToolStep {
-        let cap = tool
-            .and_then(|i| self.inner().tools[i].max_output_chars)
-            .or(self.inner().settings.max_output_chars);
+        let inner = self.inner();
+        let cap = inner
+            .settings
+            .max_output_chars_of(tool.map(|i| &inner.tools[i]));
         let content = crate::exec::cap(content, cap);
         ToolStep {
             step_index,
