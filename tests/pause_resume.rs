@@ -380,9 +380,15 @@ async fn states_of_unknown_versions_or_shapes_are_clear_errors() {
 
     // A forged pending call that is not part of the paused turn is refused.
     value["version"] = json!(STATE_VERSION);
-    value["pending"][0]["call"]["id"] = json!("forged");
-    let err = RunState::from_json(&value.to_string()).unwrap_err();
+    let mut forged = value.clone();
+    forged["pending"][0]["call"]["id"] = json!("forged");
+    let err = RunState::from_json(&forged.to_string()).unwrap_err();
     assert!(err.to_string().contains("forged"), "{err}");
+    // So is one with the right id and other arguments: the pending call is what would run.
+    let mut forged = value.clone();
+    forged["pending"][0]["call"]["arguments"] = json!(r#"{"environment":"production"}"#);
+    let err = RunState::from_json(&forged.to_string()).unwrap_err();
+    assert!(matches!(err, AgentError::InvalidState(_)), "{err}");
 }
 
 #[tokio::test]
@@ -513,7 +519,9 @@ async fn a_signed_state_resumes_in_a_fresh_agent_with_the_same_key_and_refuses_a
     type Edit = (&'static str, fn(&mut Value));
     let edits: [Edit; 4] = [
         ("arguments", |v| {
-            v["pending"][0]["call"]["arguments"] = json!(r#"{"environment":"production"}"#)
+            let production = json!(r#"{"environment":"production"}"#);
+            v["pending"][0]["call"]["arguments"] = production.clone();
+            v["paused_turn"]["calls"][0]["arguments"] = production;
         }),
         ("standing approval", |v| {
             v["approved_tools"] = json!(["deploy"])

@@ -31,20 +31,20 @@ impl Runner {
             }
             chosen[slot] = Some(decision);
         }
-        let missing: Vec<String> = pending_ids
-            .iter()
-            .zip(&chosen)
-            .filter(|(_, d)| d.is_none())
-            .map(|(id, _)| id.clone())
-            .collect();
-        if !missing.is_empty() {
+        // Every pending call needs its own decision: nothing is approved by default.
+        let Some(chosen) = chosen.iter().cloned().collect::<Option<Vec<Decision>>>() else {
+            let missing = pending_ids
+                .iter()
+                .zip(&chosen)
+                .filter(|(_, d)| d.is_none())
+                .map(|(id, _)| id.clone())
+                .collect();
             return Err(AgentError::MissingDecision { call_ids: missing });
-        }
+        };
         let step_index = self.state.paused_turn.as_ref().map_or(0, |t| t.step_index);
         let mut plans = Vec::new();
         let mut always = Vec::new();
         for (pending, decision) in self.state.pending.iter().zip(chosen) {
-            let decision = decision.unwrap_or(Decision::Approve);
             if decision == Decision::ApproveAlways {
                 always.push(pending.call.name.clone());
             }

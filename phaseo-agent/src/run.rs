@@ -466,7 +466,8 @@ impl RunState {
             ));
         }
         for p in &self.pending {
-            let slot = turn.calls.iter().position(|c| c.id == p.call.id);
+            // The whole call, not only its id: a pending call is what runs once approved.
+            let slot = turn.calls.iter().position(|c| *c == p.call);
             if slot.is_none_or(|i| turn.results[i].is_some()) {
                 return Err(AgentError::InvalidState(format!(
                     "pending call `{}` is not an open call of the paused turn",
