@@ -321,14 +321,12 @@ impl Runner {
         if let Some(hook) = &tool.on_tool_called {
             let input = tool.input_value(&call.arguments);
             // A panicking hook fails closed: the call waits for a person.
-            let answer =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&input, &ctx)));
-            return match answer {
-                Ok(Some(value)) => {
+            return match guarded(|| hook(&input, &ctx), None) {
+                Some(value) => {
                     let result = tool.check_output(value).map(|v| v.to_string());
                     self.answered(index, &ctx, result)
                 }
-                Ok(None) | Err(_) => Ok(pending(tool, call, PendingKind::Hitl)),
+                None => Ok(pending(tool, call, PendingKind::Hitl)),
             };
         }
         if !tool.executable {
@@ -525,8 +523,8 @@ impl Runner {
     }
 }
 
-/// Runs a user predicate; a panic counts as `on_panic` (fail closed: "needs a person").
-fn guarded(f: impl FnOnce() -> bool, on_panic: bool) -> bool {
+/// Runs a user function; a panic counts as `on_panic` (callers fail closed: "needs a person").
+fn guarded<T>(f: impl FnOnce() -> T, on_panic: T) -> T {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(on_panic)
 }
 
