@@ -75,6 +75,11 @@ impl<I: ToolInput> Decoder<I> {
         from_value(&value, self.unit_like)
     }
 
+    /// The compiled parameter schema.
+    pub(crate) fn validator(&self) -> &Validator {
+        &self.validator
+    }
+
     /// Decodes a value that already passed the tool's schema (edited arguments, arguments a custom
     /// validator transformed) into `I`, as [`decode`](Self::decode) would: a unit-like input (`()`)
     /// from any object, and a failure reads `<path>: <serde's message>`. It does not validate.

@@ -58,14 +58,6 @@ impl Tool {
         mut self,
         validate: impl Fn(Value) -> Result<Value, E> + Send + Sync + 'static,
     ) -> Self {
-        if self.params_validator.is_none() {
-            match Validator::new(&self.parameters) {
-                Ok(v) => self.params_validator = Some(v),
-                Err(reason) => {
-                    self.definition_error.get_or_insert(reason);
-                }
-            }
-        }
         self.input_checks.push(check(validate));
         self
     }

@@ -182,6 +182,7 @@ pub struct Tool {
     pub(crate) timeout: Option<Duration>,
     pub(crate) on_error: Option<OnError>,
     pub(crate) from_value: Arc<FromValueFn>,
+    /// The parameter schema, compiled once at construction (what custom input validators run after).
     pub(crate) params_validator: Option<Validator>,
     pub(crate) input_checks: Vec<Arc<CheckFn>>,
     pub(crate) output_checks: Vec<Arc<CheckFn>>,
@@ -319,6 +320,7 @@ impl Tool {
             Ok(v) => (Some(v), None),
             Err(e) => (None, Some(e)),
         };
+        let params_validator = validator.clone();
         let executable = exec.is_some();
         let exec_value = exec.clone();
         let parse = move |args: &str| {
@@ -345,6 +347,7 @@ impl Tool {
             }),
             executable,
         );
+        tool.params_validator = params_validator;
         tool.definition_error = tool.definition_error.or(error);
         tool
     }

@@ -200,9 +200,11 @@ impl Tool {
         wrap: impl Fn(I) -> Parsed + Send + Sync + 'static,
     ) -> Self {
         let parameters = schema::schema_for::<I>();
+        let mut params_validator = None;
         let (parse, from_value, error): (Arc<ParseFn>, Arc<FromValueFn>, _) =
             match decode::Decoder::<I>::new(&parameters) {
                 Ok(decoder) => {
+                    params_validator = Some(decoder.validator().clone());
                     let decoder = Arc::new(decoder);
                     let wrap = Arc::new(wrap);
                     let (by_text, by_value) = (decoder.clone(), wrap.clone());
@@ -230,6 +232,7 @@ impl Tool {
             from_value,
             executable,
         );
+        tool.params_validator = params_validator;
         tool.definition_error = tool
             .definition_error
             .or(error)
