@@ -37,11 +37,9 @@
 //! //         call(a, b)
 //! //     })
 //! // (`typed_without_context` when the function returns a `Result`).
-//! // With reference parameters, the `async` block owns the context and the strings, and the
-//! // function's future borrows them, unboxed: a typed input calls the hidden function by name;
-//! // plain arguments go through `__PhaseoCall`, a trait declared in `into_tool` that names the
-//! // function's future for every lifetime of its references (`__build` is generic, as above).
-//! // Only `add(..)` through `Deref` boxes the future.
+//! // With reference parameters (as `add` above), the `async` block owns the context and the
+//! // strings, and the function's future borrows them, unboxed, through `__PhaseoCall`. A sync
+//! // function is taken as a plain `fn` pointer. Only `add(..)` through `Deref` boxes the future.
 //!
 //! // With `#[tool(timeout_ms = 3_000, input_schema = check)]`, `into_tool` ends in builder calls:
 //! let __tool = __build::<i64, i64, _>(__phaseo_tool_add);
@@ -252,27 +250,35 @@ impl<'a> Expansion<'a> {
     }
 
     /// The function pointer `Deref` gives: the function's own parameters; an async function's future
-    /// is boxed, borrowing for one lifetime shared by every reference parameter. With `generic`, a
-    /// plain argument with a type parameter has that parameter instead (the pointer `__build` takes).
-    fn pointer_type(&self, generic: bool) -> TokenStream {
+    /// is boxed, borrowing for one lifetime shared by every reference parameter.
+    fn pointer_type(&self) -> TokenStream {
         let p = &self.private;
         let ret = self.return_type();
-        let is_async = self.tool.is_async();
-        let types = self.tool.params.iter().map(|param| {
-            let field = self.fields.iter().find(|f| std::ptr::eq(f.param, param));
-            match field.and_then(|f| f.generic.as_ref()) {
-                Some(g) if generic => g.to_token_stream(),
-                _ if is_async => with_lifetime(param.ty),
-                _ => param.ty.to_token_stream(),
-            }
-        });
-        if !is_async {
+        let types = self.param_types(false, self.tool.is_async());
+        if !self.tool.is_async() {
             quote!(fn(#(#types),*) -> #ret)
         } else if self.borrows() {
             quote!(for<'__a> fn(#(#types),*) -> #p::futures::future::BoxFuture<'__a, #ret>)
         } else {
             quote!(fn(#(#types),*) -> #p::futures::future::BoxFuture<'static, #ret>)
         }
+    }
+
+    /// Each parameter's type, in order: with `generic`, a plain argument's type parameter (as
+    /// `__build` names it) in place of its type; with `lifetime`, references borrowing for `'__a`.
+    fn param_types(&self, generic: bool, lifetime: bool) -> Vec<TokenStream> {
+        self.tool
+            .params
+            .iter()
+            .map(|param| {
+                let field = self.fields.iter().find(|f| std::ptr::eq(f.param, param));
+                match field.and_then(|f| f.generic.as_ref()) {
+                    Some(g) if generic => g.to_token_stream(),
+                    _ if lifetime => with_lifetime(param.ty),
+                    _ => param.ty.to_token_stream(),
+                }
+            })
+            .collect()
     }
 
     fn borrows(&self) -> bool {
@@ -286,7 +292,7 @@ impl<'a> Expansion<'a> {
     fn deref(&self) -> TokenStream {
         let p = &self.private;
         let (ident, cfgs, hidden) = (self.tool.ident(), &self.cfgs, &self.hidden);
-        let pointer = self.pointer_type(false);
+        let pointer = self.pointer_type();
         let (boxing, target) = if self.tool.is_async() {
             (self.boxing(), quote!(__phaseo_boxed))
         } else {
@@ -331,9 +337,9 @@ impl<'a> Expansion<'a> {
         }
     }
 
-    /// `IntoTool`: the runtime's typed constructor, called through the pointer `Deref` gives, inside
-    /// `__build`, a function generic over the plain arguments' type parameters. Instantiating it is
-    /// where the compiler checks the user's types, at their own spans.
+    /// `IntoTool`: the runtime's typed constructor, inside `__build`, a function generic over the
+    /// plain arguments' type parameters that takes the hidden function. Instantiating it is where
+    /// the compiler checks the user's types, at their own spans.
     fn impl_into_tool(&self) -> TokenStream {
         let p = &self.private;
         let (ident, cfgs) = (self.tool.ident(), &self.cfgs);
@@ -345,17 +351,17 @@ impl<'a> Expansion<'a> {
             }
         }
         let mut callee = quote!(__call);
+        let ret = self.return_type();
         if self.args.external.is_some() {
-        } else if self.tool.is_async() && !self.borrows() {
+        } else if !self.tool.is_async() {
+            // Called on Tokio's blocking pool, through a plain function pointer.
+            let types = self.param_types(true, false);
+            build.inputs.push(quote!(__call: fn(#(#types),*) -> #ret));
+            build.args.push(self.hidden.to_token_stream());
+        } else if !self.borrows() {
             // No reference parameters: the hidden function itself, generic, so each call awaits its
             // future where the runtime put it, instead of a second, boxed copy (what `Deref` gives).
-            let (ret, hidden) = (self.return_type(), &self.hidden);
-            let types = self.tool.params.iter().map(|param| {
-                let field = self.fields.iter().find(|f| std::ptr::eq(f.param, param));
-                field
-                    .and_then(|f| f.generic.as_ref())
-                    .map_or_else(|| param.ty.to_token_stream(), ToTokens::to_token_stream)
-            });
+            let types = self.param_types(true, false);
             build.params.push(quote! {
                 __F: #p::core::ops::Fn(#(#types),*) -> __Fut
                     + #p::core::marker::Copy + #p::core::marker::Send + #p::core::marker::Sync + 'static
@@ -367,30 +373,22 @@ impl<'a> Expansion<'a> {
                 build.turbofish.extend([quote!(_), quote!(_)]);
             }
             build.inputs.push(quote!(__call: __F));
-            build.args.push(quote!(#hidden));
-        } else if self.tool.is_async() && build.params.is_empty() {
-            // Reference parameters but no generic ones (a typed input and the context): the call
-            // names the hidden function, whose future borrows what the call's `async` block owns,
-            // instead of going through the pointer `Deref` gives, which boxes that future.
-            callee = self.hidden.to_token_stream();
-        } else if self.tool.is_async() {
-            // Reference parameters and generic ones: `__build` takes the hidden function through a
-            // trait that names its future for every lifetime of the references, so the future
-            // can borrow what the call's `async` block owns without being boxed.
-            let call_trait = self.call_trait();
+            build.args.push(self.hidden.to_token_stream());
+        } else {
+            // Reference parameters (the context, `&str`): `__build` takes the hidden function
+            // through a trait that names its future for every lifetime of the references, so the
+            // future borrows what the call's `async` block owns, unboxed.
             let generics = self.fields.iter().filter_map(|f| f.generic.as_ref());
             build.params.push(
                 quote!(__F: for<'__a> __PhaseoCall<'__a, #(#generics),*> + #p::core::marker::Copy),
             );
-            build.turbofish.push(quote!(_));
-            build.items.push(call_trait);
+            if !build.turbofish.is_empty() {
+                build.turbofish.push(quote!(_));
+            }
+            build.items.push(self.call_trait());
             build.inputs.push(quote!(__call: __F));
             build.args.push(self.hidden.to_token_stream());
             callee = quote!(__call.__phaseo_call);
-        } else {
-            let pointer = self.pointer_type(true);
-            build.inputs.push(quote!(__call: #pointer));
-            build.args.push(quote!(*self));
         }
         let tool = self.approval(&mut build);
         let constructor = self.constructor(&callee);
@@ -433,18 +431,7 @@ impl<'a> Expansion<'a> {
         let names: Vec<Ident> = (0..self.tool.params.len())
             .map(|i| format_ident!("__arg{}", i))
             .collect();
-        let types: Vec<TokenStream> = self
-            .tool
-            .params
-            .iter()
-            .map(|param| {
-                let field = self.fields.iter().find(|f| std::ptr::eq(f.param, param));
-                match field.and_then(|f| f.generic.as_ref()) {
-                    Some(g) => g.to_token_stream(),
-                    None => with_lifetime(param.ty),
-                }
-            })
-            .collect();
+        let types = self.param_types(true, true);
         let (send, sync, future) = (
             quote!(#p::core::marker::Send),
             quote!(#p::core::marker::Sync),
@@ -529,8 +516,8 @@ impl<'a> Expansion<'a> {
         }
     }
 
-    /// The runtime constructor call; `callee` is what the closure calls: `__call`, or the hidden
-    /// function by name.
+    /// The runtime constructor call; `callee` is what the closure calls: `__call`, or
+    /// `__call.__phaseo_call` (through `__PhaseoCall`).
     fn constructor(&self, callee: &TokenStream) -> TokenStream {
         let p = &self.private;
         let (id, description, input) = (&self.id, &self.description, self.input_type());
