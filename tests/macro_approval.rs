@@ -1,21 +1,14 @@
 //! `#[tool(require_approval)]`, `#[tool(require_approval = path)]` and `#[tool(external)]` through the
 //! agent loop: exactly the calls they select pause, with the right pending kind, and resume.
 
-use phaseo_agent::{Agent, Decisions, Message, PendingKind, ScriptedModel, ToolCall, tool};
+use phaseo_agent::{Agent, Decisions, PendingKind, ScriptedModel, ToolCall, tool};
 use serde_json::json;
 
+mod common;
+
+/// The calls' results in the model's last request.
 fn tool_results(model: &ScriptedModel) -> Vec<(String, String)> {
-    let requests = model.requests();
-    let last = requests.last().expect("the model was called");
-    last.messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Tool {
-                call_id, content, ..
-            } => Some((call_id.clone(), content.clone())),
-            _ => None,
-        })
-        .collect()
+    common::tool_results(model.requests().last().expect("the model was called"))
 }
 
 #[tokio::test]
@@ -194,6 +187,7 @@ async fn an_external_tool_pauses_for_its_output() {
     assert_eq!(paused.pending()[0].arguments, json!({"ticket_id": "T-7"}));
 
     // An output that does not decode as `Ticket` is refused, and the state is left as it was.
+    let before = paused.state.to_json();
     let wrong = agent
         .resume(
             &paused.state,
@@ -201,6 +195,7 @@ async fn an_external_tool_pauses_for_its_output() {
         )
         .await;
     assert!(wrong.is_err());
+    assert_eq!(paused.state.to_json(), before);
 
     let done = agent
         .resume(

@@ -1,18 +1,17 @@
 //! `#[tool]` functions run through the agent loop with the scripted model: sync and async, typed
 //! input and plain arguments, the context parameter, and errors reaching the model.
 
-use phaseo_agent::{Agent, Message, ModelRequest, RunOptions, ScriptedModel, ToolContext, tool};
+use phaseo_agent::{Agent, ModelRequest, RunOptions, ScriptedModel, ToolContext, tool};
 use serde_json::{Value, json};
+
+mod common;
 
 /// The result text each tool call sent back to the model, in order, from the last request.
 fn tool_results(requests: &[ModelRequest]) -> Vec<String> {
     let last = requests.last().expect("the model was called");
-    last.messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Tool { content, .. } => Some(content.clone()),
-            _ => None,
-        })
+    common::tool_results(last)
+        .into_iter()
+        .map(|(_, content)| content)
         .collect()
 }
 

@@ -73,8 +73,9 @@ async fn a_tool_that_ignores_cancellation_is_abandoned_at_its_deadline() {
     let elapsed = started.elapsed();
 
     assert_eq!(result.output(), Some("moved on"));
+    // 100 ms of timeout; a second leaves room for a loaded machine, not for waiting on the tool.
     assert!(
-        elapsed < Duration::from_secs(5),
+        elapsed < Duration::from_secs(1),
         "the run waited {elapsed:?} for a 10 s tool"
     );
     assert!(

@@ -20,38 +20,46 @@ fn counted(id: &str, schema: Value, runs: &Counter) -> Tool {
 #[tokio::test]
 async fn the_draft_is_chosen_by_dollar_schema() {
     // `prefixItems` exists since draft 2020-12; draft-07 does not know it and ignores it.
-    let schema = |dollar_schema: &str| {
-        json!({
-            "$schema": dollar_schema,
+    // Without `$schema`, a schema is read as draft 2020-12 (what the docs promise).
+    let schema = |dollar_schema: Option<&str>| {
+        let mut schema = json!({
             "type": "object",
             "properties": {"pair": {"type": "array", "prefixItems": [{"type": "string"}]}}
-        })
+        });
+        if let Some(dollar_schema) = dollar_schema {
+            schema["$schema"] = json!(dollar_schema);
+        }
+        schema
     };
     let runs7 = Counter::default();
     let runs2020 = Counter::default();
+    let runs_default = Counter::default();
     let model = ScriptedModel::new()
         .tool_calls([
             ToolCall::new("c1", "pair7", json!({"pair": [5]})),
             ToolCall::new("c2", "pair2020", json!({"pair": [5]})),
+            ToolCall::new("c3", "pair_default", json!({"pair": [5]})),
         ])
         .text("ok");
     let agent = Agent::builder("t")
         .model(model.clone())
         .tool(counted(
             "pair7",
-            schema("http://json-schema.org/draft-07/schema#"),
+            schema(Some("http://json-schema.org/draft-07/schema#")),
             &runs7,
         ))
         .tool(counted(
             "pair2020",
-            schema("https://json-schema.org/draft/2020-12/schema"),
+            schema(Some("https://json-schema.org/draft/2020-12/schema")),
             &runs2020,
         ))
+        .tool(counted("pair_default", schema(None), &runs_default))
         .build()
         .unwrap();
     agent.run("go").await.unwrap();
     assert_eq!(runs7.get(), 1, "draft-07 ignores `prefixItems`");
     assert_eq!(runs2020.get(), 0, "2020-12 enforces it");
+    assert_eq!(runs_default.get(), 0, "no `$schema` reads as 2020-12");
     assert_eq!(
         result_of(&model.requests()[1], "c2"),
         json!({"error": "Invalid tool input: $.pair[0]: 5 is not of type \"string\""})
