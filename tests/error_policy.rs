@@ -188,20 +188,35 @@ async fn a_panicking_approval_function_fails_closed() {
     assert_eq!(runs.get(), 0);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_fail_run_error_still_lets_the_siblings_finish_first() {
-    let runs = Counter::default();
+    // The sibling is still running (50 ms) when `f` fails at once.
+    let finished = Counter::default();
+    let done = finished.clone();
+    let slow = Tool::new_async(
+        "slow",
+        "Works for 50 ms",
+        json!({"type": "object"}),
+        move |_, _| {
+            let done = done.clone();
+            async move {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                done.bump();
+                Ok(json!("finished"))
+            }
+        },
+    );
     let model = ScriptedModel::new().tool_calls([
         ToolCall::new("c1", "f", json!({})),
-        ToolCall::new("c2", "get_status", json!({"service": "a"})),
+        ToolCall::new("c2", "slow", json!({})),
     ]);
     let agent = Agent::builder("t")
         .model(model)
         .tool(failing("f").on_error(OnError::FailRun))
-        .tool(status_tool(&runs))
+        .tool(slow)
         .tool_concurrency(2)
         .build()
         .unwrap();
     assert!(agent.run("go").await.is_err());
-    assert_eq!(runs.get(), 1, "the sibling was not abandoned half-way");
+    assert_eq!(finished.get(), 1, "the sibling was not abandoned half-way");
 }
