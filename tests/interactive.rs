@@ -91,6 +91,9 @@ fn refund_tool() -> Tool {
         Some(person) => Ok(json!({"refunded": answer["amount"], "approved_by": person})),
         None => Err("say who approved the refund"),
     })
+    // Checked after on_response_received: a person's raw answer has no `refunded`, the
+    // transformed one does.
+    .output_json_schema(json!({"type": "object", "required": ["refunded"]}))
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ mod common;
 use common::{Counter, deploy_tool, lookup_tool, result_of, status_tool, tool_results};
 use phaseo_agent::{
     Agent, AgentError, Decision, Decisions, PendingKind, RunState, RunStatus, STATE_VERSION,
-    ScriptedModel, ToolCall,
+    ScriptedModel, Tool, ToolCall,
 };
 use serde_json::{Value, json};
 
@@ -443,6 +443,50 @@ async fn edited_arguments_that_fail_validation_are_refused_before_anything_runs(
     assert_eq!(
         err.to_string(),
         r#"Invalid tool input: $.environment: 3 is not of type "string""#
+    );
+    assert_eq!(deploy.get(), 0);
+    assert_eq!(paused.state.to_json(), before);
+}
+
+#[tokio::test]
+async fn edited_arguments_go_through_the_tools_custom_input_validator_too() {
+    let deploy = Counter::default();
+    let ran = deploy.clone();
+    let tool = Tool::new(
+        "deploy",
+        "Deploy a service",
+        common::object_schema(json!({"environment": {"type": "string"}}), &["environment"]),
+        move |input, _| {
+            ran.bump();
+            Ok(input)
+        },
+    )
+    .require_approval()
+    .input_schema(|input: Value| match input["environment"].as_str() {
+        Some("production") => Err("production is frozen"),
+        _ => Ok(input),
+    });
+    let model = ScriptedModel::new()
+        .tool_call("c1", "deploy", json!({"environment": "staging"}))
+        .text("ok");
+    let agent = Agent::builder("release")
+        .model(model)
+        .tool(tool)
+        .build()
+        .unwrap();
+    let paused = agent.run("ship").await.unwrap();
+    let before = paused.state.to_json();
+    // The edit passes the JSON Schema but not the tool's own validator.
+    let err = agent
+        .resume(
+            &paused.state,
+            Decisions::new().approve_with_arguments("c1", json!({"environment": "production"})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Invalid tool input: $: production is frozen"
     );
     assert_eq!(deploy.get(), 0);
     assert_eq!(paused.state.to_json(), before);
