@@ -98,7 +98,7 @@ async fn a_later_call_that_finishes_first_still_comes_second() {
     let result = agent.run("go").await.unwrap();
     // Both ran at once, so `fast` finished long before `slow` did.
     assert_eq!(flight.max(), 2);
-    assert_eq!(started.elapsed(), std::time::Duration::from_millis(200));
+    assert_eq!(started.elapsed(), Duration::from_millis(200));
     let ids: Vec<String> = tool_results(&model.requests()[1])
         .into_iter()
         .map(|(id, _)| id)
