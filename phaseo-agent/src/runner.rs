@@ -91,7 +91,8 @@ impl Runner {
                 status: format!("{:?}", state.status),
             });
         }
-        crate::signing::verify(agent.inner.state_key.as_deref(), &state)?;
+        let mut state = state;
+        crate::signing::verify(agent.inner.state_key.as_deref(), &mut state)?;
         if state.agent_id != agent.inner.id {
             return Err(AgentError::WrongAgent {
                 expected: agent.inner.id.clone(),

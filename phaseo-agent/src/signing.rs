@@ -9,22 +9,22 @@ use crate::{AgentError, RunState};
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
-fn mac(key: &[u8], state: &RunState) -> HmacSha256 {
+/// The MAC of a state that carries no signature (its JSON has no `signature` field).
+fn mac(key: &[u8], unsigned: &RunState) -> HmacSha256 {
+    debug_assert!(unsigned.signature.is_none(), "a signature is not signed");
     // HMAC takes keys of any length, so this cannot fail.
     let mut mac = HmacSha256::new_from_slice(key)
         .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"));
     // The payload is the state's JSON without its signature. serde_json writes struct fields in
     // declaration order and object keys sorted, so the same state always gives the same bytes, also
     // after a round trip through JSON.
-    let mut unsigned = state.clone();
-    unsigned.signature = None;
     mac.update(unsigned.to_json().as_bytes());
     mac
 }
 
-/// The signature of a state under `key`, as lowercase hex.
-pub(crate) fn sign(key: &[u8], state: &RunState) -> String {
-    mac(key, state)
+/// The signature under `key` of a state that carries none yet, as lowercase hex.
+pub(crate) fn sign(key: &[u8], unsigned: &RunState) -> String {
+    mac(key, unsigned)
         .finalize()
         .into_bytes()
         .iter()
@@ -32,11 +32,12 @@ pub(crate) fn sign(key: &[u8], state: &RunState) -> String {
         .collect()
 }
 
-/// Checks a state's signature in constant time. With no key, a signed state is refused too: the
-/// agent cannot tell whether it was changed (fail closed).
-pub(crate) fn verify(key: Option<&[u8]>, state: &RunState) -> Result<(), AgentError> {
+/// Checks a state's signature in constant time, taking it off the state (which is then the payload
+/// it was made from). With no key, a signed state is refused too: the agent cannot tell whether it
+/// was changed (fail closed).
+pub(crate) fn verify(key: Option<&[u8]>, state: &mut RunState) -> Result<(), AgentError> {
     let bad = |reason: &str| AgentError::StateSignature(reason.to_owned());
-    match (key, &state.signature) {
+    match (key, state.signature.take()) {
         (None, None) => Ok(()),
         (None, Some(_)) => Err(bad(
             "the state is signed, but this agent has no state key; build it with `.state_key(...)`",
@@ -45,7 +46,7 @@ pub(crate) fn verify(key: Option<&[u8]>, state: &RunState) -> Result<(), AgentEr
             "the state is not signed, and this agent only resumes signed states",
         )),
         (Some(key), Some(signature)) => {
-            let bytes = decode_hex(signature).ok_or_else(|| bad("the signature is not hex"))?;
+            let bytes = decode_hex(&signature).ok_or_else(|| bad("the signature is not hex"))?;
             mac(key, state).verify_slice(&bytes).map_err(|_| {
                 bad("the state was changed after it was signed, or signed with another key")
             })
