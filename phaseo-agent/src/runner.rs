@@ -50,6 +50,7 @@ pub(crate) struct Runner {
     pub(crate) concurrency: usize,
     /// The application context as calls see it, shared by the calls of a turn instead of copied into
     /// each; renewed when a turn's calls set a new one.
+    /// The application context, taken out of `state` for the run and put back by `finish`.
     pub(crate) context: Arc<serde_json::Value>,
 }
 
@@ -68,7 +69,7 @@ impl Runner {
             .unwrap_or(agent.inner.settings.concurrency);
         let mut runner = Runner {
             agent,
-            context: Arc::new(state.context.clone()),
+            context: Arc::new(std::mem::take(&mut state.context)),
             state,
             events,
             concurrency: concurrency.max(1),
@@ -104,7 +105,7 @@ impl Runner {
             .unwrap_or(agent.inner.settings.concurrency);
         let mut runner = Runner {
             agent,
-            context: Arc::new(state.context.clone()),
+            context: Arc::new(std::mem::take(&mut state.context)),
             state,
             events,
             concurrency: concurrency.max(1),
@@ -148,6 +149,10 @@ impl Runner {
     }
 
     fn finish(mut self, result: Result<(), AgentError>) -> Result<RunResult, AgentError> {
+        // The application context lives in `self.context` while the run goes (tools share it);
+        // the state gets it back here, before it is signed or reported.
+        let context = std::mem::replace(&mut self.context, Arc::new(serde_json::Value::Null));
+        self.state.context = Arc::unwrap_or_clone(context);
         match result {
             Ok(()) => {
                 self.state.signature = None;
@@ -475,8 +480,7 @@ impl Runner {
                 fail,
             } = outcome;
             if let Some(context) = new_context {
-                self.context = Arc::new(context.clone());
-                self.state.context = context;
+                self.context = Arc::new(context);
             }
             if let Some((tool, input)) = next_turn {
                 if let Some(change) = &self.agent.inner.tools[tool].next_turn {
