@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{Counter, object_schema, result_of, status_tool, tool_results};
+use common::{Counter, object_schema, result_ids, result_of, status_tool, tool_results};
 use futures::StreamExt;
 use phaseo_agent::{
     Agent, AgentError, Event, Message, ModelResponse, RunOptions, RunStatus, ScriptedModel, Tool,
@@ -60,10 +60,7 @@ async fn results_reach_the_model_in_call_order() {
         .build()
         .unwrap();
     agent.run("check").await.unwrap();
-    let ids: Vec<String> = tool_results(&model.requests()[1])
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
+    let ids = result_ids(&model.requests()[1]);
     assert_eq!(ids, ["c1", "c2", "c3"]);
 }
 
@@ -634,10 +631,7 @@ async fn a_turn_with_repeated_call_ids_is_refused_and_empty_ids_are_filled_in() 
         .build()
         .unwrap();
     agent.run("go").await.unwrap();
-    let ids: Vec<String> = tool_results(&model.requests()[1])
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
+    let ids = result_ids(&model.requests()[1]);
     assert_eq!(ids, ["call_0_0", "call_0_1"]);
 }
 

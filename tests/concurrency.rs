@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{result_of, tool_results};
+use common::{result_ids, result_of, tool_results};
 use phaseo_agent::{
     Agent, Decisions, RunOptions, RunState, ScriptedModel, Tool, ToolCall, ToolChoice, TurnParams,
 };
@@ -72,10 +72,7 @@ async fn calls_run_concurrently_up_to_the_limit_and_results_keep_call_order() {
         "ran concurrently: {:?}",
         started.elapsed()
     );
-    let ids: Vec<String> = tool_results(&model.requests()[1])
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
+    let ids = result_ids(&model.requests()[1]);
     assert_eq!(ids, ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7"]);
 }
 
@@ -99,10 +96,7 @@ async fn a_later_call_that_finishes_first_still_comes_second() {
     // Both ran at once, so `fast` finished long before `slow` did.
     assert_eq!(flight.max(), 2);
     assert_eq!(started.elapsed(), Duration::from_millis(200));
-    let ids: Vec<String> = tool_results(&model.requests()[1])
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
+    let ids = result_ids(&model.requests()[1]);
     assert_eq!(ids, ["slow", "fast"]);
     let steps: Vec<&str> = result
         .state
@@ -190,10 +184,7 @@ async fn an_exclusive_tool_runs_alone() {
         3,
         "the others still ran concurrently on each side of it"
     );
-    let ids: Vec<String> = tool_results(&model.requests()[1])
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
+    let ids = result_ids(&model.requests()[1]);
     assert_eq!(ids, ["c0", "c1", "c2", "m", "c3", "c4", "c5"]);
 }
 
@@ -389,9 +380,6 @@ async fn a_call_that_finished_early_frees_its_place_at_once() {
     agent.run("go").await.unwrap();
     // b, c and d run one after another beside a: the turn takes as long as a.
     assert_eq!(started.elapsed(), Duration::from_millis(300));
-    let ids: Vec<String> = tool_results(&model.requests()[1])
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
+    let ids = result_ids(&model.requests()[1]);
     assert_eq!(ids, ["a", "b", "c", "d"]);
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Counter, result_of, status_tool, tool_results};
+use common::{Counter, result_ids, result_of, status_tool};
 use phaseo_agent::{Agent, AgentError, OnError, RunStatus, ScriptedModel, Tool, ToolCall};
 use serde_json::json;
 
@@ -144,7 +144,7 @@ async fn a_panicking_tool_beside_two_healthy_ones_becomes_a_tool_error() {
     ));
     assert_eq!(runs.get(), 2);
     let req = &model.requests()[1];
-    let ids: Vec<String> = tool_results(req).into_iter().map(|(id, _)| id).collect();
+    let ids = result_ids(req);
     assert_eq!(ids, ["c1", "c2", "c3", "c4"]);
     assert_eq!(result_of(req, "c1")["service"], "a");
     assert_eq!(result_of(req, "c4")["service"], "b");

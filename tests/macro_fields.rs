@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{result_of, tool_results};
+use common::{result_ids, result_of, tool_results};
 use phaseo_agent::{
     Agent, AgentError, Decisions, Event, IntoTool, OnError, PendingKind, RunOptions, ScriptedModel,
     ToolCall, ToolContext, TurnParams, tool,
@@ -154,10 +154,7 @@ async fn exclusive_runs_a_call_alone() {
     agent.run("go").await.unwrap();
     assert_eq!(BESIDE_MIGRATE.load(Ordering::SeqCst), 0, "it ran alone");
     assert_eq!(MOST.load(Ordering::SeqCst), 3, "the others ran together");
-    let ids: Vec<String> = tool_results(&model.requests()[1])
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
+    let ids = result_ids(&model.requests()[1]);
     assert_eq!(ids, ["c0", "c1", "c2", "m", "c3", "c4", "c5"]);
 }
 

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Counter, deploy_tool, lookup_tool, result_of, status_tool, tool_results};
+use common::{Counter, deploy_tool, lookup_tool, result_ids, result_of, status_tool};
 use phaseo_agent::{
     Agent, AgentError, Decision, Decisions, PendingKind, RunState, RunStatus, STATE_VERSION,
     ScriptedModel, Tool, ToolCall,
@@ -120,7 +120,7 @@ async fn in_a_mixed_turn_automatic_results_are_kept_across_the_pause() {
     );
     assert_eq!(deploy.get(), 1);
     let last = model.requests().pop().unwrap();
-    let ids: Vec<String> = tool_results(&last).into_iter().map(|(id, _)| id).collect();
+    let ids = result_ids(&last);
     assert_eq!(ids, ["c1", "c2", "c3"], "results in call order");
     assert_eq!(
         result_of(&last, "c1"),

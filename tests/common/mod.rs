@@ -76,6 +76,14 @@ pub fn tool_results(request: &ModelRequest) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The call ids of the results in a request, in order.
+pub fn result_ids(request: &ModelRequest) -> Vec<String> {
+    tool_results(request)
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect()
+}
+
 /// The content of one call's result in a request.
 pub fn result_of(request: &ModelRequest, call_id: &str) -> Value {
     let content = tool_results(request)
