@@ -66,6 +66,13 @@ async fn progress_becomes_preliminary_result_events_in_order_and_is_kept_on_the_
     );
     let serialised = serde_json::to_value(&events[3]).unwrap();
     assert_eq!(serialised["type"], "tool.preliminary_result");
+    let Some(Event::Completed { state, .. }) = events.last() else {
+        panic!("the run did not complete")
+    };
+    assert_eq!(
+        state.steps()[0].preliminary_results,
+        vec![json!({"phase": "scan"}), json!({"phase": "embed"})]
+    );
 }
 
 #[tokio::test]

@@ -1,8 +1,9 @@
 //! The Rust snippets of the spec page (`shared/spec/tools-page.txt`), verbatim, with only `fn main()`
-//! (here: a test function) around them. If one stops compiling, the public API broke the page.
+//! (here: a test function, which then calls the tool) around them. If one stops compiling, the
+//! public API broke the page.
 
-#[test]
-fn get_status_snippet_compiles_and_runs() {
+#[tokio::test]
+async fn get_status_snippet_compiles_and_runs() {
     use phaseo_agent::Tool;
     use serde_json::json;
 
@@ -24,12 +25,13 @@ fn get_status_snippet_compiles_and_runs() {
         },
     );
 
-    assert_eq!(get_status.id(), "get_status");
-    assert!(!get_status.is_external());
+    let ctx = phaseo_agent::ToolContext::detached();
+    let result = get_status.invoke(r#"{"service": "api"}"#, &ctx).await;
+    assert_eq!(result.unwrap(), r#"{"service":"api","status":"healthy"}"#);
 }
 
-#[test]
-fn deploy_snippet_compiles_and_runs() {
+#[tokio::test]
+async fn deploy_snippet_compiles_and_runs() {
     use phaseo_agent::Tool;
     use serde_json::json;
 
@@ -52,11 +54,16 @@ fn deploy_snippet_compiles_and_runs() {
     )
     .require_approval();
 
-    assert_eq!(deploy.id(), "deploy");
+    let ctx = phaseo_agent::ToolContext::detached();
+    let result = deploy.invoke(r#"{"environment": "staging"}"#, &ctx).await;
+    assert_eq!(
+        result.unwrap(),
+        r#"{"deployed":true,"environment":"staging"}"#
+    );
 }
 
-#[test]
-fn ticket_lookup_snippet_compiles_and_runs() {
+#[tokio::test]
+async fn ticket_lookup_snippet_compiles_and_runs() {
     use phaseo_agent::Tool;
     use serde_json::json;
 
@@ -73,4 +80,11 @@ fn ticket_lookup_snippet_compiles_and_runs() {
     );
 
     assert!(ticket_lookup.is_external());
+    // No executor: its result comes from outside, so invoking it is an error, not a result.
+    let ctx = phaseo_agent::ToolContext::detached();
+    let err = ticket_lookup
+        .invoke(r#"{"ticket_id": "T-1"}"#, &ctx)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no executor"), "{err}");
 }
