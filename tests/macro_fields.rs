@@ -492,6 +492,9 @@ async fn require_approval_takes_a_function_of_the_input_and_the_context() {
     assert_eq!(as_admin.output(), Some("done"));
 }
 
+/// Every key on one external tool. The hooks and the input validator are observed here;
+/// `max_output_chars`, `on_error`, `exclusive` and `timeout_ms` only show that they combine (each
+/// has its own behaviour test above).
 #[tokio::test]
 async fn the_keys_combine_on_an_external_tool_with_a_typed_input() {
     use phaseo_agent::serde_json::Value as JsonValue;
