@@ -1,4 +1,4 @@
-//! The item under `#[tool]`, and what each of its parameters is to the tool.
+//! Stage 1 (parse): the item under `#[tool]`, and what each parameter is to the tool. Uses: doc.
 //!
 //! Nothing here rejects anything (that is `valid.rs`): this only reads the tokens, keeping references
 //! to the user's own tokens so errors and generated code can carry their spans.

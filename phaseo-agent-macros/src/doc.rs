@@ -1,4 +1,4 @@
-//! Doc comments to descriptions: a tool's description and its plain arguments' property descriptions.
+//! Stage 0 (shared): doc comments to the descriptions of a tool and its arguments. Uses: nothing.
 //!
 //! As in schemars and clap: the `#[doc = "..."]` lines (what `///` becomes), in order, each with one
 //! leading space stripped, joined with `\n`, with blank lines at either end trimmed.

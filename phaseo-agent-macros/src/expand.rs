@@ -1,4 +1,4 @@
-//! The expansion of `#[tool]`.
+//! Stage 3 (expand): the expansion of `#[tool]`. Uses: errors, doc, ast, args, valid, plain.
 //!
 //! ```text
 //! // Input:
@@ -55,8 +55,9 @@ use syn::{Attribute, FnArg, Ident, Item, LitStr, Type};
 use crate::args::{Approval, Args};
 use crate::ast::{self, Body, ItemTool, Param, Returns, Role, ToolFn};
 use crate::doc;
+use crate::errors::Errors;
 use crate::plain::{self, Field};
-use crate::valid::{self, Errors};
+use crate::valid;
 
 /// `#[tool]`: the item as a tool, or (on any mistake) the item as written plus the errors.
 pub(crate) fn tool(args: TokenStream, input: TokenStream) -> TokenStream {

@@ -1,13 +1,14 @@
+//! Stage 1 (parse): a key's value, and the keys of the runtime's tool fields. Uses: nothing.
+//!
 //! The keys of `#[tool(...)]` for the runtime's tool fields beyond id, description and approval:
 //! `timeout_ms` and `max_output_chars` (whole numbers), `on_error` (the spec's spellings), and the
 //! keys that take a function's path ([`Hook`]). `exclusive` is a flag, parsed with the others in
-//! `args.rs`. Each maps onto the `Tool` builder method of the same name (see `expand.rs`).
+//! `args.rs`. Each maps onto the `Tool` builder method of the same name (see `expand.rs`). The
+//! reading of a key's value ([`value`], [`skip_value`]) is here too, for these keys and `args.rs`'s.
 
-use proc_macro2::Span;
+use proc_macro2::{Span, TokenTree};
 use syn::meta::ParseNestedMeta;
-use syn::{Expr, ExprLit, ExprPath, ExprUnary, Ident, Lit, LitInt, Path, UnOp};
-
-use crate::args::value;
+use syn::{Expr, ExprLit, ExprPath, ExprUnary, Ident, Lit, LitInt, Path, Token, UnOp};
 
 /// The error policies of `on_error`, spelled as in the spec.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -253,181 +254,33 @@ pub(crate) fn parse_hook(meta: &ParseNestedMeta, hook: Hook) -> syn::Result<syn:
     })
 }
 
+/// Consumes whatever follows an unknown or malformed key (`= expr` or `(...)`), so parsing can go on.
+pub(crate) fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) {
+        meta.value()?.parse::<Expr>()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        meta.input.parse::<TokenTree>()?;
+    }
+    Ok(())
+}
+
+/// The value after `key =`; a key written without one is a mistake (`how` says how to write it),
+/// and parsing goes on after it unless what follows is not the next key.
+pub(crate) fn value(meta: &ParseNestedMeta, how: &str) -> syn::Result<syn::Result<Expr>> {
+    if !meta.input.peek(Token![=]) {
+        skip_value(meta)?;
+        let error = meta.error(how);
+        if meta.input.is_empty() || meta.input.peek(Token![,]) {
+            return Ok(Err(error));
+        }
+        return Err(error);
+    }
+    Ok(Ok(meta.value()?.parse()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::Args;
-    use crate::valid::Errors;
-    use proc_macro2::TokenStream;
-    use quote::quote;
-
-    fn parse(tokens: TokenStream) -> (Args, Vec<String>) {
-        let mut errors = Errors::default();
-        let args = Args::parse(tokens, &mut errors);
-        let messages = errors.into_vec().iter().map(ToString::to_string).collect();
-        (args, messages)
-    }
-
-    #[test]
-    fn every_field_key() {
-        let (args, errors) = parse(quote!(
-            timeout_ms = 3_000,
-            on_error = "fail-run",
-            exclusive,
-            max_output_chars = 2_000,
-            next_turn = turns::escalate,
-            input_schema = check_input,
-            output_schema = check_output,
-            event_schema = check_progress,
-            on_tool_called = answer,
-            on_response_received = clean
-        ));
-        assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(
-            args.timeout_ms.unwrap().base10_parse::<u64>().unwrap(),
-            3_000
-        );
-        assert_eq!(args.on_error, Some(Policy::FailRun));
-        assert!(args.exclusive.is_some());
-        assert_eq!(args.max_output_chars.unwrap().to_string(), "2_000");
-        let hooks: Vec<(&str, String)> = args
-            .hooks
-            .iter()
-            .map(|(hook, path)| (hook.key(), quote!(#path).to_string()))
-            .collect();
-        assert_eq!(
-            hooks,
-            [
-                ("next_turn", "turns :: escalate".to_owned()),
-                ("input_schema", "check_input".to_owned()),
-                ("output_schema", "check_output".to_owned()),
-                ("event_schema", "check_progress".to_owned()),
-                ("on_tool_called", "answer".to_owned()),
-                ("on_response_received", "clean".to_owned()),
-            ],
-            "in the order written"
-        );
-        let (args, errors) = parse(quote!(on_error = "return-to-model"));
-        assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(args.on_error, Some(Policy::ReturnToModel));
-    }
-
-    #[test]
-    fn numbers_are_whole_positive_literals() {
-        let cases = [
-            (
-                quote!(timeout_ms = 0),
-                "a timeout of 0 ms would fail every call: write at least `timeout_ms = 1`, or \
-                 leave `timeout_ms` out for the agent's setting",
-            ),
-            (
-                quote!(timeout_ms = -5),
-                "`timeout_ms` cannot be negative: write a whole number of milliseconds, as in \
-                 `timeout_ms = 3_000`",
-            ),
-            (
-                quote!(timeout_ms = 2.5),
-                "`timeout_ms` takes a whole number of milliseconds, as in `timeout_ms = 3_000`",
-            ),
-            (
-                quote!(timeout_ms = TIMEOUT),
-                "`timeout_ms` takes a whole number of milliseconds, as in `timeout_ms = 3_000`",
-            ),
-            (
-                quote!(timeout_ms = " 30 "),
-                "write the number without quotes: `timeout_ms = 30`",
-            ),
-            (
-                quote!(timeout_ms = 30_u64),
-                "write the number without a suffix: `timeout_ms = 30`",
-            ),
-            (
-                quote!(max_output_chars = 0),
-                "a cap of 0 characters would leave only the notice of the cut: write at least \
-                 `max_output_chars = 1`, or leave `max_output_chars` out for the agent's setting",
-            ),
-            (
-                quote!(max_output_chars = 18446744073709551616),
-                "`max_output_chars` is too large: write a whole number of characters, as in \
-                 `max_output_chars = 2_000`",
-            ),
-            (
-                quote!(max_output_chars),
-                "`max_output_chars` takes a whole number of characters, as in \
-                 `max_output_chars = 2_000`",
-            ),
-        ];
-        for (tokens, expected) in cases {
-            let (args, errors) = parse(tokens.clone());
-            assert_eq!(errors, [expected], "{tokens}");
-            assert!(args.timeout_ms.is_none() && args.max_output_chars.is_none());
-        }
-        let (args, errors) = parse(quote!(max_output_chars = 18446744073709551615));
-        assert!(errors.is_empty(), "{errors:?}");
-        assert!(args.max_output_chars.is_some());
-    }
-
-    #[test]
-    fn error_policies_are_the_specs_spellings() {
-        let cases = [
-            (
-                quote!(on_error = "fail_run"),
-                "write `on_error = \"fail-run\"`",
-            ),
-            (
-                quote!(on_error = "FailRun"),
-                "write `on_error = \"fail-run\"`",
-            ),
-            (
-                quote!(on_error = OnError::ReturnToModel),
-                "write `on_error = \"return-to-model\"`",
-            ),
-            (
-                quote!(on_error = RETURN_TO_MODEL),
-                "write `on_error = \"return-to-model\"`",
-            ),
-            (
-                quote!(on_error = "retry"),
-                "unknown error policy `retry`: write `on_error = \"fail-run\"` or \
-                 `on_error = \"return-to-model\"`",
-            ),
-            (
-                quote!(on_error = true),
-                "`on_error` takes `\"fail-run\"` or `\"return-to-model\"`, as in \
-                 `on_error = \"fail-run\"`",
-            ),
-        ];
-        for (tokens, expected) in cases {
-            let (args, errors) = parse(tokens.clone());
-            assert_eq!(errors, [expected], "{tokens}");
-            assert!(args.on_error.is_none());
-        }
-    }
-
-    #[test]
-    fn function_keys_take_paths_once() {
-        let (args, errors) = parse(quote!(
-            input_schema = |v| Ok(v),
-            next_turn,
-            on_tool_called = a,
-            on_tool_called = b,
-            exclusive = true
-        ));
-        assert_eq!(
-            errors,
-            [
-                "`input_schema` takes the path of a function `fn(Value) -> Result<Value, E>`, as \
-                 in `input_schema = check_input`",
-                "`next_turn` takes the path of a function `fn(&Value, &TurnParams) -> \
-                 TurnParams`, as in `next_turn = escalate`",
-                "duplicate argument `on_tool_called`: give it once",
-                "`exclusive` takes no value: write `#[tool(exclusive)]`",
-            ]
-        );
-        assert_eq!(args.hooks.len(), 1);
-        assert!(args.exclusive.is_some());
-        assert!(args.given("input_schema") && args.given("next_turn"));
-    }
 
     #[test]
     fn kebab_case_spellings() {

@@ -2,13 +2,22 @@
 //! the expansion names paths of `phaseo_agent` that are not public API, so the two crates are
 //! released in lockstep.
 
-mod args;
-mod ast;
+// The declaration order of the modules is their layering, lowest first (parse → validate →
+// expand, as in thiserror): a module uses only the modules declared above it. tests/architecture.rs
+// checks this, and rustfmt.toml keeps rustfmt from sorting the declarations.
+
+// Shared by every stage.
 mod doc;
-mod expand;
+mod errors;
+// Parse.
+mod ast;
 mod fields;
-mod plain;
+mod args;
+// Validate.
 mod valid;
+// Expand.
+mod plain;
+mod expand;
 
 use proc_macro::TokenStream;
 

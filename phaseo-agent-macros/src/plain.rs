@@ -1,3 +1,5 @@
+//! Stage 3 (expand): the generated `…Args` struct of plain arguments. Uses: doc, ast.
+//!
 //! The input of a tool with plain arguments: the generated `…Args` struct, and how the call takes it
 //! apart again.
 //!

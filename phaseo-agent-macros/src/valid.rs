@@ -1,6 +1,8 @@
-//! Every check the macro can make itself, each an error at the user's smallest token that says what
-//! to write. Checks that need types (input traits, the context's type, the approval function's
-//! signature) are left to the compiler, through the helper traits of `phaseo_agent::__private`.
+//! Stage 2 (validate): every check the macro can make itself. Uses: errors, doc, ast, args.
+//!
+//! Each check is an error at the user's smallest token that says what to write. Checks that need
+//! types (input traits, the context's type, the approval function's signature) are left to the
+//! compiler, through the helper traits of `phaseo_agent::__private`.
 
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
@@ -9,30 +11,7 @@ use syn::{GenericArgument, GenericParam, Lifetime, PathArguments, ReturnType, To
 use crate::args::{Args, Description};
 use crate::ast::{Body, Param, Returns, Role, ToolFn};
 use crate::doc;
-
-/// Errors collected across the stages, reported together.
-#[derive(Default)]
-pub(crate) struct Errors(Vec<syn::Error>);
-
-impl Errors {
-    pub(crate) fn push(&mut self, error: syn::Error) {
-        self.0.push(error);
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    #[cfg(test)]
-    pub(crate) fn into_vec(self) -> Vec<syn::Error> {
-        self.0
-    }
-
-    /// One `compile_error!` per error.
-    pub(crate) fn to_compile_errors(&self) -> TokenStream {
-        self.0.iter().map(syn::Error::to_compile_error).collect()
-    }
-}
+use crate::errors::Errors;
 
 fn error(tokens: impl ToTokens, message: &str) -> syn::Error {
     syn::Error::new_spanned(tokens, message)
