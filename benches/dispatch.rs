@@ -94,7 +94,7 @@ fn dispatch(c: &mut Criterion) {
     );
     let ctx = ToolContext::detached();
     let validator = Validator::new(tool.parameters()).expect("the schema compiles");
-    let decode = phaseo_agent::schema::__typed_decoder::<Lookup>().expect("the schema compiles");
+    let decode = phaseo_agent::__internals::typed_decoder::<Lookup>().expect("the schema compiles");
 
     // Every variant computes the same result text.
     let expected = serde_json::to_string(&lookup(serde_json::from_str(ARGS).unwrap())).unwrap();

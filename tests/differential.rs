@@ -19,7 +19,8 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
-use phaseo_agent::schema::{__strict_accepts, Validator};
+use phaseo_agent::__internals::strict_accepts as __strict_accepts;
+use phaseo_agent::schema::Validator;
 use phaseo_agent::{Tool, ToolContext, ToolInput};
 use proptest::prelude::*;
 use proptest::strategy::Union;

@@ -1,5 +1,6 @@
-//! The Rust snippets of the spec page (`shared/spec/tools-page.txt`), verbatim, with only `fn main()`
-//! (here: a test function, which then calls the tool) around them. If one stops compiling, the
+//! The Rust snippets of the SDK's tools page (the page of every language's SDK that this crate
+//! implements in Rust), verbatim, with only `fn main()` (here: a test function, which then calls the
+//! tool) around them. If one stops compiling, the
 //! public API broke the page.
 
 #[tokio::test]

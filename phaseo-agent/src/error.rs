@@ -151,4 +151,9 @@ impl AgentError {
             other => other.to_string(),
         }
     }
+
+    /// `{"error": "..."}`, the shape the model sees for every error.
+    pub(crate) fn content(&self) -> String {
+        serde_json::json!({ "error": self.model_message() }).to_string()
+    }
 }

@@ -89,44 +89,58 @@
 //! - **A model turn with two calls of the same id is refused** ([`AgentError::Model`]): decisions are
 //!   bound to call ids, so the calls could not be told apart. Calls with an empty id get
 //!   `call_<turn>_<index>`.
+//!
+//! ## How the crate is laid out
+//!
+//! The modules follow the stages of a call, lowest first; each uses only the ones above it in this
+//! list (a test checks it, and `ARCHITECTURE.md` in the repository says more):
+//!
+//! - `error`: [`AgentError`]. Uses nothing.
+//! - `model`: the conversation ([`Message`], [`ToolCall`]), the [`Model`] interface and one turn's
+//!   request and response, [`ScriptedModel`]. Uses `error`. Providers will live here.
+//! - [`schema`]: schemas generated from Rust types and normalised, compiled [`Validator`](schema::Validator)s.
+//!   Uses `error`.
+//! - `decode`: argument text to typed input, enforcing the schema ([`ToolInput`]). Uses `schema`.
+//! - `tool`: [`Tool`], [`ToolContext`], typed tools, the one per-call path ([`Tool::invoke`]), and
+//!   what `#[tool]` expands to. Uses the stages above.
+//! - `run`: [`Agent`], the loop, pausing and resuming ([`RunState`], [`Decisions`]), signed states,
+//!   [`Event`]s. Uses every stage above.
+//!
+//! Two later stages will follow `run`: `store` (durable run stores) and `mcp` (serving tools
+//! over MCP and using MCP servers' tools).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod agent;
-mod context;
-mod decode;
+// The stages, lowest first. A module uses only the modules declared before it (and its own
+// submodules); `tests/architecture.rs` checks this, and ARCHITECTURE.md explains the cut.
+// `store` and `mcp` will be declared after `run`.
 mod error;
-mod event;
-mod exec;
-mod fields;
-mod macro_support;
 mod model;
-mod resume;
-mod run;
-mod runner;
 pub mod schema;
-mod signing;
+mod decode;
 mod tool;
-mod typed;
+mod run;
 
-pub use agent::{Agent, AgentBuilder, IntoTool, RunOptions, ToolExecution};
-pub use context::ToolContext;
 pub use error::AgentError;
-pub use event::{Event, EventStream};
-pub use model::{
-    Message, Model, ModelRequest, ModelResponse, ScriptedModel, ToolCall, ToolChoice,
-    ToolDefinition,
+pub use model::message::{Message, ToolCall};
+pub use model::request::{
+    Model, ModelRequest, ModelResponse, ToolChoice, ToolDefinition, TurnParams,
 };
-pub use run::{
+pub use model::scripted::ScriptedModel;
+pub use run::agent::{Agent, AgentBuilder, RunOptions, ToolExecution};
+pub use run::event::{Event, EventStream};
+pub use run::state::{
     Decision, Decisions, PendingCall, PendingKind, RunResult, RunState, RunStatus, STATE_VERSION,
-    ToolStep, TurnParams,
+    ToolStep,
 };
 pub use tokio_util::sync::CancellationToken;
 
+pub use decode::ToolInput;
 /// The JSON crate of the public API (`Value`, `json!`), re-exported so a crate that only uses
 /// phaseo-agent can build arguments, outputs and decisions without its own dependency.
 pub use serde_json;
-pub use tool::{OnError, Tool, ToolEvent};
-pub use typed::{ToolInput, ToolOutput};
+pub use tool::context::ToolContext;
+pub use tool::definition::{IntoTool, OnError, Tool, ToolEvent};
+pub use tool::typed::ToolOutput;
 
 /// The README's examples, compiled and run as doctests so that they cannot drift from the API.
 #[cfg(doctest)]
@@ -140,19 +154,40 @@ pub use phaseo_agent_macros::tool;
 /// it changes without notice.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::agent::IntoTool;
-    pub use crate::macro_support::{
+    pub use crate::decode::ToolInput;
+    pub use crate::tool::context::ToolContext;
+    pub use crate::tool::definition::{IntoTool, OnError, Tool};
+    pub use crate::tool::macro_support::{
         Approve, Approver, Arg, ByInput, ByInputAndContext, CheckError, Context, ExternalOutput,
         Failure, Input, NextTurn, OnToolCalled, Output, Transform, Validate, approval, approver,
         event_schema, external, input_schema, next_turn, on_response_received, on_tool_called,
         output_schema, typed, typed_blocking, typed_infallible, typed_without_context,
     };
-    pub use crate::typed::{ToolInput, ToolOutput};
-    pub use crate::{OnError, Tool, ToolContext};
+    pub use crate::tool::typed::ToolOutput;
     pub use core;
     pub use futures;
     pub use schemars;
     pub use serde;
     pub use serde_json;
     pub use std::string::String;
+}
+
+/// Not public API: hooks into the runtime's stages for this repository's benchmarks and
+/// differential tests. They change without notice.
+#[doc(hidden)]
+pub mod __internals {
+    use serde_json::Value;
+
+    /// The typed decoder a `Tool::typed` tool uses.
+    pub fn typed_decoder<I: crate::decode::ToolInput>()
+    -> Result<impl Fn(&str) -> Result<I, String>, String> {
+        crate::decode::typed_decoder::<I>()
+    }
+
+    /// Whether the strict decoder accepts `text` for `schema`, reading it as a `serde_json::Value`
+    /// and as `serde::de::IgnoredAny` (both must agree); `Err` when the schema has keywords the
+    /// strict decoder does not check.
+    pub fn strict_accepts(schema: &Value, text: &str) -> Result<bool, String> {
+        crate::decode::strict_accepts(schema, text)
+    }
 }

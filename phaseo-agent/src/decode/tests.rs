@@ -69,7 +69,7 @@ fn strict_accepts<I: serde::de::DeserializeOwned + JsonSchema>(text: &str) -> bo
 }
 
 /// The fast path and the validator agree on `value`, and the decoder's outcome matches.
-fn agrees<I: crate::typed::ToolInput + std::fmt::Debug>(value: &Value) -> bool {
+fn agrees<I: super::ToolInput + std::fmt::Debug>(value: &Value) -> bool {
     let schema = schema_for::<I>();
     let valid = Validator::new(&schema).unwrap().is_valid(value);
     let text = value.to_string();
@@ -376,7 +376,7 @@ fn empty_arguments_mean_an_empty_object() {
 fn unit_inputs_advertise_and_accept_an_object() {
     #[derive(Debug, Deserialize, JsonSchema)]
     struct Unit;
-    fn check<I: crate::typed::ToolInput>() {
+    fn check<I: super::ToolInput>() {
         let schema = schema_for::<I>();
         assert_eq!(schema, json!({"type": "object", "properties": {}}));
         let decoder = Decoder::<I>::new(&schema).unwrap();

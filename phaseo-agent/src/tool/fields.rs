@@ -1,15 +1,16 @@
 //! The tool fields of the spec beyond id, description and parameters: validators, interactive hooks,
 //! next-turn overrides, exclusivity and output caps. (Approval, timeout and error policy are in
-//! `tool.rs`.)
+//! `definition.rs`.)
 
 use std::fmt::Display;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::schema::Validator;
-use crate::tool::CheckFn;
-use crate::{Tool, ToolContext, TurnParams};
+use crate::model::request::TurnParams;
+use crate::schema::validate::{CheckFn, Validator};
+use crate::tool::context::ToolContext;
+use crate::tool::definition::Tool;
 
 /// A closure validator as an internal check: its error becomes `$: <reason>`.
 fn check<E: Display>(

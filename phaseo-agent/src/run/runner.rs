@@ -1,6 +1,6 @@
 //! The agent loop: model turn → tool calls → results → model turn, pausing for people and resuming.
 //!
-//! One model turn, as data flows (DESIGN.md):
+//! One model turn, as data flows:
 //!
 //! ```text
 //! tool_calls ─► look up tool (unknown → policy) ─► parse + validate args (bad → policy)
@@ -13,17 +13,20 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use tokio::sync::mpsc::UnboundedSender;
-
-use crate::agent::AgentInner;
-use crate::event::Event;
-use crate::exec::{Execution, Outcome};
-use crate::run::{PausedTurn, RunStatus, ToolStep};
-use crate::tool::{Approval, Parsed};
-use crate::{
-    Agent, AgentError, Decisions, Message, ModelRequest, OnError, PendingCall, PendingKind,
-    RunOptions, RunResult, RunState, ToolCall, ToolContext, ToolDefinition,
+use crate::error::AgentError;
+use crate::model::message::{Message, ToolCall};
+use crate::model::request::{ModelRequest, ToolDefinition};
+use crate::run::agent::{Agent, AgentInner, RunOptions};
+use crate::run::event::{Emitter, Event, EventStream};
+use crate::run::execute::{Execution, Outcome};
+use crate::run::signing;
+use crate::run::state::{
+    Decisions, PausedTurn, PendingCall, PendingKind, RunResult, RunState, RunStatus, ToolStep,
 };
+use crate::tool::call::Parsed;
+use crate::tool::context::{ScopeParts, ToolContext};
+use crate::tool::definition::{Approval, OnError, Tool};
+use crate::tool::invoke;
 
 /// What the runtime will do with one call of a turn.
 pub(crate) enum Plan {
@@ -46,7 +49,7 @@ pub(crate) enum Plan {
 pub(crate) struct Runner {
     pub(crate) agent: Agent,
     pub(crate) state: RunState,
-    pub(crate) events: Option<UnboundedSender<Event>>,
+    pub(crate) events: Emitter,
     pub(crate) concurrency: usize,
     /// The application context as calls see it, shared by the calls of a turn instead of copied into
     /// each; renewed when a turn's calls set a new one.
@@ -54,12 +57,108 @@ pub(crate) struct Runner {
     pub(crate) context: Arc<serde_json::Value>,
 }
 
+/// Running an agent: the entry points of the loop below.
+impl Agent {
+    /// Runs the agent on a user input until the model answers without tool calls or a call pauses
+    /// the run for a person.
+    pub async fn run(&self, input: impl Into<String>) -> Result<RunResult, AgentError> {
+        self.run_with(input, RunOptions::default()).await
+    }
+
+    /// [`run`](Self::run) with options (application context, run id, concurrency).
+    pub async fn run_with(
+        &self,
+        input: impl Into<String>,
+        options: RunOptions,
+    ) -> Result<RunResult, AgentError> {
+        Runner::start(self.clone(), input.into(), options, Emitter::default()).await
+    }
+
+    /// Resumes a paused run with a decision for every pending call.
+    ///
+    /// Nothing is changed on error: `state` is borrowed, and a missing decision, a decision for a call
+    /// that is not pending, or edited arguments that fail validation return an error before anything
+    /// runs. The state may come from another process (stored as JSON and read back).
+    pub async fn resume(
+        &self,
+        state: &RunState,
+        decisions: Decisions,
+    ) -> Result<RunResult, AgentError> {
+        Runner::resume(
+            self.clone(),
+            state.clone(),
+            decisions,
+            RunOptions::default(),
+            Emitter::default(),
+        )
+        .await
+    }
+
+    /// [`resume`](Self::resume) with options (only `concurrency` applies; the context is the state's).
+    pub async fn resume_with(
+        &self,
+        state: &RunState,
+        decisions: Decisions,
+        options: RunOptions,
+    ) -> Result<RunResult, AgentError> {
+        Runner::resume(
+            self.clone(),
+            state.clone(),
+            decisions,
+            options,
+            Emitter::default(),
+        )
+        .await
+    }
+
+    /// Runs the agent and streams its events; the last event is `Completed`, `Paused` (with the state
+    /// to store) or `Failed`.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use phaseo_agent::{Agent, Event, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let agent = Agent::builder("greeter").model(ScriptedModel::new().text("Hello!")).build()?;
+    /// let names: Vec<&str> = agent.stream("Hi").map(|e| e.name()).collect().await;
+    /// assert_eq!(names, ["run.started", "model.turn", "run.completed"]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn stream(&self, input: impl Into<String>) -> EventStream {
+        self.stream_with(input, RunOptions::default())
+    }
+
+    /// [`stream`](Self::stream) with options.
+    pub fn stream_with(&self, input: impl Into<String>, options: RunOptions) -> EventStream {
+        let agent = self.clone();
+        let input = input.into();
+        EventStream::new(move |events| Box::pin(Runner::start(agent, input, options, events)))
+    }
+
+    /// Resumes a paused run and streams its events.
+    pub fn stream_resume(&self, state: &RunState, decisions: Decisions) -> EventStream {
+        let agent = self.clone();
+        let state = state.clone();
+        EventStream::new(move |events| {
+            Box::pin(Runner::resume(
+                agent,
+                state,
+                decisions,
+                RunOptions::default(),
+                events,
+            ))
+        })
+    }
+}
+
 impl Runner {
     pub(crate) async fn start(
         agent: Agent,
         input: String,
         options: RunOptions,
-        events: Option<UnboundedSender<Event>>,
+        events: Emitter,
     ) -> Result<RunResult, AgentError> {
         let run_id = options.run_id.unwrap_or_else(new_run_id);
         let mut state = RunState::new(run_id, agent.inner.id.clone(), options.context);
@@ -84,7 +183,7 @@ impl Runner {
         state: RunState,
         decisions: Decisions,
         options: RunOptions,
-        events: Option<UnboundedSender<Event>>,
+        events: Emitter,
     ) -> Result<RunResult, AgentError> {
         if state.status != RunStatus::WaitingForHuman {
             return Err(AgentError::NotPaused {
@@ -93,7 +192,7 @@ impl Runner {
             });
         }
         let mut state = state;
-        crate::signing::verify(agent.inner.state_key.as_deref(), &mut state)?;
+        signing::verify(agent.inner.state_key.as_deref(), &mut state)?;
         if state.agent_id != agent.inner.id {
             return Err(AgentError::WrongAgent {
                 expected: agent.inner.id.clone(),
@@ -134,10 +233,7 @@ impl Runner {
     }
 
     pub(crate) fn emit(&self, event: Event) {
-        if let Some(events) = &self.events {
-            // The receiver is gone when nobody listens any more; the run itself goes on.
-            let _ = events.send(event);
-        }
+        self.events.emit(event);
     }
 
     fn emit_started(&self, resumed: bool) {
@@ -157,10 +253,10 @@ impl Runner {
             Ok(()) => {
                 self.state.signature = None;
                 if let Some(key) = &self.agent.inner.state_key {
-                    self.state.signature = Some(crate::signing::sign(key, &self.state));
+                    self.state.signature = Some(signing::sign(key, &self.state));
                 }
                 // The last event carries a copy of the state: made only when someone listens.
-                if self.events.is_some() {
+                if self.events.is_listening() {
                     let state = Box::new(self.state.clone());
                     self.emit(match self.state.status {
                         RunStatus::WaitingForHuman => Event::Paused {
@@ -176,7 +272,7 @@ impl Runner {
                 Ok(RunResult { state: self.state })
             }
             Err(error) => {
-                if self.events.is_some() {
+                if self.events.is_listening() {
                     self.state.status = RunStatus::Failed;
                     self.emit(Event::Failed {
                         error: error.to_string(),
@@ -270,13 +366,13 @@ impl Runner {
     ) -> ToolContext {
         let event_checks =
             tool.map_or_else(Vec::new, |i| self.inner().tools[i].event_checks.clone());
-        ToolContext::new(crate::context::ScopeParts {
+        ToolContext::new(ScopeParts {
             run_id: self.state.run_id.clone(),
             agent_id: self.state.agent_id.clone(),
             step_index,
             context: self.context.clone(),
             call,
-            events: self.events.clone(),
+            progress: self.events.progress(),
             event_checks,
         })
     }
@@ -399,7 +495,7 @@ impl Runner {
             // The run fails: `run.failed` reports the error.
             OnError::FailRun => Err(error),
             OnError::ReturnToModel => Ok(Plan::Done {
-                step: self.done_step(step_index, call, error_content(&error), true, None),
+                step: self.done_step(step_index, call, error.content(), true, None),
                 error: Some(error.to_string()),
             }),
         }
@@ -418,7 +514,7 @@ impl Runner {
         let cap = inner
             .settings
             .max_output_chars_of(tool.map(|i| &inner.tools[i]));
-        let content = crate::exec::cap(content, cap);
+        let content = invoke::cap(content, cap);
         ToolStep {
             step_index,
             call_id: call.id.clone(),
@@ -469,7 +565,13 @@ impl Runner {
                 }
             }
         }
-        let outcomes = Execution { runner: self }.run_all(runs).await;
+        let outcomes = Execution {
+            inner: &self.agent.inner,
+            events: &self.events,
+            concurrency: self.concurrency,
+        }
+        .run_all(runs)
+        .await;
         // Outcomes come back in call order: context updates and next-turn overrides apply in it.
         let mut failure = None;
         for (slot, outcome) in outcomes {
@@ -553,7 +655,7 @@ fn normalise_calls(step_index: usize, calls: Vec<ToolCall>) -> Result<Vec<ToolCa
     Ok(out)
 }
 
-fn pending(tool: &crate::Tool, call: &ToolCall, kind: PendingKind) -> Plan {
+fn pending(tool: &Tool, call: &ToolCall, kind: PendingKind) -> Plan {
     Plan::Pending(PendingCall {
         arguments: tool.input_value(&call.arguments),
         call: call.clone(),
@@ -561,26 +663,8 @@ fn pending(tool: &crate::Tool, call: &ToolCall, kind: PendingKind) -> Plan {
     })
 }
 
-/// `{"error": "..."}`, the shape the model sees for every error.
-pub(crate) fn error_content(error: &AgentError) -> String {
-    serde_json::json!({ "error": error.model_message() }).to_string()
-}
-
 pub(crate) fn rejection_content(message: &str) -> String {
     serde_json::json!({ "error": format!("Rejected by a person: {message}") }).to_string()
-}
-
-pub(crate) fn tool_error_event(
-    call: &ToolCall,
-    error: &AgentError,
-    content: Option<String>,
-) -> Event {
-    Event::ToolError {
-        call_id: call.id.clone(),
-        tool: call.name.clone(),
-        error: error.to_string(),
-        content,
-    }
 }
 
 fn new_run_id() -> String {

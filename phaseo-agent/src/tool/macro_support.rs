@@ -11,8 +11,8 @@ use std::fmt::Display;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::typed::{ToolInput, ToolOutput};
-use crate::{Tool, ToolContext, TurnParams};
+use crate::tool::{context::ToolContext, definition::Tool, typed::ToolOutput};
+use crate::{decode::ToolInput, model::request::TurnParams};
 
 /// The input type of a `#[tool]` function (its typed input, or the generated arguments struct).
 #[diagnostic::on_unimplemented(

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::event::EventStream;
-use crate::runner::Runner;
-use crate::{
-    AgentError, Decisions, Model, OnError, RunResult, RunState, Tool, ToolCall, ToolContext,
-};
+use crate::error::AgentError;
+use crate::model::message::ToolCall;
+use crate::model::request::Model;
+use crate::tool::context::ToolContext;
+use crate::tool::definition::{IntoTool, OnError, Tool};
 
 pub(crate) type CallPredicate = dyn Fn(&ToolCall, &ToolContext) -> bool + Send + Sync;
 
@@ -149,92 +149,6 @@ impl Agent {
     /// The agent's tools.
     pub fn tools(&self) -> &[Tool] {
         &self.inner.tools
-    }
-
-    /// Runs the agent on a user input until the model answers without tool calls or a call pauses
-    /// the run for a person.
-    pub async fn run(&self, input: impl Into<String>) -> Result<RunResult, AgentError> {
-        self.run_with(input, RunOptions::default()).await
-    }
-
-    /// [`run`](Self::run) with options (application context, run id, concurrency).
-    pub async fn run_with(
-        &self,
-        input: impl Into<String>,
-        options: RunOptions,
-    ) -> Result<RunResult, AgentError> {
-        Runner::start(self.clone(), input.into(), options, None).await
-    }
-
-    /// Resumes a paused run with a decision for every pending call.
-    ///
-    /// Nothing is changed on error: `state` is borrowed, and a missing decision, a decision for a call
-    /// that is not pending, or edited arguments that fail validation return an error before anything
-    /// runs. The state may come from another process (stored as JSON and read back).
-    pub async fn resume(
-        &self,
-        state: &RunState,
-        decisions: Decisions,
-    ) -> Result<RunResult, AgentError> {
-        Runner::resume(
-            self.clone(),
-            state.clone(),
-            decisions,
-            RunOptions::default(),
-            None,
-        )
-        .await
-    }
-
-    /// [`resume`](Self::resume) with options (only `concurrency` applies; the context is the state's).
-    pub async fn resume_with(
-        &self,
-        state: &RunState,
-        decisions: Decisions,
-        options: RunOptions,
-    ) -> Result<RunResult, AgentError> {
-        Runner::resume(self.clone(), state.clone(), decisions, options, None).await
-    }
-
-    /// Runs the agent and streams its events; the last event is `Completed`, `Paused` (with the state
-    /// to store) or `Failed`.
-    ///
-    /// ```
-    /// use futures::StreamExt;
-    /// use phaseo_agent::{Agent, Event, ScriptedModel};
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let agent = Agent::builder("greeter").model(ScriptedModel::new().text("Hello!")).build()?;
-    /// let names: Vec<&str> = agent.stream("Hi").map(|e| e.name()).collect().await;
-    /// assert_eq!(names, ["run.started", "model.turn", "run.completed"]);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn stream(&self, input: impl Into<String>) -> EventStream {
-        self.stream_with(input, RunOptions::default())
-    }
-
-    /// [`stream`](Self::stream) with options.
-    pub fn stream_with(&self, input: impl Into<String>, options: RunOptions) -> EventStream {
-        let agent = self.clone();
-        let input = input.into();
-        EventStream::new(move |events| Box::pin(Runner::start(agent, input, options, Some(events))))
-    }
-
-    /// Resumes a paused run and streams its events.
-    pub fn stream_resume(&self, state: &RunState, decisions: Decisions) -> EventStream {
-        let agent = self.clone();
-        let state = state.clone();
-        EventStream::new(move |events| {
-            Box::pin(Runner::resume(
-                agent,
-                state,
-                decisions,
-                RunOptions::default(),
-                Some(events),
-            ))
-        })
     }
 }
 
@@ -427,17 +341,5 @@ impl AgentBuilder {
                 state_key: self.state_key,
             }),
         })
-    }
-}
-
-/// Something an agent takes as a tool: a [`Tool`], or the name of a `#[tool]` function.
-pub trait IntoTool {
-    /// The tool.
-    fn into_tool(self) -> Tool;
-}
-
-impl IntoTool for Tool {
-    fn into_tool(self) -> Tool {
-        self
     }
 }

@@ -7,108 +7,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
-use futures::future::{BoxFuture, Either};
 use serde_json::Value;
 
-use crate::schema::Validator;
-use crate::{AgentError, ToolContext, TurnParams};
-
-/// A call whose arguments passed parsing and validation, ready to start: its input (a `Value` for
-/// JSON tools, the input type for typed ones) and what runs it.
-///
-/// One allocation per call: for a typed async tool the box also holds the room the tool's future
-/// runs in ([`crate::typed`]), so starting the call allocates nothing more.
-pub(crate) struct Parsed(pub(crate) Box<dyn Prepared>);
-
-impl Parsed {
-    /// The input, for approval functions to downcast.
-    pub(crate) fn input(&self) -> &dyn Any {
-        self.0.input()
-    }
-
-    /// Starts the call; `runs` is the tool's typed function, if it has one ([`Tool::runs`]).
-    pub(crate) fn start(
-        self,
-        runs: Option<&(dyn Any + Send + Sync)>,
-        ctx: &ToolContext,
-        want_value: bool,
-    ) -> CallFuture {
-        self.0.start(runs, ctx, want_value)
-    }
-}
-
-/// What [`Parsed`] holds.
-pub(crate) trait Prepared: Send {
-    fn input(&self) -> &dyn Any;
-    /// `want_value`: produce a `Value` (something checks the output) rather than JSON text.
-    fn start(
-        self: Box<Self>,
-        runs: Option<&(dyn Any + Send + Sync)>,
-        ctx: &ToolContext,
-        want_value: bool,
-    ) -> CallFuture;
-}
-
-pub(crate) type CallFuture = BoxFuture<'static, Result<Produced, AgentError>>;
-
-/// The type a tool's parsed input has (checked against an approval function's).
-#[derive(Clone, Copy)]
-pub(crate) struct InputType {
-    pub(crate) id: TypeId,
-    pub(crate) name: &'static str,
-}
-
-impl InputType {
-    pub(crate) fn of<I: Any>() -> Self {
-        InputType {
-            id: TypeId::of::<I>(),
-            name: std::any::type_name::<I>(),
-        }
-    }
-}
-
-/// An executor that starts from an input of type `I`.
-pub(crate) type Exec<I> = dyn Fn(I, ToolContext, bool) -> CallFuture + Send + Sync;
-
-/// An input and the executor it goes to (none for an external tool): JSON tools and blocking typed
-/// tools, whose executors make their own future.
-pub(crate) struct Eager<I> {
-    pub(crate) input: I,
-    pub(crate) exec: Option<Arc<Exec<I>>>,
-}
-
-impl<I: Any + Send> Prepared for Eager<I> {
-    fn input(&self) -> &dyn Any {
-        &self.input
-    }
-
-    fn start(
-        self: Box<Self>,
-        _runs: Option<&(dyn Any + Send + Sync)>,
-        ctx: &ToolContext,
-        want_value: bool,
-    ) -> CallFuture {
-        let Eager { input, exec } = *self;
-        match exec {
-            Some(exec) => exec(input, ctx.clone(), want_value),
-            None => {
-                futures::future::ready(Err(AgentError::tool("this tool has no executor"))).boxed()
-            }
-        }
-    }
-}
-
-/// What an executor produced: a value, or (for typed tools, when nothing needs the value) its JSON text.
-pub(crate) enum Produced {
-    Value(Value),
-    Text(String),
-}
+use crate::decode::text::parse_arguments;
+use crate::error::AgentError;
+use crate::model::request::TurnParams;
+use crate::schema::validate::{CheckFn, Validator};
+use crate::tool::call::{Eager, Exec, InputType, Parsed, Produced, blocking};
+use crate::tool::context::ToolContext;
 
 pub(crate) type ParseFn = dyn Fn(&str) -> Result<Parsed, String> + Send + Sync;
 
 pub(crate) type ApprovalFn = dyn Fn(&Parsed, &ToolContext) -> bool + Send + Sync;
-/// A validator in the spec's sense: returns the (possibly transformed) value, or why it is invalid.
-pub(crate) type CheckFn = dyn Fn(Value) -> Result<Value, String> + Send + Sync;
 pub(crate) type FromValueFn = dyn Fn(Value) -> Result<Parsed, String> + Send + Sync;
 pub(crate) type OnCalledFn = dyn Fn(&Value, &ToolContext) -> Option<Value> + Send + Sync;
 pub(crate) type NextTurnFn = dyn Fn(&Value, &TurnParams) -> TurnParams + Send + Sync;
@@ -456,46 +366,6 @@ impl Tool {
         &self.parameters
     }
 
-    /// Parses, validates and runs one call's argument text, as the agent loop would (the tool's own
-    /// timeout, output checks and cap apply; approval does not), returning the result text.
-    ///
-    /// The arguments are parsed and validated when `invoke` is called; the tool starts (and its
-    /// timeout runs) when the returned future is first polled. For unit tests of a tool and for
-    /// benchmarks.
-    ///
-    /// ```
-    /// use phaseo_agent::{Tool, ToolContext};
-    /// use serde_json::json;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// let double = Tool::new("double", "Double a number",
-    ///     json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
-    ///     |input, _| Ok(json!(input["n"].as_i64().unwrap_or(0) * 2)));
-    /// let ctx = ToolContext::detached();
-    /// assert_eq!(double.invoke(r#"{"n": 21}"#, &ctx).await.unwrap(), "42");
-    /// let err = double.invoke(r#"{"n": "x"}"#, &ctx).await.unwrap_err();
-    /// assert_eq!(err.to_string(), r#"Invalid tool input: $.n: "x" is not of type "integer""#);
-    /// # }
-    /// ```
-    #[inline]
-    pub fn invoke<'a>(
-        &'a self,
-        arguments: &str,
-        ctx: &'a ToolContext,
-    ) -> impl Future<Output = Result<String, AgentError>> + Send + 'a {
-        match self.parse_call(arguments) {
-            Ok(parsed) => Either::Left(crate::exec::invoke(
-                self,
-                parsed,
-                ctx,
-                None,
-                self.max_output_chars,
-            )),
-            Err(e) => Either::Right(futures::future::ready(Err(AgentError::InvalidInput(e)))),
-        }
-    }
-
     /// Whether the tool has no executor (its result comes from outside the process).
     pub fn is_external(&self) -> bool {
         !self.executable
@@ -570,54 +440,14 @@ pub(crate) fn check_id(id: &str) -> Result<(), String> {
     }
 }
 
-/// Model argument text to JSON: `""` (some models send it for no arguments) means `{}`.
-pub(crate) fn parse_arguments(args: &str) -> Result<Value, String> {
-    if is_blank(args) {
-        return Ok(Value::Object(Default::default()));
-    }
-    serde_json::from_str(args).map_err(|e| format!("$: arguments are not valid JSON: {e}"))
+/// Something an agent takes as a tool: a [`Tool`], or the name of a `#[tool]` function.
+pub trait IntoTool {
+    /// The tool.
+    fn into_tool(self) -> Tool;
 }
 
-/// Empty or JSON whitespace only. Stops at the first other byte, so a call's arguments cost one
-/// comparison (`str::trim` walks both ends, decoding UTF-8). Inlined into the typed decoders, which
-/// are compiled in the crate that defines the tool.
-#[inline]
-pub(crate) fn is_blank(args: &str) -> bool {
-    args.bytes()
-        .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-}
-
-/// Runs synchronous tool code on Tokio's blocking pool so it cannot stall the async workers; a panic
-/// comes back as an error. Outside a Tokio runtime it runs inline.
-pub(crate) fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, AgentError> + Send + 'static,
-) -> BoxFuture<'static, Result<T, AgentError>> {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => handle
-            .spawn_blocking(work)
-            .map(|joined| match joined {
-                Ok(result) => result,
-                Err(e) if e.is_panic() => Err(panic_error(e.into_panic())),
-                Err(_) => Err(AgentError::tool("the tool's thread was cancelled")),
-            })
-            .boxed(),
-        Err(_) => futures::future::ready(
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
-                .unwrap_or_else(|p| Err(panic_error(p))),
-        )
-        .boxed(),
-    }
-}
-
-/// A panic payload as an error; the tool id is filled in by the runtime.
-pub(crate) fn panic_error(payload: Box<dyn Any + Send>) -> AgentError {
-    let message = payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-string panic payload".to_owned());
-    AgentError::Panicked {
-        tool: String::new(),
-        message,
+impl IntoTool for Tool {
+    fn into_tool(self) -> Tool {
+        self
     }
 }

@@ -5,7 +5,9 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{AgentError, Message, ToolCall, ToolChoice};
+use crate::error::AgentError;
+use crate::model::message::{Message, ToolCall};
+use crate::model::request::TurnParams;
 
 /// The version of [`RunState`] this build writes and reads.
 pub const STATE_VERSION: u32 = 1;
@@ -155,36 +157,6 @@ impl Decisions {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
-    }
-}
-
-/// Changes to the next model request, set by tools (see `Tool::next_turn`). Unset fields keep the
-/// agent's values.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct TurnParams {
-    /// The model name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// Sampling temperature.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f32>,
-    /// Maximum output tokens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_output_tokens: Option<u32>,
-    /// Instructions (system prompt).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instructions: Option<String>,
-    /// Tool choice.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_choice: Option<ToolChoice>,
-    /// The ids of the tools offered to the model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub active_tools: Option<Vec<String>>,
-}
-
-impl TurnParams {
-    pub(crate) fn is_empty(&self) -> bool {
-        *self == TurnParams::default()
     }
 }
 

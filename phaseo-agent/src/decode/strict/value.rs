@@ -1,25 +1,7 @@
-//! A deserializer wrapper that checks every value it reads against a [`Shape`], while the input
-//! type decodes itself from the same text: no `Value` is built, and no value is read twice.
-//!
-//! The wrapper sees each JSON value through the visitor call the underlying deserializer makes for
-//! it (`visit_str` for a string, `visit_map` for an object, ...), so it checks what the text holds,
-//! whatever the input type asked for. That closes the gaps where serde is looser than the schema:
-//!
-//! - a struct decoded from a JSON array (serde_json allows it): an array is checked as an array;
-//! - a key serde accepts for a field but the schema does not list (a `#[serde(alias)]`): the
-//!   value is checked as an additional property, and the schema's `required` is checked by the
-//!   wrapper itself, so an alias never stands in for a required property;
-//! - values serde skips (unknown fields): read and checked unless the schema allows anything there;
-//! - `{"Variant": null}` for a unit enum (serde_json's externally tagged form): an enum whose
-//!   schema admits only strings is read from a string only.
-//!
-//! Any failure, including the wrapper's own, sends the call to the slow path (parse, validate,
-//! decode), which reports the precise error or, when the wrapper was stricter than the schema
-//! (a duplicate key), decodes the value.
-//!
-//! With a [`Track`], the wrapper also records where an error happened, as a JSON path.
+//! The wrapper around a value, and around the arrays and maps inside it: one recursive unit (an
+//! element or a map value is a value again).
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::fmt;
 
 use serde::de::{
@@ -27,109 +9,9 @@ use serde::de::{
     Visitor,
 };
 
-use super::shape::{Checks, Node, NodeId, Object, Scalar, Shape, types};
-
-/// The `Deserializer` methods both wrappers (this one and the key reader) forward with a wrapped
-/// visitor; each handles `deserialize_enum` and `deserialize_ignored_any` on its own.
-macro_rules! forward_methods {
-    ($forward:ident) => {
-        $forward! {
-            deserialize_any();
-            deserialize_bool();
-            deserialize_i8();
-            deserialize_i16();
-            deserialize_i32();
-            deserialize_i64();
-            deserialize_i128();
-            deserialize_u8();
-            deserialize_u16();
-            deserialize_u32();
-            deserialize_u64();
-            deserialize_u128();
-            deserialize_f32();
-            deserialize_f64();
-            deserialize_char();
-            deserialize_str();
-            deserialize_string();
-            deserialize_bytes();
-            deserialize_byte_buf();
-            deserialize_option();
-            deserialize_unit();
-            deserialize_unit_struct(name: &'static str);
-            deserialize_newtype_struct(name: &'static str);
-            deserialize_seq();
-            deserialize_tuple(len: usize);
-            deserialize_tuple_struct(name: &'static str, len: usize);
-            deserialize_map();
-            deserialize_struct(name: &'static str, fields: &'static [&'static str]);
-            deserialize_identifier();
-        }
-    };
-}
-
-mod access;
-
-use access::{Slot, StrictMap, StrictSeq};
-
-/// Where an error happened: segments are pushed innermost first as the error bubbles up.
-#[derive(Default)]
-pub(crate) struct Track {
-    segments: RefCell<Vec<Segment>>,
-}
-
-pub(crate) enum Segment {
-    Key(String),
-    Index(usize),
-}
-
-impl Track {
-    /// The recorded path: `$`, `$.items[1]`, `$["a key"]`.
-    pub(crate) fn path(&self) -> String {
-        let mut out = String::from("$");
-        for segment in self.segments.borrow().iter().rev() {
-            match segment {
-                Segment::Index(i) => out.push_str(&format!("[{i}]")),
-                Segment::Key(k) => crate::schema::push_key(&mut out, k),
-            }
-        }
-        out
-    }
-
-    fn push(&self, segment: Segment) {
-        self.segments.borrow_mut().push(segment);
-    }
-}
-
-/// Records the path of an error, or (for the fast path) does nothing at no cost.
-pub(crate) trait Tracker: Copy {
-    /// Whether paths are recorded (keys are then kept as they are read).
-    const ON: bool;
-    fn push(self, segment: impl FnOnce() -> Segment);
-}
-
-/// The fast path's tracker: records nothing.
-#[derive(Clone, Copy)]
-pub(crate) struct NoTrack;
-
-impl Tracker for NoTrack {
-    const ON: bool = false;
-    #[inline(always)]
-    fn push(self, _: impl FnOnce() -> Segment) {}
-}
-
-impl Tracker for &Track {
-    const ON: bool = true;
-    fn push(self, segment: impl FnOnce() -> Segment) {
-        Track::push(self, segment());
-    }
-}
-
-/// What the wrapper carries down: the shape, and the path tracker.
-#[derive(Clone, Copy)]
-pub(crate) struct Cx<'s, T> {
-    pub(crate) shape: &'s Shape,
-    pub(crate) track: T,
-}
+use super::key::{KeySeed, Slot};
+use super::track::{Cx, Segment, Tracker, reject};
+use crate::decode::shape::{self, Checks, Node, NodeId, Object, Scalar, types};
 
 /// The wrapper around a deserializer, checking the value at `node`.
 pub(crate) struct Strict<'s, D, T> {
@@ -230,13 +112,6 @@ struct StrictVisitor<'s, V, T> {
     inner: V,
     cx: Cx<'s, T>,
     node: NodeId,
-}
-
-/// Why a value fails its node (only the slow path's message reaches the model).
-#[cold]
-#[inline(never)]
-fn reject<E: de::Error>(what: &str) -> E {
-    E::custom(format_args!("{what} is not allowed here by the schema"))
 }
 
 impl<'s, V, T> StrictVisitor<'s, V, T> {
@@ -602,5 +477,116 @@ impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for EnumVisitor<'_, V, T> {
     fn visit_string<E: de::Error>(self, v: String) -> Result<V::Value, E> {
         self.0.string(&v)?;
         self.0.inner.visit_enum(v.into_deserializer())
+    }
+}
+
+/// The array wrapper: each element is checked against its item node; the count is kept.
+pub(super) struct StrictSeq<'s, 'c, A, T> {
+    pub(super) seq: A,
+    pub(super) cx: Cx<'s, T>,
+    pub(super) checks: Option<&'s Checks>,
+    pub(super) count: &'c Cell<usize>,
+}
+
+impl<'de, A: SeqAccess<'de>, T: Tracker> SeqAccess<'de> for StrictSeq<'_, '_, A, T> {
+    type Error = A::Error;
+
+    #[inline(always)]
+    fn next_element_seed<S: DeserializeSeed<'de>>(
+        &mut self,
+        seed: S,
+    ) -> Result<Option<S::Value>, A::Error> {
+        let index = self.count.get();
+        let node = match self.checks {
+            Some(c) => c.array.prefix.get(index).copied().unwrap_or(c.array.items),
+            None => shape::ANY,
+        };
+        let seed = StrictSeed {
+            seed,
+            cx: self.cx,
+            node,
+        };
+        match self.seq.next_element_seed(seed) {
+            Ok(Some(value)) => {
+                self.count.set(index + 1);
+                Ok(Some(value))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => {
+                self.cx.track.push(|| Segment::Index(index));
+                Err(e)
+            }
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.seq.size_hint()
+    }
+}
+
+/// The object wrapper: each key selects a property (or the additional-properties node), each
+/// value is checked against it, and the properties seen are recorded for `required`.
+pub(super) struct StrictMap<'s, 'c, A, T> {
+    pub(super) map: A,
+    pub(super) cx: Cx<'s, T>,
+    pub(super) checks: Option<&'s Checks>,
+    pub(super) seen: &'c Cell<u64>,
+    pub(super) current: Slot,
+}
+
+impl<'de, A: MapAccess<'de>, T: Tracker> MapAccess<'de> for StrictMap<'_, '_, A, T> {
+    type Error = A::Error;
+
+    #[inline(always)]
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        self.current.unread = true;
+        let seed = KeySeed {
+            seed,
+            checks: self.checks,
+            track: T::ON,
+            slot: &mut self.current,
+        };
+        let key = self.map.next_key_seed(seed)?;
+        if key.is_some() {
+            let slot = &mut self.current;
+            match (self.checks, slot.unread) {
+                (None, _) => slot.node = shape::ANY,
+                (Some(c), false) => match slot.property {
+                    Some(i) => {
+                        slot.node = c.object.properties[i].1;
+                        slot.previous = i;
+                        self.seen.set(self.seen.get() | 1 << i);
+                    }
+                    None => slot.node = c.object.additional,
+                },
+                (Some(c), true) if c.object.properties.is_empty() => {
+                    slot.node = c.object.additional
+                }
+                (Some(_), true) => return Err(reject("a key the strict decoder cannot read")),
+            }
+        }
+        Ok(key)
+    }
+
+    #[inline(always)]
+    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, A::Error> {
+        let seed = StrictSeed {
+            seed,
+            cx: self.cx,
+            node: self.current.node,
+        };
+        self.map.next_value_seed(seed).inspect_err(|_| {
+            let key = &mut self.current.key;
+            self.cx
+                .track
+                .push(|| Segment::Key(key.take().unwrap_or_default()));
+        })
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.map.size_hint()
     }
 }

@@ -16,17 +16,27 @@
 //! The fast path only ever accepts what the validator accepts, and when it fails the slow path
 //! decides, so a call gets the same outcome either way; the fast path only makes it cheaper.
 
+pub(crate) mod text;
+
 mod shape;
 mod strict;
 
-use serde::de::IgnoredAny;
+use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::Value;
 
-use crate::schema::Validator;
-use crate::tool::{is_blank, parse_arguments};
-use crate::typed::ToolInput;
+use crate::schema::validate::Validator;
+use text::{is_blank, parse_arguments};
 
 pub(crate) use shape::Shape;
+
+/// The input of a typed tool: decoded from the model's arguments, with a JSON Schema to advertise.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool input: derive `Deserialize` and `JsonSchema` for it",
+    label = "this type is not a tool input",
+    note = "add `#[derive(serde::Deserialize, schemars::JsonSchema)]` to `{Self}`, or take plain arguments"
+)]
+pub trait ToolInput: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static {}
+impl<T: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static> ToolInput for T {}
 
 /// A typed decoder for one input type and its normalised schema, compiled once.
 pub(crate) struct Decoder<I> {
@@ -89,10 +99,7 @@ impl<I: ToolInput> Decoder<I> {
 }
 
 /// Decodes `I` from the text through the strict wrapper: `Ok` only if the schema accepts the text.
-fn decode_strict<I: serde::de::DeserializeOwned>(
-    shape: &Shape,
-    text: &str,
-) -> Result<I, serde_json::Error> {
+fn decode_strict<I: DeserializeOwned>(shape: &Shape, text: &str) -> Result<I, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_str(text);
     let input = I::deserialize(strict::Strict {
         de: &mut de,
@@ -152,6 +159,12 @@ fn from_value<I: ToolInput>(value: &Value, unit_like: bool) -> Result<I, String>
 fn is_unit_like<I: ToolInput>() -> bool {
     let schema = schemars::SchemaGenerator::default().into_root_schema_for::<I>();
     schema.get("type") == Some(&Value::String("null".into()))
+}
+
+/// The typed decoder a `Tool::typed` tool uses (for the repository's benchmarks).
+pub(crate) fn typed_decoder<I: ToolInput>() -> Result<impl Fn(&str) -> Result<I, String>, String> {
+    let decoder = Decoder::<I>::new(&crate::schema::schema_for::<I>())?;
+    Ok(move |args: &str| decoder.decode(args))
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 
 use hmac::{KeyInit, Mac};
 
-use crate::{AgentError, RunState};
+use crate::error::AgentError;
+use crate::run::state::RunState;
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 

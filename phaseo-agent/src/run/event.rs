@@ -1,10 +1,15 @@
 //! The events of a run, in the order they happen; see [`Agent::stream`](crate::Agent::stream).
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio::sync::mpsc::UnboundedSender;
 
-use crate::ToolCall;
-use crate::run::{PendingCall, RunState};
+use crate::error::AgentError;
+use crate::model::message::ToolCall;
+use crate::run::state::{PendingCall, RunResult, RunState};
+use crate::tool::context::ProgressSink;
 
 /// One thing that happened in a run. [`Event::name`] gives the dotted names other SDKs use
 /// (`tool.preliminary_result`, ...).
@@ -119,9 +124,64 @@ impl Event {
             Event::Failed { .. } => "run.failed",
         }
     }
+
+    /// `tool.error` for a call; `content` is what the model reads, when the run goes on.
+    pub(crate) fn tool_error(call: &ToolCall, error: &AgentError, content: Option<String>) -> Self {
+        Event::ToolError {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            error: error.to_string(),
+            content,
+        }
+    }
 }
 
-type RunFuture = futures::future::BoxFuture<'static, Result<crate::RunResult, crate::AgentError>>;
+/// The run's end of its event stream. Without a listener (a plain `run()`) it holds nothing, and
+/// nobody builds an event for it: callers check [`Emitter::is_listening`] before costly ones.
+#[derive(Clone, Default)]
+pub(crate) struct Emitter {
+    events: Option<UnboundedSender<Event>>,
+    /// Publishes a call's progress as `tool.preliminary_result` (what tools' contexts are given).
+    progress: Option<Arc<ProgressSink>>,
+}
+
+impl Emitter {
+    /// An emitter that sends to a listener.
+    fn listening(events: UnboundedSender<Event>) -> Self {
+        let sender = events.clone();
+        let progress: Arc<ProgressSink> = Arc::new(move |call: &ToolCall, value: &Value| {
+            // The receiver is gone only when nobody listens to the run any more; progress is
+            // still kept on the call's step.
+            let _ = sender.send(Event::PreliminaryResult {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                value: value.clone(),
+            });
+        });
+        Emitter {
+            events: Some(events),
+            progress: Some(progress),
+        }
+    }
+
+    pub(crate) fn is_listening(&self) -> bool {
+        self.events.is_some()
+    }
+
+    pub(crate) fn emit(&self, event: Event) {
+        if let Some(events) = &self.events {
+            // The receiver is gone when nobody listens any more; the run itself goes on.
+            let _ = events.send(event);
+        }
+    }
+
+    /// Where the calls of this run publish their progress.
+    pub(crate) fn progress(&self) -> Option<Arc<ProgressSink>> {
+        self.progress.clone()
+    }
+}
+
+type RunFuture = futures::future::BoxFuture<'static, Result<RunResult, AgentError>>;
 
 /// The events of one run, as a [`futures::Stream`]. The run makes progress only while the stream is
 /// polled; dropping the stream drops the run (and fires the cancellation tokens of running calls).
@@ -134,12 +194,10 @@ pub struct EventStream {
 }
 
 impl EventStream {
-    pub(crate) fn new(
-        start: impl FnOnce(tokio::sync::mpsc::UnboundedSender<Event>) -> RunFuture,
-    ) -> Self {
+    pub(crate) fn new(start: impl FnOnce(Emitter) -> RunFuture) -> Self {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         EventStream {
-            run: Some(start(tx)),
+            run: Some(start(Emitter::listening(tx))),
             events: rx,
         }
     }

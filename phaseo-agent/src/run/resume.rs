@@ -1,9 +1,12 @@
 //! Resuming a paused run: decisions checked against the pending calls and turned into plans, before
 //! anything runs or changes.
 
-use crate::runner::{Plan, Runner, rejection_content};
-use crate::tool::Parsed;
-use crate::{AgentError, Decision, Decisions, PendingCall, PendingKind, ToolCall, ToolContext};
+use crate::error::AgentError;
+use crate::model::message::ToolCall;
+use crate::run::runner::{Plan, Runner, rejection_content};
+use crate::run::state::{Decision, Decisions, PendingCall, PendingKind};
+use crate::tool::call::Parsed;
+use crate::tool::context::ToolContext;
 
 impl Runner {
     /// Validates decisions against the paused turn and turns them into plans, changing nothing.

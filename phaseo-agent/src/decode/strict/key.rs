@@ -1,57 +1,10 @@
-//! The wrappers around a sequence and a map, and the key reader: what [`super::Strict`] hands the
-//! inner visitor in place of serde_json's own accessors.
+//! The key reader: sees each object key as serde reads it, and records which property it selects.
 
-use std::cell::Cell;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, Visitor};
 
-use super::{Cx, Segment, StrictSeed, Tracker, reject};
-use crate::decode::shape::{self, Checks, NodeId};
-
-/// The array wrapper: each element is checked against its item node; the count is kept.
-pub(super) struct StrictSeq<'s, 'c, A, T> {
-    pub(super) seq: A,
-    pub(super) cx: Cx<'s, T>,
-    pub(super) checks: Option<&'s Checks>,
-    pub(super) count: &'c Cell<usize>,
-}
-
-impl<'de, A: SeqAccess<'de>, T: Tracker> SeqAccess<'de> for StrictSeq<'_, '_, A, T> {
-    type Error = A::Error;
-
-    #[inline(always)]
-    fn next_element_seed<S: DeserializeSeed<'de>>(
-        &mut self,
-        seed: S,
-    ) -> Result<Option<S::Value>, A::Error> {
-        let index = self.count.get();
-        let node = match self.checks {
-            Some(c) => c.array.prefix.get(index).copied().unwrap_or(c.array.items),
-            None => shape::ANY,
-        };
-        let seed = StrictSeed {
-            seed,
-            cx: self.cx,
-            node,
-        };
-        match self.seq.next_element_seed(seed) {
-            Ok(Some(value)) => {
-                self.count.set(index + 1);
-                Ok(Some(value))
-            }
-            Ok(None) => Ok(None),
-            Err(e) => {
-                self.cx.track.push(|| Segment::Index(index));
-                Err(e)
-            }
-        }
-    }
-
-    fn size_hint(&self) -> Option<usize> {
-        self.seq.size_hint()
-    }
-}
+use crate::decode::shape::{Checks, NodeId};
 
 /// Which node the key just read selects, and (when tracking) the key itself.
 #[derive(Default)]
@@ -59,86 +12,19 @@ pub(super) struct Slot {
     pub(super) node: NodeId,
     /// The property's index, if the key is one.
     pub(super) property: Option<usize>,
-    /// The previous property read, for [`Object::find`](super::shape::Object::find).
+    /// The previous property read, for `Object::find`.
     pub(super) previous: usize,
     /// The key was not a string the wrapper could read.
     pub(super) unread: bool,
     pub(super) key: Option<String>,
 }
 
-/// The object wrapper: each key selects a property (or the additional-properties node), each
-/// value is checked against it, and the properties seen are recorded for `required`.
-pub(super) struct StrictMap<'s, 'c, A, T> {
-    pub(super) map: A,
-    pub(super) cx: Cx<'s, T>,
-    pub(super) checks: Option<&'s Checks>,
-    pub(super) seen: &'c Cell<u64>,
-    pub(super) current: Slot,
-}
-
-impl<'de, A: MapAccess<'de>, T: Tracker> MapAccess<'de> for StrictMap<'_, '_, A, T> {
-    type Error = A::Error;
-
-    #[inline(always)]
-    fn next_key_seed<K: DeserializeSeed<'de>>(
-        &mut self,
-        seed: K,
-    ) -> Result<Option<K::Value>, A::Error> {
-        self.current.unread = true;
-        let seed = KeySeed {
-            seed,
-            checks: self.checks,
-            track: T::ON,
-            slot: &mut self.current,
-        };
-        let key = self.map.next_key_seed(seed)?;
-        if key.is_some() {
-            let slot = &mut self.current;
-            match (self.checks, slot.unread) {
-                (None, _) => slot.node = shape::ANY,
-                (Some(c), false) => match slot.property {
-                    Some(i) => {
-                        slot.node = c.object.properties[i].1;
-                        slot.previous = i;
-                        self.seen.set(self.seen.get() | 1 << i);
-                    }
-                    None => slot.node = c.object.additional,
-                },
-                (Some(c), true) if c.object.properties.is_empty() => {
-                    slot.node = c.object.additional
-                }
-                (Some(_), true) => return Err(reject("a key the strict decoder cannot read")),
-            }
-        }
-        Ok(key)
-    }
-
-    #[inline(always)]
-    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, A::Error> {
-        let seed = StrictSeed {
-            seed,
-            cx: self.cx,
-            node: self.current.node,
-        };
-        self.map.next_value_seed(seed).inspect_err(|_| {
-            let key = &mut self.current.key;
-            self.cx
-                .track
-                .push(|| Segment::Key(key.take().unwrap_or_default()));
-        })
-    }
-
-    fn size_hint(&self) -> Option<usize> {
-        self.map.size_hint()
-    }
-}
-
 /// Reads a key: the wrapped seed decodes it as usual, and the wrapper looks it up.
-struct KeySeed<'s, 'c, K> {
-    seed: K,
-    checks: Option<&'s Checks>,
-    track: bool,
-    slot: &'c mut Slot,
+pub(super) struct KeySeed<'s, 'c, K> {
+    pub(super) seed: K,
+    pub(super) checks: Option<&'s Checks>,
+    pub(super) track: bool,
+    pub(super) slot: &'c mut Slot,
 }
 
 impl<'de, K: DeserializeSeed<'de>> DeserializeSeed<'de> for KeySeed<'_, '_, K> {

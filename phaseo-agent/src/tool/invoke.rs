@@ -1,137 +1,53 @@
-//! Executing tool calls: timeouts, cancellation, panics, the concurrency limit, call order, output
-//! checks and caps, and the error policy.
+//! Running one call of a tool: the deadline raced against it, a panic caught, the output checked
+//! and capped. The one per-call path: the agent loop and [`Tool::invoke`] both go through it.
 
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures::StreamExt;
-use serde_json::Value;
+use futures::future::Either;
 use tokio::task::coop::{Unconstrained, unconstrained};
 use tokio::time::{Sleep, sleep};
 
-use crate::event::Event;
-use crate::run::ToolStep;
-use crate::runner::{Runner, error_content, tool_error_event};
-use crate::tool::{CallFuture, Parsed, Produced, panic_error};
-use crate::{AgentError, OnError, Tool, ToolContext};
+use crate::error::AgentError;
+use crate::tool::call::{CallFuture, Parsed, Produced, panic_error};
+use crate::tool::context::ToolContext;
+use crate::tool::definition::Tool;
 
-/// One call to run: its slot in the turn, the tool's index, its parsed input and its context.
-pub(crate) type Run = (usize, usize, Parsed, ToolContext);
-
-/// What one executed call left behind.
-pub(crate) struct Outcome {
-    pub(crate) step: ToolStep,
-    pub(crate) new_context: Option<Value>,
-    /// The tool and the call's input, when the tool changes the next turn.
-    pub(crate) next_turn: Option<(usize, Value)>,
-    /// Set when the call failed under `fail-run`.
-    pub(crate) fail: Option<AgentError>,
-}
-
-pub(crate) struct Execution<'a> {
-    pub(crate) runner: &'a Runner,
-}
-
-impl Execution<'_> {
-    /// Runs calls up to the concurrency limit, returning outcomes in call order. An exclusive tool's
-    /// call runs alone: the calls before it finish first, and the calls after it wait.
-    pub(crate) async fn run_all(&self, runs: Vec<Run>) -> Vec<(usize, Outcome)> {
-        let tools = &self.runner.agent.inner.tools;
-        let mut out = Vec::with_capacity(runs.len());
-        let mut batch = Vec::new();
-        for run in runs {
-            if tools[run.1].exclusive {
-                out.extend(self.run_batch(std::mem::take(&mut batch)).await);
-                out.push(self.run_one(run).await);
-            } else {
-                batch.push(run);
-            }
+impl Tool {
+    /// Parses, validates and runs one call's argument text, as the agent loop would (the tool's own
+    /// timeout, output checks and cap apply; approval does not), returning the result text.
+    ///
+    /// The arguments are parsed and validated when `invoke` is called; the tool starts (and its
+    /// timeout runs) when the returned future is first polled. For unit tests of a tool and for
+    /// benchmarks.
+    ///
+    /// ```
+    /// use phaseo_agent::{Tool, ToolContext};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let double = Tool::new("double", "Double a number",
+    ///     json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+    ///     |input, _| Ok(json!(input["n"].as_i64().unwrap_or(0) * 2)));
+    /// let ctx = ToolContext::detached();
+    /// assert_eq!(double.invoke(r#"{"n": 21}"#, &ctx).await.unwrap(), "42");
+    /// let err = double.invoke(r#"{"n": "x"}"#, &ctx).await.unwrap_err();
+    /// assert_eq!(err.to_string(), r#"Invalid tool input: $.n: "x" is not of type "integer""#);
+    /// # }
+    /// ```
+    #[inline]
+    pub fn invoke<'a>(
+        &'a self,
+        arguments: &str,
+        ctx: &'a ToolContext,
+    ) -> impl Future<Output = Result<String, AgentError>> + Send + 'a {
+        match self.parse_call(arguments) {
+            Ok(parsed) => Either::Left(invoke(self, parsed, ctx, None, self.max_output_chars)),
+            Err(e) => Either::Right(futures::future::ready(Err(AgentError::InvalidInput(e)))),
         }
-        out.extend(self.run_batch(batch).await);
-        out
-    }
-
-    async fn run_batch(&self, batch: Vec<Run>) -> Vec<(usize, Outcome)> {
-        // `buffer_unordered` starts a call as soon as any place is free (`buffered` would keep a place
-        // taken by a call that finished before an earlier one), and only then, so a call's timeout
-        // never counts time spent queued. Outcomes are put back in call order.
-        let mut outcomes: Vec<(usize, Outcome)> = futures::stream::iter(batch)
-            .map(|run| self.run_one(run))
-            .buffer_unordered(self.runner.concurrency)
-            .collect()
-            .await;
-        outcomes.sort_unstable_by_key(|(slot, _)| *slot);
-        outcomes
-    }
-
-    async fn run_one(&self, (slot, index, parsed, ctx): Run) -> (usize, Outcome) {
-        let inner = &self.runner.agent.inner;
-        let tool = &inner.tools[index];
-        let call = ctx.tool_call().clone();
-        self.runner.emit(Event::ToolCalled { call: call.clone() });
-        // If the run is dropped mid-call, the guard fires the call's cancellation token.
-        let guard = ctx.cancellation_token().clone().drop_guard();
-        let max_chars = inner.settings.max_output_chars_of(Some(tool));
-        let result = invoke(
-            tool,
-            parsed,
-            &ctx,
-            inner.settings.default_timeout,
-            max_chars,
-        )
-        .await;
-        guard.disarm();
-        let record = ctx.take_record();
-        let result = match (result, record.event_error) {
-            (Ok(_), Some(event_error)) => Err(event_error),
-            (result, _) => result,
-        };
-        let step_index = ctx.step_index();
-        let mut outcome = Outcome {
-            step: ToolStep {
-                step_index,
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                preliminary_results: record.progress,
-                content: String::new(),
-                is_error: false,
-            },
-            new_context: None,
-            next_turn: None,
-            fail: None,
-        };
-        match result {
-            Ok(content) => {
-                self.runner.emit(Event::ToolResult {
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    content: content.clone(),
-                });
-                outcome.step.content = content;
-                outcome.new_context = record.new_context;
-                if tool.next_turn.is_some() {
-                    outcome.next_turn = Some((index, tool.input_value(&call.arguments)));
-                }
-            }
-            Err(error) => match tool.on_error.unwrap_or(inner.settings.on_error) {
-                OnError::ReturnToModel => {
-                    let content = error_content(&error);
-                    self.runner
-                        .emit(tool_error_event(&call, &error, Some(content.clone())));
-                    outcome.step.content = content;
-                    outcome.step.is_error = true;
-                }
-                OnError::FailRun => {
-                    self.runner.emit(tool_error_event(&call, &error, None));
-                    outcome.step.content = error_content(&error);
-                    outcome.step.is_error = true;
-                    outcome.fail = Some(error);
-                }
-            },
-        }
-        (slot, outcome)
     }
 }
 

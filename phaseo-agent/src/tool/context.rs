@@ -5,12 +5,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use crate::event::Event;
-use crate::tool::CheckFn;
-use crate::{AgentError, ToolCall};
+use crate::error::AgentError;
+use crate::model::message::ToolCall;
+use crate::schema::validate::CheckFn;
+
+/// Where a call's progress goes as it is published: the run's event stream, set by the runner when
+/// someone listens. This stage does not know the run's events, so the runner hands it a function.
+pub(crate) type ProgressSink = dyn Fn(&ToolCall, &Value) + Send + Sync;
 
 /// What a tool call knows about the run it belongs to, and its channel back to it.
 ///
@@ -42,7 +45,7 @@ struct Scope {
     context: Arc<Value>,
     call: ToolCall,
     cancel: CancellationToken,
-    events: Option<UnboundedSender<Event>>,
+    progress: Option<Arc<ProgressSink>>,
     event_checks: Vec<Arc<CheckFn>>,
     record: Mutex<Record>,
 }
@@ -61,7 +64,7 @@ pub(crate) struct ScopeParts {
     pub(crate) step_index: usize,
     pub(crate) context: Arc<Value>,
     pub(crate) call: ToolCall,
-    pub(crate) events: Option<UnboundedSender<Event>>,
+    pub(crate) progress: Option<Arc<ProgressSink>>,
     pub(crate) event_checks: Vec<Arc<CheckFn>>,
 }
 
@@ -75,7 +78,7 @@ impl ToolContext {
                 context: parts.context,
                 call: parts.call,
                 cancel: CancellationToken::new(),
-                events: parts.events,
+                progress: parts.progress,
                 event_checks: parts.event_checks,
                 record: Mutex::new(Record::default()),
             }),
@@ -92,7 +95,7 @@ impl ToolContext {
             step_index: 0,
             context: Arc::new(Value::Null),
             call: ToolCall::raw("detached", "detached", "{}"),
-            events: None,
+            progress: None,
             event_checks: Vec::new(),
         })
     }
@@ -107,7 +110,7 @@ impl ToolContext {
             step_index: scope.step_index,
             context: Arc::new(context),
             call: scope.call.clone(),
-            events: scope.events.clone(),
+            progress: scope.progress.clone(),
             event_checks: scope.event_checks.clone(),
         })
     }
@@ -172,13 +175,8 @@ impl ToolContext {
                 }
             }
         }
-        if let Some(events) = &self.inner.events {
-            // The receiver is gone only when nobody listens to the run any more; progress is still kept.
-            let _ = events.send(Event::PreliminaryResult {
-                call_id: self.inner.call.id.clone(),
-                tool: self.inner.call.name.clone(),
-                value: value.clone(),
-            });
+        if let Some(publish) = &self.inner.progress {
+            publish(&self.inner.call, &value);
         }
         self.record().progress.push(value);
         Ok(())

@@ -10,19 +10,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::tool::{
-    CallFuture, Eager, Exec, FromValueFn, InputType, ParseFn, Parsed, Prepared, Produced, blocking,
-};
-use crate::{AgentError, Tool, ToolContext, decode, schema};
-
-/// The input of a typed tool: decoded from the model's arguments, with a JSON Schema to advertise.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a tool input: derive `Deserialize` and `JsonSchema` for it",
-    label = "this type is not a tool input",
-    note = "add `#[derive(serde::Deserialize, schemars::JsonSchema)]` to `{Self}`, or take plain arguments"
-)]
-pub trait ToolInput: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static {}
-impl<T: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static> ToolInput for T {}
+use crate::decode::{self, ToolInput};
+use crate::error::AgentError;
+use crate::schema;
+use crate::tool::call::{CallFuture, Eager, Exec, InputType, Parsed, Prepared, Produced, blocking};
+use crate::tool::context::ToolContext;
+use crate::tool::definition::{FromValueFn, ParseFn, Tool};
 
 /// The output of a typed tool: serialised to JSON for the model.
 #[diagnostic::on_unimplemented(

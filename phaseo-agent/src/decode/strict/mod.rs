@@ -1,0 +1,69 @@
+//! A deserializer wrapper that checks every value it reads against a [`Shape`], while the input
+//! type decodes itself from the same text: no `Value` is built, and no value is read twice.
+//!
+//! The wrapper sees each JSON value through the visitor call the underlying deserializer makes for
+//! it (`visit_str` for a string, `visit_map` for an object, ...), so it checks what the text holds,
+//! whatever the input type asked for. That closes the gaps where serde is looser than the schema:
+//!
+//! - a struct decoded from a JSON array (serde_json allows it): an array is checked as an array;
+//! - a key serde accepts for a field but the schema does not list (a `#[serde(alias)]`): the
+//!   value is checked as an additional property, and the schema's `required` is checked by the
+//!   wrapper itself, so an alias never stands in for a required property;
+//! - values serde skips (unknown fields): read and checked unless the schema allows anything there;
+//! - `{"Variant": null}` for a unit enum (serde_json's externally tagged form): an enum whose
+//!   schema admits only strings is read from a string only.
+//!
+//! Any failure, including the wrapper's own, sends the call to the slow path (parse, validate,
+//! decode), which reports the precise error or, when the wrapper was stricter than the schema
+//! (a duplicate key), decodes the value.
+//!
+//! With a [`Track`], the wrapper also records where an error happened, as a JSON path.
+//!
+//! Files, lowest first: `track` (the error path, and what the wrappers carry down), `key` (the key
+//! reader of objects), `value` (the wrapper around a value and around arrays and maps inside it,
+//! one recursive unit).
+
+/// The `Deserializer` methods both wrappers (this one and the key reader) forward with a wrapped
+/// visitor; each handles `deserialize_enum` and `deserialize_ignored_any` on its own.
+macro_rules! forward_methods {
+    ($forward:ident) => {
+        $forward! {
+            deserialize_any();
+            deserialize_bool();
+            deserialize_i8();
+            deserialize_i16();
+            deserialize_i32();
+            deserialize_i64();
+            deserialize_i128();
+            deserialize_u8();
+            deserialize_u16();
+            deserialize_u32();
+            deserialize_u64();
+            deserialize_u128();
+            deserialize_f32();
+            deserialize_f64();
+            deserialize_char();
+            deserialize_str();
+            deserialize_string();
+            deserialize_bytes();
+            deserialize_byte_buf();
+            deserialize_option();
+            deserialize_unit();
+            deserialize_unit_struct(name: &'static str);
+            deserialize_newtype_struct(name: &'static str);
+            deserialize_seq();
+            deserialize_tuple(len: usize);
+            deserialize_tuple_struct(name: &'static str, len: usize);
+            deserialize_map();
+            deserialize_struct(name: &'static str, fields: &'static [&'static str]);
+            deserialize_identifier();
+        }
+    };
+}
+
+mod track;
+mod key;
+mod value;
+
+pub(crate) use track::{Cx, NoTrack, Track};
+pub(crate) use value::Strict;

@@ -1,0 +1,75 @@
+//! The conversation a run keeps: [`Message`]s and the [`ToolCall`]s a model makes.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One tool call made by a model: the id the model gave it, the tool id, and the raw argument text.
+///
+/// Arguments are kept as the model sent them (a JSON text, possibly malformed or empty); the runtime
+/// parses and validates them before any tool code runs.
+///
+/// ```
+/// use phaseo_agent::ToolCall;
+/// use serde_json::json;
+///
+/// let call = ToolCall::new("call_1", "get_status", json!({"service": "api"}));
+/// assert_eq!(call.arguments, r#"{"service":"api"}"#);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The call id, unique within a run; decisions are bound to it.
+    pub id: String,
+    /// The id of the tool called.
+    pub name: String,
+    /// The arguments as a JSON text.
+    pub arguments: String,
+}
+
+impl ToolCall {
+    /// A call with JSON arguments.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        Self::raw(id, name, arguments.to_string())
+    }
+
+    /// A call with argument text exactly as a model might send it (malformed text included).
+    pub fn raw(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+}
+
+/// A message of the conversation a run keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// The user's input.
+    User {
+        /// The text.
+        content: String,
+    },
+    /// A model turn: text, tool calls, or both.
+    Assistant {
+        /// The text, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<String>,
+        /// The tool calls, in the order the model made them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of one tool call, as the model sees it.
+    Tool {
+        /// The call this answers.
+        call_id: String,
+        /// The tool id.
+        name: String,
+        /// The result text (JSON); an error reads `{"error": "..."}`.
+        content: String,
+    },
+}

@@ -1,0 +1,136 @@
+//! Executing the calls of a turn: the concurrency limit, exclusive tools, call order, and the error
+//! policy. Each call runs through the tool stage's one per-call path (`tool::invoke`).
+
+use futures::StreamExt;
+use serde_json::Value;
+
+use crate::error::AgentError;
+use crate::run::agent::AgentInner;
+use crate::run::event::{Emitter, Event};
+use crate::run::state::ToolStep;
+use crate::tool::call::Parsed;
+use crate::tool::context::ToolContext;
+use crate::tool::definition::OnError;
+use crate::tool::invoke::invoke;
+
+/// One call to run: its slot in the turn, the tool's index, its parsed input and its context.
+pub(crate) type Run = (usize, usize, Parsed, ToolContext);
+
+/// What one executed call left behind.
+pub(crate) struct Outcome {
+    pub(crate) step: ToolStep,
+    pub(crate) new_context: Option<Value>,
+    /// The tool and the call's input, when the tool changes the next turn.
+    pub(crate) next_turn: Option<(usize, Value)>,
+    /// Set when the call failed under `fail-run`.
+    pub(crate) fail: Option<AgentError>,
+}
+
+/// What the calls of a turn run under: the agent's tools and settings, the run's events and its
+/// concurrency limit.
+pub(crate) struct Execution<'a> {
+    pub(crate) inner: &'a AgentInner,
+    pub(crate) events: &'a Emitter,
+    pub(crate) concurrency: usize,
+}
+
+impl Execution<'_> {
+    /// Runs calls up to the concurrency limit, returning outcomes in call order. An exclusive tool's
+    /// call runs alone: the calls before it finish first, and the calls after it wait.
+    pub(crate) async fn run_all(&self, runs: Vec<Run>) -> Vec<(usize, Outcome)> {
+        let tools = &self.inner.tools;
+        let mut out = Vec::with_capacity(runs.len());
+        let mut batch = Vec::new();
+        for run in runs {
+            if tools[run.1].exclusive {
+                out.extend(self.run_batch(std::mem::take(&mut batch)).await);
+                out.push(self.run_one(run).await);
+            } else {
+                batch.push(run);
+            }
+        }
+        out.extend(self.run_batch(batch).await);
+        out
+    }
+
+    async fn run_batch(&self, batch: Vec<Run>) -> Vec<(usize, Outcome)> {
+        // `buffer_unordered` starts a call as soon as any place is free (`buffered` would keep a place
+        // taken by a call that finished before an earlier one), and only then, so a call's timeout
+        // never counts time spent queued. Outcomes are put back in call order.
+        let mut outcomes: Vec<(usize, Outcome)> = futures::stream::iter(batch)
+            .map(|run| self.run_one(run))
+            .buffer_unordered(self.concurrency)
+            .collect()
+            .await;
+        outcomes.sort_unstable_by_key(|(slot, _)| *slot);
+        outcomes
+    }
+
+    async fn run_one(&self, (slot, index, parsed, ctx): Run) -> (usize, Outcome) {
+        let inner = self.inner;
+        let tool = &inner.tools[index];
+        let call = ctx.tool_call().clone();
+        self.events.emit(Event::ToolCalled { call: call.clone() });
+        // If the run is dropped mid-call, the guard fires the call's cancellation token.
+        let guard = ctx.cancellation_token().clone().drop_guard();
+        let max_chars = inner.settings.max_output_chars_of(Some(tool));
+        let result = invoke(
+            tool,
+            parsed,
+            &ctx,
+            inner.settings.default_timeout,
+            max_chars,
+        )
+        .await;
+        guard.disarm();
+        let record = ctx.take_record();
+        let result = match (result, record.event_error) {
+            (Ok(_), Some(event_error)) => Err(event_error),
+            (result, _) => result,
+        };
+        let step_index = ctx.step_index();
+        let mut outcome = Outcome {
+            step: ToolStep {
+                step_index,
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                preliminary_results: record.progress,
+                content: String::new(),
+                is_error: false,
+            },
+            new_context: None,
+            next_turn: None,
+            fail: None,
+        };
+        match result {
+            Ok(content) => {
+                self.events.emit(Event::ToolResult {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    content: content.clone(),
+                });
+                outcome.step.content = content;
+                outcome.new_context = record.new_context;
+                if tool.next_turn.is_some() {
+                    outcome.next_turn = Some((index, tool.input_value(&call.arguments)));
+                }
+            }
+            Err(error) => match tool.on_error.unwrap_or(inner.settings.on_error) {
+                OnError::ReturnToModel => {
+                    let content = error.content();
+                    self.events
+                        .emit(Event::tool_error(&call, &error, Some(content.clone())));
+                    outcome.step.content = content;
+                    outcome.step.is_error = true;
+                }
+                OnError::FailRun => {
+                    self.events.emit(Event::tool_error(&call, &error, None));
+                    outcome.step.content = error.content();
+                    outcome.step.is_error = true;
+                    outcome.fail = Some(error);
+                }
+            },
+        }
+        (slot, outcome)
+    }
+}

@@ -1,0 +1,23 @@
+//! Runs: the agent, the loop, execution of a turn's calls, pausing and resuming, the run's state
+//! and its signing, and its events.
+//!
+//! Stage 5, the top: it may use every other stage. Its files, lowest first (each uses only the
+//! ones before it):
+//!
+//! - `state`: [`RunState`](state::RunState) and the rest of a run as data (pending calls,
+//!   decisions, steps, results);
+//! - `signing`: HMAC signatures of stored states;
+//! - `event`: the run's events and their stream;
+//! - `agent`: [`Agent`](agent::Agent), its builder and its settings;
+//! - `execute`: the calls of one turn, under the concurrency limit, in call order;
+//! - `runner`: the loop (model turn, plan each call, execute, pause or go on) and the agent's
+//!   entry points (`run`, `resume`, `stream`);
+//! - `resume`: the resume half of the runner: decisions checked and turned into plans.
+
+pub(crate) mod state;
+pub(crate) mod signing;
+pub(crate) mod event;
+pub(crate) mod agent;
+pub(crate) mod execute;
+pub(crate) mod runner;
+pub(crate) mod resume;

@@ -1,0 +1,22 @@
+//! Parameter schemas: generation from Rust types (schemars 1.x), normalisation, and compiled validators.
+//!
+//! A schema is generated and normalised once, when a tool is built, never per call:
+//!
+//! - no `$schema` and no root `title` (schemars titles the root with the type's name, noise to a
+//!   model; a title that [`schema_for`] knows came from a doc comment is folded into the
+//!   description instead);
+//! - subschemas inlined, so no `$ref` is left for a provider to reject; a recursive type cannot be
+//!   inlined, so it keeps its definition under the root's `$defs` and its `$ref`s point there (or
+//!   to `#`, for the root type itself), and no `$ref` dangles;
+//! - a nested `title` (schemars takes it from the first paragraph of a doc comment) is folded into
+//!   `description`, so no text is lost;
+//! - the root is always `"type": "object"`; a tool with no parameters advertises
+//!   `{"type":"object","properties":{}}`.
+//!
+//! Stage 2, above `error`; uses no other stage of the crate.
+
+mod generate;
+pub(crate) mod validate;
+
+pub use generate::{normalize, schema_for};
+pub use validate::Validator;

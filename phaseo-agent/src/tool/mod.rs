@@ -1,0 +1,22 @@
+//! Tools: what a tool is, and everything the runtime does around one call of it.
+//!
+//! Stage 4, above `error`, `model`, `schema` and `decode`. Its files, lowest first (each uses only
+//! the ones before it):
+//!
+//! - `context`: [`ToolContext`](context::ToolContext), what a running call knows and reports;
+//! - `call`: one call's parsed input, the future it becomes and what it produces;
+//! - `definition`: [`Tool`](definition::Tool), its constructors over JSON, approval, timeout and
+//!   error policy, and `IntoTool`;
+//! - `fields`: the other fields of the spec's tool page (validators, hooks, next-turn overrides,
+//!   exclusivity, output caps);
+//! - `invoke`: the one per-call path (deadline, panic, output checks, cap);
+//! - `typed`: typed tools, what `#[tool]` expands to;
+//! - `macro_support`: what the expansion of `#[tool]` calls (through `__private`).
+
+pub(crate) mod context;
+pub(crate) mod call;
+pub(crate) mod definition;
+pub(crate) mod fields;
+pub(crate) mod invoke;
+pub(crate) mod typed;
+pub(crate) mod macro_support;
