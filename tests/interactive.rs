@@ -9,7 +9,7 @@ use phaseo_agent::{
 use serde_json::{Value, json};
 
 #[tokio::test]
-async fn the_agent_level_approval_overrides_every_tools_own_setting() {
+async fn an_agent_level_approval_policy_can_waive_a_tools_own_setting_on_purpose() {
     let (status_runs, deploy_runs) = (Counter::default(), Counter::default());
     let model = ScriptedModel::new()
         .tool_calls([
@@ -18,12 +18,14 @@ async fn the_agent_level_approval_overrides_every_tools_own_setting() {
         ])
         .text("ok");
     // Gate by service name, whatever the tools say: get_status on payments pauses, and deploy (which
-    // requires approval on its own) runs.
+    // requires approval on its own) runs. (`approval` could only add gates: this takes a policy.)
     let agent = Agent::builder("t")
         .model(model.clone())
         .tool(status_tool(&status_runs))
         .tool(deploy_tool(&deploy_runs))
-        .approval(|call: &ToolCall, _ctx: &ToolContext| call.arguments.contains("payments"))
+        .approval_policy(|call: &ToolCall, _ctx: &ToolContext, _tool_says: bool| {
+            call.arguments.contains("payments")
+        })
         .build()
         .unwrap();
     let paused = agent.run("go").await.unwrap();

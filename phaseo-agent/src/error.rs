@@ -44,6 +44,15 @@ pub enum AgentError {
         /// The timeout that expired, in milliseconds.
         ms: u64,
     },
+    /// A call was stopped (before it started, or while it ran) because another call of the same
+    /// turn failed the run under `fail-run`. Its cancellation token fired.
+    #[error("Tool {tool} was cancelled: call {by} failed the run")]
+    Cancelled {
+        /// The tool id.
+        tool: String,
+        /// The id of the call that failed the run.
+        by: String,
+    },
     /// A tool panicked. The run goes on; the panic message is kept for operators.
     #[error("Tool {tool} panicked: {message}")]
     Panicked {

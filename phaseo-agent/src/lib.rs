@@ -77,6 +77,9 @@
 //!   inside its future (a `std::thread::sleep`, a synchronous HTTP client) stalls its worker thread
 //!   until it yields; use async I/O or `tokio::task::spawn_blocking` in async tools. Timeouts need a
 //!   Tokio runtime with the time driver (`#[tokio::main]` has it).
+//! - **Approval rules compose; none opens a gate by accident.** A call pauses for approval when its
+//!   tool requires it or an agent-level [`AgentBuilder::approval`] rule says so; only an explicit
+//!   [`AgentBuilder::approval_policy`], which sees the tool's own verdict, can waive a tool's gate.
 //! - **Approval fails closed**: an approval function that panics counts as "needs approval".
 //!   Decisions are bound to call ids; resuming needs a decision for every pending call; a decision for
 //!   a call that is not pending, a decision of the wrong kind, edited arguments or a supplied output
@@ -86,6 +89,15 @@
 //!   is refused, not misread. Results of automatic calls that ran beside a paused one are kept.
 //!   Resuming the same stored state twice resumes it twice: deduplicate resumes where you store
 //!   states if a call must never run twice.
+//! - **`fail-run` stops the turn.** Once a call fails the run, no call of that turn that has not
+//!   started starts, and calls still running are dropped with their cancellation tokens fired; all
+//!   of them are recorded as cancelled ([`AgentError::Cancelled`]) on the failed state's steps.
+//! - **Only offered tools run.** A call to a tool the turn did not offer (hidden by a next-turn
+//!   `active_tools`, or any tool under [`ToolChoice::None`]) is treated as a call to an unknown
+//!   tool, under [`AgentBuilder::on_unknown_tool`].
+//! - **A refused resume is on the stream.** [`Agent::stream_resume`] that is refused (a missing
+//!   decision, a bad signature, another agent's state, a run that is not paused) yields one
+//!   `run.failed` event carrying the error and the state as given.
 //! - **A model turn with two calls of the same id is refused** ([`AgentError::Model`]): decisions are
 //!   bound to call ids, so the calls could not be told apart. Calls with an empty id get
 //!   `call_<turn>_<index>`.

@@ -13,6 +13,8 @@ use crate::tool::context::ToolContext;
 use crate::tool::definition::{IntoTool, OnError, Tool};
 
 pub(crate) type CallPredicate = dyn Fn(&ToolCall, &ToolContext) -> bool + Send + Sync;
+/// The agent's approval rule: the call, its context and the tool's own verdict in, the final verdict out.
+pub(crate) type ApprovalPolicy = dyn Fn(&ToolCall, &ToolContext, bool) -> bool + Send + Sync;
 
 /// An agent: a model, instructions and tools, and the loop that runs them.
 ///
@@ -56,7 +58,7 @@ pub(crate) struct AgentInner {
     pub(crate) tools: Vec<Tool>,
     pub(crate) index: HashMap<String, usize>,
     pub(crate) settings: ToolExecution,
-    pub(crate) approval: Option<Arc<CallPredicate>>,
+    pub(crate) approval: Option<Arc<ApprovalPolicy>>,
     pub(crate) human_review: Option<Arc<CallPredicate>>,
     pub(crate) max_turns: usize,
     pub(crate) state_key: Option<Arc<[u8]>>,
@@ -161,7 +163,7 @@ pub struct AgentBuilder {
     model_name: Option<String>,
     tools: Vec<Tool>,
     settings: ToolExecution,
-    approval: Option<Arc<CallPredicate>>,
+    approval: Option<Arc<ApprovalPolicy>>,
     human_review: Option<Arc<CallPredicate>>,
     max_turns: usize,
     state_key: Option<Arc<[u8]>>,
@@ -247,11 +249,76 @@ impl AgentBuilder {
         self
     }
 
-    /// An agent-level approval function: it decides for every call of every tool, overriding each
-    /// tool's own setting. A call it marks pauses with kind `tool_approval`.
+    /// An agent-level approval rule, added to every tool's own: a call pauses for approval (kind
+    /// `tool_approval`) when its tool requires it **or** this function says so. A rule written for
+    /// one tool never removes another tool's `require_approval`. The function is not called when the
+    /// tool already requires approval for the call. A panic counts as "needs approval".
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool, ToolCall, ToolContext};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let status = Tool::new("get_status", "Service status", json!({"type": "object"}), |v, _| Ok(v));
+    /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+    /// let model = ScriptedModel::new().tool_calls([
+    ///     ToolCall::new("c1", "get_status", json!({"service": "payments"})),
+    ///     ToolCall::new("c2", "deploy", json!({"environment": "staging"})),
+    /// ]);
+    /// let agent = Agent::builder("ops")
+    ///     .model(model)
+    ///     .tool(status)
+    ///     .tool(deploy)
+    ///     .approval(|call: &ToolCall, _ctx: &ToolContext| call.arguments.contains("payments"))
+    ///     .build()?;
+    /// let paused = agent.run("check payments, then deploy staging").await?;
+    /// assert_eq!(paused.pending().len(), 2); // c1 by the agent's rule, c2 by deploy's own
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// To decide against a tool's own setting, use [`approval_policy`](Self::approval_policy).
     pub fn approval(
         mut self,
         decide: impl Fn(&ToolCall, &ToolContext) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.approval = Some(Arc::new(
+            move |call: &ToolCall, ctx: &ToolContext, tool_says: bool| {
+                tool_says || decide(call, ctx)
+            },
+        ));
+        self
+    }
+
+    /// An agent-level approval policy with the last word: it sees each call, its context and the
+    /// tool's own verdict (`require_approval`, or the tool's approval function), and returns whether
+    /// the call pauses for approval. Use it to waive a tool's own gate on purpose (say, deploys to
+    /// staging); prefer [`approval`](Self::approval), which can only add gates. A panic counts as
+    /// "needs approval". It replaces an earlier `approval` or `approval_policy`.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool, ToolCall, ToolContext};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+    /// let model = ScriptedModel::new().tool_call("c1", "deploy", json!({"environment": "staging"})).text("done");
+    /// let agent = Agent::builder("ops")
+    ///     .model(model)
+    ///     .tool(deploy)
+    ///     .approval_policy(|call: &ToolCall, _ctx: &ToolContext, tool_says: bool| {
+    ///         tool_says && !call.arguments.contains("staging")
+    ///     })
+    ///     .build()?;
+    /// assert_eq!(agent.run("deploy staging").await?.output(), Some("done"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn approval_policy(
+        mut self,
+        decide: impl Fn(&ToolCall, &ToolContext, bool) -> bool + Send + Sync + 'static,
     ) -> Self {
         self.approval = Some(Arc::new(decide));
         self

@@ -92,13 +92,16 @@ pub enum Event {
         /// The final state: every step, the context, the conversation.
         state: Box<RunState>,
     },
-    /// The run failed.
+    /// The run failed, or a resume was refused.
     #[serde(rename = "run.failed")]
     Failed {
         /// The error.
         error: String,
-        /// The state as it was when the run failed (status `failed`): the conversation and steps so
-        /// far, for diagnosis. It cannot be resumed.
+        /// When the run failed: the state as it was then (status `failed`), with the conversation and
+        /// every step so far (the calls of the failing turn included), for diagnosis; it cannot be
+        /// resumed. When a resume was refused (a missing decision, a bad signature, another agent's
+        /// state, a run that is not paused): the state exactly as it was given, unchanged, and
+        /// this is the stream's only event.
         state: Box<RunState>,
     },
 }

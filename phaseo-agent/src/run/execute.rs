@@ -2,7 +2,9 @@
 //! policy. Each call runs through the tool stage's one per-call path (`tool::invoke`).
 
 use futures::StreamExt;
+use futures::future::{Either, select};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::error::AgentError;
 use crate::run::agent::AgentInner;
@@ -37,28 +39,33 @@ pub(crate) struct Execution<'a> {
 impl Execution<'_> {
     /// Runs calls up to the concurrency limit, returning outcomes in call order. An exclusive tool's
     /// call runs alone: the calls before it finish first, and the calls after it wait.
+    ///
+    /// Once a call fails the run (`fail-run`), the turn stops: no call that has not started starts,
+    /// and the calls still running are dropped and their cancellation tokens fired. Both are
+    /// recorded as cancelled ([`AgentError::Cancelled`]).
     pub(crate) async fn run_all(&self, runs: Vec<Run>) -> Vec<(usize, Outcome)> {
         let tools = &self.inner.tools;
+        let stop = Stop::default();
         let mut out = Vec::with_capacity(runs.len());
         let mut batch = Vec::new();
         for run in runs {
             if tools[run.1].exclusive {
-                out.extend(self.run_batch(std::mem::take(&mut batch)).await);
-                out.push(self.run_one(run).await);
+                out.extend(self.run_batch(std::mem::take(&mut batch), &stop).await);
+                out.push(self.run_one(run, &stop).await);
             } else {
                 batch.push(run);
             }
         }
-        out.extend(self.run_batch(batch).await);
+        out.extend(self.run_batch(batch, &stop).await);
         out
     }
 
-    async fn run_batch(&self, batch: Vec<Run>) -> Vec<(usize, Outcome)> {
+    async fn run_batch(&self, batch: Vec<Run>, stop: &Stop) -> Vec<(usize, Outcome)> {
         // `buffer_unordered` starts a call as soon as any place is free (`buffered` would keep a place
         // taken by a call that finished before an earlier one), and only then, so a call's timeout
         // never counts time spent queued. Outcomes are put back in call order.
         let mut outcomes: Vec<(usize, Outcome)> = futures::stream::iter(batch)
-            .map(|run| self.run_one(run))
+            .map(|run| self.run_one(run, stop))
             .buffer_unordered(self.concurrency)
             .collect()
             .await;
@@ -66,22 +73,41 @@ impl Execution<'_> {
         outcomes
     }
 
-    async fn run_one(&self, (slot, index, parsed, ctx): Run) -> (usize, Outcome) {
+    async fn run_one(&self, (slot, index, parsed, ctx): Run, stop: &Stop) -> (usize, Outcome) {
         let inner = self.inner;
         let tool = &inner.tools[index];
         let call = ctx.tool_call().clone();
+        if let Some(by) = stop.failed_by() {
+            // Queued behind the call that failed the run: it never starts.
+            return (slot, self.cancelled(&ctx, by));
+        }
         self.events.emit(Event::ToolCalled { call: call.clone() });
         // If the run is dropped mid-call, the guard fires the call's cancellation token.
         let guard = ctx.cancellation_token().clone().drop_guard();
         let max_chars = inner.settings.max_output_chars_of(Some(tool));
-        let result = invoke(
-            tool,
-            parsed,
-            &ctx,
-            inner.settings.default_timeout,
-            max_chars,
-        )
-        .await;
+        let finished = {
+            let running = std::pin::pin!(invoke(
+                tool,
+                parsed,
+                &ctx,
+                inner.settings.default_timeout,
+                max_chars,
+            ));
+            let stopped = std::pin::pin!(stop.token.cancelled());
+            match select(running, stopped).await {
+                Either::Left((result, _)) => Some(result),
+                Either::Right(_) => None,
+            }
+            // The call's future is dropped here, before its token fires below.
+        };
+        let result = finished.unwrap_or_else(|| {
+            // A sibling failed the run.
+            ctx.cancellation_token().cancel();
+            Err(AgentError::Cancelled {
+                tool: call.name.clone(),
+                by: stop.failed_by().unwrap_or_default(),
+            })
+        });
         guard.disarm();
         let record = ctx.take_record();
         let result = match (result, record.event_error) {
@@ -127,10 +153,57 @@ impl Execution<'_> {
                     self.events.emit(Event::tool_error(&call, &error, None));
                     outcome.step.content = error.content();
                     outcome.step.is_error = true;
-                    outcome.fail = Some(error);
+                    if !matches!(error, AgentError::Cancelled { .. }) {
+                        stop.fail(&call.id);
+                        outcome.fail = Some(error);
+                    }
                 }
             },
         }
         (slot, outcome)
+    }
+
+    /// The outcome of a call the turn's failure stopped before it started.
+    fn cancelled(&self, ctx: &ToolContext, by: String) -> Outcome {
+        let call = ctx.tool_call();
+        let error = AgentError::Cancelled {
+            tool: call.name.clone(),
+            by,
+        };
+        let content = error.content();
+        self.events
+            .emit(Event::tool_error(call, &error, Some(content.clone())));
+        Outcome {
+            step: ToolStep {
+                step_index: ctx.step_index(),
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                preliminary_results: Vec::new(),
+                content,
+                is_error: true,
+            },
+            new_context: None,
+            next_turn: None,
+            fail: None,
+        }
+    }
+}
+
+/// The turn's stop signal: fired by the first call that fails the run.
+#[derive(Default)]
+struct Stop {
+    token: CancellationToken,
+    by: std::sync::OnceLock<String>,
+}
+
+impl Stop {
+    fn fail(&self, call_id: &str) {
+        let _ = self.by.set(call_id.to_owned());
+        self.token.cancel();
+    }
+
+    /// The id of the call that failed the run, once one has.
+    fn failed_by(&self) -> Option<String> {
+        self.by.get().cloned()
     }
 }

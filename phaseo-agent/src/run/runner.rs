@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::AgentError;
 use crate::model::message::{Message, ToolCall};
-use crate::model::request::{ModelRequest, ToolDefinition};
+use crate::model::request::{ModelRequest, ToolChoice, ToolDefinition};
 use crate::run::agent::{Agent, AgentInner, RunOptions};
 use crate::run::event::{Emitter, Event, EventStream};
 use crate::run::execute::{Execution, Outcome};
@@ -185,19 +185,60 @@ impl Runner {
         options: RunOptions,
         events: Emitter,
     ) -> Result<RunResult, AgentError> {
+        // A listener is told of a refusal too: the stream ends with `run.failed`, carrying the
+        // error and the state as it was given (still resumable). Kept only when someone listens.
+        let given = events.is_listening().then(|| state.clone());
+        let (mut runner, plans) = match Self::accept(agent, state, decisions, options, events) {
+            Ok(accepted) => accepted,
+            Err((error, events)) => {
+                if let Some(state) = given {
+                    events.emit(Event::Failed {
+                        error: error.to_string(),
+                        state: Box::new(state),
+                    });
+                }
+                return Err(error);
+            }
+        };
+        runner.emit_started(true);
+        let result = async {
+            runner.finish_turn(plans).await?;
+            if runner.state.status == RunStatus::WaitingForHuman {
+                return Ok(());
+            }
+            runner.drive().await
+        }
+        .await;
+        runner.finish(result)
+    }
+
+    /// Checks a resume (status, signature, agent, every decision) before anything runs or changes,
+    /// and plans the paused turn's calls. Planning emits nothing; the answered calls are reported
+    /// when the turn finishes.
+    #[allow(clippy::type_complexity)]
+    fn accept(
+        agent: Agent,
+        mut state: RunState,
+        decisions: Decisions,
+        options: RunOptions,
+        events: Emitter,
+    ) -> Result<(Runner, Vec<(String, Plan)>), (AgentError, Emitter)> {
         if state.status != RunStatus::WaitingForHuman {
-            return Err(AgentError::NotPaused {
+            let error = AgentError::NotPaused {
                 run_id: state.run_id.clone(),
                 status: format!("{:?}", state.status),
-            });
+            };
+            return Err((error, events));
         }
-        let mut state = state;
-        signing::verify(agent.inner.state_key.as_deref(), &mut state)?;
+        if let Err(error) = signing::verify(agent.inner.state_key.as_deref(), &mut state) {
+            return Err((error, events));
+        }
         if state.agent_id != agent.inner.id {
-            return Err(AgentError::WrongAgent {
+            let error = AgentError::WrongAgent {
                 expected: agent.inner.id.clone(),
                 found: state.agent_id.clone(),
-            });
+            };
+            return Err((error, events));
         }
         let concurrency = options
             .concurrency
@@ -209,23 +250,13 @@ impl Runner {
             events,
             concurrency: concurrency.max(1),
         };
-        // Every decision is checked before anything runs or changes (the caller's state is untouched
-        // anyway: this runner owns a copy). Planning emits nothing, so a refused resume leaves no
-        // events behind; the answered calls are reported when the turn finishes.
-        let (plans, always) = runner.plan_resume(decisions)?;
-        for tool in always {
-            runner.state.approved_tools.insert(tool);
-        }
-        runner.emit_started(true);
-        let result = async {
-            runner.finish_turn(plans).await?;
-            if runner.state.status == RunStatus::WaitingForHuman {
-                return Ok(());
+        match runner.plan_resume(decisions) {
+            Ok((plans, always)) => {
+                runner.state.approved_tools.extend(always);
+                Ok((runner, plans))
             }
-            runner.drive().await
+            Err(error) => Err((error, runner.events)),
         }
-        .await;
-        runner.finish(result)
     }
 
     pub(crate) fn inner(&self) -> &AgentInner {
@@ -291,7 +322,7 @@ impl Runner {
             if self.state.turns >= max_turns {
                 return Err(AgentError::MaxTurnsExceeded(max_turns));
             }
-            let request = self.request();
+            let (request, offered) = self.request();
             let response = self.inner().model.respond(&request).await?;
             let step_index = self.state.turns;
             self.state.turns += 1;
@@ -317,7 +348,7 @@ impl Runner {
             });
             let mut plans = Vec::with_capacity(calls.len());
             for call in calls {
-                plans.push((call.id.clone(), self.plan_call(step_index, call)?));
+                plans.push((call.id.clone(), self.plan_call(step_index, call, &offered)?));
             }
             self.finish_turn(plans).await?;
             if self.state.status == RunStatus::WaitingForHuman {
@@ -326,26 +357,39 @@ impl Runner {
         }
     }
 
-    /// The next model request: instructions, conversation, active tools, and pending next-turn overrides.
-    fn request(&mut self) -> ModelRequest {
+    /// The next model request: instructions, conversation, active tools, and pending next-turn
+    /// overrides; and which tools it offers (none under `ToolChoice::None`), by index.
+    fn request(&mut self) -> (ModelRequest, Vec<bool>) {
         let inner = &self.agent.inner;
         let params = std::mem::take(&mut self.state.next_turn);
-        let tools = inner
+        let listed: Vec<bool> = inner
             .tools
             .iter()
-            .filter(|t| {
+            .map(|t| {
                 params
                     .active_tools
                     .as_ref()
                     .is_none_or(|active| active.iter().any(|id| id == &t.id))
             })
-            .map(|t| ToolDefinition {
+            .collect();
+        let tools = inner
+            .tools
+            .iter()
+            .zip(&listed)
+            .filter(|(_, listed)| **listed)
+            .map(|(t, _)| ToolDefinition {
                 name: t.id.clone(),
                 description: t.description.clone(),
                 parameters: t.parameters.clone(),
             })
             .collect();
-        ModelRequest {
+        // Under `ToolChoice::None` the tools stay listed (the conversation may mention them), but
+        // none may be called.
+        let mut offered = listed;
+        if params.tool_choice == Some(ToolChoice::None) {
+            offered.fill(false);
+        }
+        let request = ModelRequest {
             model: params.model.or_else(|| inner.model_name.clone()),
             instructions: params
                 .instructions
@@ -355,7 +399,8 @@ impl Runner {
             temperature: params.temperature,
             max_output_tokens: params.max_output_tokens,
             tool_choice: params.tool_choice.unwrap_or_default(),
-        }
+        };
+        (request, offered)
     }
 
     pub(crate) fn context_for(
@@ -378,9 +423,17 @@ impl Runner {
     }
 
     /// Decides what to do with one call of a fresh turn. Runs no tool code except approval functions.
-    fn plan_call(&self, step_index: usize, call: ToolCall) -> Result<Plan, AgentError> {
+    /// A call to a tool the turn did not offer (hidden by `active_tools`, or under
+    /// `ToolChoice::None`) is a call to an unknown tool.
+    fn plan_call(
+        &self,
+        step_index: usize,
+        call: ToolCall,
+        offered: &[bool],
+    ) -> Result<Plan, AgentError> {
         let inner = self.inner();
-        let Some(&index) = inner.index.get(&call.name) else {
+        let found = inner.index.get(&call.name).copied();
+        let Some(index) = found.filter(|&i| offered[i]) else {
             let error = AgentError::UnknownTool(call.name.clone());
             return self.refuse(step_index, &call, error, inner.settings.on_unknown_tool);
         };
@@ -464,7 +517,8 @@ impl Runner {
         }
     }
 
-    /// The agent-level function, if any, decides; else the tool's setting. Fails closed on a panic.
+    /// The tool's own verdict, then the agent's rule, which sees it (`approval` adds to it;
+    /// `approval_policy` decides). Fails closed on a panic of either.
     fn needs_approval(&self, tool: usize, parsed: &Parsed, ctx: &ToolContext) -> bool {
         let inner = self.inner();
         let tool = &inner.tools[tool];
@@ -473,13 +527,14 @@ impl Runner {
         if self.state.approved_tools.contains(&tool.id) {
             return false;
         }
-        if let Some(decide) = &inner.approval {
-            return guarded(|| decide(ctx.tool_call(), ctx), true);
-        }
-        match &tool.approval {
+        let tool_says = match &tool.approval {
             Approval::Never => false,
             Approval::Always => true,
             Approval::When(decide) => guarded(|| decide(parsed, ctx), true),
+        };
+        match &inner.approval {
+            Some(decide) => guarded(|| decide(ctx.tool_call(), ctx, tool_says), true),
+            None => tool_says,
         }
     }
 
@@ -595,6 +650,9 @@ impl Runner {
             turn.results[slot] = Some(step);
         }
         if let Some(error) = failure {
+            // The failed state shows every call of the turn that has a result: what ran, what
+            // failed the run, and what that cancelled.
+            self.state.steps.extend(turn.results.into_iter().flatten());
             return Err(error);
         }
         if !pending.is_empty() {
