@@ -80,6 +80,13 @@
 //! - **Approval rules compose; none opens a gate by accident.** A call pauses for approval when its
 //!   tool requires it or an agent-level [`AgentBuilder::approval`] rule says so; only an explicit
 //!   [`AgentBuilder::approval_policy`], which sees the tool's own verdict, can waive a tool's gate.
+//! - **One call, one question at a time.** A call goes through, in order: approval (the tool's gate
+//!   or the agent's rule: pending kind `tool_approval`), else the agent's `human_review` (`hitl`),
+//!   then the interactive hook (`on_tool_called`: it answers, or defers to a person, `hitl`), then
+//!   an external tool's pause (`external_output`), then running. An approved call is not reviewed
+//!   again, and [`Decision::ApproveAlways`] covers the gate and the review of later calls of the
+//!   tool. A call asks at most once whether it may run; a gated interactive or external tool
+//!   pauses a second time for its output, which is another question.
 //! - **Approval fails closed**: an approval function that panics counts as "needs approval".
 //!   Decisions are bound to call ids; resuming needs a decision for every pending call; a decision for
 //!   a call that is not pending, a decision of the wrong kind, edited arguments or a supplied output

@@ -156,7 +156,8 @@ impl Runner {
         ctx: ToolContext,
     ) -> Result<Plan, AgentError> {
         match kind {
-            PendingKind::ToolApproval => self.after_approval(index, parsed, ctx),
+            // The approval was the call's review.
+            PendingKind::ToolApproval => self.after_approval(index, parsed, ctx, true),
             _ => Ok(Plan::Run {
                 tool: index,
                 parsed,

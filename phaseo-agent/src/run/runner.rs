@@ -451,24 +451,28 @@ impl Runner {
             }
         };
         let ctx = self.context_for(step_index, call.clone(), Some(index));
-        if self.needs_approval(index, &parsed, &ctx) {
+        // A person's standing approval for this run (`Decision::ApproveAlways`) is a decision, not a
+        // setting: it holds whatever the functions would say, and it was this tool's review.
+        let standing = self.state.approved_tools.contains(&tool.id);
+        if !standing && self.needs_approval(index, &parsed, &ctx) {
             return Ok(pending(tool, &call, PendingKind::ToolApproval));
         }
-        self.after_approval(index, parsed, ctx)
+        self.after_approval(index, parsed, ctx, standing)
     }
 
-    /// What an allowed call does next: a person's review (`human_review`), the interactive hook, an
-    /// external tool's pause, or running.
+    /// What an allowed call does next: a person's review (`human_review`, unless a person already
+    /// approved the call: `reviewed`), the interactive hook, an external tool's pause, or running.
     pub(crate) fn after_approval(
         &self,
         index: usize,
         parsed: Parsed,
         ctx: ToolContext,
+        reviewed: bool,
     ) -> Result<Plan, AgentError> {
         let inner = self.inner();
         let tool = &inner.tools[index];
         let call = ctx.tool_call();
-        if let Some(review) = &inner.human_review {
+        if let Some(review) = inner.human_review.as_ref().filter(|_| !reviewed) {
             if guarded(|| review(call, &ctx), true) {
                 return Ok(pending(tool, call, PendingKind::Hitl));
             }
@@ -522,11 +526,6 @@ impl Runner {
     fn needs_approval(&self, tool: usize, parsed: &Parsed, ctx: &ToolContext) -> bool {
         let inner = self.inner();
         let tool = &inner.tools[tool];
-        // A person's standing approval for this run (`Decision::ApproveAlways`) is a decision, not a
-        // setting: it holds whatever the functions would say.
-        if self.state.approved_tools.contains(&tool.id) {
-            return false;
-        }
         let tool_says = match &tool.approval {
             Approval::Never => false,
             Approval::Always => true,

@@ -71,7 +71,10 @@ pub enum Decision {
         /// The edited arguments.
         arguments: Value,
     },
-    /// Run this call, and every later call of the same tool in this run without asking.
+    /// Run this call, and every later call of the same tool in this run without asking whether it
+    /// may run: neither its approval gate nor the agent's `human_review` pauses them. A later
+    /// call can still pause for its output (an interactive hook that defers, an external tool):
+    /// that asks for a result, not for permission.
     ApproveAlways,
     /// Do not run the call; the model sees the message as the call's result.
     Reject {
