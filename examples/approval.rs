@@ -10,8 +10,9 @@
 //!   arguments, validated again like the model's own); decisions that do not fit are refused and
 //!   change nothing;
 //! - `Decision::ApproveAlways`: this tool runs without asking for the rest of the run;
-//! - the agent-level `.approval(|call, ctx| ...)`, which decides for every tool and overrides their
-//!   own settings, in both directions.
+//! - the agent-level `.approval_policy(|call, ctx, tool_says| ...)`, which sees each tool's own
+//!   verdict and decides, in both directions;
+//! - the agent-level `.approval(|call, ctx| ...)`, which adds gates and never removes a tool's own.
 //!
 //! Mirrors the spec section "Require approval" (whose Rust row has no per-call function and no
 //! rejection).
@@ -201,25 +202,25 @@ async fn main() -> Result<(), AgentError> {
         .await
         .unwrap_err();
     println!("   an edited copy is refused: {err}");
-    assert!(matches!(err, AgentError::StateSignature(_)), "{err}");
+    assert!(matches!(err.error, AgentError::StateSignature(_)), "{err}");
     assert!(state.is_signed());
 
     println!("\n== 3. Decisions that do not fit are refused, and change nothing");
     let wrong_id = Decisions::new().approve("call_9");
     let err = agent.resume(&state, wrong_id).await.unwrap_err();
     println!("   approve call_9:      {err}");
-    assert!(matches!(err, AgentError::NotPending { .. }));
+    assert!(matches!(err.error, AgentError::NotPending { .. }));
     let incomplete = Decisions::new().approve("call_2");
     let err = agent.resume(&state, incomplete).await.unwrap_err();
     println!("   only call_2:         {err}");
-    assert!(matches!(err, AgentError::MissingDecision { .. }));
+    assert!(matches!(err.error, AgentError::MissingDecision { .. }));
     let bad_edit = Decisions::new()
         .approve("call_2")
         .approve_with_arguments("call_3", json!({ "environment": "production" }))
         .reject("call_4", "Not during the freeze");
     let err = agent.resume(&state, bad_edit).await.unwrap_err();
     println!("   edit without release: {err}");
-    assert!(matches!(err, AgentError::InvalidInput(_)));
+    assert!(matches!(err.error, AgentError::InvalidInput(_)));
     assert_eq!(state.to_json(), stored, "the stored state is untouched");
 
     println!("\n== 4. Approve call_2, approve call_3 with an edited release, reject call_4");
@@ -287,9 +288,10 @@ async fn main() -> Result<(), AgentError> {
     assert_eq!(done.output(), Some("Restarted checkout and payments."));
     assert_eq!(done.state.steps().len(), 2);
 
-    println!("\n== 6. An agent-level approval function decides for every tool, overriding theirs");
+    println!("\n== 6. An agent-level approval policy sees each tool's verdict and decides");
     // During a change freeze, every deploy waits (even staging, which the tool would let through),
-    // and nothing else does (not even restarts, which the tool always gates).
+    // and nothing else does (not even restarts, which the tool always gates). Waiving a tool's own
+    // gate takes a policy on purpose; `AgentBuilder::approval` could only add gates.
     let model = ScriptedModel::new()
         .tool_calls([
             ToolCall::new("call_1", "deploy", json!({ "environment": "staging" })),
@@ -303,7 +305,9 @@ async fn main() -> Result<(), AgentError> {
     let agent = Agent::builder("release")
         .model(model.clone())
         .tools(tools())
-        .approval(|call: &ToolCall, _ctx: &ToolContext| call.name == "deploy")
+        .approval_policy(|call: &ToolCall, _ctx: &ToolContext, _tool_says: bool| {
+            call.name == "deploy"
+        })
         .build()?;
     let paused = RunResult {
         state: start_until_paused(&agent, "Deploy staging and restart checkout.").await,
@@ -330,6 +334,30 @@ async fn main() -> Result<(), AgentError> {
         done.state.tool_result("call_2").unwrap_or_default(),
         r#"{"restarted":true,"service":"checkout"}"#
     );
+
+    println!("\n== 7. An agent-level approval rule adds to the tools' own gates");
+    // A rule for deploys only: the restart, which its tool always gates, still waits too.
+    let model = ScriptedModel::new().tool_calls([
+        ToolCall::new("call_1", "deploy", json!({ "environment": "staging" })),
+        ToolCall::new(
+            "call_2",
+            "restart_service",
+            json!({ "service": "checkout" }),
+        ),
+    ]);
+    let agent = Agent::builder("release")
+        .model(model)
+        .tools(tools())
+        .approval(|call: &ToolCall, _ctx: &ToolContext| call.name == "deploy")
+        .build()?;
+    let paused = agent.run("Deploy staging and restart checkout.").await?;
+    show(&paused);
+    let waiting: Vec<&str> = paused
+        .pending()
+        .iter()
+        .map(|p| p.call.id.as_str())
+        .collect();
+    assert_eq!(waiting, ["call_1", "call_2"]);
 
     println!("\nAll checks passed.");
     Ok(())

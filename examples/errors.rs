@@ -260,7 +260,7 @@ async fn main() -> Result<(), AgentError> {
         .await
         .unwrap_err();
     println!("   run failed: {err}");
-    assert!(matches!(err, AgentError::InvalidInput(_)));
+    assert!(matches!(err.error, AgentError::InvalidInput(_)));
     assert!(err.to_string().contains(r#""order_id""#), "{err}");
 
     println!("\n== 6. Output caps: agent-wide 60 characters, and 24 for one tool");

@@ -189,7 +189,7 @@ async fn main() -> Result<(), AgentError> {
         .output("call_5", invoice.clone());
     let err = agent.resume(&state, approve_external).await.unwrap_err();
     println!("   approve an external call: {err}");
-    assert!(matches!(err, AgentError::DecisionMismatch { .. }));
+    assert!(matches!(err.error, AgentError::DecisionMismatch { .. }));
 
     let vague = Decisions::new()
         .output("call_1", ticket.clone())
@@ -198,7 +198,7 @@ async fn main() -> Result<(), AgentError> {
         .output("call_5", invoice.clone());
     let err = agent.resume(&state, vague).await.unwrap_err();
     println!("   refund answer \"maybe\":   {err}");
-    assert!(matches!(err, AgentError::InvalidOutput(_)));
+    assert!(matches!(err.error, AgentError::InvalidOutput(_)));
 
     let wrong_shape = Decisions::new()
         .output("call_1", ticket.clone())
@@ -210,7 +210,7 @@ async fn main() -> Result<(), AgentError> {
         );
     let err = agent.resume(&state, wrong_shape).await.unwrap_err();
     println!("   invoice of another shape: {err}");
-    assert!(matches!(err, AgentError::InvalidOutput(_)));
+    assert!(matches!(err.error, AgentError::InvalidOutput(_)));
 
     println!("\n== 3. Supply the outputs, approve the email, and resume");
     let decisions = Decisions::new()

@@ -441,7 +441,7 @@ async fn a_model_error_fails_the_run() {
         .build()
         .unwrap();
     let err = agent.run("hello").await.unwrap_err();
-    assert!(matches!(err, AgentError::Model(_)), "{err}");
+    assert!(matches!(err.error, AgentError::Model(_)), "{err}");
 }
 
 #[tokio::test]

@@ -101,7 +101,7 @@ async fn unreadable_arguments_can_fail_the_run() {
         .unwrap();
     let err = agent.run("go").await.unwrap_err();
     assert!(
-        matches!(err, AgentError::InvalidInput(ref m) if m.contains("not valid JSON")),
+        matches!(err.error, AgentError::InvalidInput(ref m) if m.contains("not valid JSON")),
         "{err}"
     );
     assert_eq!(runs.get(), 0);

@@ -189,7 +189,7 @@ async fn a_decision_for_an_unknown_call_is_an_error_and_leaves_the_state_unchang
         .resume(&paused.state, Decisions::new().approve("c1"))
         .await
         .unwrap_err();
-    assert!(matches!(err, AgentError::NotPending { ref call_id, .. } if call_id == "c1"));
+    assert!(matches!(err.error, AgentError::NotPending { ref call_id, .. } if call_id == "c1"));
     assert_eq!(paused.state.to_json(), before);
 
     // The state still resumes correctly afterwards.
@@ -256,7 +256,7 @@ async fn decisions_that_do_not_fit_the_pending_kind_are_refused() {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, AgentError::DecisionMismatch { ref call_id, kind: "tool_approval", .. } if call_id == "c2"),
+        matches!(err.error, AgentError::DecisionMismatch { ref call_id, kind: "tool_approval", .. } if call_id == "c2"),
         "{err}"
     );
 
@@ -348,7 +348,7 @@ async fn a_run_can_pause_more_than_once() {
         .resume(&done.state, Decisions::new())
         .await
         .unwrap_err();
-    assert!(matches!(err, AgentError::NotPaused { .. }), "{err}");
+    assert!(matches!(err.error, AgentError::NotPaused { .. }), "{err}");
 }
 
 #[tokio::test]
@@ -534,7 +534,7 @@ async fn a_state_from_another_agent_is_refused() {
         .resume(&paused.state, Decisions::new().approve("c1"))
         .await
         .unwrap_err();
-    assert!(matches!(err, AgentError::WrongAgent { .. }), "{err}");
+    assert!(matches!(err.error, AgentError::WrongAgent { .. }), "{err}");
 }
 
 fn signed_agent(model: &ScriptedModel, deploy: &Counter, key: &[u8]) -> Agent {
@@ -582,7 +582,7 @@ async fn a_signed_state_resumes_in_a_fresh_agent_with_the_same_key_and_refuses_a
             .await
             .unwrap_err();
         assert!(
-            matches!(err, AgentError::StateSignature(_)),
+            matches!(err.error, AgentError::StateSignature(_)),
             "{what}: {err}"
         );
     }
@@ -593,7 +593,7 @@ async fn a_signed_state_resumes_in_a_fresh_agent_with_the_same_key_and_refuses_a
         )
         .await
         .unwrap_err();
-    assert!(matches!(other_key, AgentError::StateSignature(_)));
+    assert!(matches!(other_key.error, AgentError::StateSignature(_)));
     let unkeyed = agent(&model, &Counter::default(), &deploy)
         .resume(
             &RunState::from_json(&json).unwrap(),

@@ -204,7 +204,7 @@ async fn output_validators_check_results_under_the_error_policy() {
         .build()
         .unwrap();
     let err = agent.run("go").await.unwrap_err();
-    assert!(matches!(err, AgentError::InvalidOutput(_)), "{err}");
+    assert!(matches!(err.error, AgentError::InvalidOutput(_)), "{err}");
 }
 
 #[tokio::test]

@@ -111,6 +111,16 @@ pub enum AgentError {
         /// Its status.
         status: String,
     },
+    /// `retry` was called on a run that has not failed.
+    #[error(
+        "Run {run_id} has not failed (status: {status}); only a failed run can be retried (a paused run is resumed)"
+    )]
+    NotFailed {
+        /// The run id.
+        run_id: String,
+        /// Its status.
+        status: String,
+    },
     /// A stored state belongs to another agent.
     #[error("Run state belongs to agent `{found}`, not `{expected}`")]
     WrongAgent {

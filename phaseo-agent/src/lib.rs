@@ -56,8 +56,14 @@
 //! - **Errors go back to the model by default** (the spec's Rust column): an executor's `Err`, a
 //!   timeout, a panic or invalid arguments become `{"error": "..."}` as the call's result, and the
 //!   run goes on. A call to an unknown tool fails the run with `Unknown tool: <name>`. All of it is
-//!   configurable ([`OnError`]). A panic's message is kept for operators (in [`Event::ToolError`])
-//!   and the model only reads that the tool failed unexpectedly.
+//!   configurable ([`OnError`]). A panic's message is kept for operators (in [`Event::ToolError`]
+//!   and on the call's step, [`ToolStep::error`], so a plain `run()` shows it too) and the model
+//!   only reads that the tool failed unexpectedly.
+//! - **A failed run is data too.** `run`, `resume` and `retry` fail with a [`RunError`]: the
+//!   [`AgentError`] and, when the run had started, its state (status `failed`) with everything
+//!   that ran. [`Agent::retry`] asks the model again from that state (stored or not); calls of the
+//!   interrupted turn are answered from what was recorded, so no tool runs twice. A `RunError`
+//!   compares equal to its `AgentError` and converts into it with `?`.
 //! - **Model output is untrusted.** Arguments are parsed and checked against the advertised schema
 //!   before any of your code runs; `""` means `{}`; errors name the JSON path
 //!   (`Invalid tool input: $.items[1]: "x" is not of type "integer"`).
@@ -148,8 +154,8 @@ pub use model::scripted::ScriptedModel;
 pub use run::agent::{Agent, AgentBuilder, RunOptions, ToolExecution};
 pub use run::event::{Event, EventStream};
 pub use run::state::{
-    Decision, Decisions, PendingCall, PendingKind, RunResult, RunState, RunStatus, STATE_VERSION,
-    ToolStep,
+    Decision, Decisions, PendingCall, PendingKind, RunError, RunResult, RunState, RunStatus,
+    STATE_VERSION, ToolStep,
 };
 pub use tokio_util::sync::CancellationToken;
 

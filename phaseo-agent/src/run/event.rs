@@ -8,7 +8,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::error::AgentError;
 use crate::model::message::ToolCall;
-use crate::run::state::{PendingCall, RunResult, RunState};
+use crate::run::state::{PendingCall, RunError, RunResult, RunState};
 use crate::tool::context::ProgressSink;
 
 /// One thing that happened in a run. [`Event::name`] gives the dotted names other SDKs use
@@ -184,7 +184,7 @@ impl Emitter {
     }
 }
 
-type RunFuture = futures::future::BoxFuture<'static, Result<RunResult, AgentError>>;
+type RunFuture = futures::future::BoxFuture<'static, Result<RunResult, RunError>>;
 
 /// The events of one run, as a [`futures::Stream`]. The run makes progress only while the stream is
 /// polled; dropping the stream drops the run (and fires the cancellation tokens of running calls).

@@ -123,6 +123,7 @@ impl Execution<'_> {
                 preliminary_results: record.progress,
                 content: String::new(),
                 is_error: false,
+                error: None,
             },
             new_context: None,
             next_turn: None,
@@ -143,6 +144,7 @@ impl Execution<'_> {
             }
             Err(error) => match tool.on_error.unwrap_or(inner.settings.on_error) {
                 OnError::ReturnToModel => {
+                    outcome.step.error = Some(error.to_string());
                     let content = error.content();
                     self.events
                         .emit(Event::tool_error(&call, &error, Some(content.clone())));
@@ -150,6 +152,7 @@ impl Execution<'_> {
                     outcome.step.is_error = true;
                 }
                 OnError::FailRun => {
+                    outcome.step.error = Some(error.to_string());
                     self.events.emit(Event::tool_error(&call, &error, None));
                     outcome.step.content = error.content();
                     outcome.step.is_error = true;
@@ -179,6 +182,7 @@ impl Execution<'_> {
                 call_id: call.id.clone(),
                 tool: call.name.clone(),
                 preliminary_results: Vec::new(),
+                error: Some(error.to_string()),
                 content,
                 is_error: true,
             },

@@ -10,9 +10,10 @@
 //! - `event`: the run's events and their stream;
 //! - `agent`: [`Agent`](agent::Agent), its builder and its settings;
 //! - `execute`: the calls of one turn, under the concurrency limit, in call order;
-//! - `runner`: the loop (model turn, plan each call, execute, pause or go on) and the agent's
-//!   entry points (`run`, `resume`, `stream`);
-//! - `resume`: the resume half of the runner: decisions checked and turned into plans.
+//! - `runner`: the loop (model turn, plan each call, execute, pause or go on);
+//! - `resume`: the resume half of the runner: decisions checked and turned into plans;
+//! - `retry`: a failed run asked again, its interrupted turn answered from what was recorded;
+//! - `entry`: the agent's entry points (`run`, `resume`, `retry`, and their streams).
 
 pub(crate) mod state;
 pub(crate) mod signing;
@@ -21,3 +22,5 @@ pub(crate) mod agent;
 pub(crate) mod execute;
 pub(crate) mod runner;
 pub(crate) mod resume;
+pub(crate) mod retry;
+pub(crate) mod entry;

@@ -17,11 +17,12 @@ use crate::error::AgentError;
 use crate::model::message::{Message, ToolCall};
 use crate::model::request::{ModelRequest, ToolChoice, ToolDefinition};
 use crate::run::agent::{Agent, AgentInner, RunOptions};
-use crate::run::event::{Emitter, Event, EventStream};
+use crate::run::event::{Emitter, Event};
 use crate::run::execute::{Execution, Outcome};
 use crate::run::signing;
 use crate::run::state::{
-    Decisions, PausedTurn, PendingCall, PendingKind, RunResult, RunState, RunStatus, ToolStep,
+    Decisions, PausedTurn, PendingCall, PendingKind, RunError, RunResult, RunState, RunStatus,
+    ToolStep,
 };
 use crate::tool::call::Parsed;
 use crate::tool::context::{ScopeParts, ToolContext};
@@ -57,109 +58,13 @@ pub(crate) struct Runner {
     pub(crate) context: Arc<serde_json::Value>,
 }
 
-/// Running an agent: the entry points of the loop below.
-impl Agent {
-    /// Runs the agent on a user input until the model answers without tool calls or a call pauses
-    /// the run for a person.
-    pub async fn run(&self, input: impl Into<String>) -> Result<RunResult, AgentError> {
-        self.run_with(input, RunOptions::default()).await
-    }
-
-    /// [`run`](Self::run) with options (application context, run id, concurrency).
-    pub async fn run_with(
-        &self,
-        input: impl Into<String>,
-        options: RunOptions,
-    ) -> Result<RunResult, AgentError> {
-        Runner::start(self.clone(), input.into(), options, Emitter::default()).await
-    }
-
-    /// Resumes a paused run with a decision for every pending call.
-    ///
-    /// Nothing is changed on error: `state` is borrowed, and a missing decision, a decision for a call
-    /// that is not pending, or edited arguments that fail validation return an error before anything
-    /// runs. The state may come from another process (stored as JSON and read back).
-    pub async fn resume(
-        &self,
-        state: &RunState,
-        decisions: Decisions,
-    ) -> Result<RunResult, AgentError> {
-        Runner::resume(
-            self.clone(),
-            state.clone(),
-            decisions,
-            RunOptions::default(),
-            Emitter::default(),
-        )
-        .await
-    }
-
-    /// [`resume`](Self::resume) with options (only `concurrency` applies; the context is the state's).
-    pub async fn resume_with(
-        &self,
-        state: &RunState,
-        decisions: Decisions,
-        options: RunOptions,
-    ) -> Result<RunResult, AgentError> {
-        Runner::resume(
-            self.clone(),
-            state.clone(),
-            decisions,
-            options,
-            Emitter::default(),
-        )
-        .await
-    }
-
-    /// Runs the agent and streams its events; the last event is `Completed`, `Paused` (with the state
-    /// to store) or `Failed`.
-    ///
-    /// ```
-    /// use futures::StreamExt;
-    /// use phaseo_agent::{Agent, Event, ScriptedModel};
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let agent = Agent::builder("greeter").model(ScriptedModel::new().text("Hello!")).build()?;
-    /// let names: Vec<&str> = agent.stream("Hi").map(|e| e.name()).collect().await;
-    /// assert_eq!(names, ["run.started", "model.turn", "run.completed"]);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn stream(&self, input: impl Into<String>) -> EventStream {
-        self.stream_with(input, RunOptions::default())
-    }
-
-    /// [`stream`](Self::stream) with options.
-    pub fn stream_with(&self, input: impl Into<String>, options: RunOptions) -> EventStream {
-        let agent = self.clone();
-        let input = input.into();
-        EventStream::new(move |events| Box::pin(Runner::start(agent, input, options, events)))
-    }
-
-    /// Resumes a paused run and streams its events.
-    pub fn stream_resume(&self, state: &RunState, decisions: Decisions) -> EventStream {
-        let agent = self.clone();
-        let state = state.clone();
-        EventStream::new(move |events| {
-            Box::pin(Runner::resume(
-                agent,
-                state,
-                decisions,
-                RunOptions::default(),
-                events,
-            ))
-        })
-    }
-}
-
 impl Runner {
     pub(crate) async fn start(
         agent: Agent,
         input: String,
         options: RunOptions,
         events: Emitter,
-    ) -> Result<RunResult, AgentError> {
+    ) -> Result<RunResult, RunError> {
         let run_id = options.run_id.unwrap_or_else(new_run_id);
         let mut state = RunState::new(run_id, agent.inner.id.clone(), options.context);
         state.messages.push(Message::User { content: input });
@@ -184,21 +89,13 @@ impl Runner {
         decisions: Decisions,
         options: RunOptions,
         events: Emitter,
-    ) -> Result<RunResult, AgentError> {
+    ) -> Result<RunResult, RunError> {
         // A listener is told of a refusal too: the stream ends with `run.failed`, carrying the
         // error and the state as it was given (still resumable). Kept only when someone listens.
         let given = events.is_listening().then(|| state.clone());
         let (mut runner, plans) = match Self::accept(agent, state, decisions, options, events) {
             Ok(accepted) => accepted,
-            Err((error, events)) => {
-                if let Some(state) = given {
-                    events.emit(Event::Failed {
-                        error: error.to_string(),
-                        state: Box::new(state),
-                    });
-                }
-                return Err(error);
-            }
+            Err((error, events)) => return Err(refuse(error, given, &events)),
         };
         runner.emit_started(true);
         let result = async {
@@ -267,7 +164,7 @@ impl Runner {
         self.events.emit(event);
     }
 
-    fn emit_started(&self, resumed: bool) {
+    pub(crate) fn emit_started(&self, resumed: bool) {
         self.emit(Event::RunStarted {
             run_id: self.state.run_id.clone(),
             agent_id: self.state.agent_id.clone(),
@@ -275,17 +172,14 @@ impl Runner {
         });
     }
 
-    fn finish(mut self, result: Result<(), AgentError>) -> Result<RunResult, AgentError> {
+    pub(crate) fn finish(mut self, result: Result<(), AgentError>) -> Result<RunResult, RunError> {
         // The application context lives in `self.context` while the run goes (tools share it);
         // the state gets it back here, before it is signed or reported.
         let context = std::mem::replace(&mut self.context, Arc::new(serde_json::Value::Null));
         self.state.context = Arc::unwrap_or_clone(context);
         match result {
             Ok(()) => {
-                self.state.signature = None;
-                if let Some(key) = &self.agent.inner.state_key {
-                    self.state.signature = Some(signing::sign(key, &self.state));
-                }
+                self.sign();
                 // The last event carries a copy of the state: made only when someone listens.
                 if self.events.is_listening() {
                     let state = Box::new(self.state.clone());
@@ -303,20 +197,36 @@ impl Runner {
                 Ok(RunResult { state: self.state })
             }
             Err(error) => {
+                // A failed state records what ran (see `finish_turn`) and waits for nothing: it
+                // can be retried, not resumed.
+                self.state.status = RunStatus::Failed;
+                self.state.pending.clear();
+                self.state.paused_turn = None;
+                self.sign();
                 if self.events.is_listening() {
-                    self.state.status = RunStatus::Failed;
                     self.emit(Event::Failed {
                         error: error.to_string(),
                         state: Box::new(self.state.clone()),
                     });
                 }
-                Err(error)
+                Err(RunError {
+                    error,
+                    state: Some(Box::new(self.state)),
+                })
             }
         }
     }
 
+    /// Signs the state, when the agent has a key.
+    fn sign(&mut self) {
+        self.state.signature = None;
+        if let Some(key) = &self.agent.inner.state_key {
+            self.state.signature = Some(signing::sign(key, &self.state));
+        }
+    }
+
     /// Model turns until the model answers without tool calls, or a call pauses the run.
-    async fn drive(&mut self) -> Result<(), AgentError> {
+    pub(crate) async fn drive(&mut self) -> Result<(), AgentError> {
         loop {
             let max_turns = self.inner().max_turns;
             if self.state.turns >= max_turns {
@@ -576,6 +486,7 @@ impl Runner {
             preliminary_results: Vec::new(),
             content,
             is_error,
+            error: None,
         }
     }
 
@@ -594,7 +505,8 @@ impl Runner {
                 )));
             };
             match plan {
-                Plan::Done { step, error } => {
+                Plan::Done { mut step, error } => {
+                    step.error.clone_from(&error);
                     self.emit(match error {
                         Some(error) => Event::ToolError {
                             call_id: step.call_id.clone(),
@@ -685,6 +597,18 @@ impl Runner {
             }
         }
     }
+}
+
+/// A refused resume or retry: the listener's stream ends with `run.failed`, carrying the error
+/// and the state as it was `given`.
+pub(crate) fn refuse(error: AgentError, given: Option<RunState>, events: &Emitter) -> RunError {
+    if let Some(state) = given {
+        events.emit(Event::Failed {
+            error: error.to_string(),
+            state: Box::new(state),
+        });
+    }
+    RunError::refused(error)
 }
 
 /// Runs a user function; a panic counts as `on_panic` (callers fail closed: "needs a person").

@@ -179,6 +179,10 @@ pub struct ToolStep {
     pub content: String,
     /// Whether the result is an error.
     pub is_error: bool,
+    /// For an error, the operator's diagnostic, which the model is not shown (a panic's message,
+    /// the full text of a timeout or a refusal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// A paused turn: its calls in order, and the results of those already answered.
@@ -457,6 +461,72 @@ impl RunState {
             ));
         }
         Ok(())
+    }
+}
+
+/// Why `run`, `resume` or `retry` returned no result: the error, and the run's state when the run
+/// had started (its status is `failed`).
+///
+/// The state holds the conversation and every step up to the failure (the calls of the failing turn
+/// included, with operators' diagnostics in [`ToolStep::error`]): store it for diagnosis, or hand
+/// it to [`Agent::retry`](crate::Agent::retry) to ask the model again without running any tool twice.
+/// A refused resume or retry (a missing decision, a bad signature, ...) starts no run and has no
+/// state: the one you passed is unchanged.
+///
+/// It compares equal to its [`AgentError`], dereferences to it, and converts into it with `?`.
+///
+/// ```
+/// use phaseo_agent::{Agent, AgentError, ScriptedModel};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let agent = Agent::builder("t").model(ScriptedModel::new()).build().unwrap();
+/// let failed = agent.run("hello").await.unwrap_err();      // the script is empty
+/// assert!(matches!(failed.error, AgentError::Model(_)));
+/// let state = failed.state.expect("the run had started");
+/// assert_eq!(state.messages().len(), 1);                     // the user's input
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunError {
+    /// What went wrong.
+    pub error: AgentError,
+    /// The run's state at the failure, if the run had started.
+    pub state: Option<Box<RunState>>,
+}
+
+impl RunError {
+    /// An error before any run started (a refused resume or retry).
+    pub(crate) fn refused(error: AgentError) -> Self {
+        RunError { error, state: None }
+    }
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for RunError {}
+
+impl std::ops::Deref for RunError {
+    type Target = AgentError;
+
+    fn deref(&self) -> &AgentError {
+        &self.error
+    }
+}
+
+impl PartialEq<AgentError> for RunError {
+    fn eq(&self, other: &AgentError) -> bool {
+        self.error == *other
+    }
+}
+
+impl From<RunError> for AgentError {
+    fn from(failed: RunError) -> Self {
+        failed.error
     }
 }
 

@@ -1,0 +1,112 @@
+//! Retrying a failed run: the model is asked again from the failed state, and no tool runs twice.
+
+use std::sync::Arc;
+
+use crate::error::AgentError;
+use crate::model::message::Message;
+use crate::run::agent::{Agent, RunOptions};
+use crate::run::event::Emitter;
+use crate::run::runner::{Runner, refuse};
+use crate::run::signing;
+use crate::run::state::{RunError, RunResult, RunState, RunStatus};
+
+impl Runner {
+    pub(crate) async fn retry(
+        agent: Agent,
+        state: RunState,
+        options: RunOptions,
+        events: Emitter,
+    ) -> Result<RunResult, RunError> {
+        let given = events.is_listening().then(|| state.clone());
+        let mut runner = match Self::accept_retry(agent, state, options, events) {
+            Ok(runner) => runner,
+            Err((error, events)) => return Err(refuse(error, given, &events)),
+        };
+        runner.close_failed_turn();
+        runner.state.status = RunStatus::Completed;
+        runner.emit_started(true);
+        let result = runner.drive().await;
+        runner.finish(result)
+    }
+
+    /// Checks a retry (status, signature, agent) before anything runs.
+    fn accept_retry(
+        agent: Agent,
+        mut state: RunState,
+        options: RunOptions,
+        events: Emitter,
+    ) -> Result<Runner, (AgentError, Emitter)> {
+        if state.status != RunStatus::Failed {
+            let error = AgentError::NotFailed {
+                run_id: state.run_id.clone(),
+                status: format!("{:?}", state.status),
+            };
+            return Err((error, events));
+        }
+        if let Err(error) = signing::verify(agent.inner.state_key.as_deref(), &mut state) {
+            return Err((error, events));
+        }
+        if state.agent_id != agent.inner.id {
+            let error = AgentError::WrongAgent {
+                expected: agent.inner.id.clone(),
+                found: state.agent_id.clone(),
+            };
+            return Err((error, events));
+        }
+        let concurrency = options
+            .concurrency
+            .unwrap_or(agent.inner.settings.concurrency);
+        Ok(Runner {
+            agent,
+            context: Arc::new(std::mem::take(&mut state.context)),
+            state,
+            events,
+            concurrency: concurrency.max(1),
+        })
+    }
+
+    /// Answers every call of the last model turn that has no result in the conversation, so the
+    /// model can go on: with the result recorded on its step (it ran, failed the run, or was
+    /// cancelled), or with an error saying it did not run. Nothing runs.
+    fn close_failed_turn(&mut self) {
+        let messages = &self.state.messages;
+        let Some(at) = messages
+            .iter()
+            .rposition(|m| matches!(m, Message::Assistant { .. }))
+        else {
+            return;
+        };
+        let Message::Assistant { tool_calls, .. } = &messages[at] else {
+            return;
+        };
+        let answered = |id: &str| {
+            messages[at + 1..]
+                .iter()
+                .any(|m| matches!(m, Message::Tool { call_id, .. } if call_id == id))
+        };
+        let step_index = self.state.turns.saturating_sub(1);
+        let mut results = Vec::new();
+        for call in tool_calls.iter().filter(|c| !answered(&c.id)) {
+            let recorded = self
+                .state
+                .steps
+                .iter()
+                .rev()
+                .find(|s| s.step_index == step_index && s.call_id == call.id);
+            let content = match recorded {
+                Some(step) => step.content.clone(),
+                None => AgentError::tool(format!(
+                    "Tool {} did not run: the run failed before it could",
+                    call.name
+                ))
+                .content(),
+            };
+            results.push(Message::Tool {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content,
+            });
+        }
+        self.state.messages.extend(results);
+    }
+}
