@@ -43,8 +43,8 @@
 //! | parameters | the constructor's schema, or generated from the input type ([`Tool::typed`]) | the function's parameters |
 //! | validators | [`Tool::input_schema`], [`Tool::output_schema`], [`Tool::output_json_schema`], [`Tool::event_schema`], [`Tool::event_json_schema`] | `input_schema = f`, `output_schema = f`, `event_schema = f` |
 //! | timeout | [`Tool::timeout`], [`AgentBuilder::default_timeout`] | `timeout_ms = 3_000` |
-//! | approval | [`Tool::require_approval`], [`Tool::approval`], [`AgentBuilder::approval`] | `require_approval`, `require_approval = f` |
-//! | manual and interactive | [`Tool::external`], [`Tool::on_tool_called`], [`Tool::on_response_received`], [`AgentBuilder::human_review`] | `external`, `on_tool_called = f`, `on_response_received = f` |
+//! | approval | [`Tool::require_approval`], [`Tool::approval`] / [`Tool::approval_async`], [`AgentBuilder::approval`] / [`AgentBuilder::approval_policy`] (and `_async`) | `require_approval`, `require_approval = f` |
+//! | manual and interactive | [`Tool::external`], [`Tool::on_tool_called`] / [`Tool::on_tool_called_async`], [`Tool::on_response_received`], [`AgentBuilder::human_review`] | `external`, `on_tool_called = f`, `on_response_received = f` |
 //! | next-turn overrides | [`Tool::next_turn`] | `next_turn = f` |
 //! | error policy | [`Tool::on_error`], [`AgentBuilder::on_error`], [`AgentBuilder::on_unknown_tool`], [`AgentBuilder::on_invalid_arguments`] | `on_error = "fail-run"` / `"return-to-model"` |
 //! | progress and context | [`ToolContext::emit_progress`], [`Tool::streaming`], [`ToolContext::set_context`] | a `ctx: &ToolContext` parameter |
@@ -59,6 +59,13 @@
 //!   configurable ([`OnError`]). A panic's message is kept for operators (in [`Event::ToolError`]
 //!   and on the call's step, [`ToolStep::error`], so a plain `run()` shows it too) and the model
 //!   only reads that the tool failed unexpectedly.
+//! - **Nothing a tool says is dropped silently.** Progress and a context set inside an interactive
+//!   hook are kept as a tool's are. A next-turn override ([`Tool::next_turn`]) runs for every call
+//!   that produced a result, whoever answered it: the tool, its hook, or a person supplying the
+//!   output; not for a call that failed or was rejected (it produced nothing). A call that fails
+//!   changes nothing: the context it set before failing is dropped.
+//! - **Checks may do I/O.** Approval functions, agent-level rules and interactive hooks have
+//!   `_async` forms; a panic inside their futures fails closed like a panic before them.
 //! - **A failed run is data too.** `run`, `resume` and `retry` fail with a [`RunError`]: the
 //!   [`AgentError`] and, when the run had started, its state (status `failed`) with everything
 //!   that ran. [`Agent::retry`] asks the model again from that state (stored or not); calls of the

@@ -9,12 +9,13 @@ use serde_json::Value;
 use crate::error::AgentError;
 use crate::model::message::ToolCall;
 use crate::model::request::Model;
+use crate::tool::call::Later;
 use crate::tool::context::ToolContext;
 use crate::tool::definition::{IntoTool, OnError, Tool};
 
 pub(crate) type CallPredicate = dyn Fn(&ToolCall, &ToolContext) -> bool + Send + Sync;
 /// The agent's approval rule: the call, its context and the tool's own verdict in, the final verdict out.
-pub(crate) type ApprovalPolicy = dyn Fn(&ToolCall, &ToolContext, bool) -> bool + Send + Sync;
+pub(crate) type ApprovalPolicy = dyn Fn(&ToolCall, &ToolContext, bool) -> Later<bool> + Send + Sync;
 
 /// An agent: a model, instructions and tools, and the loop that runs them.
 ///
@@ -285,7 +286,40 @@ impl AgentBuilder {
     ) -> Self {
         self.approval = Some(Arc::new(
             move |call: &ToolCall, ctx: &ToolContext, tool_says: bool| {
-                tool_says || decide(call, ctx)
+                Later::Now(tool_says || decide(call, ctx))
+            },
+        ));
+        self
+    }
+
+    /// [`approval`](Self::approval) for a rule that does I/O: it reads what it needs from the call
+    /// and returns a future of its verdict. It is not called when the tool already requires
+    /// approval for the call. A panic, before or inside the future, counts as "needs approval".
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, ToolCall, ToolContext};
+    ///
+    /// let agent = Agent::builder("ops")
+    ///     .model(ScriptedModel::new())
+    ///     .approval_async(|call: &ToolCall, _ctx: &ToolContext| {
+    ///         let sensitive = call.arguments.contains("payments");
+    ///         async move { sensitive /* or ask a policy service */ }
+    ///     })
+    ///     .build();
+    /// # let _ = agent;
+    /// ```
+    pub fn approval_async<F, Fut>(mut self, decide: F) -> Self
+    where
+        F: Fn(&ToolCall, &ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + Send + 'static,
+    {
+        self.approval = Some(Arc::new(
+            move |call: &ToolCall, ctx: &ToolContext, tool_says: bool| {
+                if tool_says {
+                    Later::Now(true)
+                } else {
+                    Later::Wait(Box::pin(decide(call, ctx)))
+                }
             },
         ));
         self
@@ -320,7 +354,26 @@ impl AgentBuilder {
         mut self,
         decide: impl Fn(&ToolCall, &ToolContext, bool) -> bool + Send + Sync + 'static,
     ) -> Self {
-        self.approval = Some(Arc::new(decide));
+        self.approval = Some(Arc::new(
+            move |call: &ToolCall, ctx: &ToolContext, tool_says: bool| {
+                Later::Now(decide(call, ctx, tool_says))
+            },
+        ));
+        self
+    }
+
+    /// [`approval_policy`](Self::approval_policy) for a policy that does I/O: it returns a future
+    /// of its verdict. A panic, before or inside the future, counts as "needs approval".
+    pub fn approval_policy_async<F, Fut>(mut self, decide: F) -> Self
+    where
+        F: Fn(&ToolCall, &ToolContext, bool) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + Send + 'static,
+    {
+        self.approval = Some(Arc::new(
+            move |call: &ToolCall, ctx: &ToolContext, tool_says: bool| {
+                Later::Wait(Box::pin(decide(call, ctx, tool_says)))
+            },
+        ));
         self
     }
 

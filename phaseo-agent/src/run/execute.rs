@@ -7,23 +7,31 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::AgentError;
+use crate::model::message::ToolCall;
 use crate::run::agent::AgentInner;
 use crate::run::event::{Emitter, Event};
 use crate::run::state::ToolStep;
 use crate::tool::call::Parsed;
 use crate::tool::context::ToolContext;
-use crate::tool::definition::OnError;
+use crate::tool::definition::{OnError, Tool};
 use crate::tool::invoke::invoke;
 
 /// One call to run: its slot in the turn, the tool's index, its parsed input and its context.
 pub(crate) type Run = (usize, usize, Parsed, ToolContext);
 
+/// What a call that produced a result changes for the rest of the run: the application context it
+/// set, and its tool and input when the tool changes the next turn. Applied in call order; a call
+/// that fails changes nothing.
+#[derive(Default)]
+pub(crate) struct Effects {
+    pub(crate) new_context: Option<Value>,
+    pub(crate) next_turn: Option<(usize, Value)>,
+}
+
 /// What one executed call left behind.
 pub(crate) struct Outcome {
     pub(crate) step: ToolStep,
-    pub(crate) new_context: Option<Value>,
-    /// The tool and the call's input, when the tool changes the next turn.
-    pub(crate) next_turn: Option<(usize, Value)>,
+    pub(crate) effects: Effects,
     /// Set when the call failed under `fail-run`.
     pub(crate) fail: Option<AgentError>,
 }
@@ -125,8 +133,7 @@ impl Execution<'_> {
                 is_error: false,
                 error: None,
             },
-            new_context: None,
-            next_turn: None,
+            effects: Effects::default(),
             fail: None,
         };
         match result {
@@ -137,10 +144,7 @@ impl Execution<'_> {
                     content: content.clone(),
                 });
                 outcome.step.content = content;
-                outcome.new_context = record.new_context;
-                if tool.next_turn.is_some() {
-                    outcome.next_turn = Some((index, tool.input_value(&call.arguments)));
-                }
+                outcome.effects = Effects::of(index, tool, &call, record.new_context);
             }
             Err(error) => match tool.on_error.unwrap_or(inner.settings.on_error) {
                 OnError::ReturnToModel => {
@@ -186,8 +190,7 @@ impl Execution<'_> {
                 content,
                 is_error: true,
             },
-            new_context: None,
-            next_turn: None,
+            effects: Effects::default(),
             fail: None,
         }
     }
@@ -209,5 +212,23 @@ impl Stop {
     /// The id of the call that failed the run, once one has.
     fn failed_by(&self) -> Option<String> {
         self.by.get().cloned()
+    }
+}
+
+impl Effects {
+    /// The effects of a call of `tool` (at `index`) that produced a result.
+    pub(crate) fn of(
+        index: usize,
+        tool: &Tool,
+        call: &ToolCall,
+        new_context: Option<Value>,
+    ) -> Self {
+        Effects {
+            new_context,
+            next_turn: tool
+                .next_turn
+                .is_some()
+                .then(|| (index, tool.input_value(&call.arguments))),
+        }
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::error::AgentError;
 use crate::model::message::ToolCall;
+use crate::run::execute::Effects;
 use crate::run::runner::{Plan, Runner, rejection_content};
 use crate::run::state::{Decision, Decisions, PendingCall, PendingKind};
 use crate::tool::call::Parsed;
@@ -11,7 +12,7 @@ use crate::tool::context::ToolContext;
 impl Runner {
     /// Validates decisions against the paused turn and turns them into plans, changing nothing.
     #[allow(clippy::type_complexity)]
-    pub(crate) fn plan_resume(
+    pub(crate) async fn plan_resume(
         &self,
         decisions: Decisions,
     ) -> Result<(Vec<(String, Plan)>, Vec<String>), AgentError> {
@@ -53,13 +54,13 @@ impl Runner {
             }
             plans.push((
                 pending.call.id.clone(),
-                self.plan_decision(step_index, pending, decision)?,
+                self.plan_decision(step_index, pending, decision).await?,
             ));
         }
         Ok((plans, always))
     }
 
-    fn plan_decision(
+    async fn plan_decision(
         &self,
         step_index: usize,
         pending: &PendingCall,
@@ -109,6 +110,8 @@ impl Runner {
                     Some(index),
                 ),
                 error: Some(format!("Rejected by a person: {message}")),
+                // A rejected call produced nothing: no next-turn override.
+                effects: Effects::default(),
             }),
             Decision::Output { output } => {
                 let output = match &tool.on_response_received {
@@ -119,6 +122,8 @@ impl Runner {
                 Ok(Plan::Done {
                     step: self.done_step(step_index, call, output.to_string(), false, Some(index)),
                     error: None,
+                    // A supplied output is the call's result: its tool's next-turn override runs.
+                    effects: Effects::of(index, tool, call, None),
                 })
             }
             Decision::ApproveWithArguments { arguments } => {
@@ -129,12 +134,12 @@ impl Runner {
                     ..call.clone()
                 };
                 let ctx = self.context_for(step_index, edited, Some(index));
-                self.approved(pending.kind, index, parsed, ctx)
+                self.approved(pending.kind, index, parsed, ctx).await
             }
             Decision::Approve | Decision::ApproveAlways => match tool.parse_call(&call.arguments) {
                 Ok(parsed) => {
                     let ctx = self.context_for(step_index, call.clone(), Some(index));
-                    self.approved(pending.kind, index, parsed, ctx)
+                    self.approved(pending.kind, index, parsed, ctx).await
                 }
                 Err(reason) => self.refuse(
                     step_index,
@@ -148,7 +153,7 @@ impl Runner {
 
     /// An approved call: a call that waited for approval goes on to the next stage (a review, the
     /// interactive hook, or running); a call handed to a person and approved by them runs.
-    fn approved(
+    async fn approved(
         &self,
         kind: PendingKind,
         index: usize,
@@ -157,7 +162,7 @@ impl Runner {
     ) -> Result<Plan, AgentError> {
         match kind {
             // The approval was the call's review.
-            PendingKind::ToolApproval => self.after_approval(index, parsed, ctx, true),
+            PendingKind::ToolApproval => self.after_approval(index, parsed, ctx, true).await,
             _ => Ok(Plan::Run {
                 tool: index,
                 parsed,

@@ -18,13 +18,13 @@ use crate::model::message::{Message, ToolCall};
 use crate::model::request::{ModelRequest, ToolChoice, ToolDefinition};
 use crate::run::agent::{Agent, AgentInner, RunOptions};
 use crate::run::event::{Emitter, Event};
-use crate::run::execute::{Execution, Outcome};
+use crate::run::execute::{Effects, Execution, Outcome};
 use crate::run::signing;
 use crate::run::state::{
     Decisions, PausedTurn, PendingCall, PendingKind, RunError, RunResult, RunState, RunStatus,
     ToolStep,
 };
-use crate::tool::call::Parsed;
+use crate::tool::call::{Later, Parsed};
 use crate::tool::context::{ScopeParts, ToolContext};
 use crate::tool::definition::{Approval, OnError, Tool};
 use crate::tool::invoke;
@@ -32,10 +32,12 @@ use crate::tool::invoke;
 /// What the runtime will do with one call of a turn.
 pub(crate) enum Plan {
     /// Answered without running (an error under `return-to-model`, a rejection, a supplied output,
-    /// an interactive hook's answer), with the operator's diagnostic when it is an error.
+    /// an interactive hook's answer), with the operator's diagnostic when it is an error, and what
+    /// the answer changes for the rest of the run.
     Done {
         step: ToolStep,
         error: Option<String>,
+        effects: Effects,
     },
     /// Run the tool.
     Run {
@@ -93,7 +95,8 @@ impl Runner {
         // A listener is told of a refusal too: the stream ends with `run.failed`, carrying the
         // error and the state as it was given (still resumable). Kept only when someone listens.
         let given = events.is_listening().then(|| state.clone());
-        let (mut runner, plans) = match Self::accept(agent, state, decisions, options, events) {
+        let (mut runner, plans) = match Self::accept(agent, state, decisions, options, events).await
+        {
             Ok(accepted) => accepted,
             Err((error, events)) => return Err(refuse(error, given, &events)),
         };
@@ -113,7 +116,7 @@ impl Runner {
     /// and plans the paused turn's calls. Planning emits nothing; the answered calls are reported
     /// when the turn finishes.
     #[allow(clippy::type_complexity)]
-    fn accept(
+    async fn accept(
         agent: Agent,
         mut state: RunState,
         decisions: Decisions,
@@ -147,7 +150,7 @@ impl Runner {
             events,
             concurrency: concurrency.max(1),
         };
-        match runner.plan_resume(decisions) {
+        match runner.plan_resume(decisions).await {
             Ok((plans, always)) => {
                 runner.state.approved_tools.extend(always);
                 Ok((runner, plans))
@@ -258,7 +261,8 @@ impl Runner {
             });
             let mut plans = Vec::with_capacity(calls.len());
             for call in calls {
-                plans.push((call.id.clone(), self.plan_call(step_index, call, &offered)?));
+                let plan = self.plan_call(step_index, call.clone(), &offered).await?;
+                plans.push((call.id.clone(), plan));
             }
             self.finish_turn(plans).await?;
             if self.state.status == RunStatus::WaitingForHuman {
@@ -335,7 +339,7 @@ impl Runner {
     /// Decides what to do with one call of a fresh turn. Runs no tool code except approval functions.
     /// A call to a tool the turn did not offer (hidden by `active_tools`, or under
     /// `ToolChoice::None`) is a call to an unknown tool.
-    fn plan_call(
+    async fn plan_call(
         &self,
         step_index: usize,
         call: ToolCall,
@@ -364,15 +368,18 @@ impl Runner {
         // A person's standing approval for this run (`Decision::ApproveAlways`) is a decision, not a
         // setting: it holds whatever the functions would say, and it was this tool's review.
         let standing = self.state.approved_tools.contains(&tool.id);
-        if !standing && self.needs_approval(index, &parsed, &ctx) {
-            return Ok(pending(tool, &call, PendingKind::ToolApproval));
+        if !standing {
+            let tool_says = self.tool_verdict(index, &parsed, &ctx);
+            if self.needs_approval(tool_says, &ctx).await {
+                return Ok(pending(tool, &call, PendingKind::ToolApproval));
+            }
         }
-        self.after_approval(index, parsed, ctx, standing)
+        self.after_approval(index, parsed, ctx, standing).await
     }
 
     /// What an allowed call does next: a person's review (`human_review`, unless a person already
     /// approved the call: `reviewed`), the interactive hook, an external tool's pause, or running.
-    pub(crate) fn after_approval(
+    pub(crate) async fn after_approval(
         &self,
         index: usize,
         parsed: Parsed,
@@ -390,11 +397,9 @@ impl Runner {
         if let Some(hook) = &tool.on_tool_called {
             let input = tool.input_value(&call.arguments);
             // A panicking hook fails closed: the call waits for a person.
-            return match guarded(|| hook(&input, &ctx), None) {
-                Some(value) => {
-                    let result = tool.check_output(value).map(|v| v.to_string());
-                    self.answered(index, &ctx, result)
-                }
+            let answer = Later::run(|| hook(&input, &ctx), None);
+            return match answer.get(None).await {
+                Some(value) => self.answered(index, &ctx, value),
                 None => Ok(pending(tool, call, PendingKind::Hitl)),
             };
         }
@@ -409,41 +414,57 @@ impl Runner {
     }
 
     /// A call answered without running (by an interactive hook): a result, or an error under the
-    /// tool's policy.
+    /// tool's policy. What the hook said through the context (progress, a new application context)
+    /// is kept as a tool's would be; an answer that fails changes nothing.
     fn answered(
         &self,
         index: usize,
         ctx: &ToolContext,
-        result: Result<String, AgentError>,
+        value: serde_json::Value,
     ) -> Result<Plan, AgentError> {
+        let tool = &self.inner().tools[index];
         let call = ctx.tool_call();
+        let record = ctx.take_record();
+        let result = match record.event_error {
+            Some(error) => Err(error),
+            None => tool.check_output(value).map(|v| v.to_string()),
+        };
         match result {
-            Ok(content) => Ok(Plan::Done {
-                step: self.done_step(ctx.step_index(), call, content, false, Some(index)),
-                error: None,
-            }),
+            Ok(content) => {
+                let mut step = self.done_step(ctx.step_index(), call, content, false, Some(index));
+                step.preliminary_results = record.progress;
+                Ok(Plan::Done {
+                    step,
+                    error: None,
+                    effects: Effects::of(index, tool, call, record.new_context),
+                })
+            }
             Err(error) => {
-                let policy = self.inner().tools[index]
-                    .on_error
-                    .unwrap_or(self.inner().settings.on_error);
+                let policy = tool.on_error.unwrap_or(self.inner().settings.on_error);
                 self.refuse(ctx.step_index(), call, error, policy)
             }
         }
     }
 
-    /// The tool's own verdict, then the agent's rule, which sees it (`approval` adds to it;
+    /// The tool's own verdict (`tool_says`), then the agent's rule, which sees it (`approval` adds to it;
     /// `approval_policy` decides). Fails closed on a panic of either.
-    fn needs_approval(&self, tool: usize, parsed: &Parsed, ctx: &ToolContext) -> bool {
-        let inner = self.inner();
-        let tool = &inner.tools[tool];
-        let tool_says = match &tool.approval {
-            Approval::Never => false,
-            Approval::Always => true,
-            Approval::When(decide) => guarded(|| decide(parsed, ctx), true),
-        };
-        match &inner.approval {
-            Some(decide) => guarded(|| decide(ctx.tool_call(), ctx, tool_says), true),
+    async fn needs_approval(&self, tool_says: Later<bool>, ctx: &ToolContext) -> bool {
+        let tool_says = tool_says.get(true).await;
+        match &self.inner().approval {
+            Some(decide) => {
+                let verdict = Later::run(|| decide(ctx.tool_call(), ctx, tool_says), true);
+                verdict.get(true).await
+            }
             None => tool_says,
+        }
+    }
+
+    /// The tool's own verdict on a call (`require_approval`, or its approval function).
+    fn tool_verdict(&self, tool: usize, parsed: &Parsed, ctx: &ToolContext) -> Later<bool> {
+        match &self.inner().tools[tool].approval {
+            Approval::Never => Later::Now(false),
+            Approval::Always => Later::Now(true),
+            Approval::When(decide) => Later::run(|| decide(parsed, ctx), true),
         }
     }
 
@@ -461,6 +482,7 @@ impl Runner {
             OnError::ReturnToModel => Ok(Plan::Done {
                 step: self.done_step(step_index, call, error.content(), true, None),
                 error: Some(error.to_string()),
+                effects: Effects::default(),
             }),
         }
     }
@@ -498,6 +520,7 @@ impl Runner {
         };
         let mut pending = Vec::new();
         let mut runs = Vec::new();
+        let mut effects = Vec::new();
         for (call_id, plan) in plans {
             let Some(slot) = turn.calls.iter().position(|c| c.id == call_id) else {
                 return Err(AgentError::InvalidState(format!(
@@ -505,8 +528,13 @@ impl Runner {
                 )));
             };
             match plan {
-                Plan::Done { mut step, error } => {
+                Plan::Done {
+                    mut step,
+                    error,
+                    effects: done,
+                } => {
                     step.error.clone_from(&error);
+                    effects.push((slot, done));
                     self.emit(match error {
                         Some(error) => Event::ToolError {
                             call_id: step.call_id.clone(),
@@ -538,27 +566,23 @@ impl Runner {
         }
         .run_all(runs)
         .await;
-        // Outcomes come back in call order: context updates and next-turn overrides apply in it.
         let mut failure = None;
         for (slot, outcome) in outcomes {
             let Outcome {
                 step,
-                new_context,
-                next_turn,
+                effects: ran,
                 fail,
             } = outcome;
-            if let Some(context) = new_context {
-                self.context = Arc::new(context);
-            }
-            if let Some((tool, input)) = next_turn {
-                if let Some(change) = &self.agent.inner.tools[tool].next_turn {
-                    self.state.next_turn = change(&input, &self.state.next_turn);
-                }
-            }
+            effects.push((slot, ran));
             if failure.is_none() {
                 failure = fail;
             }
             turn.results[slot] = Some(step);
+        }
+        // Context updates and next-turn overrides apply in call order, whoever answered the call.
+        effects.sort_by_key(|(slot, _)| *slot);
+        for (_, effect) in effects {
+            self.apply(effect);
         }
         if let Some(error) = failure {
             // The failed state shows every call of the turn that has a result: what ran, what
@@ -583,6 +607,17 @@ impl Runner {
             self.state.steps.push(step);
         }
         Ok(())
+    }
+
+    fn apply(&mut self, effects: Effects) {
+        if let Some(context) = effects.new_context {
+            self.context = Arc::new(context);
+        }
+        if let Some((tool, input)) = effects.next_turn {
+            if let Some(change) = &self.agent.inner.tools[tool].next_turn {
+                self.state.next_turn = change(&input, &self.state.next_turn);
+            }
+        }
     }
 
     /// An approval with edited arguments: the conversation shows the call as it actually ran.

@@ -102,6 +102,32 @@ pub(crate) enum Produced {
     Text(String),
 }
 
+/// An answer a user function gives at once, or after some I/O (an async approval function or
+/// hook). The sync kind costs no allocation; a panic in either counts as `on_panic`.
+pub(crate) enum Later<T> {
+    Now(T),
+    Wait(BoxFuture<'static, T>),
+}
+
+impl<T> Later<T> {
+    /// Runs the function (`make`) under a panic guard: a panic answers `on_panic`. What it borrows
+    /// is released here, before anything is awaited.
+    pub(crate) fn run(make: impl FnOnce() -> Later<T>, on_panic: T) -> Later<T> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(make)).unwrap_or(Later::Now(on_panic))
+    }
+
+    /// The answer; a panic inside the future answers `on_panic`.
+    pub(crate) async fn get(self, on_panic: T) -> T {
+        match self {
+            Later::Now(answer) => answer,
+            Later::Wait(future) => std::panic::AssertUnwindSafe(future)
+                .catch_unwind()
+                .await
+                .unwrap_or(on_panic),
+        }
+    }
+}
+
 /// Runs synchronous tool code on Tokio's blocking pool so it cannot stall the async workers; a panic
 /// comes back as an error. Outside a Tokio runtime it runs inline.
 pub(crate) fn blocking<T: Send + 'static>(

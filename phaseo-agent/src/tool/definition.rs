@@ -13,14 +13,14 @@ use crate::decode::text::parse_arguments;
 use crate::error::AgentError;
 use crate::model::request::TurnParams;
 use crate::schema::validate::{CheckFn, Validator};
-use crate::tool::call::{Eager, Exec, InputType, Parsed, Produced, blocking};
+use crate::tool::call::{Eager, Exec, InputType, Later, Parsed, Produced, blocking};
 use crate::tool::context::ToolContext;
 
 pub(crate) type ParseFn = dyn Fn(&str) -> Result<Parsed, String> + Send + Sync;
 
-pub(crate) type ApprovalFn = dyn Fn(&Parsed, &ToolContext) -> bool + Send + Sync;
+pub(crate) type ApprovalFn = dyn Fn(&Parsed, &ToolContext) -> Later<bool> + Send + Sync;
 pub(crate) type FromValueFn = dyn Fn(Value) -> Result<Parsed, String> + Send + Sync;
-pub(crate) type OnCalledFn = dyn Fn(&Value, &ToolContext) -> Option<Value> + Send + Sync;
+pub(crate) type OnCalledFn = dyn Fn(&Value, &ToolContext) -> Later<Option<Value>> + Send + Sync;
 pub(crate) type NextTurnFn = dyn Fn(&Value, &TurnParams) -> TurnParams + Send + Sync;
 
 /// What the runtime does when a tool call fails (an executor error, a timeout, a panic, a failed
@@ -316,11 +316,44 @@ impl Tool {
     /// ```
     ///
     /// If `I` is not the tool's input type, building the agent fails and says so.
-    pub fn approval<I, F>(mut self, decide: F) -> Self
+    pub fn approval<I, F>(self, decide: F) -> Self
     where
         I: Any,
         F: Fn(&I, &ToolContext) -> bool + Send + Sync + 'static,
     {
+        self.approval_by(move |input: &I, ctx: &ToolContext| Later::Now(decide(input, ctx)))
+    }
+
+    /// [`approval`](Self::approval) for a check that does I/O (a policy service, a database): the
+    /// function reads what it needs from the input and returns a future of the verdict. A panic,
+    /// before or inside the future, counts as "needs approval".
+    ///
+    /// ```
+    /// use phaseo_agent::Tool;
+    /// use serde_json::{json, Value};
+    ///
+    /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |input, _| Ok(input))
+    ///     .approval_async(|input: &Value, _ctx| {
+    ///         let environment = input["environment"].as_str().unwrap_or_default().to_owned();
+    ///         async move { environment != "staging" /* ask the change calendar here */ }
+    ///     });
+    /// # let _ = deploy;
+    /// ```
+    pub fn approval_async<I, F, Fut>(self, decide: F) -> Self
+    where
+        I: Any,
+        F: Fn(&I, &ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + Send + 'static,
+    {
+        self.approval_by(move |input: &I, ctx: &ToolContext| {
+            Later::Wait(Box::pin(decide(input, ctx)))
+        })
+    }
+
+    fn approval_by<I: Any>(
+        mut self,
+        decide: impl Fn(&I, &ToolContext) -> Later<bool> + Send + Sync + 'static,
+    ) -> Self {
         if TypeId::of::<I>() != self.input_type.id {
             self.definition_error = Some(format!(
                 "the approval function takes `&{}` but the tool's input is `{}`",
@@ -329,12 +362,13 @@ impl Tool {
             ));
             return self;
         }
-        self.approval = Approval::When(Arc::new(move |parsed: &Parsed, ctx: &ToolContext| {
-            parsed
-                .input()
-                .downcast_ref::<I>()
-                .is_none_or(|input| decide(input, ctx))
-        }));
+        self.approval =
+            Approval::When(Arc::new(
+                move |parsed: &Parsed, ctx: &ToolContext| match parsed.input().downcast_ref::<I>() {
+                    Some(input) => decide(input, ctx),
+                    None => Later::Now(true),
+                },
+            ));
         self
     }
 

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::model::request::TurnParams;
 use crate::schema::validate::{CheckFn, Validator};
+use crate::tool::call::Later;
 use crate::tool::context::ToolContext;
 use crate::tool::definition::Tool;
 
@@ -127,11 +128,42 @@ impl Tool {
     ///     });
     /// # let _ = refund;
     /// ```
+    ///
+    /// The hook runs with the call's context: progress it emits is kept on the call's step, and a
+    /// context it sets is kept like a tool's (see [`ToolContext::set_context`]).
     pub fn on_tool_called(
         mut self,
         hook: impl Fn(&Value, &ToolContext) -> Option<Value> + Send + Sync + 'static,
     ) -> Self {
-        self.on_tool_called = Some(Arc::new(hook));
+        self.on_tool_called = Some(Arc::new(move |input: &Value, ctx: &ToolContext| {
+            Later::Now(hook(input, ctx))
+        }));
+        self
+    }
+
+    /// [`on_tool_called`](Self::on_tool_called) for a hook that does I/O (a cache, a lookup): it
+    /// reads what it needs from the input and returns a future of its answer. A panic, before or
+    /// inside the future, hands the call to a person (kind `hitl`).
+    ///
+    /// ```
+    /// use phaseo_agent::Tool;
+    /// use serde_json::{json, Value};
+    ///
+    /// let status = Tool::external("status", "Service status", json!({"type": "object"}))
+    ///     .on_tool_called_async(|input: &Value, _ctx| {
+    ///         let service = input["service"].as_str().unwrap_or_default().to_owned();
+    ///         async move { (service == "api").then(|| json!({"status": "cached"})) }
+    ///     });
+    /// # let _ = status;
+    /// ```
+    pub fn on_tool_called_async<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(&Value, &ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Option<Value>> + Send + 'static,
+    {
+        self.on_tool_called = Some(Arc::new(move |input: &Value, ctx: &ToolContext| {
+            Later::Wait(Box::pin(hook(input, ctx)))
+        }));
         self
     }
 
