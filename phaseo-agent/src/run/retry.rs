@@ -1,13 +1,10 @@
 //! Retrying a failed run: the model is asked again from the failed state, and no tool runs twice.
 
-use std::sync::Arc;
-
 use crate::error::AgentError;
 use crate::model::message::Message;
 use crate::run::agent::{Agent, RunOptions};
 use crate::run::event::Emitter;
 use crate::run::runner::{Runner, refuse};
-use crate::run::signing;
 use crate::run::state::{RunError, RunResult, RunState, RunStatus};
 
 impl Runner {
@@ -18,51 +15,19 @@ impl Runner {
         events: Emitter,
     ) -> Result<RunResult, RunError> {
         let given = events.is_listening().then(|| state.clone());
-        let mut runner = match Self::accept_retry(agent, state, options, events) {
-            Ok(runner) => runner,
-            Err((error, events)) => return Err(refuse(error, given, &events)),
+        let not_failed = |state: &RunState| AgentError::NotFailed {
+            run_id: state.run_id.clone(),
+            status: format!("{:?}", state.status),
+        };
+        let mut runner = match Self::admit(agent, state, RunStatus::Failed, not_failed) {
+            Ok((agent, state)) => Runner::new(agent, state, &options, events),
+            Err(error) => return Err(refuse(error, given, &events)),
         };
         runner.close_failed_turn();
         runner.state.status = RunStatus::Completed;
         runner.emit_started(true);
         let result = runner.drive().await;
         runner.finish(result)
-    }
-
-    /// Checks a retry (status, signature, agent) before anything runs.
-    fn accept_retry(
-        agent: Agent,
-        mut state: RunState,
-        options: RunOptions,
-        events: Emitter,
-    ) -> Result<Runner, (AgentError, Emitter)> {
-        if state.status != RunStatus::Failed {
-            let error = AgentError::NotFailed {
-                run_id: state.run_id.clone(),
-                status: format!("{:?}", state.status),
-            };
-            return Err((error, events));
-        }
-        if let Err(error) = signing::verify(agent.inner.state_key.as_deref(), &mut state) {
-            return Err((error, events));
-        }
-        if state.agent_id != agent.inner.id {
-            let error = AgentError::WrongAgent {
-                expected: agent.inner.id.clone(),
-                found: state.agent_id.clone(),
-            };
-            return Err((error, events));
-        }
-        let concurrency = options
-            .concurrency
-            .unwrap_or(agent.inner.settings.concurrency);
-        Ok(Runner {
-            agent,
-            context: Arc::new(std::mem::take(&mut state.context)),
-            state,
-            events,
-            concurrency: concurrency.max(1),
-        })
     }
 
     /// Answers every call of the last model turn that has no result in the conversation, so the

@@ -64,22 +64,14 @@ impl Runner {
     pub(crate) async fn start(
         agent: Agent,
         input: String,
-        options: RunOptions,
+        mut options: RunOptions,
         events: Emitter,
     ) -> Result<RunResult, RunError> {
-        let run_id = options.run_id.unwrap_or_else(new_run_id);
-        let mut state = RunState::new(run_id, agent.inner.id.clone(), options.context);
+        let run_id = options.run_id.take().unwrap_or_else(new_run_id);
+        let context = std::mem::take(&mut options.context);
+        let mut state = RunState::new(run_id, agent.inner.id.clone(), context);
         state.messages.push(Message::User { content: input });
-        let concurrency = options
-            .concurrency
-            .unwrap_or(agent.inner.settings.concurrency);
-        let mut runner = Runner {
-            agent,
-            context: Arc::new(std::mem::take(&mut state.context)),
-            state,
-            events,
-            concurrency: concurrency.max(1),
-        };
+        let mut runner = Runner::new(agent, state, &options, events);
         runner.emit_started(false);
         let result = runner.drive().await;
         runner.finish(result)
@@ -118,37 +110,19 @@ impl Runner {
     #[allow(clippy::type_complexity)]
     async fn accept(
         agent: Agent,
-        mut state: RunState,
+        state: RunState,
         decisions: Decisions,
         options: RunOptions,
         events: Emitter,
     ) -> Result<(Runner, Vec<(String, Plan)>), (AgentError, Emitter)> {
-        if state.status != RunStatus::WaitingForHuman {
-            let error = AgentError::NotPaused {
-                run_id: state.run_id.clone(),
-                status: format!("{:?}", state.status),
-            };
-            return Err((error, events));
-        }
-        if let Err(error) = signing::verify(agent.inner.state_key.as_deref(), &mut state) {
-            return Err((error, events));
-        }
-        if state.agent_id != agent.inner.id {
-            let error = AgentError::WrongAgent {
-                expected: agent.inner.id.clone(),
-                found: state.agent_id.clone(),
-            };
-            return Err((error, events));
-        }
-        let concurrency = options
-            .concurrency
-            .unwrap_or(agent.inner.settings.concurrency);
-        let mut runner = Runner {
-            agent,
-            context: Arc::new(std::mem::take(&mut state.context)),
-            state,
-            events,
-            concurrency: concurrency.max(1),
+        let not_paused = |state: &RunState| AgentError::NotPaused {
+            run_id: state.run_id.clone(),
+            status: format!("{:?}", state.status),
+        };
+        let admitted = Self::admit(agent, state, RunStatus::WaitingForHuman, not_paused);
+        let mut runner = match admitted {
+            Ok(admitted) => Runner::new(admitted.0, admitted.1, &options, events),
+            Err(error) => return Err((error, events)),
         };
         match runner.plan_resume(decisions).await {
             Ok((plans, always)) => {
@@ -157,6 +131,46 @@ impl Runner {
             }
             Err(error) => Err((error, runner.events)),
         }
+    }
+
+    /// A runner for `state`, taking the application context out of it for the run.
+    pub(crate) fn new(
+        agent: Agent,
+        mut state: RunState,
+        options: &RunOptions,
+        events: Emitter,
+    ) -> Self {
+        let concurrency = options
+            .concurrency
+            .unwrap_or(agent.inner.settings.concurrency);
+        Runner {
+            context: Arc::new(std::mem::take(&mut state.context)),
+            agent,
+            state,
+            events,
+            concurrency: concurrency.max(1),
+        }
+    }
+
+    /// Checks a stored state before a resume or a retry takes it: its status (`expected`, else the
+    /// error `wrong_status` makes), its signature, and its agent. Nothing runs.
+    pub(crate) fn admit(
+        agent: Agent,
+        mut state: RunState,
+        expected: RunStatus,
+        wrong_status: impl FnOnce(&RunState) -> AgentError,
+    ) -> Result<(Agent, RunState), AgentError> {
+        if state.status != expected {
+            return Err(wrong_status(&state));
+        }
+        signing::verify(agent.inner.state_key.as_deref(), &mut state)?;
+        if state.agent_id != agent.inner.id {
+            return Err(AgentError::WrongAgent {
+                expected: agent.inner.id.clone(),
+                found: state.agent_id.clone(),
+            });
+        }
+        Ok((agent, state))
     }
 
     pub(crate) fn inner(&self) -> &AgentInner {
