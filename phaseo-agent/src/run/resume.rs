@@ -115,7 +115,10 @@ impl Runner {
             }),
             Decision::Output { output } => {
                 let output = match &tool.on_response_received {
-                    Some(transform) => transform(output).map_err(AgentError::InvalidOutput)?,
+                    // A panicking transform refuses the decision, like an error from it.
+                    Some(transform) => tool
+                        .guard(|| transform(output))?
+                        .map_err(AgentError::InvalidOutput)?,
                     None => output,
                 };
                 let output = tool.check_output(output)?;
@@ -128,7 +131,7 @@ impl Runner {
             }
             Decision::ApproveWithArguments { arguments } => {
                 let text = arguments.to_string();
-                let parsed = tool.parse_call(&text).map_err(AgentError::InvalidInput)?;
+                let parsed = tool.parse_call(&text)?;
                 let edited = ToolCall {
                     arguments: text,
                     ..call.clone()
@@ -141,12 +144,10 @@ impl Runner {
                     let ctx = self.context_for(step_index, call.clone(), Some(index));
                     self.approved(pending.kind, index, parsed, ctx).await
                 }
-                Err(reason) => self.refuse(
-                    step_index,
-                    call,
-                    AgentError::InvalidInput(reason),
-                    self.inner().settings.on_invalid_arguments,
-                ),
+                Err(error) => {
+                    let policy = self.policy_for(index, &error);
+                    self.refuse(step_index, call, error, policy)
+                }
             },
         }
     }

@@ -368,14 +368,9 @@ impl Runner {
         let tool = &inner.tools[index];
         let parsed = match tool.parse_call(&call.arguments) {
             Ok(parsed) => parsed,
-            Err(reason) => {
-                let error = AgentError::InvalidInput(reason);
-                return self.refuse(
-                    step_index,
-                    &call,
-                    error,
-                    inner.settings.on_invalid_arguments,
-                );
+            Err(error) => {
+                let policy = self.policy_for(index, &error);
+                return self.refuse(step_index, &call, error, policy);
             }
         };
         let ctx = self.context_for(step_index, call.clone(), Some(index));
@@ -479,6 +474,19 @@ impl Runner {
             Approval::Never => Later::Now(false),
             Approval::Always => Later::Now(true),
             Approval::When(decide) => Later::run(|| decide(parsed, ctx), true),
+        }
+    }
+
+    /// The policy for a call of tool `index` that failed before it ran: invalid arguments go by
+    /// the agent's `on_invalid_arguments`; anything else (a panicking validator) by the tool's
+    /// error policy.
+    pub(crate) fn policy_for(&self, index: usize, error: &AgentError) -> OnError {
+        let settings = &self.inner().settings;
+        match error {
+            AgentError::InvalidInput(_) => settings.on_invalid_arguments,
+            _ => self.inner().tools[index]
+                .on_error
+                .unwrap_or(settings.on_error),
         }
     }
 
@@ -595,8 +603,30 @@ impl Runner {
         }
         // Context updates and next-turn overrides apply in call order, whoever answered the call.
         effects.sort_by_key(|(slot, _)| *slot);
-        for (_, effect) in effects {
-            self.apply(effect);
+        for (slot, effect) in effects {
+            if let Err(error) = self.apply(effect) {
+                // A panicking next-turn function: the call's result becomes the tool's panic,
+                // under its error policy.
+                let Some(step) = turn.results[slot].as_mut() else {
+                    continue;
+                };
+                let index = self.inner().index.get(&step.tool).copied();
+                let policy = index.map_or(self.inner().settings.on_error, |i| {
+                    self.policy_for(i, &error)
+                });
+                step.content = error.content();
+                step.is_error = true;
+                step.error = Some(error.to_string());
+                self.emit(Event::ToolError {
+                    call_id: step.call_id.clone(),
+                    tool: step.tool.clone(),
+                    error: error.to_string(),
+                    content: Some(step.content.clone()),
+                });
+                if policy == OnError::FailRun && failure.is_none() {
+                    failure = Some(error);
+                }
+            }
         }
         if let Some(error) = failure {
             // The failed state shows every call of the turn that has a result: what ran, what
@@ -623,15 +653,20 @@ impl Runner {
         Ok(())
     }
 
-    fn apply(&mut self, effects: Effects) {
+    /// Applies what a call changes for the rest of the run; a panicking next-turn function changes
+    /// nothing and is the tool's panic.
+    fn apply(&mut self, effects: Effects) -> Result<(), AgentError> {
+        if let Some((index, input)) = effects.next_turn {
+            let tool = &self.agent.inner.tools[index];
+            if let Some(change) = &tool.next_turn {
+                let current = &self.state.next_turn;
+                self.state.next_turn = tool.guard(|| change(&input, current))?;
+            }
+        }
         if let Some(context) = effects.new_context {
             self.context = Arc::new(context);
         }
-        if let Some((tool, input)) = effects.next_turn {
-            if let Some(change) = &self.agent.inner.tools[tool].next_turn {
-                self.state.next_turn = change(&input, &self.state.next_turn);
-            }
-        }
+        Ok(())
     }
 
     /// An approval with edited arguments: the conversation shows the call as it actually ran.

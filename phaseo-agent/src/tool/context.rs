@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::decode::text::{TOO_DEEP, drop_deep, too_deep};
 use crate::error::AgentError;
 use crate::model::message::ToolCall;
 use crate::schema::validate::CheckFn;
@@ -165,6 +166,13 @@ impl ToolContext {
     pub fn emit_progress(&self, value: impl Serialize) -> Result<(), AgentError> {
         let mut value = serde_json::to_value(value)
             .map_err(|e| AgentError::InvalidEvent(format!("$: cannot serialise: {e}")))?;
+        // Progress is stored on the run's steps: it must read back like the rest of the state.
+        if too_deep(&value) {
+            drop_deep(value);
+            let err = AgentError::InvalidEvent(TOO_DEEP.into());
+            self.record().event_error.get_or_insert_with(|| err.clone());
+            return Err(err);
+        }
         for check in &self.inner.event_checks {
             match check(value) {
                 Ok(checked) => value = checked,
@@ -189,6 +197,14 @@ impl ToolContext {
     pub fn set_context(&self, value: impl Serialize) -> Result<(), AgentError> {
         let value = serde_json::to_value(value)
             .map_err(|e| AgentError::tool(format!("context cannot be serialised: {e}")))?;
+        // The context is stored in the run's state: it must read back.
+        if too_deep(&value) {
+            drop_deep(value);
+            return Err(AgentError::tool(format!(
+                "the context is {}",
+                &TOO_DEEP[3..]
+            )));
+        }
         self.record().new_context = Some(value);
         Ok(())
     }

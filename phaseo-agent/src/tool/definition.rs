@@ -9,11 +9,11 @@ use std::time::Duration;
 use futures::FutureExt;
 use serde_json::Value;
 
-use crate::decode::text::parse_arguments;
+use crate::decode::text::{TOO_DEEP, drop_deep, parse_arguments, too_deep};
 use crate::error::AgentError;
 use crate::model::request::TurnParams;
 use crate::schema::validate::{CheckFn, Validator};
-use crate::tool::call::{Eager, Exec, InputType, Later, Parsed, Produced, blocking};
+use crate::tool::call::{Eager, Exec, InputType, Later, Parsed, Produced, blocking, panic_error};
 use crate::tool::context::ToolContext;
 
 pub(crate) type ParseFn = dyn Fn(&str) -> Result<Parsed, String> + Send + Sync;
@@ -226,8 +226,9 @@ impl Tool {
         parameters: Value,
         exec: Option<Arc<Exec<Value>>>,
     ) -> Self {
+        let (parameters, root_error) = object_root(parameters);
         let (validator, error) = match Validator::new(&parameters) {
-            Ok(v) => (Some(v), None),
+            Ok(v) => (Some(v), root_error),
             Err(e) => (None, Some(e)),
         };
         let params_validator = validator.clone();
@@ -406,11 +407,35 @@ impl Tool {
     }
 
     /// Runs the output validators in order; each may transform the value.
+    ///
+    /// A value nested deeper than the JSON parser reads back is refused first (it could not be sent
+    /// or stored, and serialising it could overflow the stack). A panicking validator is the tool's
+    /// panic.
     pub(crate) fn check_output(&self, mut value: Value) -> Result<Value, AgentError> {
+        if too_deep(&value) {
+            drop_deep(value);
+            return Err(AgentError::InvalidOutput(TOO_DEEP.into()));
+        }
         for check in &self.output_checks {
-            value = check(value).map_err(AgentError::InvalidOutput)?;
+            value = self
+                .guard(|| check(value))?
+                .map_err(AgentError::InvalidOutput)?;
         }
         Ok(value)
+    }
+
+    /// Runs a user function of this tool (a validator, a hook); a panic is the tool's panic
+    /// ([`AgentError::Panicked`], which the model reads as "failed unexpectedly").
+    pub(crate) fn guard<T>(&self, f: impl FnOnce() -> T) -> Result<T, AgentError> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+            match panic_error(payload) {
+                AgentError::Panicked { message, .. } => AgentError::Panicked {
+                    tool: self.id.clone(),
+                    message,
+                },
+                other => other,
+            }
+        })
     }
 
     /// A call's arguments as JSON after the custom input validators, which may transform them: what
@@ -419,9 +444,9 @@ impl Tool {
     pub(crate) fn input_value(&self, arguments: &str) -> Value {
         let mut value = parse_arguments(arguments).unwrap_or(Value::Null);
         for check in &self.input_checks {
-            match check(value) {
-                Ok(checked) => value = checked,
-                Err(_) => return Value::Null,
+            match self.guard(|| check(value)) {
+                Ok(Ok(checked)) => value = checked,
+                _ => return Value::Null,
             }
         }
         value
@@ -430,19 +455,28 @@ impl Tool {
     /// Parses and validates a call's argument text. With custom input validators, the text goes
     /// through JSON (schema check, then each validator, which may transform it) before typed
     /// decoding; without, straight through the tool's parser.
+    ///
+    /// Bad arguments are [`AgentError::InvalidInput`]; a panicking input validator is the tool's
+    /// panic.
     #[inline]
-    pub(crate) fn parse_call(&self, arguments: &str) -> Result<Parsed, String> {
+    pub(crate) fn parse_call(&self, arguments: &str) -> Result<Parsed, AgentError> {
         if self.input_checks.is_empty() {
-            return (self.parse)(arguments);
+            return (self.parse)(arguments).map_err(AgentError::InvalidInput);
         }
-        let mut value = parse_arguments(arguments)?;
+        self.parse_checked(arguments)
+    }
+
+    fn parse_checked(&self, arguments: &str) -> Result<Parsed, AgentError> {
+        let mut value = parse_arguments(arguments).map_err(AgentError::InvalidInput)?;
         if let Some(validator) = &self.params_validator {
-            validator.check(&value)?;
+            validator.check(&value).map_err(AgentError::InvalidInput)?;
         }
         for check in &self.input_checks {
-            value = check(value)?;
+            value = self
+                .guard(|| check(value))?
+                .map_err(AgentError::InvalidInput)?;
         }
-        (self.from_value)(value)
+        (self.from_value)(value).map_err(AgentError::InvalidInput)
     }
 }
 
@@ -456,6 +490,29 @@ impl fmt::Debug for Tool {
             .field("timeout", &self.timeout)
             .field("on_error", &self.on_error)
             .finish_non_exhaustive()
+    }
+}
+
+/// A hand-written parameter schema's root must describe an object: tool arguments are always a
+/// JSON object. A root with no `type` gets `"type": "object"` (so arrays, `null` and scalars are
+/// refused, and the model is told); a root that admits anything else is an error at `build()`.
+fn object_root(mut parameters: Value) -> (Value, Option<String>) {
+    let Some(root) = parameters.as_object_mut() else {
+        let error = format!("the parameter schema must be an object schema, not `{parameters}`");
+        return (parameters, Some(error));
+    };
+    match root.get("type") {
+        None => {
+            root.insert("type".into(), Value::String("object".into()));
+            (parameters, None)
+        }
+        Some(Value::String(t)) if t == "object" => (parameters, None),
+        Some(other) => {
+            let error = format!(
+                "the parameter schema's root must have `\"type\": \"object\"` (tool arguments are a JSON object), not `\"type\": {other}`"
+            );
+            (parameters, Some(error))
+        }
     }
 }
 

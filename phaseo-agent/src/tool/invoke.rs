@@ -7,8 +7,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::future::Either;
-use tokio::task::coop::{Unconstrained, unconstrained};
-use tokio::time::{Sleep, sleep};
+use tokio::task::coop::unconstrained;
+use tokio::time::{Instant, Sleep, sleep};
 
 use crate::error::AgentError;
 use crate::tool::call::{CallFuture, Parsed, Produced, panic_error};
@@ -46,7 +46,7 @@ impl Tool {
     ) -> impl Future<Output = Result<String, AgentError>> + Send + 'a {
         match self.parse_call(arguments) {
             Ok(parsed) => Either::Left(invoke(self, parsed, ctx, None, self.max_output_chars)),
-            Err(e) => Either::Right(futures::future::ready(Err(AgentError::InvalidInput(e)))),
+            Err(error) => Either::Right(futures::future::ready(Err(error))),
         }
     }
 }
@@ -89,7 +89,7 @@ enum State {
     Running {
         call: CallFuture,
         /// Boxed, so that a call without a timeout does not carry the timer's state.
-        deadline: Option<Pin<Box<Unconstrained<Sleep>>>>,
+        deadline: Option<Pin<Box<Sleep>>>,
     },
     Done,
 }
@@ -110,11 +110,29 @@ impl Invoke<'_> {
         let call = std::panic::catch_unwind(start).map_err(|payload| panicked(tool, payload))?;
         self.state = State::Running {
             call,
-            deadline: self
-                .limit
-                .map(|limit| Box::pin(unconstrained(sleep(limit)))),
+            deadline: self.limit.map(|limit| Box::pin(sleep(limit))),
         };
         Ok(())
+    }
+
+    /// Drops the call's future (a panic in its `Drop` is the tool's problem, not the caller's).
+    fn stop(&mut self) {
+        if let State::Running { .. } = self.state {
+            let running = std::mem::replace(&mut self.state, State::Done);
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(running)));
+        }
+    }
+
+    /// The call overran its deadline: its future is dropped first, then the tool is told, so the
+    /// timeout is reported at once, never after the tool's own cleanup.
+    fn timed_out(&mut self) -> Result<String, AgentError> {
+        self.stop();
+        self.ctx.cancellation_token().cancel();
+        let ms = self.limit.unwrap_or_default().as_millis();
+        Err(AgentError::Timeout {
+            tool: self.tool.id.clone(),
+            ms: u64::try_from(ms).unwrap_or(u64::MAX),
+        })
     }
 
     fn finish(&self, produced: Result<Produced, AgentError>) -> Result<String, AgentError> {
@@ -147,32 +165,41 @@ impl Future for Invoke<'_> {
         };
         match std::panic::catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(cx))) {
             Ok(Poll::Ready(produced)) => {
-                this.state = State::Done;
+                // A result that comes after the deadline is late, even when the tool blocked its
+                // thread and the deadline could not be polled in time.
+                if deadline
+                    .as_ref()
+                    .is_some_and(|d| Instant::now() >= d.deadline())
+                {
+                    return Poll::Ready(this.timed_out());
+                }
+                this.stop();
                 return Poll::Ready(this.finish(produced));
             }
             Ok(Poll::Pending) => {}
             Err(payload) => {
-                this.state = State::Done;
+                this.stop();
                 return Poll::Ready(Err(panicked(tool, payload)));
             }
         }
         // The deadline is polled outside the task's cooperative budget (as `tokio::time::timeout`
         // does), so a tool that uses up the budget cannot keep its own timeout from firing.
         if let Some(deadline) = deadline {
-            if deadline.as_mut().poll(cx).is_ready() {
-                // Drop the call's future first, then tell the tool: the timeout is reported at
-                // once, never after the tool's own cleanup.
-                this.state = State::Done;
-                this.ctx.cancellation_token().cancel();
-                let ms = this.limit.unwrap_or_default().as_millis();
-                let ms = u64::try_from(ms).unwrap_or(u64::MAX);
-                return Poll::Ready(Err(AgentError::Timeout {
-                    tool: tool.id.clone(),
-                    ms,
-                }));
+            if Pin::new(&mut unconstrained(deadline.as_mut()))
+                .poll(cx)
+                .is_ready()
+            {
+                return Poll::Ready(this.timed_out());
             }
         }
         Poll::Pending
+    }
+}
+
+impl Drop for Invoke<'_> {
+    fn drop(&mut self) {
+        // Dropped mid-call (the run was dropped, or a sibling failed the run).
+        self.stop();
     }
 }
 
