@@ -1,5 +1,6 @@
-//! Argument text as models send it (blank text means no arguments), and the parser's depth limit,
-//! which values the runtime stores or sends must keep too.
+//! Argument text as models send it (blank text means no arguments), the parser's depth limit,
+//! which values the runtime stores or sends must keep too, and the bound on error text that quotes
+//! what a model sent.
 
 use serde_json::Value;
 
@@ -20,16 +21,24 @@ pub(crate) fn is_blank(args: &str) -> bool {
         .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
 }
 
-/// How many arrays and objects may nest: serde_json's parser refuses text nested deeper, so a value
-/// nested deeper could not be read back (from a stored state, or by the model).
+/// How many arrays and objects may nest in a value the runtime sends: serde_json's parser refuses
+/// text nested deeper, so a deeper value could not be read back.
 pub(crate) const MAX_DEPTH: usize = 127;
+
+/// How many may nest in a value the run's state stores (progress, the application context, a pending
+/// call's arguments): the state nests them up to six levels deep, and the whole state must parse.
+pub(crate) const MAX_STORED_DEPTH: usize = 120;
 
 /// The error of a value nested deeper than [`MAX_DEPTH`].
 pub(crate) const TOO_DEEP: &str = "$: nested too deeply (at most 127 levels of arrays and objects)";
 
-/// Whether a value nests arrays and objects more than [`MAX_DEPTH`] deep. Iterative: the value may
-/// be far deeper than the stack allows recursion.
-pub(crate) fn too_deep(value: &Value) -> bool {
+/// The error of a value to store nested deeper than [`MAX_STORED_DEPTH`].
+pub(crate) const TOO_DEEP_TO_STORE: &str =
+    "$: nested too deeply to keep in the run's state (at most 120 levels of arrays and objects)";
+
+/// Whether a value nests arrays and objects more than `limit` deep ([`MAX_DEPTH`] or
+/// [`MAX_STORED_DEPTH`]). Iterative: the value may be far deeper than the stack allows recursion.
+pub(crate) fn deeper_than(value: &Value, limit: usize) -> bool {
     let mut stack = vec![(value, 1usize)];
     while let Some((value, level)) = stack.pop() {
         let children: Box<dyn Iterator<Item = &Value>> = match value {
@@ -37,7 +46,7 @@ pub(crate) fn too_deep(value: &Value) -> bool {
             Value::Object(map) => Box::new(map.values()),
             _ => continue,
         };
-        if level > MAX_DEPTH {
+        if level > limit {
             return true;
         }
         stack.extend(children.map(|child| (child, level + 1)));
@@ -56,4 +65,33 @@ pub(crate) fn drop_deep(value: Value) {
             _ => {}
         }
     }
+}
+
+/// Whether a value nests more than [`MAX_DEPTH`] deep.
+pub(crate) fn too_deep(value: &Value) -> bool {
+    deeper_than(value, MAX_DEPTH)
+}
+
+/// How many characters an error about a model's input or a tool's output may have: errors quote
+/// the offending value, and a hostile value can be megabytes long. The message is stored on the
+/// call's step and sent back to the model on every later turn.
+pub(crate) const MAX_ERROR_CHARS: usize = 600;
+
+/// An error message bounded to [`MAX_ERROR_CHARS`]: its start (the JSON path and the reason's
+/// beginning) and its end (how the reason ends), around a note of what was cut.
+pub(crate) fn bounded(message: String) -> String {
+    if message.len() <= MAX_ERROR_CHARS {
+        return message;
+    }
+    let total = message.chars().count();
+    if total <= MAX_ERROR_CHARS {
+        return message;
+    }
+    let (head, tail) = (MAX_ERROR_CHARS * 2 / 3, MAX_ERROR_CHARS / 3);
+    let start: String = message.chars().take(head).collect();
+    let end: String = message.chars().skip(total - tail).collect();
+    format!(
+        "{start} [... {} characters cut ...] {end}",
+        total - head - tail
+    )
 }

@@ -13,6 +13,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::decode::text::{MAX_STORED_DEPTH, TOO_DEEP_TO_STORE, deeper_than, drop_deep};
 use crate::error::AgentError;
 use crate::model::message::{Message, ToolCall};
 use crate::model::request::{ModelRequest, ToolChoice, ToolDefinition};
@@ -26,7 +27,7 @@ use crate::run::state::{
 };
 use crate::tool::call::{Later, Parsed};
 use crate::tool::context::{ScopeParts, ToolContext};
-use crate::tool::definition::{Approval, OnError, Tool};
+use crate::tool::definition::{Approval, OnError};
 use crate::tool::invoke;
 
 /// What the runtime will do with one call of a turn.
@@ -380,7 +381,7 @@ impl Runner {
         if !standing {
             let tool_says = self.tool_verdict(index, &parsed, &ctx);
             if self.needs_approval(tool_says, &ctx).await {
-                return Ok(pending(tool, &call, PendingKind::ToolApproval));
+                return self.pause(step_index, index, &call, PendingKind::ToolApproval);
             }
         }
         self.after_approval(index, parsed, ctx, standing).await
@@ -400,7 +401,7 @@ impl Runner {
         let call = ctx.tool_call();
         if let Some(review) = inner.human_review.as_ref().filter(|_| !reviewed) {
             if guarded(|| review(call, &ctx), true) {
-                return Ok(pending(tool, call, PendingKind::Hitl));
+                return self.pause(ctx.step_index(), index, call, PendingKind::Hitl);
             }
         }
         if let Some(hook) = &tool.on_tool_called {
@@ -409,11 +410,11 @@ impl Runner {
             let answer = Later::run(|| hook(&input, &ctx), None);
             return match answer.get(None).await {
                 Some(value) => self.answered(index, &ctx, value),
-                None => Ok(pending(tool, call, PendingKind::Hitl)),
+                None => self.pause(ctx.step_index(), index, call, PendingKind::Hitl),
             };
         }
         if !tool.executable {
-            return Ok(pending(tool, call, PendingKind::ExternalOutput));
+            return self.pause(ctx.step_index(), index, call, PendingKind::ExternalOutput);
         }
         Ok(Plan::Run {
             tool: index,
@@ -475,6 +476,30 @@ impl Runner {
             Approval::Always => Later::Now(true),
             Approval::When(decide) => Later::run(|| decide(parsed, ctx), true),
         }
+    }
+
+    /// A call that waits for a person. Its arguments are kept in the state (what the person
+    /// reviews), so arguments nested too deeply for the stored state to read back are refused as
+    /// invalid instead.
+    fn pause(
+        &self,
+        step_index: usize,
+        index: usize,
+        call: &ToolCall,
+        kind: PendingKind,
+    ) -> Result<Plan, AgentError> {
+        let arguments = self.inner().tools[index].input_value(&call.arguments);
+        if deeper_than(&arguments, MAX_STORED_DEPTH) {
+            drop_deep(arguments);
+            let error = AgentError::InvalidInput(TOO_DEEP_TO_STORE.into());
+            let policy = self.inner().settings.on_invalid_arguments;
+            return self.refuse(step_index, call, error, policy);
+        }
+        Ok(Plan::Pending(PendingCall {
+            arguments,
+            call: call.clone(),
+            kind,
+        }))
     }
 
     /// The policy for a call of tool `index` that failed before it ran: invalid arguments go by
@@ -718,14 +743,6 @@ fn normalise_calls(step_index: usize, calls: Vec<ToolCall>) -> Result<Vec<ToolCa
         out.push(call);
     }
     Ok(out)
-}
-
-fn pending(tool: &Tool, call: &ToolCall, kind: PendingKind) -> Plan {
-    Plan::Pending(PendingCall {
-        arguments: tool.input_value(&call.arguments),
-        call: call.clone(),
-        kind,
-    })
 }
 
 pub(crate) fn rejection_content(message: &str) -> String {

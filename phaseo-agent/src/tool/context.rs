@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::decode::text::{TOO_DEEP, drop_deep, too_deep};
+use crate::decode::text::{MAX_STORED_DEPTH, TOO_DEEP_TO_STORE, bounded, deeper_than, drop_deep};
 use crate::error::AgentError;
 use crate::model::message::ToolCall;
 use crate::schema::validate::CheckFn;
@@ -167,9 +167,9 @@ impl ToolContext {
         let mut value = serde_json::to_value(value)
             .map_err(|e| AgentError::InvalidEvent(format!("$: cannot serialise: {e}")))?;
         // Progress is stored on the run's steps: it must read back like the rest of the state.
-        if too_deep(&value) {
+        if deeper_than(&value, MAX_STORED_DEPTH) {
             drop_deep(value);
-            let err = AgentError::InvalidEvent(TOO_DEEP.into());
+            let err = AgentError::InvalidEvent(TOO_DEEP_TO_STORE.into());
             self.record().event_error.get_or_insert_with(|| err.clone());
             return Err(err);
         }
@@ -177,7 +177,7 @@ impl ToolContext {
             match check(value) {
                 Ok(checked) => value = checked,
                 Err(reason) => {
-                    let err = AgentError::InvalidEvent(reason);
+                    let err = AgentError::InvalidEvent(bounded(reason));
                     self.record().event_error.get_or_insert_with(|| err.clone());
                     return Err(err);
                 }
@@ -198,11 +198,11 @@ impl ToolContext {
         let value = serde_json::to_value(value)
             .map_err(|e| AgentError::tool(format!("context cannot be serialised: {e}")))?;
         // The context is stored in the run's state: it must read back.
-        if too_deep(&value) {
+        if deeper_than(&value, MAX_STORED_DEPTH) {
             drop_deep(value);
             return Err(AgentError::tool(format!(
                 "the context is {}",
-                &TOO_DEEP[3..]
+                &TOO_DEEP_TO_STORE[3..]
             )));
         }
         self.record().new_context = Some(value);

@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use serde_json::Value;
 
-use crate::decode::text::{TOO_DEEP, drop_deep, parse_arguments, too_deep};
+use crate::decode::text::{TOO_DEEP, bounded, drop_deep, parse_arguments, too_deep};
 use crate::error::AgentError;
 use crate::model::request::TurnParams;
 use crate::schema::validate::{CheckFn, Validator};
@@ -461,22 +461,20 @@ impl Tool {
     #[inline]
     pub(crate) fn parse_call(&self, arguments: &str) -> Result<Parsed, AgentError> {
         if self.input_checks.is_empty() {
-            return (self.parse)(arguments).map_err(AgentError::InvalidInput);
+            return (self.parse)(arguments).map_err(invalid_input);
         }
         self.parse_checked(arguments)
     }
 
     fn parse_checked(&self, arguments: &str) -> Result<Parsed, AgentError> {
-        let mut value = parse_arguments(arguments).map_err(AgentError::InvalidInput)?;
+        let mut value = parse_arguments(arguments).map_err(invalid_input)?;
         if let Some(validator) = &self.params_validator {
-            validator.check(&value).map_err(AgentError::InvalidInput)?;
+            validator.check(&value).map_err(invalid_input)?;
         }
         for check in &self.input_checks {
-            value = self
-                .guard(|| check(value))?
-                .map_err(AgentError::InvalidInput)?;
+            value = self.guard(|| check(value))?.map_err(invalid_input)?;
         }
-        (self.from_value)(value).map_err(AgentError::InvalidInput)
+        (self.from_value)(value).map_err(invalid_input)
     }
 }
 
@@ -491,6 +489,12 @@ impl fmt::Debug for Tool {
             .field("on_error", &self.on_error)
             .finish_non_exhaustive()
     }
+}
+
+/// Invalid arguments, with the reason bounded: it may quote a value of any size.
+#[cold]
+fn invalid_input(reason: String) -> AgentError {
+    AgentError::InvalidInput(bounded(reason))
 }
 
 /// A hand-written parameter schema's root must describe an object: tool arguments are always a
