@@ -565,15 +565,29 @@ impl Runner {
         let Some(mut turn) = self.state.paused_turn.take() else {
             return Err(AgentError::InvalidState("no turn to finish".into()));
         };
+        // Each plan's slot in the turn, found by id in one pass (a turn may have many calls).
+        let slots: Vec<usize> = {
+            let by_id: std::collections::HashMap<&str, usize> = turn
+                .calls
+                .iter()
+                .enumerate()
+                .map(|(slot, call)| (call.id.as_str(), slot))
+                .collect();
+            plans
+                .iter()
+                .map(|(call_id, _)| {
+                    by_id.get(call_id.as_str()).copied().ok_or_else(|| {
+                        AgentError::InvalidState(format!(
+                            "call `{call_id}` is not in the paused turn"
+                        ))
+                    })
+                })
+                .collect::<Result<_, _>>()?
+        };
         let mut pending = Vec::new();
         let mut runs = Vec::new();
         let mut effects = Vec::new();
-        for (call_id, plan) in plans {
-            let Some(slot) = turn.calls.iter().position(|c| c.id == call_id) else {
-                return Err(AgentError::InvalidState(format!(
-                    "call `{call_id}` is not in the paused turn"
-                )));
-            };
+        for (slot, (_, plan)) in slots.into_iter().zip(plans) {
             match plan {
                 Plan::Done {
                     mut step,
