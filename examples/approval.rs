@@ -5,7 +5,8 @@
 //! - `.approval(|input: &Value, ctx| ...)`: a JSON tool decides per call from its validated input;
 //! - `.approval(|input: &Deploy, _| ...)`: a typed tool decides from its typed input;
 //! - the paused run stored as JSON (signed with `.state_key(..)`, so an edited copy is refused) and
-//!   resumed from it, with `Decisions::new().approve(..)`,
+//!   resumed from it, with `Decisions::for_run(state.run_id()).approve(..)` (decisions name their
+//!   run, so they never answer another run's calls of the same ids),
 //!   `.reject(id, message)` (the model sees the message) and `.approve_with_arguments(..)` (edited
 //!   arguments, validated again like the model's own); decisions that do not fit are refused and
 //!   change nothing;
@@ -221,10 +222,17 @@ async fn main() -> Result<(), AgentError> {
     let err = agent.resume(&state, bad_edit).await.unwrap_err();
     println!("   edit without release: {err}");
     assert!(matches!(err.error, AgentError::InvalidInput(_)));
+    let other_run = Decisions::for_run("run_from_yesterday")
+        .approve("call_2")
+        .approve("call_3")
+        .approve("call_4");
+    let err = agent.resume(&state, other_run).await.unwrap_err();
+    println!("   another run's:       {err}");
+    assert!(matches!(err.error, AgentError::WrongRun { .. }));
     assert_eq!(state.to_json(), stored, "the stored state is untouched");
 
     println!("\n== 4. Approve call_2, approve call_3 with an edited release, reject call_4");
-    let decisions = Decisions::new()
+    let decisions = Decisions::for_run(state.run_id())
         .approve("call_2")
         .approve_with_arguments(
             "call_3",

@@ -112,7 +112,8 @@ async fn main() -> Result<(), AgentError> {
 
     println!("\n== 3. Later, perhaps in another process: load it and approve the call by its id");
     let state = RunState::from_json(&stored)?;
-    let decisions = Decisions::new().approve("call_3");
+    // Decisions name their run: call ids repeat across runs, so these approve this run's call_3 only.
+    let decisions = Decisions::for_run(state.run_id()).approve("call_3");
     let done = agent(&model)?.resume(&state, decisions).await?;
 
     println!("\n== 4. The resumed run's answer");

@@ -632,7 +632,7 @@ async fn an_agent_with_a_state_key_refuses_unsigned_states() {
         .await
         .unwrap();
     assert!(!paused.state.is_signed());
-    let err = signed_agent(&model, &deploy, b"k")
+    let err = signed_agent(&model, &deploy, b"0123456789abcdef0123456789abcdef")
         .resume(&paused.state, Decisions::new().approve("c1"))
         .await
         .unwrap_err();

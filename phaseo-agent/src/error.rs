@@ -153,6 +153,18 @@ pub enum AgentError {
     /// The model failed to answer.
     #[error("Model error: {0}")]
     Model(String),
+    /// A resume's decisions name another run than the state's (see `Decisions::for_run`): call ids
+    /// repeat across runs, so they would answer the wrong calls. Nothing ran, and the state is
+    /// unchanged.
+    #[error(
+        "These decisions are for run `{found}`, not for run `{expected}`; decide this run's pending calls with `Decisions::for_run(state.run_id())`"
+    )]
+    WrongRun {
+        /// The run being resumed (the state's run id).
+        expected: String,
+        /// The run the decisions name.
+        found: String,
+    },
 }
 
 impl AgentError {

@@ -389,7 +389,15 @@ impl AgentBuilder {
 
     /// Signs every run state this agent returns with HMAC-SHA256 under `key`, and makes `resume`
     /// refuse a state whose signature does not match (changed in storage, or signed with another key)
-    /// or that is not signed. Use a secret of at least 32 random bytes, kept out of the stored state.
+    /// or that is not signed. Use a secret of 32 random bytes (or more), kept out of the stored state.
+    ///
+    /// [`build`](Self::build) refuses a key shorter than 32 bytes (an empty one included) with
+    /// [`AgentError::InvalidAgent`]: HMAC-SHA256 accepts any key, but a key shorter than the hash
+    /// (32 bytes) weakens it (RFC 2104, section 3), and an empty or short one is almost always a
+    /// mistake (an unset environment variable, a placeholder). To derive a key from a password,
+    /// use a key-derivation function, not the password's bytes.
+    ///
+    /// A signature is 64 lower-case hex digits, as the agent writes it; any other text is refused.
     ///
     /// Without a key, states are not signed; a signed state is then refused (fail closed).
     ///
@@ -407,7 +415,8 @@ impl AgentBuilder {
     /// let mut stored: serde_json::Value = serde_json::from_str(&paused.state.to_json()).unwrap();
     /// stored["approved_tools"] = json!(["deploy"]);         // someone edits the stored row
     /// let forged = RunState::from_json(&stored.to_string())?;
-    /// let err = agent.resume(&forged, Decisions::new().approve("c1")).await.unwrap_err();
+    /// let decisions = Decisions::for_run(forged.run_id()).approve("c1");
+    /// let err = agent.resume(&forged, decisions).await.unwrap_err();
     /// assert!(err.to_string().contains("signature"));
     /// # Ok(())
     /// # }
@@ -425,6 +434,9 @@ impl AgentBuilder {
                 self.id
             ))
         })?;
+        if let Some(key) = &self.state_key {
+            check_state_key(key)?;
+        }
         let mut index = HashMap::new();
         for (i, tool) in self.tools.iter().enumerate() {
             if let Some(reason) = &tool.definition_error {
@@ -462,4 +474,23 @@ impl AgentBuilder {
             }),
         })
     }
+}
+
+/// The shortest state key [`AgentBuilder::build`] accepts: the length of an HMAC-SHA256.
+const MIN_STATE_KEY_BYTES: usize = 32;
+
+/// Refuses an empty or short state key, without quoting it.
+fn check_state_key(key: &[u8]) -> Result<(), AgentError> {
+    if key.is_empty() {
+        return Err(AgentError::InvalidAgent(format!(
+            "the state key must not be empty; use a secret of at least {MIN_STATE_KEY_BYTES} random bytes"
+        )));
+    }
+    if key.len() < MIN_STATE_KEY_BYTES {
+        return Err(AgentError::InvalidAgent(format!(
+            "the state key is {} bytes; it must be at least {MIN_STATE_KEY_BYTES} bytes (use {MIN_STATE_KEY_BYTES} random bytes)",
+            key.len()
+        )));
+    }
+    Ok(())
 }

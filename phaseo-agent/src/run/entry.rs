@@ -24,9 +24,10 @@ impl Agent {
 
     /// Resumes a paused run with a decision for every pending call.
     ///
-    /// Nothing is changed on error: `state` is borrowed, and a missing decision, a decision for a call
-    /// that is not pending, or edited arguments that fail validation return an error before anything
-    /// runs. The state may come from another process (stored as JSON and read back).
+    /// Nothing is changed on error: `state` is borrowed, and decisions for another run (see
+    /// [`Decisions::for_run`]), a missing decision, a decision for a call that is not pending, or
+    /// edited arguments that fail validation return an error before anything runs. The state may
+    /// come from another process (stored as JSON and read back).
     pub async fn resume(
         &self,
         state: &RunState,

@@ -10,12 +10,24 @@ use crate::tool::call::Parsed;
 use crate::tool::context::ToolContext;
 
 impl Runner {
-    /// Validates decisions against the paused turn and turns them into plans, changing nothing.
+    /// Validates decisions against the run (the run they name, if any) and its paused turn, and
+    /// turns them into plans, changing nothing.
     #[allow(clippy::type_complexity)]
     pub(crate) async fn plan_resume(
         &self,
         decisions: Decisions,
     ) -> Result<(Vec<(String, Plan)>, Vec<String>), AgentError> {
+        let (run_id, decisions) = decisions.into_parts();
+        // Decisions that name a run answer that run only: call ids repeat across runs. First, so
+        // another run's decisions are reported as such, whatever their call ids.
+        if let Some(run_id) = run_id
+            && run_id != self.state.run_id
+        {
+            return Err(AgentError::WrongRun {
+                expected: self.state.run_id.clone(),
+                found: run_id,
+            });
+        }
         let pending_ids: Vec<String> = self
             .state
             .pending
@@ -23,7 +35,7 @@ impl Runner {
             .map(|p| p.call.id.clone())
             .collect();
         let mut chosen: Vec<Option<Decision>> = vec![None; self.state.pending.len()];
-        for (call_id, decision) in decisions.0 {
+        for (call_id, decision) in decisions {
             let Some(slot) = pending_ids.iter().position(|id| *id == call_id) else {
                 return Err(AgentError::NotPending {
                     call_id,

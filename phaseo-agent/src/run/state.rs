@@ -100,30 +100,89 @@ impl Decision {
     }
 }
 
-/// Decisions for a paused run, each bound to a call id.
+/// Decisions for a paused run: one per pending call, each bound to its call id, and (with
+/// [`for_run`](Self::for_run)) the whole set bound to the run it answers.
+///
+/// Name the run. Call ids only name a call within a run, and they repeat across runs (`call_1`
+/// in one run and in the next): decisions made for one run, resumed with another run's state
+/// (a row swapped in storage, a replayed message, a mix-up in a review queue), would approve that
+/// run's calls. Decisions made with [`for_run`](Self::for_run) are refused on any other run's
+/// state with [`AgentError::WrongRun`], before anything runs or changes:
+///
+/// ```
+/// use phaseo_agent::{Agent, AgentError, Decisions, RunOptions, ScriptedModel, Tool};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), AgentError> {
+/// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+/// let model = ScriptedModel::new()
+///     .tool_call("call_1", "deploy", json!({"environment": "staging"}))
+///     .tool_call("call_1", "deploy", json!({"environment": "production"}));
+/// let agent = Agent::builder("release").model(model).tool(deploy).build()?;
+/// let staging = agent.run("Deploy staging").await?.state;
+/// let production = agent.run("Deploy production").await?.state;
+///
+/// // A reviewer approved the staging run's call_1 ...
+/// let approved = Decisions::for_run(staging.run_id()).approve("call_1");
+/// // ... and those decisions never approve the production run's call_1.
+/// let err = agent.resume(&production, approved).await.unwrap_err();
+/// assert!(matches!(err.error, AgentError::WrongRun { .. }));
+/// # Ok(())
+/// # }
+/// ```
+///
+/// [`Decisions::new`] names no run: it is checked against the call ids alone. Use it only where
+/// the decisions cannot meet another run's state (they are made right next to the state they
+/// answer, in one function, as in a test); when decisions travel apart from the state (a review
+/// UI, a queue, a database), use [`for_run`](Self::for_run).
 ///
 /// ```
 /// use phaseo_agent::Decisions;
 /// use serde_json::json;
 ///
-/// let decisions = Decisions::new()
+/// let decisions = Decisions::for_run("run_42")
 ///     .approve("call_1")
 ///     .reject("call_2", "Not during the freeze")
 ///     .output("call_3", json!({"title": "Printer on fire"}));
 /// assert_eq!(decisions.len(), 3);
+/// assert_eq!(decisions.run_id(), Some("run_42"));
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Decisions(pub Vec<(String, Decision)>);
+///
+/// As serde data, decisions bound to a run are an object, `{"run_id": "...", "decisions": [...]}`
+/// (other fields are refused, so a misspelt `run_id` cannot unbind them); decisions that name no run
+/// are the list of `[call id, decision]` pairs alone, as before run ids were added. Both forms are
+/// read back; reading them needs a self-describing format (JSON, YAML, MessagePack, ...).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Decisions {
+    run_id: Option<String>,
+    decisions: Vec<(String, Decision)>,
+}
 
 impl Decisions {
-    /// No decisions yet.
+    /// No decisions yet, naming no run: checked against call ids only. Prefer
+    /// [`for_run`](Self::for_run) when the decisions travel apart from the state they answer.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// No decisions yet, for the run `run_id` (a state's [`RunState::run_id`]): a resume refuses
+    /// them on any other run's state with [`AgentError::WrongRun`].
+    pub fn for_run(run_id: impl Into<String>) -> Self {
+        Decisions {
+            run_id: Some(run_id.into()),
+            decisions: Vec::new(),
+        }
+    }
+
+    /// The run these decisions are for, if they name one.
+    pub fn run_id(&self) -> Option<&str> {
+        self.run_id.as_deref()
+    }
+
     /// Adds a decision.
     pub fn decide(mut self, call_id: impl Into<String>, decision: Decision) -> Self {
-        self.0.push((call_id.into(), decision));
+        self.decisions.push((call_id.into(), decision));
         self
     }
 
@@ -152,14 +211,83 @@ impl Decisions {
         self.decide(call_id, Decision::Output { output })
     }
 
+    /// The decisions, each with its call id, in the order they were added.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Decision)> {
+        self.decisions.iter().map(|(id, d)| (id.as_str(), d))
+    }
+
     /// How many decisions there are.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.decisions.len()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.decisions.is_empty()
+    }
+
+    /// The run named, and the decisions.
+    pub(crate) fn into_parts(self) -> (Option<String>, Vec<(String, Decision)>) {
+        (self.run_id, self.decisions)
+    }
+}
+
+impl Serialize for Decisions {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        match &self.run_id {
+            None => self.decisions.serialize(serializer),
+            Some(run_id) => {
+                let mut bound = serializer.serialize_struct("Decisions", 2)?;
+                bound.serialize_field("run_id", run_id)?;
+                bound.serialize_field("decisions", &self.decisions)?;
+                bound.end()
+            }
+        }
+    }
+}
+
+/// The serde form of decisions bound to a run.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BoundDecisions {
+    run_id: String,
+    decisions: Vec<(String, Decision)>,
+}
+
+impl<'de> Deserialize<'de> for Decisions {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+        use serde::de::{MapAccess, SeqAccess, Visitor};
+
+        struct Form;
+        impl<'de> Visitor<'de> for Form {
+            type Value = Decisions;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(
+                    "decisions: {\"run_id\": ..., \"decisions\": [...]} or a list of [call id, decision] pairs",
+                )
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Decisions, A::Error> {
+                let decisions = Vec::deserialize(SeqAccessDeserializer::new(seq))?;
+                Ok(Decisions {
+                    run_id: None,
+                    decisions,
+                })
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Decisions, A::Error> {
+                let bound = BoundDecisions::deserialize(MapAccessDeserializer::new(map))?;
+                Ok(Decisions {
+                    run_id: Some(bound.run_id),
+                    decisions: bound.decisions,
+                })
+            }
+        }
+
+        deserializer.deserialize_any(Form)
     }
 }
 
