@@ -78,12 +78,30 @@ enum Contact {
     Sms { number: String },
 }
 
+/// An untagged enum whose variants read different kinds of JSON value (overlapping ones are
+/// refused when the tool is built).
+#[allow(dead_code)]
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+enum When {
+    InDays(#[schemars(range(max = 30))] u32),
+    On(#[schemars(length(equal = 10))] String),
+}
+
 #[allow(dead_code)]
 #[derive(Deserialize, schemars::JsonSchema)]
 struct Order {
     size: Size,
     items: Vec<Item>,
     contact: Contact,
+    when: Option<When>,
+    /// An `f32`: the schema says `number`, the type holds less.
+    #[schemars(range(min = 0.0))]
+    discount: Option<f32>,
+    /// An alias the schema does not describe.
+    #[serde(alias = "lim", default)]
+    #[schemars(range(max = 10))]
+    limit: Option<u8>,
 }
 
 /// The tool of a shape, and a flag set when its code runs.

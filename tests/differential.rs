@@ -1,12 +1,21 @@
 //! Differential test of typed decoding against the full JSON Schema validator (issue 4, benchmark
-//! (a)'s acceptance): for every golden schema shape (`shapes/mod.rs`), many generated arguments,
-//! valid and near-valid (wrong types, arrays in place of objects, missing and extra keys, nulls,
-//! alias keys, wrong enum tags), go through `Tool::typed(..).invoke(..)`, and
+//! (a)'s acceptance; issue 10): for every golden schema shape (`shapes/mod.rs`) and a few more
+//! (numbers, serde attributes, an untagged enum), many generated arguments, valid and near-valid
+//! (wrong types, arrays in place of objects, missing and extra keys, nulls, alias keys, wrong enum
+//! tags), now and then with a fragment of hostile text put anywhere in them (text the JSON parser
+//! refuses: lone surrogates, numbers out of range, nesting past its limit; and text it reads that
+//! is easy to misread: `1e2`, `-0`, `3.0`, `1e300`, `1e-50`), go through
+//! `Tool::typed(..).invoke(..)`, and
 //!
+//! - whenever the JSON parser refuses the text, the tool does not run and the error is the
+//!   parser's;
+//! - whenever serde would read a key the schema does not list into a field (an alias), the tool
+//!   does not run;
 //! - whenever the validator rejects the arguments (on the tool's advertised schema), the tool does
 //!   not run and the call fails with `Invalid tool input: $...`;
 //! - whenever the validator accepts them and serde can decode them, the tool runs, on exactly
-//!   what serde decodes;
+//!   what serde decodes (an integer-valued float read as the integer where the type wants one), but
+//!   for what the input type cannot hold (an `f32` out of range), which is refused;
 //! - whenever serde cannot decode them, the tool does not run.
 //!
 //! Inputs are generated from the advertised schema itself, so the generator covers every shape
@@ -15,6 +24,7 @@
 mod shapes;
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::pin::pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
@@ -323,14 +333,106 @@ fn texts(value: &Value) -> Vec<String> {
 }
 
 /// What serde decodes from a value, as the runtime would: a unit-like input (`()`) decodes from
-/// `null`, because it advertises (and so accepts) an empty object.
+/// `null`, because it advertises (and so accepts) an empty object; and an integer-valued float
+/// (`2.0`, an integer to the schema) is read as the integer where serde refuses the float.
 fn serde_decodes<T: ToolInput>(value: &Value, unit_like: bool) -> Option<T> {
     let value = if unit_like && value.is_object() {
         Value::Null
     } else {
         value.clone()
     };
-    serde_json::from_value(value).ok()
+    serde_json::from_value(value.clone())
+        .ok()
+        .or_else(|| serde_json::from_value(integral(value)).ok())
+}
+
+/// The value with every integer-valued float within 2^53 (exact) made an integer.
+fn integral(value: Value) -> Value {
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().expect("a float");
+            if f.fract() == 0.0 && f.abs() <= (1u64 << 53) as f64 {
+                if f >= 0.0 {
+                    json!(f as u64)
+                } else {
+                    json!(f as i64)
+                }
+            } else {
+                Value::Number(n)
+            }
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(integral).collect()),
+        Value::Object(map) => {
+            Value::Object(map.into_iter().map(|(k, v)| (k, integral(v))).collect())
+        }
+        other => other,
+    }
+}
+
+/// The value without the keys its schema does not list, in objects whose schema lists properties
+/// and says nothing of other keys (the keys a `#[serde(alias)]` could stand in for a property
+/// under). Inside `anyOf`/`oneOf` (but `Option`'s) and maps, nothing is removed.
+fn without_strangers(value: &Value, schema: &Value, root: &Value, depth: u32) -> Value {
+    let Value::Object(map) = schema else {
+        return value.clone();
+    };
+    if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
+        if depth > 16 {
+            return value.clone();
+        }
+        let target = reference
+            .strip_prefix('#')
+            .and_then(|fragment| root.pointer(fragment))
+            .expect("golden schemas have no dangling `$ref`");
+        return without_strangers(value, target, root, depth + 1);
+    }
+    if let Some(Value::Array(branches)) = map.get("anyOf") {
+        // `Option<T>`: the non-null branch.
+        if let [a, b] = branches.as_slice() {
+            let other = if b == &json!({"type": "null"}) { a } else { b };
+            if value.is_null() {
+                return Value::Null;
+            }
+            return without_strangers(value, other, root, depth + 1);
+        }
+        return value.clone();
+    }
+    match value {
+        Value::Object(entries) => {
+            let properties = map.get("properties").and_then(Value::as_object);
+            let additional = map
+                .get("additionalProperties")
+                .cloned()
+                .unwrap_or(json!(true));
+            // With a schema for them, other keys are a map's (`#[serde(flatten)]`): kept.
+            let listed = properties.is_some_and(|p| !p.is_empty()) && additional == json!(true);
+            Value::Object(
+                entries
+                    .iter()
+                    .filter(|(k, _)| !listed || properties.is_some_and(|p| p.contains_key(*k)))
+                    .map(|(k, v)| {
+                        let schema = properties.and_then(|p| p.get(k)).unwrap_or(&additional);
+                        (k.clone(), without_strangers(v, schema, root, depth + 1))
+                    })
+                    .collect(),
+            )
+        }
+        Value::Array(items) => {
+            let prefix = map.get("prefixItems").and_then(Value::as_array);
+            let rest = map.get("items").cloned().unwrap_or(json!(true));
+            Value::Array(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        let schema = prefix.and_then(|p| p.get(i)).unwrap_or(&rest);
+                        without_strangers(v, schema, root, depth + 1)
+                    })
+                    .collect(),
+            )
+        }
+        other => other.clone(),
+    }
 }
 
 /// How the tool must treat the arguments of a unit-like input (`()`).
@@ -344,7 +446,102 @@ enum Unit {
     AnyObject,
 }
 
+/// Where a generated value gets a hostile fragment of text: this string, as JSON writes it, is
+/// replaced by the fragment.
+const HOLE: &str = "\u{0}hole";
+
+/// Argument text the JSON parser refuses, and text it reads that is easy to misread: put in place
+/// of a value (a property's, an element's, an unknown key's), anywhere in the arguments.
+fn fragments() -> Vec<String> {
+    let nested = |depth: usize| format!("{}0{}", "[".repeat(depth), "]".repeat(depth));
+    vec![
+        // Refused by the parser.
+        "1e400".into(),
+        "-1e400".into(),
+        r#""\ud800""#.into(),
+        r#""x\udfff""#.into(),
+        r#"{"k": "\udc00"}"#.into(),
+        nested(130),
+        // Read by the parser.
+        "1e2".into(),
+        "-0".into(),
+        "-0.0".into(),
+        "3.0".into(),
+        "1e-400".into(),
+        "1e300".into(),
+        "1e-50".into(),
+        "1e39".into(),
+        "4294967296.0".into(),
+        "-9223372036854775809".into(),
+        r#""\ud83d\ude00""#.into(),
+        r#""\u00e9""#.into(),
+        nested(100),
+    ]
+}
+
+/// Puts [`HOLE`] somewhere in the value: in place of a value at any depth, or under a new key.
+fn with_hole(value: &Value, choice: &[usize]) -> Value {
+    // The path first, read-only; then the change, through a JSON pointer.
+    let mut pointer = String::new();
+    let mut at = value;
+    for &pick in choice {
+        if pick % 5 == 0 {
+            break;
+        }
+        match at {
+            Value::Object(map) if !map.is_empty() => {
+                let (key, next) = map.iter().nth(pick % map.len()).expect("in range");
+                pointer.push_str(&format!("/{}", key.replace('~', "~0").replace('/', "~1")));
+                at = next;
+            }
+            Value::Array(items) if !items.is_empty() => {
+                let i = pick % items.len();
+                pointer.push_str(&format!("/{i}"));
+                at = &items[i];
+            }
+            _ => break,
+        }
+    }
+    let mut out = value.clone();
+    let target = out.pointer_mut(&pointer).expect("the path exists");
+    match target {
+        Value::Object(map) if choice.len() % 2 == 0 => {
+            let key = EXTRA_KEYS[choice.len() % EXTRA_KEYS.len()];
+            map.insert(key.to_owned(), json!(HOLE));
+        }
+        other => *other = json!(HOLE),
+    }
+    out
+}
+
+/// A generated value, and now and then a hostile fragment of text in it.
+fn arb_text(schema: &Value) -> BoxedStrategy<(Value, Option<String>)> {
+    let value = arb(schema, schema, 0);
+    let holed = (
+        value.clone(),
+        prop::collection::vec(any::<usize>(), 0..5),
+        prop::sample::select(fragments()),
+    )
+        .prop_map(|(value, choice, fragment)| {
+            let text = with_hole(&value, &choice)
+                .to_string()
+                .replace(&json!(HOLE).to_string(), &fragment);
+            (value, Some(text))
+        });
+    prop_oneof![6 => value.prop_map(|v| (v, None)), 1 => holed].boxed()
+}
+
 fn differential<T: ToolInput + PartialEq + std::fmt::Debug + Clone>(name: &str, unit: Unit) {
+    differential_refusing::<T>(name, unit, |_| false)
+}
+
+/// `refuse` says which arguments the schema accepts but the decoder must refuse (an `f32` out of
+/// range, an alias the generic check cannot see).
+fn differential_refusing<T: ToolInput + PartialEq + std::fmt::Debug + Clone>(
+    name: &str,
+    unit: Unit,
+    refuse: fn(&Value) -> bool,
+) {
     let unit_like = unit != Unit::No;
     let ran: Arc<Mutex<Option<T>>> = Arc::default();
     let record = ran.clone();
@@ -364,31 +561,60 @@ fn differential<T: ToolInput + PartialEq + std::fmt::Debug + Clone>(name: &str, 
         ..Config::default()
     });
     let (accepted, ran_count) = (Cell::new(0u32), Cell::new(0u32));
-    let result = runner.run(&arb(&schema, &schema, 0), |value| {
-        let valid = validator.is_valid(&value);
-        let decoded = serde_decodes::<T>(&value, unit_like);
-        let must_run = unit != Unit::EmptyObject || value == json!({});
-        accepted.set(accepted.get() + u32::from(valid));
-        if let Ok(strict) = __strict_accepts(&schema, &value.to_string()) {
-            prop_assert_eq!(
-                strict,
-                valid,
-                "the strict decoder and the validator differ on {}",
-                value
-            );
-        }
-        for text in texts(&value) {
+    let result = runner.run(&arb_text(&schema), |(value, hostile)| {
+        let texts = match &hostile {
+            None => texts(&value),
+            Some(text) => vec![text.clone()],
+        };
+        for (i, text) in texts.into_iter().enumerate() {
             let outcome = block_on(tool.invoke(&text, &ctx));
             let input = ran.lock().expect("not poisoned").take();
             ran_count.set(ran_count.get() + u32::from(input.is_some()));
-            if !valid {
+            // What the text holds, as the JSON parser reads it.
+            let parsed = if text.trim().is_empty() {
+                Ok(json!({}))
+            } else {
+                serde_json::from_str::<Value>(&text)
+            };
+            let Ok(value) = parsed else {
+                prop_assert!(input.is_none(), "ran on text the parser refuses: {text}");
+                let error = outcome.expect_err("refused").to_string();
+                prop_assert!(error.contains("not valid JSON"), "{text}: {error}");
+                continue;
+            };
+            let valid = validator.is_valid(&value);
+            if i == 0 {
+                accepted.set(accepted.get() + u32::from(valid));
+            }
+            let nonblank = if text.trim().is_empty() { "{}" } else { &text };
+            if let Ok(strict) = __strict_accepts(&schema, nonblank) {
+                prop_assert_eq!(
+                    strict,
+                    valid,
+                    "the strict decoder and the validator differ on {}",
+                    text
+                );
+            }
+            let decoded = serde_decodes::<T>(&value, unit_like);
+            // The same without the keys the schema does not list: if serde decodes them into
+            // something, they were aliases, and must be refused.
+            let plain = without_strangers(&value, &schema, &schema, 0);
+            let aliased = plain != value
+                && decoded.as_ref() != serde_decodes::<T>(&plain, unit_like).as_ref();
+            let must_run = unit != Unit::EmptyObject || value == json!({});
+            if !valid || aliased || refuse(&value) {
                 prop_assert!(input.is_none(), "ran on input the schema rejects: {text}");
                 let error = outcome.expect_err("a rejected call fails").to_string();
                 prop_assert!(error.starts_with("Invalid tool input: $"), "{error}");
-            } else if let (Some(decoded), true) = (&decoded, must_run) {
-                prop_assert_eq!(input.as_ref(), Some(decoded), "{}: {:?}", text, outcome);
             } else if decoded.is_none() {
                 prop_assert!(input.is_none(), "ran on input serde cannot decode: {text}");
+            } else if plain != value && input.is_none() {
+                // A key the schema does not list, which serde reads as nothing it keeps: refusing
+                // it is allowed (the decoder cannot tell a harmless alias from a harmful one).
+                let error = outcome.expect_err("a refused call fails").to_string();
+                prop_assert!(error.contains("serde alias"), "{text}: {error}");
+            } else if let (Some(decoded), true) = (&decoded, must_run) {
+                prop_assert_eq!(input.as_ref(), Some(decoded), "{}: {:?}", text, outcome);
             }
         }
         Ok::<(), TestCaseError>(())
@@ -511,4 +737,77 @@ fn the_strict_decoder_checks_exactly_what_the_validator_checks() {
             CASES - accepted
         );
     }
+}
+
+/// Numbers serde reads differently from the schema: an `f32` (which cannot hold every number the
+/// schema's `"type": "number"` allows), integers the schema also accepts written as floats.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+struct Numbers {
+    ratio: f32,
+    count: u32,
+    #[schemars(range(min = -5, max = 300))]
+    delta: i16,
+    small: Option<u8>,
+    wide: Option<f64>,
+}
+
+/// Serde attributes: an alias on a bounded optional field and on a defaulted one, a renamed
+/// field, a field serde skips, and a flattened map.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+struct Attributes {
+    #[schemars(range(max = 10))]
+    #[serde(alias = "max_results")]
+    limit: Option<u32>,
+    #[schemars(range(max = 10))]
+    #[serde(alias = "extra", default)]
+    count: u32,
+    #[serde(rename = "kind")]
+    label: Option<String>,
+    #[serde(skip)]
+    skipped: u8,
+    #[serde(flatten)]
+    more: HashMap<String, u16>,
+}
+
+/// An untagged enum whose variants are different kinds of JSON value.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+enum Id {
+    Number(u32),
+    Name(String),
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+struct ById {
+    id: Id,
+    other: Option<Id>,
+}
+
+/// Whether a value's `ratio` is a number an `f32` cannot hold (it would become infinite, or zero).
+fn ratio_out_of_f32(value: &Value) -> bool {
+    value.get("ratio").and_then(Value::as_f64).is_some_and(|v| {
+        let single = v as f32;
+        single.is_infinite() || (single == 0.0 && v != 0.0)
+    })
+}
+
+#[test]
+fn numbers() {
+    differential_refusing::<Numbers>("numbers", Unit::No, ratio_out_of_f32);
+}
+
+/// Whether a value of `Attributes` holds one of its aliases (the flattened map's schema checks
+/// them as its entries; serde reads them as the fields).
+fn attribute_alias(value: &Value) -> bool {
+    value.get("max_results").is_some() || value.get("extra").is_some()
+}
+
+#[test]
+fn serde_attributes() {
+    differential_refusing::<Attributes>("serde_attributes", Unit::No, attribute_alias);
+}
+
+#[test]
+fn untagged_kinds() {
+    differential::<ById>("untagged_kinds", Unit::No);
 }

@@ -74,6 +74,15 @@
 //! - **Model output is untrusted.** Arguments are parsed and checked against the advertised schema
 //!   before any of your code runs; `""` means `{}`; errors name the JSON path
 //!   (`Invalid tool input: $.items[1]: "x" is not of type "integer"`).
+//! - **The schema is the contract, where serde is looser.** A tool never runs on a value its schema
+//!   rejects, nor on text the JSON parser refuses (a lone surrogate escape, `1e400`, nesting past 127
+//!   levels), even in a field the input type skips. An integer-valued number (`1.0`, `1e2`, `-0`,
+//!   up to 2^53) is an integer, as JSON Schema says; an `f32` refuses a number it would turn into
+//!   an infinity or zero. A key the schema does not list is never read as a field (a
+//!   `#[serde(alias)]`): the call is refused with a message naming the key to use. A
+//!   `#[serde(untagged)]` enum whose variants read the same kind of JSON value (two structs, say) is
+//!   refused when the tool is built, since serde may pick a variant whose schema rejects the value:
+//!   tag it (`#[serde(tag = "...")]`), or make each variant a different kind of value.
 //! - **Tools run one at a time by default**, in call order, as in the spec's Rust column; raise
 //!   [`AgentBuilder::tool_concurrency`] (or [`RunOptions::concurrency`] for one run) to run the calls
 //!   of a turn concurrently. Results always reach the model in call order, one call's failure never

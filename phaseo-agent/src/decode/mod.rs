@@ -10,8 +10,13 @@
 //!   built; the schema is enforced exactly, including where serde is looser than the schema.
 //! - **Slow**: when the fast path fails (or the schema has keywords it does not check, such as
 //!   `oneOf` or `pattern`), the text is parsed to a `Value`, checked with the full JSON Schema
-//!   validator (whose error reads `<path>: <reason>`), and decoded from the `Value`. A decoding
-//!   error after the validator accepted reads `<path>: <serde's message>`.
+//!   validator (whose error reads `<path>: <reason>`), and decoded from the `Value`, through the
+//!   same wrapper over the part of the schema it can check ([`Shape::compile_partial`]). A
+//!   decoding error after the validator accepted reads `<path>: <serde's message>`.
+//!
+//! A schema with an `anyOf` whose branches overlap (an untagged enum whose variants read the same
+//! kind of JSON value) is refused when the decoder is made: serde's choice of variant cannot be
+//! checked (see [`shape::check_untagged`]).
 //!
 //! The fast path only ever accepts what the validator accepts, and when it fails the slow path
 //! decides, so a call gets the same outcome either way; the fast path only makes it cheaper.
@@ -41,8 +46,11 @@ impl<T: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static> ToolInp
 /// A typed decoder for one input type and its normalised schema, compiled once.
 pub(crate) struct Decoder<I> {
     validator: Validator,
-    /// The schema as the strict decoder checks it, if it can check all of it.
-    shape: Option<Shape>,
+    /// The schema as the strict decoder checks it: all of it when `exact` (calls may then take the
+    /// fast path), or the part it can check ([`Shape::compile_partial`]), which the slow path's
+    /// serde step still reads through.
+    shape: Shape,
+    exact: bool,
     /// `I` decodes from `null` (`()`, a unit struct) but advertises an empty object.
     unit_like: bool,
     _input: std::marker::PhantomData<fn() -> I>,
@@ -51,9 +59,16 @@ pub(crate) struct Decoder<I> {
 impl<I: ToolInput> Decoder<I> {
     /// Compiles the validator (and, when the strict decoder can check the whole schema, its shape).
     pub(crate) fn new(schema: &Value) -> Result<Self, String> {
+        let validator = Validator::new(schema)?;
+        shape::check_untagged(schema)?;
+        let (shape, exact) = match Shape::compile(schema) {
+            Ok(shape) => (shape, true),
+            Err(_) => (Shape::compile_partial(schema), false),
+        };
         Ok(Decoder {
-            validator: Validator::new(schema)?,
-            shape: Shape::compile(schema).ok(),
+            validator,
+            shape,
+            exact,
             unit_like: is_unit_like::<I>(),
             _input: std::marker::PhantomData,
         })
@@ -62,13 +77,14 @@ impl<I: ToolInput> Decoder<I> {
     /// Whether calls can take the fast path.
     #[cfg(test)]
     pub(crate) fn is_fast(&self) -> bool {
-        self.shape.is_some()
+        self.exact
     }
 
     /// Decodes one call's argument text; `""` (some models send it for no arguments) means `{}`.
     pub(crate) fn decode(&self, args: &str) -> Result<I, String> {
         let text = if is_blank(args) { "{}" } else { args };
-        if let Some(shape) = &self.shape {
+        if self.exact {
+            let shape = &self.shape;
             let fast = if self.unit_like {
                 decode_strict::<IgnoredAny>(shape, text)
                     .ok()
@@ -82,7 +98,7 @@ impl<I: ToolInput> Decoder<I> {
         }
         let value = parse_arguments(text)?;
         self.validator.check(&value)?;
-        from_value(&value, self.unit_like)
+        from_value(&self.shape, &value, self.unit_like)
     }
 
     /// The compiled parameter schema.
@@ -92,9 +108,10 @@ impl<I: ToolInput> Decoder<I> {
 
     /// Decodes a value that already passed the tool's schema (edited arguments, arguments a custom
     /// validator transformed) into `I`, as [`decode`](Self::decode) would: a unit-like input (`()`)
-    /// from any object, and a failure reads `<path>: <serde's message>`. It does not validate.
+    /// from any object, and a failure reads `<path>: <serde's message>`. It does not validate
+    /// against the schema, but reads through the strict wrapper, as the slow path does.
     pub(crate) fn decode_value(&self, value: &Value) -> Result<I, String> {
-        from_value(value, self.unit_like)
+        from_value(&self.shape, value, self.unit_like)
     }
 }
 
@@ -127,24 +144,33 @@ pub(crate) fn strict_accepts(schema: &Value, text: &str) -> Result<bool, String>
     }
 }
 
-/// Decodes a validated value; on failure, says where, as a JSON path.
-fn from_value<I: ToolInput>(value: &Value, unit_like: bool) -> Result<I, String> {
-    let value = if unit_like && value.is_object() {
-        &Value::Null
-    } else {
-        value
-    };
-    I::deserialize(value).map_err(|error| {
+/// Decodes a validated value, through the strict wrapper over `shape` (the whole schema, or the
+/// part the wrapper can check): its checks pass, as the validator passed, but what the wrapper adds
+/// to them holds on this path too (an alias is refused, an integer-valued float reads as an
+/// integer, an `f32` must hold its number). On failure, says where, as a JSON path.
+fn from_value<I: ToolInput>(shape: &Shape, value: &Value, unit_like: bool) -> Result<I, String> {
+    if unit_like && value.is_object() {
+        // Decodes from `null`: there are no fields to check.
+        return I::deserialize(&Value::Null).map_err(|error| format!("$: {error}"));
+    }
+    I::deserialize(strict::Strict {
+        de: value,
+        cx: strict::Cx {
+            shape,
+            track: strict::NoTrack,
+        },
+        node: shape.root(),
+    })
+    .map_err(|error| {
         // Decode again, tracking the path, to say where it failed.
-        let any = Shape::any();
         let track = strict::Track::default();
         let tracked = I::deserialize(strict::Strict {
             de: value,
             cx: strict::Cx {
-                shape: &any,
+                shape,
                 track: &track,
             },
-            node: any.root(),
+            node: shape.root(),
         });
         match tracked {
             Err(tracked) => format!("{}: {tracked}", track.path()),

@@ -27,6 +27,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use serde_json::{Map, Value};
 
+use crate::decode::text::bounded;
+
 /// Index of a node in [`Shape::nodes`].
 pub(crate) type NodeId = u32;
 
@@ -247,7 +249,22 @@ impl Shape {
 
     /// Compiles a normalised schema, or says which keyword the strict decoder does not check.
     pub(crate) fn compile(schema: &Value) -> Result<Shape, String> {
+        Shape::build(schema, false)
+    }
+
+    /// Compiles the part of any schema the strict decoder can check, leaving out what it cannot
+    /// (a keyword it does not check, `anyOf` other than `Option`'s, `additionalProperties` beside
+    /// `patternProperties`): the shape accepts every value the schema accepts, and more. The slow
+    /// path decodes a validated value through it, for what the wrapper adds to the schema's checks
+    /// (aliases refused, integer-valued floats read as integers, `f32` range), with the object
+    /// structure it still knows. A schema it cannot read at all gives [`Shape::any`].
+    pub(crate) fn compile_partial(schema: &Value) -> Shape {
+        Shape::build(schema, true).unwrap_or_else(|_| Shape::any())
+    }
+
+    fn build(schema: &Value, lenient: bool) -> Result<Shape, String> {
         let mut builder = Builder {
+            lenient,
             nodes: vec![Node::Any, Node::Any, Node::Never],
             defs: match schema.get("$defs") {
                 Some(Value::Object(defs)) => defs,
@@ -304,6 +321,8 @@ impl Shape {
 static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
 
 struct Builder<'a> {
+    /// Leave out what does not compile, instead of refusing the schema.
+    lenient: bool,
     nodes: Vec<Node>,
     defs: &'a Map<String, Value>,
     def_ids: HashMap<&'a str, NodeId>,
@@ -327,8 +346,28 @@ fn is_annotation(keyword: &str) -> bool {
     )
 }
 
+/// In a lenient build, a keyword that does not compile is left out (the shape then accepts more);
+/// otherwise the schema is refused.
+macro_rules! or_leave_out {
+    ($self:ident, $result:expr) => {
+        match $result {
+            Ok(value) => value,
+            Err(_) if $self.lenient => continue,
+            Err(e) => return Err(e.into()),
+        }
+    };
+}
+
 impl<'a> Builder<'a> {
     fn compile(&mut self, schema: &'a Value) -> Result<NodeId, String> {
+        let compiled = self.compile_strictly(schema);
+        match compiled {
+            Err(_) if self.lenient => Ok(ANY),
+            compiled => compiled,
+        }
+    }
+
+    fn compile_strictly(&mut self, schema: &'a Value) -> Result<NodeId, String> {
         match schema {
             Value::Bool(true) => return Ok(ANY),
             Value::Bool(false) => return Ok(NEVER),
@@ -337,7 +376,7 @@ impl<'a> Builder<'a> {
         if let Some(reference) = schema.get("$ref") {
             // A `$ref` with only annotations beside it checks what its target checks.
             let map = schema.as_object().into_iter().flatten();
-            if map.filter(|(k, _)| !is_annotation(k)).count() > 1 {
+            if map.filter(|(k, _)| !is_annotation(k)).count() > 1 && !self.lenient {
                 return Err("`$ref` beside other assertions".into());
             }
             return self.reference(reference);
@@ -345,6 +384,24 @@ impl<'a> Builder<'a> {
         let id = self.reserve();
         self.compile_into(id, schema, false)?;
         Ok(id)
+    }
+
+    /// The JSON types a compiled node may accept (all of them for a node still being compiled).
+    fn types_of(&self, id: NodeId) -> u8 {
+        match &self.nodes[id as usize] {
+            Node::Any => types::ALL,
+            Node::Never => 0,
+            Node::Nullable(target) => types::NULL | self.types_of_target(*target),
+            Node::Check(c) => c.types,
+        }
+    }
+
+    fn types_of_target(&self, id: NodeId) -> u8 {
+        match &self.nodes[id as usize] {
+            Node::Check(c) => c.types,
+            Node::Never => 0,
+            Node::Any | Node::Nullable(_) => types::ALL,
+        }
     }
 
     fn reserve(&mut self) -> NodeId {
@@ -360,6 +417,7 @@ impl<'a> Builder<'a> {
                 return Ok(());
             }
             Value::Object(map) if !map.contains_key("$ref") => map,
+            _ if self.lenient => return Ok(()),
             Value::Object(_) => return Err("`$ref` at the root or as a whole definition".into()),
             _ => return Err("a schema that is not an object or a boolean".into()),
         };
@@ -368,20 +426,16 @@ impl<'a> Builder<'a> {
                 .filter(|k| !(is_annotation(k) || root && *k == "$defs"))
         };
         if let Some(branches) = map.get("anyOf") {
-            if assertions().count() > 1 {
-                return Err("`anyOf` beside other assertions".into());
+            match nullable(branches, assertions().count()) {
+                Ok(other) => {
+                    let target = self.compile(other)?;
+                    self.nodes[id as usize] = Node::Nullable(target);
+                    return Ok(());
+                }
+                // Left out: the other keywords still apply.
+                Err(_) if self.lenient => {}
+                Err(e) => return Err(e),
             }
-            let Some([a, b]) = branches.as_array().map(Vec::as_slice) else {
-                return Err("`anyOf` other than `[<schema>, {\"type\": \"null\"}]`".into());
-            };
-            let other = match (is_null_schema(a), is_null_schema(b)) {
-                (false, true) => a,
-                (true, false) => b,
-                _ => return Err("`anyOf` other than `[<schema>, {\"type\": \"null\"}]`".into()),
-            };
-            let target = self.compile(other)?;
-            self.nodes[id as usize] = Node::Nullable(target);
-            return Ok(());
         }
         let mut checks = Checks {
             types: types::ALL,
@@ -390,47 +444,89 @@ impl<'a> Builder<'a> {
         let mut properties: Option<&Map<String, Value>> = None;
         let mut required: &[Value] = &[];
         let mut any_assertion = false;
+        let mut patterns = false;
         for (keyword, value) in map {
             if is_annotation(keyword) || (root && keyword == "$defs") {
                 continue;
             }
             any_assertion = true;
             match keyword.as_str() {
-                "type" => checks.types = type_bits(value)?,
+                "type" => checks.types = or_leave_out!(self, type_bits(value)),
                 "enum" => {
-                    let values = value.as_array().ok_or("`enum` is not an array")?;
-                    checks.one_of = Some(values.iter().map(scalar).collect::<Result<_, _>>()?);
+                    let values =
+                        or_leave_out!(self, value.as_array().ok_or("`enum` is not an array"));
+                    checks.one_of = Some(or_leave_out!(
+                        self,
+                        values.iter().map(scalar).collect::<Result<_, _>>()
+                    ));
                 }
-                "const" => checks.one_of = Some(Box::new([scalar(value)?])),
-                "minimum" => checks.minimum = Some(bound(value)?),
-                "maximum" => checks.maximum = Some(bound(value)?),
-                "exclusiveMinimum" => checks.exclusive_minimum = Some(bound(value)?),
-                "exclusiveMaximum" => checks.exclusive_maximum = Some(bound(value)?),
-                "minLength" => checks.min_length = Some(count(value)?),
-                "maxLength" => checks.max_length = Some(count(value)?),
-                "minItems" => checks.array.min_items = Some(count(value)?),
-                "maxItems" => checks.array.max_items = Some(count(value)?),
+                "const" => checks.one_of = Some(Box::new([or_leave_out!(self, scalar(value))])),
+                "minimum" => checks.minimum = Some(or_leave_out!(self, bound(value))),
+                "maximum" => checks.maximum = Some(or_leave_out!(self, bound(value))),
+                "exclusiveMinimum" => {
+                    checks.exclusive_minimum = Some(or_leave_out!(self, bound(value)))
+                }
+                "exclusiveMaximum" => {
+                    checks.exclusive_maximum = Some(or_leave_out!(self, bound(value)))
+                }
+                "minLength" => checks.min_length = Some(or_leave_out!(self, count(value))),
+                "maxLength" => checks.max_length = Some(or_leave_out!(self, count(value))),
+                "minItems" => checks.array.min_items = Some(or_leave_out!(self, count(value))),
+                "maxItems" => checks.array.max_items = Some(or_leave_out!(self, count(value))),
                 "uniqueItems" if value == &Value::Bool(false) => {}
                 "properties" => {
-                    properties = Some(value.as_object().ok_or("`properties` is not an object")?)
+                    properties = Some(or_leave_out!(
+                        self,
+                        value.as_object().ok_or("`properties` is not an object")
+                    ))
                 }
                 "required" => {
-                    required = value.as_array().ok_or("`required` is not an array")?;
+                    required =
+                        or_leave_out!(self, value.as_array().ok_or("`required` is not an array"));
                 }
                 "additionalProperties" => checks.object.additional = self.compile(value)?,
                 "items" => checks.array.items = self.compile(value)?,
                 "prefixItems" => {
-                    let items = value.as_array().ok_or("`prefixItems` is not an array")?;
+                    let items = or_leave_out!(
+                        self,
+                        value.as_array().ok_or("`prefixItems` is not an array")
+                    );
                     checks.array.prefix = items
                         .iter()
                         .map(|item| self.compile(item))
                         .collect::<Result<_, _>>()?;
                 }
-                other => return Err(format!("the keyword `{other}`")),
+                // Keys matching a pattern are not additional properties.
+                "patternProperties" if self.lenient => patterns = true,
+                // A value of the branches is of one of their types (an integer-valued float at a
+                // node of integers then reads as an integer, as elsewhere).
+                "anyOf" | "oneOf" if self.lenient => {
+                    if let Value::Array(branches) = value {
+                        let mut union = 0;
+                        for branch in branches {
+                            let node = self.compile(branch)?;
+                            union |= self.types_of(node);
+                        }
+                        checks.types &= union;
+                    }
+                }
+                other => or_leave_out!(self, Err(format!("the keyword `{other}`"))),
             }
         }
         if !any_assertion {
             return Ok(());
+        }
+        if patterns {
+            checks.object.additional = ANY;
+        }
+        if self.lenient
+            && (properties.is_some_and(|p| p.len() > MAX_PROPERTIES)
+                || required.len() > MAX_PROPERTIES
+                || required.iter().any(|name| !name.is_string()))
+        {
+            // Too many to record: the object's keys are left unchecked.
+            properties = None;
+            required = &[];
         }
         let mut props: Vec<(Box<str>, NodeId)> = Vec::new();
         if properties.is_some_and(|p| p.len() > MAX_PROPERTIES) {
@@ -442,6 +538,10 @@ impl<'a> Builder<'a> {
         for name in required {
             let name = name.as_str().ok_or("a `required` entry is not a string")?;
             if props.len() >= MAX_PROPERTIES && !props.iter().any(|(n, _)| &**n == name) {
+                if self.lenient {
+                    // Too many to record: this name's presence is left unchecked.
+                    continue;
+                }
                 return Err(format!("more than {MAX_PROPERTIES} properties"));
             }
             let i = match props.iter().position(|(n, _)| &**n == name) {
@@ -526,6 +626,22 @@ fn integer_range(checks: &Checks) -> (i128, i128) {
     (low, high)
 }
 
+/// The other branch of `anyOf: [<schema>, {"type": "null"}]` (how schemars writes `Option<T>`),
+/// when it is the schema's only assertion.
+fn nullable(branches: &Value, assertions: usize) -> Result<&Value, String> {
+    if assertions > 1 {
+        return Err("`anyOf` beside other assertions".into());
+    }
+    let Some([a, b]) = branches.as_array().map(Vec::as_slice) else {
+        return Err("`anyOf` other than `[<schema>, {\"type\": \"null\"}]`".into());
+    };
+    match (is_null_schema(a), is_null_schema(b)) {
+        (false, true) => Ok(a),
+        (true, false) => Ok(b),
+        _ => Err("`anyOf` other than `[<schema>, {\"type\": \"null\"}]`".into()),
+    }
+}
+
 fn is_null_schema(schema: &Value) -> bool {
     schema.as_object().is_some_and(|map| {
         map.get("type") == Some(&Value::String("null".into()))
@@ -576,4 +692,122 @@ fn bound(value: &Value) -> Result<f64, String> {
 
 fn count(value: &Value) -> Result<u64, String> {
     value.as_u64().ok_or_else(|| format!("the count {value}"))
+}
+
+/// Refuses a schema with an `anyOf` (how schemars writes a `#[serde(untagged)]` enum) whose
+/// branches may hold the same kind of JSON value, other than `Option`'s `[<schema>, null]`.
+///
+/// For such an enum no decoding path can keep the schema's promise: the validator accepts a value
+/// that matches any branch, while serde decodes it into the first variant that reads it, whose own
+/// branch may reject it (`{"x": 200, "y": "s"}` passes a `Named { y }` branch, and serde reads it
+/// as `Small { x: 200 }` past `Small`'s `maximum`). Serde buffers the value and tries the variants
+/// out of sight of any wrapper, so the choice cannot be checked at run time. Branches that hold
+/// different kinds of value (a number and a string) cannot be confused; objects and arrays count as
+/// one kind, since serde reads a struct from an array too.
+pub(crate) fn check_untagged(schema: &Value) -> Result<(), String> {
+    let defs = match schema.get("$defs") {
+        Some(Value::Object(defs)) => defs,
+        _ => &*EMPTY,
+    };
+    let mut stack = vec![schema];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => {
+                if let Some(Value::Array(branches)) = map.get("anyOf") {
+                    if nullable(&map["anyOf"], 1).is_err() {
+                        let mut seen = 0u8;
+                        for branch in branches {
+                            let kinds = kinds(branch, defs, 0);
+                            if seen & kinds != 0 {
+                                return Err(format!(
+                                    "an `anyOf` whose branches overlap (an untagged enum whose \
+                                     variants can read the same JSON value): serde may decode a \
+                                     value into a variant whose schema rejects it. Give the enum a \
+                                     tag (`#[serde(tag = \"...\")]`), or make each variant a \
+                                     different kind of JSON value. The branches: {}",
+                                    bounded(Value::Array(branches.clone()).to_string())
+                                ));
+                            }
+                            seen |= kinds;
+                        }
+                    }
+                }
+                stack.extend(map.values());
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The kinds of JSON value a schema may accept, as bits: null, boolean, number, string, and
+/// object-or-array (one kind: serde reads structs from arrays).
+fn kinds(schema: &Value, defs: &Map<String, Value>, depth: u32) -> u8 {
+    const NULL: u8 = 1;
+    const BOOLEAN: u8 = 2;
+    const NUMBER: u8 = 4;
+    const STRING: u8 = 8;
+    const CONTAINER: u8 = 16;
+    const ALL: u8 = 31;
+    let Value::Object(map) = schema else {
+        return if schema == &Value::Bool(false) {
+            0
+        } else {
+            ALL
+        };
+    };
+    if depth > 32 {
+        return ALL;
+    }
+    let of_type = |name: &str| match name {
+        "null" => NULL,
+        "boolean" => BOOLEAN,
+        "number" | "integer" => NUMBER,
+        "string" => STRING,
+        "object" | "array" => CONTAINER,
+        _ => ALL,
+    };
+    let of_value = |value: &Value| match value {
+        Value::Null => NULL,
+        Value::Bool(_) => BOOLEAN,
+        Value::Number(_) => NUMBER,
+        Value::String(_) => STRING,
+        Value::Array(_) | Value::Object(_) => CONTAINER,
+    };
+    let mut out = ALL;
+    if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
+        out &= match reference
+            .strip_prefix("#/$defs/")
+            .and_then(|name| defs.get(name))
+        {
+            Some(target) => kinds(target, defs, depth + 1),
+            None => ALL,
+        };
+    }
+    match map.get("type") {
+        Some(Value::String(name)) => out &= of_type(name),
+        Some(Value::Array(names)) => {
+            out &= names
+                .iter()
+                .map(|name| name.as_str().map_or(ALL, of_type))
+                .fold(0, |a, b| a | b)
+        }
+        _ => {}
+    }
+    if let Some(Value::Array(values)) = map.get("enum") {
+        out &= values.iter().map(of_value).fold(0, |a, b| a | b);
+    }
+    if let Some(value) = map.get("const") {
+        out &= of_value(value);
+    }
+    for keyword in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = map.get(keyword) {
+            out &= branches
+                .iter()
+                .map(|branch| kinds(branch, defs, depth + 1))
+                .fold(0, |a, b| a | b);
+        }
+    }
+    out
 }

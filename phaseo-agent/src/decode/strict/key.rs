@@ -16,6 +16,9 @@ pub(super) struct Slot {
     pub(super) previous: usize,
     /// The key was not a string the wrapper could read.
     pub(super) unread: bool,
+    /// The key is not among the properties of an object that lists some: its value may only be
+    /// skipped or read whole (see `Stranger`).
+    pub(super) stranger: bool,
     pub(super) key: Option<String>,
 }
 
@@ -81,6 +84,9 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for KeyDe<'_, '_, D> {
     forward_key! {
         deserialize_enum(name: &'static str, variants: &'static [&'static str]);
         deserialize_ignored_any();
+        deserialize_f32();
+        deserialize_bytes();
+        deserialize_byte_buf();
     }
 
     fn is_human_readable(&self) -> bool {

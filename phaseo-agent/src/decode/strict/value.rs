@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde::de::{
     self, DeserializeSeed, Deserializer, EnumAccess, IntoDeserializer, MapAccess, SeqAccess,
-    Visitor,
+    VariantAccess, Visitor,
 };
 
 use super::key::{KeySeed, Slot};
@@ -41,12 +41,6 @@ impl<'de, S: DeserializeSeed<'de>, T: Tracker> DeserializeSeed<'de> for StrictSe
 }
 
 impl<'s, D, T: Tracker> Strict<'s, D, T> {
-    /// Whether this value needs no checks and no path: then it is read as serde would.
-    #[inline(always)]
-    fn passthrough(&self) -> bool {
-        !T::ON && self.cx.shape.is_any(self.node)
-    }
-
     #[inline(always)]
     fn visitor<V>(&self, inner: V) -> StrictVisitor<'s, V, T> {
         StrictVisitor {
@@ -61,9 +55,8 @@ macro_rules! forward {
     ($($method:ident($($arg:ident: $ty:ty),*);)*) => {$(
         #[inline(always)]
         fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, D::Error> {
-            if self.passthrough() {
-                return self.de.$method($($arg,)* visitor);
-            }
+            // Wrapped even where the schema allows anything: what the input type then skips must
+            // still be parsed as strictly as the JSON parser does (see `deserialize_ignored_any`).
             let visitor = self.visitor(visitor);
             self.de.$method($($arg,)* visitor)
         }
@@ -86,20 +79,48 @@ impl<'de, D: Deserializer<'de>, T: Tracker> Deserializer<'de> for Strict<'_, D, 
         visitor: V,
     ) -> Result<V::Value, D::Error> {
         if self.cx.shape.is_any(self.node) {
+            // Any enum goes; its content is still read through the wrapper.
+            let visitor = AnyEnumVisitor {
+                inner: visitor,
+                cx: self.cx,
+            };
             return self.de.deserialize_enum(name, variants, visitor);
         }
         let visitor = EnumVisitor(self.visitor(visitor));
         self.de.deserialize_any(visitor)
     }
 
-    /// A skipped value is still read and checked, unless anything goes there.
+    /// A skipped value is still read and checked, and read in full: serde_json skips a value
+    /// without the parser's checks (a lone surrogate escape, a number out of range, nesting past
+    /// the recursion limit all pass), so a skipped value is read as any value is, through the
+    /// wrapper, and then dropped.
     #[inline(always)]
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        if self.cx.shape.is_any(self.node) {
-            return self.de.deserialize_ignored_any(visitor);
-        }
         let visitor = self.visitor(visitor);
         self.de.deserialize_any(visitor)
+    }
+
+    /// Bytes are read from a string the parser checks (serde_json reads a string as bytes without
+    /// refusing raw control characters or lone surrogates), or from an array of numbers.
+    #[inline(always)]
+    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+        let visitor = BytesVisitor(self.visitor(visitor));
+        self.de.deserialize_any(visitor)
+    }
+
+    #[inline(always)]
+    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+        let visitor = BytesVisitor(self.visitor(visitor));
+        self.de.deserialize_any(visitor)
+    }
+
+    /// An `f32` is read as an `f64` (as it is from a parsed `Value`, so both paths decode the same
+    /// number), and refused when it is out of `f32`'s range: a finite number that would become an
+    /// infinity, or a nonzero one that would become zero.
+    #[inline(always)]
+    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+        let visitor = F32Visitor(self.visitor(visitor));
+        self.de.deserialize_f64(visitor)
     }
 
     fn is_human_readable(&self) -> bool {
@@ -221,6 +242,16 @@ impl<'s, V, T> StrictVisitor<'s, V, T> {
         }
     }
 
+    /// Whether the node (past `null`) admits integers but not other numbers.
+    #[inline(always)]
+    fn integers_only(&self) -> bool {
+        let shape = self.cx.shape;
+        matches!(
+            shape.node(shape.non_null(self.node)),
+            Node::Check(c) if c.types & (types::INTEGER | types::NUMBER) == types::INTEGER
+        )
+    }
+
     #[inline(always)]
     fn string<E: de::Error>(&self, v: &str) -> Result<(), E> {
         if self.cx.shape.plain(self.node, types::STRING) {
@@ -308,9 +339,21 @@ impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for StrictVisitor<'_, V, T> 
         self.inner.visit_f32(v)
     }
 
+    /// An integer-valued number at a node of integers (`1.0`, `1e2`, `-0`: integers to the schema)
+    /// is handed on as the integer, which integer types read (they refuse any float). Only up to
+    /// 2^53, where the float is the number the text wrote: `-9223372036854775809` parses to the
+    /// float -2^63, which must not become `i64::MIN`.
     #[inline(always)]
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<V::Value, E> {
         self.float(v)?;
+        const EXACT: f64 = (1u64 << 53) as f64;
+        if v.fract() == 0.0 && (-EXACT..=EXACT).contains(&v) && self.integers_only() {
+            return if v >= 0.0 {
+                self.inner.visit_u64(v as u64)
+            } else {
+                self.inner.visit_i64(v as i64)
+            };
+        }
         self.inner.visit_f64(v)
     }
 
@@ -480,6 +523,213 @@ impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for EnumVisitor<'_, V, T> {
     }
 }
 
+/// Hands each visit on to the wrapped [`StrictVisitor`] (`self.0`), but for the methods listed.
+macro_rules! delegate_visits {
+    ($($method:ident($($arg:ident: $ty:ty)?);)*) => {$(
+        #[inline(always)]
+        fn $method<E: de::Error>(self, $($arg: $ty)?) -> Result<V::Value, E> {
+            self.0.$method($($arg)?)
+        }
+    )*};
+}
+
+/// The visits every delegating visitor below hands on unchanged.
+macro_rules! delegate_common {
+    () => {
+        delegate_visits! {
+            visit_bool(v: bool);
+            visit_i8(v: i8);
+            visit_i16(v: i16);
+            visit_i32(v: i32);
+            visit_i64(v: i64);
+            visit_i128(v: i128);
+            visit_u8(v: u8);
+            visit_u16(v: u16);
+            visit_u32(v: u32);
+            visit_u64(v: u64);
+            visit_u128(v: u128);
+            visit_f32(v: f32);
+            visit_char(v: char);
+            visit_bytes(v: &[u8]);
+            visit_borrowed_bytes(v: &'de [u8]);
+            visit_byte_buf(v: Vec<u8>);
+            visit_none();
+            visit_unit();
+        }
+
+        #[inline(always)]
+        fn visit_some<D: Deserializer<'de>>(self, de: D) -> Result<V::Value, D::Error> {
+            self.0.visit_some(de)
+        }
+
+        #[inline(always)]
+        fn visit_newtype_struct<D: Deserializer<'de>>(self, de: D) -> Result<V::Value, D::Error> {
+            self.0.visit_newtype_struct(de)
+        }
+
+        #[inline(always)]
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
+            self.0.visit_seq(seq)
+        }
+
+        #[inline(always)]
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
+            self.0.visit_map(map)
+        }
+
+        #[inline(always)]
+        fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<V::Value, A::Error> {
+            self.0.visit_enum(data)
+        }
+    };
+}
+
+/// Reads bytes from a string (checked like any string) or from whatever else the input type
+/// takes bytes from (an array of numbers).
+struct BytesVisitor<'s, V, T>(StrictVisitor<'s, V, T>);
+
+impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for BytesVisitor<'_, V, T> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.inner.expecting(f)
+    }
+
+    delegate_common!();
+
+    delegate_visits! {
+        visit_f64(v: f64);
+    }
+
+    #[inline(always)]
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<V::Value, E> {
+        self.0.string(v)?;
+        self.0.inner.visit_bytes(v.as_bytes())
+    }
+
+    #[inline(always)]
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<V::Value, E> {
+        self.0.string(v)?;
+        self.0.inner.visit_borrowed_bytes(v.as_bytes())
+    }
+
+    #[inline(always)]
+    fn visit_string<E: de::Error>(self, v: String) -> Result<V::Value, E> {
+        self.0.string(&v)?;
+        self.0.inner.visit_byte_buf(v.into_bytes())
+    }
+}
+
+/// Reads an `f32` from an `f64`, refusing what `f32` cannot hold.
+struct F32Visitor<'s, V, T>(StrictVisitor<'s, V, T>);
+
+impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for F32Visitor<'_, V, T> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.inner.expecting(f)
+    }
+
+    delegate_common!();
+
+    delegate_visits! {
+        visit_str(v: &str);
+        visit_borrowed_str(v: &'de str);
+        visit_string(v: String);
+    }
+
+    #[inline(always)]
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<V::Value, E> {
+        let single = v as f32;
+        if v.is_finite() && (single.is_infinite() || (single == 0.0 && v != 0.0)) {
+            return Err(out_of_f32(v));
+        }
+        self.0.visit_f64(v)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn out_of_f32<E: de::Error>(v: f64) -> E {
+    E::custom(format_args!(
+        "the number {v:e} is out of range for a 32-bit float"
+    ))
+}
+
+/// An enum where the schema allows anything: its content is still read through the wrapper.
+struct AnyEnumVisitor<'s, V, T> {
+    inner: V,
+    cx: Cx<'s, T>,
+}
+
+impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for AnyEnumVisitor<'_, V, T> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.expecting(f)
+    }
+
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<V::Value, A::Error> {
+        self.inner.visit_enum(StrictEnum { data, cx: self.cx })
+    }
+}
+
+struct StrictEnum<'s, A, T> {
+    data: A,
+    cx: Cx<'s, T>,
+}
+
+impl<'de, 's, A: EnumAccess<'de>, T: Tracker> EnumAccess<'de> for StrictEnum<'s, A, T> {
+    type Error = A::Error;
+    type Variant = StrictEnum<'s, A::Variant, T>;
+
+    fn variant_seed<S: DeserializeSeed<'de>>(
+        self,
+        seed: S,
+    ) -> Result<(S::Value, Self::Variant), A::Error> {
+        let (value, data) = self.data.variant_seed(seed)?;
+        Ok((value, StrictEnum { data, cx: self.cx }))
+    }
+}
+
+impl<'de, A: VariantAccess<'de>, T: Tracker> VariantAccess<'de> for StrictEnum<'_, A, T> {
+    type Error = A::Error;
+
+    fn unit_variant(self) -> Result<(), A::Error> {
+        self.data.unit_variant()
+    }
+
+    fn newtype_variant_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<S::Value, A::Error> {
+        self.data.newtype_variant_seed(StrictSeed {
+            seed,
+            cx: self.cx,
+            node: shape::ANY,
+        })
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, A::Error> {
+        let visitor = StrictVisitor {
+            inner: visitor,
+            cx: self.cx,
+            node: shape::ANY,
+        };
+        self.data.tuple_variant(len, visitor)
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, A::Error> {
+        let visitor = StrictVisitor {
+            inner: visitor,
+            cx: self.cx,
+            node: shape::ANY,
+        };
+        self.data.struct_variant(fields, visitor)
+    }
+}
+
 /// The array wrapper: each element is checked against its item node; the count is kept.
 pub(super) struct StrictSeq<'s, 'c, A, T> {
     pub(super) seq: A,
@@ -552,6 +802,7 @@ impl<'de, A: MapAccess<'de>, T: Tracker> MapAccess<'de> for StrictMap<'_, '_, A,
         let key = self.map.next_key_seed(seed)?;
         if key.is_some() {
             let slot = &mut self.current;
+            slot.stranger = false;
             match (self.checks, slot.unread) {
                 (None, _) => slot.node = shape::ANY,
                 (Some(c), false) => match slot.property {
@@ -560,7 +811,10 @@ impl<'de, A: MapAccess<'de>, T: Tracker> MapAccess<'de> for StrictMap<'_, '_, A,
                         slot.previous = i;
                         self.seen.set(self.seen.get() | 1 << i);
                     }
-                    None => slot.node = c.object.additional,
+                    None => {
+                        slot.node = c.object.additional;
+                        slot.stranger = !c.object.properties.is_empty();
+                    }
                 },
                 (Some(c), true) if c.object.properties.is_empty() => {
                     slot.node = c.object.additional
@@ -573,12 +827,17 @@ impl<'de, A: MapAccess<'de>, T: Tracker> MapAccess<'de> for StrictMap<'_, '_, A,
 
     #[inline(always)]
     fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, A::Error> {
-        let seed = StrictSeed {
+        let strict = StrictSeed {
             seed,
             cx: self.cx,
             node: self.current.node,
         };
-        self.map.next_value_seed(seed).inspect_err(|_| {
+        let value = if self.current.stranger {
+            self.map.next_value_seed(StrangerSeed(strict))
+        } else {
+            self.map.next_value_seed(strict)
+        };
+        value.inspect_err(|_| {
             let key = &mut self.current.key;
             self.cx
                 .track
@@ -589,4 +848,86 @@ impl<'de, A: MapAccess<'de>, T: Tracker> MapAccess<'de> for StrictMap<'_, '_, A,
     fn size_hint(&self) -> Option<usize> {
         self.map.size_hint()
     }
+}
+
+/// The value of a key the schema does not list, in an object whose schema lists properties: the
+/// schema checks it as an additional property, so the input type may skip it, or read it whole as
+/// serde reads a value it keeps aside (a `#[serde(flatten)]` map), but not read it as one of its
+/// fields, which is what a `#[serde(alias)]` does: the field's own schema would never see it.
+struct StrangerSeed<'s, S, T>(StrictSeed<'s, S, T>);
+
+impl<'de, S: DeserializeSeed<'de>, T: Tracker> DeserializeSeed<'de> for StrangerSeed<'_, S, T> {
+    type Value = S::Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<S::Value, D::Error> {
+        let StrictSeed { seed, cx, node } = self.0;
+        seed.deserialize(Stranger(Strict { de, cx, node }))
+    }
+}
+
+struct Stranger<'s, D, T>(Strict<'s, D, T>);
+
+macro_rules! refuse_field {
+    ($($method:ident($($arg:ident: $ty:ty),*);)*) => {$(
+        fn $method<V: Visitor<'de>>(self, $(_: $ty,)* _: V) -> Result<V::Value, D::Error> {
+            Err(alias())
+        }
+    )*};
+}
+
+impl<'de, D: Deserializer<'de>, T: Tracker> Deserializer<'de> for Stranger<'_, D, T> {
+    type Error = D::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+        self.0.deserialize_any(visitor)
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+        self.0.deserialize_ignored_any(visitor)
+    }
+
+    refuse_field! {
+        deserialize_bool();
+        deserialize_i8();
+        deserialize_i16();
+        deserialize_i32();
+        deserialize_i64();
+        deserialize_i128();
+        deserialize_u8();
+        deserialize_u16();
+        deserialize_u32();
+        deserialize_u64();
+        deserialize_u128();
+        deserialize_f32();
+        deserialize_f64();
+        deserialize_char();
+        deserialize_str();
+        deserialize_string();
+        deserialize_bytes();
+        deserialize_byte_buf();
+        deserialize_option();
+        deserialize_unit();
+        deserialize_unit_struct(name: &'static str);
+        deserialize_newtype_struct(name: &'static str);
+        deserialize_seq();
+        deserialize_tuple(len: usize);
+        deserialize_tuple_struct(name: &'static str, len: usize);
+        deserialize_map();
+        deserialize_struct(name: &'static str, fields: &'static [&'static str]);
+        deserialize_enum(name: &'static str, variants: &'static [&'static str]);
+        deserialize_identifier();
+    }
+
+    fn is_human_readable(&self) -> bool {
+        self.0.de.is_human_readable()
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn alias<E: de::Error>() -> E {
+    E::custom(
+        "this key is not a property in the schema, but the input reads it as one of its fields \
+         (a serde alias): use the property's own name",
+    )
 }
