@@ -231,4 +231,14 @@ pub mod __internals {
     pub fn strict_accepts(schema: &Value, text: &str) -> Result<bool, String> {
         crate::decode::strict_accepts(schema, text)
     }
+
+    /// The bound on the memory of the `Value` an argument text parses to, from one pass over it.
+    pub fn parsed_size(text: &str) -> usize {
+        crate::decode::text::parsed_size(text)
+    }
+
+    /// The most memory the parsed form of an argument text of this length may take.
+    pub fn parse_budget(text_len: usize) -> usize {
+        crate::decode::text::parse_budget(text_len)
+    }
 }
