@@ -73,13 +73,13 @@ pub enum AgentError {
     #[error("Invalid agent: {0}")]
     InvalidAgent(String),
     /// A resume was missing decisions for some pending calls.
-    #[error("Missing decision for pending tool call(s): {}; decide every pending call before resuming", .call_ids.join(", "))]
+    #[error("Missing decision for pending tool call(s): {}; decide every pending call before resuming", id_list(.call_ids))]
     MissingDecision {
         /// The ids of the pending calls that have no decision.
         call_ids: Vec<String>,
     },
     /// A decision named a call that is not pending in this state. The state is unchanged.
-    #[error("No pending tool call with id `{call_id}`; pending: [{}]", .pending.join(", "))]
+    #[error("No pending tool call with id `{call_id}`; pending: [{}]", id_list(.pending))]
     NotPending {
         /// The call id of the decision.
         call_id: String,
@@ -165,6 +165,34 @@ pub enum AgentError {
         /// The run the decisions name.
         found: String,
     },
+    /// The model asked for more tool calls in one turn than the agent allows (see
+    /// `AgentBuilder::max_calls_per_turn`). None of them ran; the run failed with its state, which
+    /// [`Agent::retry`](crate::Agent::retry) can ask the model again from.
+    #[error(
+        "The model asked for {count} tool calls in one turn; this agent allows at most {limit} (raise it with `AgentBuilder::max_calls_per_turn`)"
+    )]
+    TooManyToolCalls {
+        /// How many calls the turn had.
+        count: usize,
+        /// The agent's limit.
+        limit: usize,
+    },
+}
+
+/// Call ids for an error message: the first 20, and how many more there are (a turn may have
+/// thousands).
+fn id_list(ids: &[String]) -> String {
+    const SHOWN: usize = 20;
+    let mut list = ids
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if ids.len() > SHOWN {
+        list.push_str(&format!(" and {} more", ids.len() - SHOWN));
+    }
+    list
 }
 
 impl AgentError {

@@ -83,6 +83,11 @@ pub struct ToolExecution {
     pub default_timeout: Option<Duration>,
     /// Cap on the characters of a result the model sees. Default: none.
     pub max_output_chars: Option<usize>,
+    /// The most tool calls one model turn may make. Default: 128, far above what models send (a
+    /// few, at most a few dozen), low enough that a runaway or hostile model cannot make one turn
+    /// arbitrarily large. A turn with more fails the run with [`AgentError::TooManyToolCalls`]
+    /// before any of its calls runs.
+    pub max_calls_per_turn: usize,
 }
 
 impl Default for ToolExecution {
@@ -94,6 +99,7 @@ impl Default for ToolExecution {
             on_invalid_arguments: OnError::ReturnToModel,
             default_timeout: None,
             max_output_chars: None,
+            max_calls_per_turn: 128,
         }
     }
 }
@@ -247,6 +253,30 @@ impl AgentBuilder {
     /// Caps the characters of each result the model sees.
     pub fn max_output_chars(mut self, max: usize) -> Self {
         self.settings.max_output_chars = Some(max);
+        self
+    }
+
+    /// The most tool calls one model turn may make (default 128). A turn with more fails the run
+    /// with [`AgentError::TooManyToolCalls`] before any of its calls runs; the failed state can be
+    /// retried with [`Agent::retry`].
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, AgentError, ScriptedModel, ToolCall};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let calls = (0..3).map(|i| ToolCall::raw(format!("c{i}"), "add", "{}"));
+    /// let agent = Agent::builder("calc")
+    ///     .model(ScriptedModel::new().tool_calls(calls))
+    ///     .max_calls_per_turn(2)
+    ///     .build()
+    ///     .unwrap();
+    /// let failed = agent.run("add things").await.unwrap_err();
+    /// assert_eq!(failed.error, AgentError::TooManyToolCalls { count: 3, limit: 2 });
+    /// # }
+    /// ```
+    pub fn max_calls_per_turn(mut self, max: usize) -> Self {
+        self.settings.max_calls_per_turn = max;
         self
     }
 

@@ -1,6 +1,8 @@
 //! Resuming a paused run: decisions checked against the pending calls and turned into plans, before
 //! anything runs or changes.
 
+use std::collections::HashMap;
+
 use crate::error::AgentError;
 use crate::model::message::ToolCall;
 use crate::run::execute::Effects;
@@ -34,9 +36,15 @@ impl Runner {
             .iter()
             .map(|p| p.call.id.clone())
             .collect();
+        // Each decision finds its call in one lookup: a turn may have many calls.
+        let slots: HashMap<&str, usize> = pending_ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (id.as_str(), i))
+            .collect();
         let mut chosen: Vec<Option<Decision>> = vec![None; self.state.pending.len()];
         for (call_id, decision) in decisions {
-            let Some(slot) = pending_ids.iter().position(|id| *id == call_id) else {
+            let Some(&slot) = slots.get(call_id.as_str()) else {
                 return Err(AgentError::NotPending {
                     call_id,
                     pending: pending_ids,

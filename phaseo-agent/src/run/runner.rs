@@ -254,6 +254,13 @@ impl Runner {
             let response = self.inner().model.respond(&request).await?;
             let step_index = self.state.turns;
             self.state.turns += 1;
+            let limit = self.inner().settings.max_calls_per_turn;
+            if response.tool_calls.len() > limit {
+                return Err(AgentError::TooManyToolCalls {
+                    count: response.tool_calls.len(),
+                    limit,
+                });
+            }
             let calls = normalise_calls(step_index, response.tool_calls)?;
             self.emit(Event::ModelTurn {
                 step_index,

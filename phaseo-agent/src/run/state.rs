@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::decode::text::bounded;
 use crate::error::AgentError;
 use crate::model::message::{Message, ToolCall};
 use crate::model::request::TurnParams;
@@ -572,15 +573,31 @@ impl RunState {
                 "paused turn: calls and results differ in length".into(),
             ));
         }
-        for p in &self.pending {
-            // The whole call, not only its id: a pending call is what runs once approved.
-            let slot = turn.calls.iter().position(|c| *c == p.call);
-            if slot.is_none_or(|i| turn.results[i].is_some()) {
+        // One pass over the turn's calls, one lookup per pending call: a turn may have many.
+        let mut slots = std::collections::HashMap::with_capacity(turn.calls.len());
+        for (i, call) in turn.calls.iter().enumerate() {
+            if slots.insert(call.id.as_str(), i).is_some() {
                 return Err(AgentError::InvalidState(format!(
-                    "pending call `{}` is not an open call of the paused turn",
-                    p.call.id
+                    "paused turn: two calls have the id `{}`",
+                    bounded(call.id.clone())
                 )));
             }
+        }
+        let mut claimed = vec![false; turn.calls.len()];
+        for p in &self.pending {
+            // The whole call, not only its id: a pending call is what runs once approved. And each
+            // open call is pending once.
+            let slot = slots
+                .get(p.call.id.as_str())
+                .copied()
+                .filter(|&i| turn.calls[i] == p.call && turn.results[i].is_none() && !claimed[i]);
+            let Some(i) = slot else {
+                return Err(AgentError::InvalidState(format!(
+                    "pending call `{}` is not an open call of the paused turn, or is pending twice",
+                    bounded(p.call.id.clone())
+                )));
+            };
+            claimed[i] = true;
         }
         let open = turn.results.iter().filter(|r| r.is_none()).count();
         if open != self.pending.len() {
