@@ -319,6 +319,7 @@ async fn main() -> Result<(), AgentError> {
     assert_eq!(requests[2], {
         let mut expected = first.clone();
         expected.messages = requests[2].messages.clone();
+        expected.meta.turn = 2;
         expected
     });
     assert_eq!(done.output(), Some("Follow the data-loss runbook."));

@@ -505,6 +505,7 @@ async fn the_event_stream_tells_the_run_in_order() {
         .turn(ModelResponse {
             text: Some("Checking.".into()),
             tool_calls: vec![ToolCall::new("c1", "get_status", json!({"service": "api"}))],
+            ..ModelResponse::default()
         })
         .text("Healthy.");
     let agent = Agent::builder("ops")

@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex};
 use common::object_schema;
 use futures::future::BoxFuture;
 use phaseo_agent::{
-    Agent, AgentError, Decisions, Model, ModelRequest, ModelResponse, PendingKind, RunState,
-    ScriptedModel, Tool, ToolCall, ToolContext,
+    Agent, AgentError, Decisions, Model, ModelError, ModelRequest, ModelResponse, PendingKind,
+    RunState, ScriptedModel, Tool, ToolCall, ToolContext,
 };
 use proptest::prelude::*;
 use serde_json::json;
@@ -59,10 +59,10 @@ impl Model for Flaky {
     fn respond<'a>(
         &'a self,
         request: &'a ModelRequest,
-    ) -> BoxFuture<'a, Result<ModelResponse, AgentError>> {
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         let n = self.asked.fetch_add(1, Ordering::SeqCst);
         if self.fails.get(n).copied().unwrap_or(false) {
-            return Box::pin(async { Err(AgentError::Model("503 Service Unavailable".into())) });
+            return Box::pin(async { Err(ModelError::other("the model failed")) });
         }
         self.script.respond(request)
     }

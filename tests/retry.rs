@@ -9,8 +9,8 @@ use common::{Counter, deploy_tool, status_tool};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use phaseo_agent::{
-    Agent, AgentError, Decisions, Event, Model, ModelRequest, ModelResponse, OnError, RunState,
-    RunStatus, ScriptedModel, Tool, ToolCall,
+    Agent, AgentError, Decisions, Event, Model, ModelError, ModelRequest, ModelResponse, OnError,
+    RunState, RunStatus, ScriptedModel, Tool, ToolCall,
 };
 use serde_json::json;
 
@@ -36,14 +36,14 @@ impl Model for Flaky {
     fn respond<'a>(
         &'a self,
         request: &'a ModelRequest,
-    ) -> BoxFuture<'a, Result<ModelResponse, AgentError>> {
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         let n = {
             let mut asked = self.asked.lock().unwrap();
             *asked += 1;
             *asked - 1
         };
         if self.fail_at.lock().unwrap().contains(&n) {
-            return Box::pin(async { Err(AgentError::Model("503 Service Unavailable".into())) });
+            return Box::pin(async { Err(ModelError::other("the model failed")) });
         }
         self.script.respond(request)
     }

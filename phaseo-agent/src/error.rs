@@ -121,6 +121,16 @@ pub enum AgentError {
         /// Its status.
         status: String,
     },
+    /// `continue_run` was called on a run that has not completed.
+    #[error(
+        "Run {run_id} has not completed (status: {status}); only a completed run can be continued (resume a paused one, retry a failed one)"
+    )]
+    NotCompleted {
+        /// The run id.
+        run_id: String,
+        /// Its status.
+        status: String,
+    },
     /// A stored state belongs to another agent.
     #[error("Run state belongs to agent `{found}`, not `{expected}`")]
     WrongAgent {
@@ -150,9 +160,9 @@ pub enum AgentError {
         "Max turns exceeded: the model was still calling tools after {0} turns; raise `max_turns` or check the tools' results"
     )]
     MaxTurnsExceeded(usize),
-    /// The model failed to answer.
+    /// The model failed to answer (after the agent's retries, for a retryable error).
     #[error("Model error: {0}")]
-    Model(String),
+    Model(ModelError),
     /// A resume's decisions name another run than the state's (see `Decisions::for_run`): call ids
     /// repeat across runs, so they would answer the wrong calls. Nothing ran, and the state is
     /// unchanged.
@@ -215,4 +225,175 @@ impl AgentError {
     pub(crate) fn content(&self) -> String {
         serde_json::json!({ "error": self.model_message() }).to_string()
     }
+}
+
+/// What kind of failure a [`ModelError`] is: what a caller (or the agent's retry loop) can do
+/// about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ModelErrorKind {
+    /// Too many requests (HTTP 429): retry after a while.
+    RateLimited,
+    /// The provider is overloaded or failing (HTTP 5xx, Anthropic's 529): retry after a while.
+    Overloaded,
+    /// The conversation is longer than the model's context window: retrying does not help.
+    ContextTooLong,
+    /// The key is missing, wrong, or not allowed this model (HTTP 401, 403).
+    Authentication,
+    /// The provider refused the request as malformed (HTTP 400, 404, 422).
+    BadRequest,
+    /// The connection failed, or broke during the response (a stream cut mid-way).
+    Transport,
+    /// The provider did not answer in time.
+    Timeout,
+    /// The model answered with neither text nor tool calls.
+    EmptyResponse,
+    /// The provider answered with something this crate cannot read.
+    InvalidResponse,
+    /// Anything else (a custom model's own failure, a script that ran out).
+    Other,
+}
+
+impl ModelErrorKind {
+    /// The kind's name, as in JSON: `rate_limited`, `overloaded`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelErrorKind::RateLimited => "rate_limited",
+            ModelErrorKind::Overloaded => "overloaded",
+            ModelErrorKind::ContextTooLong => "context_too_long",
+            ModelErrorKind::Authentication => "authentication",
+            ModelErrorKind::BadRequest => "bad_request",
+            ModelErrorKind::Transport => "transport",
+            ModelErrorKind::Timeout => "timeout",
+            ModelErrorKind::EmptyResponse => "empty_response",
+            ModelErrorKind::InvalidResponse => "invalid_response",
+            ModelErrorKind::Other => "other",
+        }
+    }
+}
+
+impl fmt::Display for ModelErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A model's failure to answer, structured: its kind, the HTTP status and the provider's message
+/// when there was a response, and how long the provider asked to wait before retrying.
+///
+/// ```
+/// use std::time::Duration;
+/// use phaseo_agent::{ModelError, ModelErrorKind};
+///
+/// let error = ModelError::from_status(429, "slow down").with_retry_after(Duration::from_secs(2));
+/// assert_eq!(error.kind, ModelErrorKind::RateLimited);
+/// assert!(error.is_retryable());
+/// assert_eq!(error.to_string(), "rate_limited (HTTP 429): slow down");
+///
+/// let error = ModelError::new(ModelErrorKind::ContextTooLong, "too many tokens");
+/// assert!(!error.is_retryable());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ModelError {
+    /// What kind of failure.
+    pub kind: ModelErrorKind,
+    /// The HTTP status, when the provider answered.
+    pub status: Option<u16>,
+    /// The provider's message (or this crate's, when there was no response).
+    pub message: String,
+    /// How long the provider asked to wait (its `retry-after` header), if it said.
+    pub retry_after: Option<std::time::Duration>,
+}
+
+impl ModelError {
+    /// An error of `kind` with a message.
+    pub fn new(kind: ModelErrorKind, message: impl Into<String>) -> Self {
+        ModelError {
+            kind,
+            status: None,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// A failure of a kind not listed (a custom model's own).
+    pub fn other(message: impl Into<String>) -> Self {
+        ModelError::new(ModelErrorKind::Other, message)
+    }
+
+    /// The error of an HTTP status, with the provider's message: 429 is rate limited; 529 and
+    /// 5xx overloaded; 401 and 403 authentication; 408 and 504 timeout; 413 context too long; other
+    /// 4xx a bad request, or context too long when the message says the context or the tokens
+    /// exceed a limit.
+    pub fn from_status(status: u16, message: impl Into<String>) -> Self {
+        let message = message.into();
+        let kind = match status {
+            429 => ModelErrorKind::RateLimited,
+            401 | 403 => ModelErrorKind::Authentication,
+            408 | 504 => ModelErrorKind::Timeout,
+            413 => ModelErrorKind::ContextTooLong,
+            400..=499 if mentions_context_limit(&message) => ModelErrorKind::ContextTooLong,
+            400..=499 => ModelErrorKind::BadRequest,
+            500..=599 => ModelErrorKind::Overloaded,
+            _ => ModelErrorKind::InvalidResponse,
+        };
+        ModelError {
+            status: Some(status),
+            ..ModelError::new(kind, message)
+        }
+    }
+
+    /// The same error, saying how long the provider asked to wait.
+    pub fn with_retry_after(mut self, wait: std::time::Duration) -> Self {
+        self.retry_after = Some(wait);
+        self
+    }
+
+    /// The same error, with an HTTP status.
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// Whether asking again may succeed: rate limits, overload, transport failures, timeouts and
+    /// empty responses. A bad request, a too-long context or a wrong key fails the same way again.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self.kind,
+            ModelErrorKind::RateLimited
+                | ModelErrorKind::Overloaded
+                | ModelErrorKind::Transport
+                | ModelErrorKind::Timeout
+                | ModelErrorKind::EmptyResponse
+        )
+    }
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.status {
+            Some(status) => write!(f, "{} (HTTP {status}): {}", self.kind, self.message),
+            None => write!(f, "{}: {}", self.kind, self.message),
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+impl From<ModelError> for AgentError {
+    fn from(error: ModelError) -> Self {
+        AgentError::Model(error)
+    }
+}
+
+/// Whether a provider's 4xx message says the input is over the model's context window.
+fn mentions_context_limit(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    message.contains("context_length_exceeded")
+        || message.contains("context length")
+        || message.contains("context window")
+        || message.contains("maximum context")
+        || (message.contains("too long") && message.contains("token"))
 }

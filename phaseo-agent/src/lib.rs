@@ -83,6 +83,14 @@
 //!   `#[serde(untagged)]` enum whose variants read the same kind of JSON value (two structs, say) is
 //!   refused when the tool is built, since serde may pick a variant whose schema rejects the value:
 //!   tag it (`#[serde(tag = "...")]`), or make each variant a different kind of value.
+//! - **Model requests are retried**, three times by default with exponential backoff and jitter
+//!   (0.5 s, 1 s, 2 s, each between half and all of it), when the error is one that may pass: rate
+//!   limits, overload, transport failures, timeouts, and an empty answer (neither text nor tool
+//!   calls), which is an error of its own kind, never a completed run with `""`. A provider's
+//!   `retry-after` is honoured up to 60 s; a longer one fails at once. See [`RetryPolicy`].
+//! - **Streaming costs nothing unless someone listens**: a model's deltas become
+//!   [`Event::ModelDelta`] events only for [`Agent::stream`] and its siblings; `run()` asks the
+//!   model for a whole answer.
 //! - **Tools run one at a time by default**, in call order, as in the spec's Rust column; raise
 //!   [`AgentBuilder::tool_concurrency`] (or [`RunOptions::concurrency`] for one run) to run the calls
 //!   of a turn concurrently. Results always reach the model in call order, one call's failure never
@@ -162,12 +170,14 @@ mod tool;
 mod run;
 
 pub use error::AgentError;
+pub use error::{ModelError, ModelErrorKind};
 pub use model::message::{Message, ToolCall};
 pub use model::request::{
-    Model, ModelRequest, ModelResponse, ToolChoice, ToolDefinition, TurnParams,
+    DeltaSink, FinishReason, Model, ModelDelta, ModelRequest, ModelResponse, RequestMeta,
+    ToolChoice, ToolDefinition, TurnParams, Usage,
 };
 pub use model::scripted::ScriptedModel;
-pub use run::agent::{Agent, AgentBuilder, RunOptions, ToolExecution};
+pub use run::agent::{Agent, AgentBuilder, RetryPolicy, RunOptions, ToolExecution};
 pub use run::event::{Event, EventStream};
 pub use run::state::{
     Decision, Decisions, PendingCall, PendingKind, RunError, RunResult, RunState, RunStatus,

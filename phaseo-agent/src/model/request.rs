@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::AgentError;
+use crate::error::ModelError;
 use crate::model::message::{Message, ToolCall};
 
 /// A tool as the model sees it: id, description and parameter schema.
@@ -53,6 +53,83 @@ pub struct ModelRequest {
     pub max_output_tokens: Option<u32>,
     /// Tool choice.
     pub tool_choice: ToolChoice,
+    /// Whether the model may make several tool calls in one turn; `None` leaves it to the
+    /// provider's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
+    /// Which run, agent and turn this request is for: for provider metadata and tracing.
+    #[serde(default)]
+    pub meta: RequestMeta,
+}
+
+/// Which run, agent and turn a [`ModelRequest`] is for. Providers may send it as request
+/// metadata (the OpenAI provider sends `user` only if you ask; see its docs); custom models and
+/// tracing can read it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestMeta {
+    /// The run's id.
+    pub run_id: String,
+    /// The agent's id.
+    pub agent_id: String,
+    /// The turn's index in the run (0 for the first).
+    pub turn: usize,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FinishReason {
+    /// It finished its answer.
+    Stop,
+    /// It stopped to call tools.
+    ToolCalls,
+    /// It reached the output token limit: the text or a call's arguments may be cut.
+    Length,
+    /// The provider's content filter stopped it.
+    ContentFilter,
+    /// A reason this crate does not know, as the provider wrote it.
+    Other(String),
+}
+
+/// Tokens a response used, as the provider counted them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens of input (the prompt: instructions, conversation, tools).
+    pub input_tokens: u64,
+    /// Tokens of output.
+    pub output_tokens: u64,
+    /// Input tokens read from the provider's prompt cache, when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// Whether no tokens are counted.
+    pub fn is_zero(&self) -> bool {
+        *self == Usage::default()
+    }
+}
+
+impl std::ops::Add for Usage {
+    type Output = Usage;
+
+    fn add(self, other: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_add(other.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(other.output_tokens),
+            cached_input_tokens: match (self.cached_input_tokens, other.cached_input_tokens) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+            },
+        }
+    }
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        *self = *self + other;
+    }
 }
 
 /// A model's answer to one request.
@@ -62,6 +139,15 @@ pub struct ModelResponse {
     pub text: Option<String>,
     /// Tool calls, in order.
     pub tool_calls: Vec<ToolCall>,
+    /// Why the model stopped, when the provider says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<FinishReason>,
+    /// Tokens used, when the provider says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// The provider's id of this response, when it gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 impl ModelResponse {
@@ -69,31 +155,103 @@ impl ModelResponse {
     pub fn text(text: impl Into<String>) -> Self {
         ModelResponse {
             text: Some(text.into()),
-            tool_calls: Vec::new(),
+            finish_reason: Some(FinishReason::Stop),
+            ..ModelResponse::default()
         }
     }
 
     /// A turn that calls tools.
     pub fn tool_calls(calls: impl IntoIterator<Item = ToolCall>) -> Self {
         ModelResponse {
-            text: None,
             tool_calls: calls.into_iter().collect(),
+            finish_reason: Some(FinishReason::ToolCalls),
+            ..ModelResponse::default()
         }
+    }
+
+    /// The same response, with its token usage.
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// Whether it has neither text (other than whitespace) nor tool calls.
+    pub fn is_empty(&self) -> bool {
+        self.tool_calls.is_empty() && self.text.as_deref().is_none_or(|t| t.trim().is_empty())
+    }
+}
+
+/// A piece of a response as it streams in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+#[non_exhaustive]
+pub enum ModelDelta {
+    /// Text to append to the answer.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A piece of the tool call at `index` (its position in the turn): the id and name come
+    /// with its first piece (some providers repeat them), the arguments text a piece at a time.
+    ToolCall {
+        /// The call's position in the turn.
+        index: usize,
+        /// The call id, if this piece carries it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The tool name, if this piece carries it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// Text to append to the call's arguments.
+        arguments: String,
+    },
+}
+
+/// Where a streaming model sends its deltas (see [`Model::respond_streaming`]).
+pub struct DeltaSink<'a> {
+    send: &'a (dyn Fn(ModelDelta) + Send + Sync),
+}
+
+impl<'a> DeltaSink<'a> {
+    /// A sink that hands each delta to `send`.
+    pub fn new(send: &'a (dyn Fn(ModelDelta) + Send + Sync)) -> Self {
+        DeltaSink { send }
+    }
+
+    /// Sends one delta.
+    pub fn send(&self, delta: ModelDelta) {
+        (self.send)(delta);
+    }
+
+    /// Sends a text delta (nothing for an empty one).
+    pub fn text(&self, text: impl Into<String>) {
+        let text = text.into();
+        if !text.is_empty() {
+            self.send(ModelDelta::Text { text });
+        }
+    }
+}
+
+impl std::fmt::Debug for DeltaSink<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeltaSink")
     }
 }
 
 /// A language model. Object-safe, so an agent holds an `Arc<dyn Model>`.
 ///
-/// Implement it for your provider's client; the future it returns must be `Send`:
+/// Implement it for your provider's client; the future it returns must be `Send`. A model that can
+/// stream also implements [`respond_streaming`](Model::respond_streaming); one that cannot still
+/// works when the run is streamed (its answer arrives whole).
 ///
 /// ```
 /// use futures::future::BoxFuture;
-/// use phaseo_agent::{AgentError, Model, ModelRequest, ModelResponse};
+/// use phaseo_agent::{Model, ModelError, ModelRequest, ModelResponse};
 ///
 /// struct Echo;
 ///
 /// impl Model for Echo {
-///     fn respond<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, AgentError>> {
+///     fn respond<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
 ///         Box::pin(async move { Ok(ModelResponse::text(format!("{} messages", request.messages.len()))) })
 ///     }
 /// }
@@ -103,15 +261,36 @@ pub trait Model: Send + Sync {
     fn respond<'a>(
         &'a self,
         request: &'a ModelRequest,
-    ) -> BoxFuture<'a, Result<ModelResponse, AgentError>>;
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>>;
+
+    /// Answers one request, sending text and tool-call deltas to `deltas` as they arrive, and
+    /// returns the whole response at the end. The agent calls it only when someone listens to the
+    /// run's events ([`Agent::stream`](crate::Agent::stream)); a plain `run()` calls
+    /// [`respond`](Model::respond). The default sends nothing and answers whole.
+    fn respond_streaming<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        deltas: &'a DeltaSink<'a>,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        let _ = deltas;
+        self.respond(request)
+    }
 }
 
 impl<M: Model + ?Sized> Model for Arc<M> {
     fn respond<'a>(
         &'a self,
         request: &'a ModelRequest,
-    ) -> BoxFuture<'a, Result<ModelResponse, AgentError>> {
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         (**self).respond(request)
+    }
+
+    fn respond_streaming<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        deltas: &'a DeltaSink<'a>,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        (**self).respond_streaming(request, deltas)
     }
 }
 

@@ -6,14 +6,17 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::error::AgentError;
+use crate::error::{ModelError, ModelErrorKind};
 use crate::model::message::ToolCall;
-use crate::model::request::{Model, ModelRequest, ModelResponse};
+use crate::model::request::{DeltaSink, Model, ModelDelta, ModelRequest, ModelResponse};
 
 /// A model that replays scripted turns and records every request it receives.
 ///
 /// Clones share the script and the record, so a test can keep one handle and give another to the agent.
-/// When the script runs out, `respond` fails with [`AgentError::Model`].
+/// When the script runs out, `respond` fails with a [`ModelError`] of kind `other`. A scripted
+/// [`error`](ScriptedModel::error) turn fails that request, as a provider would (the agent retries
+/// a retryable one). With [`streaming`](ScriptedModel::streaming), a streamed run gets each turn
+/// in deltas, as from a provider's stream.
 ///
 /// ```
 /// use phaseo_agent::ScriptedModel;
@@ -32,7 +35,8 @@ pub struct ScriptedModel {
 
 #[derive(Default)]
 struct Script {
-    turns: VecDeque<ModelResponse>,
+    streaming: bool,
+    turns: VecDeque<Result<ModelResponse, ModelError>>,
     requests: Vec<ModelRequest>,
 }
 
@@ -44,7 +48,57 @@ impl ScriptedModel {
 
     /// Appends a turn.
     pub fn turn(self, response: ModelResponse) -> Self {
-        self.lock().turns.push_back(response);
+        self.lock().turns.push_back(Ok(response));
+        self
+    }
+
+    /// Streams each turn when the run is streamed: its text a word at a time (as
+    /// [`Event::ModelDelta`](crate::Event::ModelDelta) events), each call's arguments in pieces of up
+    /// to 16 bytes. Off by default, so a streamed run's events are one per turn.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use phaseo_agent::{Agent, Event, ModelDelta, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let model = ScriptedModel::new().text("Hello there!").streaming(true);
+    /// let agent = Agent::builder("a").model(model).build().unwrap();
+    /// let text: String = agent
+    ///     .stream("Hi")
+    ///     .filter_map(|event| async move {
+    ///         match event {
+    ///             Event::ModelDelta { delta: ModelDelta::Text { text }, .. } => Some(text),
+    ///             _ => None,
+    ///         }
+    ///     })
+    ///     .collect()
+    ///     .await;
+    /// assert_eq!(text, "Hello there!");
+    /// # }
+    /// ```
+    pub fn streaming(self, on: bool) -> Self {
+        self.lock().streaming = on;
+        self
+    }
+
+    /// Appends a failed request: the model answers it with `error`.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ModelError, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let model = ScriptedModel::new()
+    ///     .error(ModelError::from_status(529, "overloaded"))
+    ///     .text("Hello!");
+    /// let agent = Agent::builder("a").model(model).build().unwrap();
+    /// // The agent retries a retryable error (after a short, jittered wait).
+    /// assert_eq!(agent.run("Hi").await.unwrap().output(), Some("Hello!"));
+    /// # }
+    /// ```
+    pub fn error(self, error: ModelError) -> Self {
+        self.lock().turns.push_back(Err(error));
         self
     }
 
@@ -81,17 +135,62 @@ impl ScriptedModel {
     }
 }
 
+impl ScriptedModel {
+    fn next(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
+        let mut script = self.lock();
+        script.requests.push(request.clone());
+        script.turns.pop_front().unwrap_or_else(|| {
+            Err(ModelError::new(
+                ModelErrorKind::Other,
+                "the scripted model has no turns left",
+            ))
+        })
+    }
+}
+
 impl Model for ScriptedModel {
     fn respond<'a>(
         &'a self,
         request: &'a ModelRequest,
-    ) -> BoxFuture<'a, Result<ModelResponse, AgentError>> {
-        let mut script = self.lock();
-        script.requests.push(request.clone());
-        let next = script
-            .turns
-            .pop_front()
-            .ok_or_else(|| AgentError::Model("the scripted model has no turns left".to_string()));
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        Box::pin(futures::future::ready(self.next(request)))
+    }
+
+    fn respond_streaming<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        deltas: &'a DeltaSink<'a>,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        let streaming = self.lock().streaming;
+        let next = self.next(request);
+        if let (true, Ok(response)) = (streaming, &next) {
+            for word in response.text.as_deref().unwrap_or("").split_inclusive(' ') {
+                deltas.text(word);
+            }
+            for (index, call) in response.tool_calls.iter().enumerate() {
+                deltas.send(ModelDelta::ToolCall {
+                    index,
+                    id: Some(call.id.clone()),
+                    name: Some(call.name.clone()),
+                    arguments: String::new(),
+                });
+                let mut rest = call.arguments.as_str();
+                while !rest.is_empty() {
+                    let mut end = rest.len().min(16);
+                    while !rest.is_char_boundary(end) {
+                        end += 1;
+                    }
+                    let (piece, tail) = rest.split_at(end);
+                    deltas.send(ModelDelta::ToolCall {
+                        index,
+                        id: None,
+                        name: None,
+                        arguments: piece.to_owned(),
+                    });
+                    rest = tail;
+                }
+            }
+        }
         Box::pin(futures::future::ready(next))
     }
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::error::AgentError;
-use crate::model::message::ToolCall;
+use crate::error::{AgentError, ModelError};
+use crate::model::message::{Message, ToolCall};
 use crate::model::request::Model;
 use crate::tool::call::Later;
 use crate::tool::context::ToolContext;
@@ -63,6 +63,70 @@ pub(crate) struct AgentInner {
     pub(crate) human_review: Option<Arc<CallPredicate>>,
     pub(crate) max_turns: usize,
     pub(crate) state_key: Option<Arc<[u8]>>,
+    pub(crate) retries: RetryPolicy,
+}
+
+/// How the agent retries a model request that failed with a retryable error
+/// ([`ModelError::is_retryable`]: rate limits, overload, transport failures, timeouts, empty
+/// responses).
+///
+/// The wait before retry `n` (from 0) is `initial_backoff × 2ⁿ`, capped at `max_backoff`, of which
+/// a random half is kept ("equal jitter", so many clients do not retry in step). When the provider
+/// says how long to wait (`retry-after`), the agent waits that long instead, unless it is longer than
+/// `max_retry_after`: then it fails at once rather than hang.
+///
+/// The default: 3 retries, from 500 ms, at most 20 s apart, honouring a `retry-after` of up to 60 s.
+/// Three retries ride out a brief rate limit or overload (about 0.5 + 1 + 2 s of waiting) without
+/// making a person wait minutes for a provider that is down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// How many times a request is retried (0: never).
+    pub max_retries: u32,
+    /// The wait before the first retry.
+    pub initial_backoff: Duration,
+    /// The longest wait between retries.
+    pub max_backoff: Duration,
+    /// The longest `retry-after` the agent honours.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 3,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(20),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// Never retry.
+    pub fn none() -> Self {
+        RetryPolicy {
+            max_retries: 0,
+            ..RetryPolicy::default()
+        }
+    }
+
+    /// How long to wait before retry `attempt` (from 0) of a request that failed with `error`, or
+    /// `None` to fail now: the error is not retryable, the retries are used up, or the provider
+    /// asked for a longer wait than [`max_retry_after`](Self::max_retry_after). `jitter` is a
+    /// number in `[0, 1)`.
+    pub fn delay(&self, attempt: u32, error: &ModelError, jitter: f64) -> Option<Duration> {
+        if !error.is_retryable() || attempt >= self.max_retries {
+            return None;
+        }
+        if let Some(wait) = error.retry_after {
+            return (wait <= self.max_retry_after).then_some(wait);
+        }
+        let backoff = self
+            .initial_backoff
+            .saturating_mul(2u32.saturating_pow(attempt))
+            .min(self.max_backoff);
+        Some(backoff / 2 + backoff.mul_f64(jitter.clamp(0.0, 1.0) / 2.0))
+    }
 }
 
 /// How an agent executes tools. Every field has a documented default.
@@ -121,6 +185,9 @@ pub struct RunOptions {
     pub run_id: Option<String>,
     /// Overrides the agent's tool concurrency for this run.
     pub concurrency: Option<usize>,
+    /// Earlier messages of the conversation: the run starts from them, with the new user input
+    /// after them (see also [`Agent::continue_run`](crate::Agent::continue_run)).
+    pub history: Vec<Message>,
 }
 
 impl RunOptions {
@@ -147,6 +214,7 @@ impl Agent {
             human_review: None,
             max_turns: 10,
             state_key: None,
+            retries: RetryPolicy::default(),
         }
     }
 
@@ -174,9 +242,17 @@ pub struct AgentBuilder {
     human_review: Option<Arc<CallPredicate>>,
     max_turns: usize,
     state_key: Option<Arc<[u8]>>,
+    retries: RetryPolicy,
 }
 
 impl AgentBuilder {
+    /// How model requests that fail with a retryable error are retried (see [`RetryPolicy`] for the
+    /// default); [`RetryPolicy::none`] turns retries off.
+    pub fn model_retries(mut self, retries: RetryPolicy) -> Self {
+        self.retries = retries;
+        self
+    }
+
     /// The instructions (system prompt).
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = instructions.into();
@@ -501,6 +577,7 @@ impl AgentBuilder {
                 human_review: self.human_review,
                 max_turns: self.max_turns,
                 state_key: self.state_key,
+                retries: self.retries,
             }),
         })
     }

@@ -138,6 +138,59 @@ impl Agent {
         Runner::retry(self.clone(), state.clone(), options, Emitter::default()).await
     }
 
+    /// Continues a completed run with a new user message: the model sees the whole conversation so
+    /// far, and the run goes on under the same run id, with a fresh budget of `max_turns`. The
+    /// state may come from another process; it is checked as a resumed one is (status, signature,
+    /// agent). A run that has not completed is refused with [`AgentError::NotCompleted`](crate::AgentError::NotCompleted).
+    ///
+    /// To start a run from a conversation kept elsewhere, pass it as [`RunOptions::history`].
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let model = ScriptedModel::new().text("Hello!").text("Fine, thanks.");
+    /// let agent = Agent::builder("chat").model(model.clone()).build().unwrap();
+    /// let first = agent.run("Hi").await.unwrap();
+    /// let second = agent.continue_run(&first.state, "How are you?").await.unwrap();
+    /// assert_eq!(second.output(), Some("Fine, thanks."));
+    /// assert_eq!(second.state.run_id(), first.state.run_id());
+    /// // The model saw the whole conversation.
+    /// assert_eq!(model.requests()[1].messages.len(), 3);
+    /// # }
+    /// ```
+    pub async fn continue_run(
+        &self,
+        state: &RunState,
+        input: impl Into<String>,
+    ) -> Result<RunResult, RunError> {
+        Runner::continue_run(
+            self.clone(),
+            state.clone(),
+            input.into(),
+            RunOptions::default(),
+            Emitter::default(),
+        )
+        .await
+    }
+
+    /// Continues a completed run and streams its events (see [`continue_run`](Self::continue_run)).
+    pub fn stream_continue(&self, state: &RunState, input: impl Into<String>) -> EventStream {
+        let agent = self.clone();
+        let state = state.clone();
+        let input = input.into();
+        EventStream::new(move |events| {
+            Box::pin(Runner::continue_run(
+                agent,
+                state,
+                input,
+                RunOptions::default(),
+                events,
+            ))
+        })
+    }
+
     /// Retries a failed run and streams its events (a refused retry ends the stream with one
     /// `run.failed`, as a refused resume does).
     pub fn stream_retry(&self, state: &RunState) -> EventStream {

@@ -8,6 +8,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::error::AgentError;
 use crate::model::message::ToolCall;
+use crate::model::request::{FinishReason, ModelDelta, Usage};
 use crate::run::state::{PendingCall, RunError, RunResult, RunState};
 use crate::tool::context::ProgressSink;
 
@@ -36,6 +37,35 @@ pub enum Event {
         text: Option<String>,
         /// Its tool calls, in order.
         tool_calls: Vec<ToolCall>,
+        /// Why the model stopped, when the provider says.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        finish_reason: Option<FinishReason>,
+        /// Tokens the turn used, when the provider says (the run's total is
+        /// [`RunState::usage`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    /// A piece of the model's answer as it streams in (only from a model that streams: see
+    /// [`Model::respond_streaming`](crate::Model::respond_streaming)). The whole turn follows as
+    /// `model.turn`.
+    #[serde(rename = "model.delta")]
+    ModelDelta {
+        /// The turn index.
+        step_index: usize,
+        /// The piece.
+        delta: ModelDelta,
+    },
+    /// A model request failed with a retryable error, and will be retried after `delay_ms`.
+    #[serde(rename = "model.retry")]
+    ModelRetry {
+        /// The turn index.
+        step_index: usize,
+        /// Which retry this is (1 for the first).
+        attempt: u32,
+        /// The error.
+        error: String,
+        /// The wait before the retry, in milliseconds.
+        delay_ms: u64,
     },
     /// A tool call is about to run.
     #[serde(rename = "tool.called")]
@@ -118,6 +148,8 @@ impl Event {
         match self {
             Event::RunStarted { .. } => "run.started",
             Event::ModelTurn { .. } => "model.turn",
+            Event::ModelDelta { .. } => "model.delta",
+            Event::ModelRetry { .. } => "model.retry",
             Event::ToolCalled { .. } => "tool.called",
             Event::PreliminaryResult { .. } => "tool.preliminary_result",
             Event::ToolResult { .. } => "tool.result",

@@ -13,6 +13,7 @@
 //! - `runner`: the loop (model turn, plan each call, execute, pause or go on);
 //! - `resume`: the resume half of the runner: decisions checked and turned into plans;
 //! - `retry`: a failed run asked again, its interrupted turn answered from what was recorded;
+//! - `continuation`: a completed run continued with a new user message;
 //! - `entry`: the agent's entry points (`run`, `resume`, `retry`, and their streams).
 
 pub(crate) mod state;
@@ -23,4 +24,5 @@ pub(crate) mod execute;
 pub(crate) mod runner;
 pub(crate) mod resume;
 pub(crate) mod retry;
+pub(crate) mod continuation;
 pub(crate) mod entry;

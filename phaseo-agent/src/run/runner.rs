@@ -14,9 +14,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::decode::text::{MAX_STORED_DEPTH, TOO_DEEP_TO_STORE, deeper_than, drop_deep};
-use crate::error::AgentError;
+use crate::error::{AgentError, ModelError, ModelErrorKind};
 use crate::model::message::{Message, ToolCall};
-use crate::model::request::{ModelRequest, ToolChoice, ToolDefinition};
+use crate::model::request::{
+    DeltaSink, ModelDelta, ModelRequest, ModelResponse, RequestMeta, ToolChoice, ToolDefinition,
+};
 use crate::run::agent::{Agent, AgentInner, RunOptions};
 use crate::run::event::{Emitter, Event};
 use crate::run::execute::{Effects, Execution, Outcome};
@@ -71,6 +73,7 @@ impl Runner {
         let run_id = options.run_id.take().unwrap_or_else(new_run_id);
         let context = std::mem::take(&mut options.context);
         let mut state = RunState::new(run_id, agent.inner.id.clone(), context);
+        state.messages = std::mem::take(&mut options.history);
         state.messages.push(Message::User { content: input });
         let mut runner = Runner::new(agent, state, &options, events);
         runner.emit_started(false);
@@ -247,13 +250,17 @@ impl Runner {
     pub(crate) async fn drive(&mut self) -> Result<(), AgentError> {
         loop {
             let max_turns = self.inner().max_turns;
-            if self.state.turns >= max_turns {
+            if self.state.turns - self.state.turn_base.min(self.state.turns) >= max_turns {
                 return Err(AgentError::MaxTurnsExceeded(max_turns));
             }
             let (request, offered) = self.request();
-            let response = self.inner().model.respond(&request).await?;
             let step_index = self.state.turns;
+            let response = self.ask_model(&request, step_index).await?;
+            drop(request);
             self.state.turns += 1;
+            if let Some(usage) = response.usage {
+                self.state.usage += usage;
+            }
             let limit = self.inner().settings.max_calls_per_turn;
             if response.tool_calls.len() > limit {
                 return Err(AgentError::TooManyToolCalls {
@@ -266,6 +273,8 @@ impl Runner {
                 step_index,
                 text: response.text.clone(),
                 tool_calls: calls.clone(),
+                finish_reason: response.finish_reason.clone(),
+                usage: response.usage,
             });
             self.state.messages.push(Message::Assistant {
                 content: response.text.clone(),
@@ -335,8 +344,54 @@ impl Runner {
             temperature: params.temperature,
             max_output_tokens: params.max_output_tokens,
             tool_choice: params.tool_choice.unwrap_or_default(),
+            parallel_tool_calls: None,
+            meta: RequestMeta {
+                run_id: self.state.run_id.clone(),
+                agent_id: inner.id.clone(),
+                turn: self.state.turns,
+            },
         };
         (request, offered)
+    }
+
+    /// One model request, retried under the agent's [`RetryPolicy`](crate::RetryPolicy) while it
+    /// fails with a retryable error (an empty answer counts as one). Streams deltas only when
+    /// someone listens.
+    async fn ask_model(
+        &self,
+        request: &ModelRequest,
+        step_index: usize,
+    ) -> Result<ModelResponse, AgentError> {
+        let inner = self.inner();
+        let mut attempt = 0;
+        loop {
+            let result = if self.events.is_listening() {
+                let events = self.events.clone();
+                let send = move |delta: ModelDelta| {
+                    events.emit(Event::ModelDelta { step_index, delta });
+                };
+                let sink = DeltaSink::new(&send);
+                inner.model.respond_streaming(request, &sink).await
+            } else {
+                inner.model.respond(request).await
+            };
+            let error = match result {
+                Ok(response) if !response.is_empty() => return Ok(response),
+                Ok(response) => empty_response(&response),
+                Err(error) => error,
+            };
+            let Some(delay) = inner.retries.delay(attempt, &error, jitter()) else {
+                return Err(AgentError::Model(error));
+            };
+            attempt += 1;
+            self.emit(Event::ModelRetry {
+                step_index,
+                attempt,
+                error: error.to_string(),
+                delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            });
+            tokio::time::sleep(delay).await;
+        }
     }
 
     pub(crate) fn context_for(
@@ -756,14 +811,38 @@ fn normalise_calls(step_index: usize, calls: Vec<ToolCall>) -> Result<Vec<ToolCa
             call.id = format!("call_{step_index}_{i}");
         }
         if !seen.insert(call.id.clone()) {
-            return Err(AgentError::Model(format!(
-                "the model used tool call id `{}` twice in one turn",
-                call.id
+            return Err(AgentError::Model(ModelError::new(
+                ModelErrorKind::InvalidResponse,
+                format!(
+                    "the model used tool call id `{}` twice in one turn",
+                    call.id
+                ),
             )));
         }
         out.push(call);
     }
     Ok(out)
+}
+
+/// The error of a response with neither text nor tool calls.
+fn empty_response(response: &ModelResponse) -> ModelError {
+    let why = match &response.finish_reason {
+        Some(reason) => format!(" (finish reason: {})", serde_json::json!(reason)),
+        None => String::new(),
+    };
+    ModelError::new(
+        ModelErrorKind::EmptyResponse,
+        format!("the model answered with neither text nor tool calls{why}"),
+    )
+}
+
+/// A number in `[0, 1)` for retry jitter, from the standard library's per-process random keys.
+fn jitter() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let bits = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    (bits >> 11) as f64 / (1u64 << 53) as f64
 }
 
 pub(crate) fn rejection_content(message: &str) -> String {

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::decode::text::bounded;
 use crate::error::AgentError;
 use crate::model::message::{Message, ToolCall};
-use crate::model::request::TurnParams;
+use crate::model::request::{TurnParams, Usage};
 
 /// The version of [`RunState`] this build writes and reads.
 pub const STATE_VERSION: u32 = 1;
@@ -343,6 +343,10 @@ pub struct RunState {
     pub(crate) agent_id: String,
     pub(crate) status: RunStatus,
     pub(crate) turns: usize,
+    /// The turns taken before the latest user message (a continued run's `max_turns` counts from
+    /// here).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) turn_base: usize,
     pub(crate) messages: Vec<Message>,
     pub(crate) context: Value,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -357,6 +361,8 @@ pub struct RunState {
     pub(crate) steps: Vec<ToolStep>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) output: Option<String>,
+    #[serde(default, skip_serializing_if = "Usage::is_zero")]
+    pub(crate) usage: Usage,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) signature: Option<String>,
 }
@@ -369,6 +375,8 @@ struct StateV1 {
     agent_id: String,
     status: RunStatus,
     turns: usize,
+    #[serde(default)]
+    turn_base: usize,
     messages: Vec<Message>,
     context: Value,
     #[serde(default)]
@@ -383,6 +391,8 @@ struct StateV1 {
     steps: Vec<ToolStep>,
     #[serde(default)]
     output: Option<String>,
+    #[serde(default)]
+    usage: Usage,
     #[serde(default)]
     signature: Option<String>,
 }
@@ -413,6 +423,7 @@ impl TryFrom<Value> for RunState {
             agent_id: s.agent_id,
             status: s.status,
             turns: s.turns,
+            turn_base: s.turn_base,
             messages: s.messages,
             context: s.context,
             pending: s.pending,
@@ -421,6 +432,7 @@ impl TryFrom<Value> for RunState {
             approved_tools: s.approved_tools,
             steps: s.steps,
             output: s.output,
+            usage: s.usage,
             signature: s.signature,
         };
         state.check_consistent()?;
@@ -436,6 +448,7 @@ impl RunState {
             agent_id,
             status: RunStatus::Completed,
             turns: 0,
+            turn_base: 0,
             messages: Vec::new(),
             context,
             pending: Vec::new(),
@@ -444,6 +457,7 @@ impl RunState {
             approved_tools: BTreeSet::new(),
             steps: Vec::new(),
             output: None,
+            usage: Usage::default(),
             signature: None,
         }
     }
@@ -499,6 +513,11 @@ impl RunState {
     /// The model's final text, once completed.
     pub fn output(&self) -> Option<&str> {
         self.output.as_deref()
+    }
+
+    /// Tokens used by every model turn of the run so far, as providers counted them.
+    pub fn usage(&self) -> Usage {
+        self.usage
     }
 
     /// Model turns used so far.
@@ -693,6 +712,12 @@ impl RunResult {
         self.state.output()
     }
 
+    /// Tokens used by every model turn of the run so far (across pauses), as providers counted
+    /// them; zero for models that do not say.
+    pub fn usage(&self) -> Usage {
+        self.state.usage
+    }
+
     /// The calls waiting for a decision.
     pub fn pending(&self) -> &[PendingCall] {
         self.state.pending()
@@ -702,4 +727,8 @@ impl RunResult {
     pub fn is_paused(&self) -> bool {
         self.state.status == RunStatus::WaitingForHuman
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

@@ -1,0 +1,35 @@
+//! Continuing a completed run: the conversation goes on with a new user message, under the same run
+//! id, with a fresh turn budget.
+
+use crate::error::AgentError;
+use crate::model::message::Message;
+use crate::run::agent::{Agent, RunOptions};
+use crate::run::event::Emitter;
+use crate::run::runner::{Runner, refuse};
+use crate::run::state::{RunError, RunResult, RunState, RunStatus};
+
+impl Runner {
+    pub(crate) async fn continue_run(
+        agent: Agent,
+        state: RunState,
+        input: String,
+        options: RunOptions,
+        events: Emitter,
+    ) -> Result<RunResult, RunError> {
+        let given = events.is_listening().then(|| state.clone());
+        let not_completed = |state: &RunState| AgentError::NotCompleted {
+            run_id: state.run_id.clone(),
+            status: format!("{:?}", state.status),
+        };
+        let mut runner = match Self::admit(agent, state, RunStatus::Completed, not_completed) {
+            Ok((agent, state)) => Runner::new(agent, state, &options, events),
+            Err(error) => return Err(refuse(error, given, &events)),
+        };
+        runner.state.output = None;
+        runner.state.turn_base = runner.state.turns;
+        runner.state.messages.push(Message::User { content: input });
+        runner.emit_started(true);
+        let result = runner.drive().await;
+        runner.finish(result)
+    }
+}
