@@ -149,7 +149,11 @@ fn every_golden_file_has_a_shape() {
     for_each_shape!(name);
     let dir = golden_path("x").parent().expect("a directory").to_owned();
     for entry in std::fs::read_dir(&dir).expect("tests/golden exists") {
-        let file = entry.expect("a directory entry").file_name();
+        let entry = entry.expect("a directory entry");
+        if entry.path().is_dir() {
+            continue; // tests/golden/dialects/ belongs to tests/schema_dialects.rs
+        }
+        let file = entry.file_name();
         let file = file.to_string_lossy();
         assert!(
             names.iter().any(|n| *n == file),

@@ -13,10 +13,13 @@
 //! - the root is always `"type": "object"`; a tool with no parameters advertises
 //!   `{"type":"object","properties":{}}`.
 //!
+//! [`dialect`] rewrites a normalised schema for a provider (OpenAI strict, Anthropic, Gemini).
+//!
 //! Stage 2, above `error`; uses no other stage of the crate.
 
 mod generate;
 pub(crate) mod validate;
+pub mod dialect;
 
 pub use generate::{normalize, schema_for};
 pub use validate::Validator;
