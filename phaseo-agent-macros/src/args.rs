@@ -24,6 +24,7 @@ pub(crate) const KEYS: &[&str] = &[
     "timeout_ms",
     "on_error",
     "exclusive",
+    "strict",
     "max_output_chars",
     "input_schema",
     "output_schema",
@@ -51,6 +52,8 @@ pub(crate) struct Args {
     pub(crate) on_error: Option<Policy>,
     /// `exclusive`: the span of the key.
     pub(crate) exclusive: Option<Span>,
+    /// `strict`: the span of the key.
+    pub(crate) strict: Option<Span>,
     /// `max_output_chars = 2_000`: a whole number of characters, at least 1.
     pub(crate) max_output_chars: Option<LitInt>,
     /// The keys that take a function's path, in the order written, each once.
@@ -128,6 +131,10 @@ impl Args {
             "exclusive" => {
                 let value = parse_flag(meta, key)?;
                 set(&mut self.exclusive, key, key.span()).and(value)
+            }
+            "strict" => {
+                let value = parse_flag(meta, key)?;
+                set(&mut self.strict, key, key.span()).and(value)
             }
             "timeout_ms" => {
                 parse_count(meta, key, &TIMEOUT)?.and_then(|v| set(&mut self.timeout_ms, key, v))
@@ -349,7 +356,7 @@ mod tests {
             description = "again"
         ));
         let accepts = "`#[tool]` accepts `id`, `description`, `require_approval`, `external`, \
-                       `timeout_ms`, `on_error`, `exclusive`, `max_output_chars`, \
+                       `timeout_ms`, `on_error`, `exclusive`, `strict`, `max_output_chars`, \
                        `input_schema`, `output_schema`, `event_schema`, `on_tool_called`, \
                        `on_response_received`, `next_turn`, `crate`";
         assert_eq!(

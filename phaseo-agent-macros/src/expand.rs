@@ -473,6 +473,9 @@ impl<'a> Expansion<'a> {
             let variant = policy.variant();
             steps.push(quote!(#p::Tool::on_error(__tool, #p::OnError::#variant)));
         }
+        if args.strict.is_some() {
+            steps.push(quote!(#p::Tool::strict(__tool)));
+        }
         if args.exclusive.is_some() {
             steps.push(quote!(#p::Tool::exclusive(__tool)));
         }

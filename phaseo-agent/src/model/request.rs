@@ -19,6 +19,10 @@ pub struct ToolDefinition {
     pub description: String,
     /// The JSON Schema of its arguments.
     pub parameters: Value,
+    /// Whether the provider should hold the model to the schema exactly (see `Tool::strict`);
+    /// a provider converts `parameters` to its strict dialect.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub strict: bool,
 }
 
 /// Which tools the model may or must call on a turn.

@@ -326,6 +326,7 @@ impl Runner {
                 name: t.id.clone(),
                 description: t.description.clone(),
                 parameters: t.parameters.clone(),
+                strict: t.strict,
             })
             .collect();
         // Under `ToolChoice::None` the tools stay listed (the conversation may mention them), but

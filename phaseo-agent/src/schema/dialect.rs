@@ -1120,3 +1120,72 @@ fn gemini_format(t: Option<&Value>, format: &str) -> Option<&'static str> {
         _ => None,
     }
 }
+
+/// Drops, from arguments a model sent to a strict tool, each `null` given for a property that the
+/// canonical `schema` does not require and whose own schema does not accept `null`: strict mode
+/// makes such a property nullable for the model (see [`Dialect::OpenAiStrict`]), and `null` there
+/// means "left out". Nested objects (through `properties`, `items`, a nullable `anyOf` and local
+/// `$ref`s) are cleaned the same way, to [`MAX_DEPTH`]. Returns whether anything was dropped.
+pub(crate) fn drop_strict_nulls(schema: &Value, value: &mut Value) -> bool {
+    drop_nulls(schema, schema, value, 0)
+}
+
+fn drop_nulls(root: &Value, schema: &Value, value: &mut Value, depth: usize) -> bool {
+    if depth > MAX_DEPTH {
+        return false;
+    }
+    let schema = resolve(root, schema);
+    let mut dropped = false;
+    // The non-null branch of `anyOf: [X, {"type": "null"}]` (how schemars writes `Option<X>`).
+    if let Some(Value::Array(branches)) = schema.get("anyOf") {
+        for branch in branches.iter().filter(|b| !is_null_branch(b)) {
+            dropped |= drop_nulls(root, branch, value, depth + 1);
+        }
+    }
+    match value {
+        Value::Object(fields) => {
+            let Some(Value::Object(props)) = schema.get("properties") else {
+                return dropped;
+            };
+            let required: Vec<&str> = match schema.get("required") {
+                Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            };
+            fields.retain(|name, field| {
+                let keep = !field.is_null()
+                    || required.contains(&name.as_str())
+                    || props
+                        .get(name)
+                        .is_none_or(|prop| accepts_null(resolve(root, prop)));
+                dropped |= !keep;
+                keep
+            });
+            for (name, field) in fields.iter_mut() {
+                if let Some(prop) = props.get(name) {
+                    dropped |= drop_nulls(root, prop, field, depth + 1);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item) = schema.get("items") {
+                for element in items {
+                    dropped |= drop_nulls(root, item, element, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+    dropped
+}
+
+/// A local `$ref` (`#/$defs/<name>`, or `#` for the root) resolved, once; anything else as is.
+fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
+    match schema.get("$ref").and_then(Value::as_str) {
+        Some("#") => root,
+        Some(reference) => reference
+            .strip_prefix("#/$defs/")
+            .and_then(|name| root.get("$defs")?.get(name))
+            .unwrap_or(schema),
+        None => schema,
+    }
+}

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::decode::text::{TOO_DEEP, bounded, drop_deep, parse_arguments, too_deep};
 use crate::error::AgentError;
 use crate::model::request::TurnParams;
+use crate::schema::dialect::drop_strict_nulls;
 use crate::schema::validate::{CheckFn, Validator};
 use crate::tool::call::{Eager, Exec, InputType, Later, Parsed, Produced, blocking, panic_error};
 use crate::tool::context::ToolContext;
@@ -101,6 +102,8 @@ pub struct Tool {
     pub(crate) on_response_received: Option<Arc<CheckFn>>,
     pub(crate) next_turn: Option<Arc<NextTurnFn>>,
     pub(crate) exclusive: bool,
+    /// Held to its schema by the provider where it can (OpenAI's strict function calling).
+    pub(crate) strict: bool,
     pub(crate) max_output_chars: Option<usize>,
     pub(crate) definition_error: Option<String>,
 }
@@ -293,6 +296,7 @@ impl Tool {
             on_response_received: None,
             next_turn: None,
             exclusive: false,
+            strict: false,
             max_output_chars: None,
             definition_error,
         }
@@ -460,6 +464,24 @@ impl Tool {
     /// panic.
     #[inline]
     pub(crate) fn parse_call(&self, arguments: &str) -> Result<Parsed, AgentError> {
+        if self.strict {
+            return self.parse_strict(arguments);
+        }
+        if self.input_checks.is_empty() {
+            return (self.parse)(arguments).map_err(invalid_input);
+        }
+        self.parse_checked(arguments)
+    }
+
+    /// A strict tool's arguments: a `null` the model sent for a property the schema does not
+    /// require (strict mode makes every property required, and optional ones nullable) is read as
+    /// left out, then the arguments are parsed and checked against the canonical schema as any.
+    #[cold]
+    fn parse_strict(&self, arguments: &str) -> Result<Parsed, AgentError> {
+        let cleaned = parse_arguments(arguments).ok().and_then(|mut value| {
+            drop_strict_nulls(&self.parameters, &mut value).then(|| value.to_string())
+        });
+        let arguments = cleaned.as_deref().unwrap_or(arguments);
         if self.input_checks.is_empty() {
             return (self.parse)(arguments).map_err(invalid_input);
         }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::model::request::TurnParams;
+use crate::schema::dialect::{Dialect, convert};
 use crate::schema::validate::{CheckFn, Validator};
 use crate::tool::call::Later;
 use crate::tool::context::ToolContext;
@@ -207,6 +208,49 @@ impl Tool {
     /// after it wait, whatever the concurrency limit.
     pub fn exclusive(mut self) -> Self {
         self.exclusive = true;
+        self
+    }
+
+    /// Asks providers that can to hold the model to this tool's schema exactly (OpenAI's strict
+    /// function calling: the provider sends the schema in its strict dialect with `"strict": true`).
+    ///
+    /// The schema must be expressible in that dialect ([`Dialect::OpenAiStrict`]: no maps, no
+    /// any-value fields, no union at the root); if it is not, the agent's `build()` fails naming the
+    /// path. In strict mode every property is required and the optional ones nullable, so the model
+    /// sends `null` for a field it leaves out: a `null` for a property the canonical schema does not
+    /// require (and whose schema does not take `null`) is read as left out, and the arguments are
+    /// then checked against the canonical schema as always.
+    ///
+    /// ```
+    /// use phaseo_agent::{Tool, ToolContext};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Search {
+    ///     query: String,
+    ///     #[serde(default)]
+    ///     limit: u32,
+    /// }
+    /// let tool = Tool::typed("search", "Search", |s: Search, _ctx| async move {
+    ///     Ok::<_, String>(json!({"query": s.query, "limit": s.limit}))
+    /// })
+    /// .strict();
+    /// // The model sends `null` for the optional `limit`: it is read as left out.
+    /// let out = tool.invoke(r#"{"query": "q", "limit": null}"#, &ToolContext::detached()).await;
+    /// assert_eq!(out.unwrap(), r#"{"limit":0,"query":"q"}"#);
+    /// # }
+    /// ```
+    ///
+    /// [`Dialect::OpenAiStrict`]: crate::schema::dialect::Dialect::OpenAiStrict
+    pub fn strict(mut self) -> Self {
+        self.strict = true;
+        if let Err(e) = convert(&self.parameters, Dialect::OpenAiStrict) {
+            self.definition_error.get_or_insert(format!(
+                "`strict`: {e}; remove `strict`, or change the input type"
+            ));
+        }
         self
     }
 
