@@ -399,7 +399,9 @@ fn the_runtime_has_the_stages_the_architecture_names() {
         .collect();
     assert_eq!(
         stages,
-        ["error", "model", "schema", "decode", "tool", "run"]
+        [
+            "error", "model", "schema", "provider", "decode", "tool", "run"
+        ]
     );
 }
 

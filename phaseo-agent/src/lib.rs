@@ -165,6 +165,7 @@
 mod error;
 mod model;
 pub mod schema;
+pub mod provider;
 mod decode;
 mod tool;
 mod run;
