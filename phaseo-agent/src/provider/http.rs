@@ -18,19 +18,24 @@ pub(crate) fn client(timeout: Duration) -> reqwest::Client {
         .unwrap_or_else(|_| reqwest::Client::new())
 }
 
-/// Posts `body` as JSON with `headers`; a transport failure or a non-2xx status is a
-/// [`ModelError`] (the status mapped by [`ModelError::from_status`], the message taken from the
-/// body's `error.message` where there is one, `retry-after` read from the headers).
+/// Posts `body` as JSON with `headers` (`content-type: application/json` unless `headers` has
+/// another); a transport failure or a non-2xx status is a [`ModelError`] (the status mapped by
+/// [`ModelError::from_status`], the message taken from the body's `error.message` where there is
+/// one, `retry-after` read from the headers).
 pub(crate) async fn post_json(
     client: &reqwest::Client,
     url: &str,
     headers: &[(&str, String)],
     body: &Value,
 ) -> Result<reqwest::Response, ModelError> {
-    let mut request = client
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body.to_string());
+    let mut request = client.post(url).body(body.to_string());
+    // reqwest appends headers: a `content-type` among `headers` replaces this one, not joins it.
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+    {
+        request = request.header("content-type", "application/json");
+    }
     for (name, value) in headers {
         request = request.header(*name, value);
     }
@@ -102,7 +107,7 @@ pub(crate) fn transport(error: reqwest::Error) -> ModelError {
 /// The provider's message in an error body: `error.message` (OpenAI, Anthropic and most
 /// compatible servers), `error` when it is a string, a top-level `message` (vLLM before 0.10:
 /// `{"object": "error", "message": ...}`) or `detail` string (FastAPI's own errors, such as a 404
-/// for a wrong path), else the body itself (cut to 2,000 bytes).
+/// for a wrong path), else (or when that message is blank) the body itself, cut to 2,000 bytes.
 pub fn error_message(body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let message = parsed.as_ref().and_then(|v| {
@@ -114,6 +119,7 @@ pub fn error_message(body: &str) -> String {
             .or_else(|| error.and_then(Value::as_str))
             .or_else(|| text("message"))
             .or_else(|| text("detail"))
+            .filter(|m| !m.trim().is_empty())
             .map(str::to_owned)
     });
     match message {

@@ -1,8 +1,8 @@
 //! Model providers: real models over HTTP, behind cargo features.
 //!
-//! - `openai` ([`openai`]): OpenAI-compatible Chat Completions (OpenAI, OpenRouter, Ollama, vLLM,
+//! - `openai` (module `openai`): OpenAI-compatible Chat Completions (OpenAI, OpenRouter, Ollama, vLLM,
 //!   LM Studio, llama.cpp's server), whole and streamed;
-//! - `anthropic` ([`anthropic`]): Anthropic Messages, whole and streamed.
+//! - `anthropic` (module `anthropic`): Anthropic Messages, whole and streamed.
 //!
 //! Each provider's mapping is made of pure, public functions (a request to wire JSON, wire JSON to
 //! a response, a stream event to deltas), so an application with its own HTTP client can reuse it.
