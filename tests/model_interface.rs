@@ -506,3 +506,26 @@ async fn a_completed_run_continues_with_a_fresh_turn_budget() {
         "{refused}"
     );
 }
+
+#[tokio::test]
+async fn the_first_request_can_be_changed_like_a_next_turn() {
+    let model = ScriptedModel::new().text("ok").text("again");
+    let agent = Agent::builder("a").model(model.clone()).build().unwrap();
+    let options = RunOptions {
+        first_turn: phaseo_agent::TurnParams {
+            tool_choice: Some(phaseo_agent::ToolChoice::Required),
+            temperature: Some(0.0),
+            ..Default::default()
+        },
+        ..RunOptions::default()
+    };
+    let done = agent.run_with("go", options).await.unwrap();
+    let first = &model.requests()[0];
+    assert_eq!(first.tool_choice, phaseo_agent::ToolChoice::Required);
+    assert_eq!(first.temperature, Some(0.0));
+    agent.continue_run(&done.state, "more").await.unwrap();
+    assert_eq!(
+        model.requests()[1].tool_choice,
+        phaseo_agent::ToolChoice::Auto
+    );
+}

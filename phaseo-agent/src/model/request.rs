@@ -298,6 +298,23 @@ impl<M: Model + ?Sized> Model for Arc<M> {
     }
 }
 
+impl<M: Model + ?Sized> Model for Box<M> {
+    fn respond<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        (**self).respond(request)
+    }
+
+    fn respond_streaming<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        deltas: &'a DeltaSink<'a>,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        (**self).respond_streaming(request, deltas)
+    }
+}
+
 /// Changes to the next model request, set by tools (see `Tool::next_turn`). Unset fields keep the
 /// agent's values.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::error::{AgentError, ModelError};
 use crate::model::message::{Message, ToolCall};
-use crate::model::request::Model;
+use crate::model::request::{Model, TurnParams};
 use crate::tool::call::Later;
 use crate::tool::context::ToolContext;
 use crate::tool::definition::{IntoTool, OnError, Tool};
@@ -188,6 +188,10 @@ pub struct RunOptions {
     /// Earlier messages of the conversation: the run starts from them, with the new user input
     /// after them (see also [`Agent::continue_run`](crate::Agent::continue_run)).
     pub history: Vec<Message>,
+    /// Overrides for the run's first model request, as a tool's next-turn overrides are for the
+    /// request after it: for example `tool_choice: Some(ToolChoice::Required)` to make the model
+    /// call a tool first.
+    pub first_turn: TurnParams,
 }
 
 impl RunOptions {

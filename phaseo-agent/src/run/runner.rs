@@ -74,6 +74,7 @@ impl Runner {
         let context = std::mem::take(&mut options.context);
         let mut state = RunState::new(run_id, agent.inner.id.clone(), context);
         state.messages = std::mem::take(&mut options.history);
+        state.next_turn = std::mem::take(&mut options.first_turn);
         state.messages.push(Message::User { content: input });
         let mut runner = Runner::new(agent, state, &options, events);
         runner.emit_started(false);
