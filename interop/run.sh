@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# The interop suite: phaseo-agent against real outside software, offline
+# after the first run. Called by .ci/run after the unit tests.
+#
+#   interop/run.sh
+#
+# Steps (each prints one PASS/FAIL/SKIP line with its time; a summary of all
+# of them comes at the end):
+#   1. aimock start   the OpenAI/Anthropic wire-format mock, fixtures interop/fixtures/aimock
+#   2. llama start    llama-cpp-python serving SmolLM2-135M-Instruct (real model, tool calling)
+#   3. cargo interop  cargo test --workspace --all-features --no-fail-fast --test 'interop_*' -- --ignored --test-threads=1
+#                     with PHASEO_INTEROP_AIMOCK_URL and PHASEO_INTEROP_LLAMA_URL set
+#   4. strict schemas interop/strict_check.py tests/golden/dialects/openai_strict_all.json
+# Both servers are stopped on exit, whatever happened. Exit code 0 only if
+# every step passed.
+#
+# Env:
+#   PHASEO_INTEROP_AIMOCK_PORT  default 14310     PHASEO_INTEROP_LLAMA_PORT  default 18311
+#   PHASEO_INTEROP_CACHE        where everything is installed (see interop/README.md)
+#   PHASEO_INTEROP_SKIP_LLAMA=1 skip the model server and the tests in tests/interop_llama*.rs.
+#                               For local iteration ONLY: refused when CI is set.
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+REPO="$(cd "$INTEROP_DIR/.." && pwd)"
+cd "$REPO"
+AIMOCK_PORT="${PHASEO_INTEROP_AIMOCK_PORT:-14310}"
+LLAMA_PORT="${PHASEO_INTEROP_LLAMA_PORT:-18311}"
+STRICT_FILE="tests/golden/dialects/openai_strict_all.json"
+SKIP_LLAMA="${PHASEO_INTEROP_SKIP_LLAMA:-}"
+if [[ "$SKIP_LLAMA" == 0 ]]; then SKIP_LLAMA=""; fi
+check_port "$AIMOCK_PORT"
+check_port "$LLAMA_PORT"
+# Only the servers this run starts count; never a URL left in the environment.
+unset PHASEO_INTEROP_AIMOCK_URL PHASEO_INTEROP_LLAMA_URL
+
+banner() {
+    printf '\n[interop] %s\n' "################################################################" >&2
+    local line
+    for line in "$@"; do printf '[interop] ## %s\n' "$line" >&2; done
+    printf '[interop] %s\n\n' "################################################################" >&2
+}
+
+if [[ -n "$SKIP_LLAMA" ]]; then
+    if [[ -n "${CI:-}" ]]; then
+        die "PHASEO_INTEROP_SKIP_LLAMA is set while CI=$CI: the model server may only be skipped for local iteration"
+    fi
+    banner "WARNING: PHASEO_INTEROP_SKIP_LLAMA=1: the real-model server is NOT started" \
+        "and tests/interop_llama*.rs are NOT run. Local iteration only: CI never skips it."
+fi
+
+# --- bookkeeping --------------------------------------------------------------
+SUMMARY=()
+FAILED=0
+STARTED_AIMOCK=""   # set: stop it on exit
+STARTED_LLAMA=""
+AIMOCK_UP=""        # set: it answered
+LLAMA_UP=""
+
+# owned_unless_running PIDFILE VAR: set VAR=1 (stop that server on exit)
+# unless PIDFILE names a live process, i.e. a server we did not start.
+owned_unless_running() {
+    if [[ -f "$1" ]] && kill -0 "$(<"$1")" 2>/dev/null; then return 0; fi
+    printf -v "$2" '%s' 1
+}
+
+now() { printf '%s' "${EPOCHREALTIME/,/.}"; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f s", b - a }'; }
+
+# record STATUS NAME T0 [NOTE]: print and keep one summary line.
+record() {
+    local status="$1" name="$2" t0="$3" note="${4:-}"
+    local line
+    line="$(printf '%-4s %-16s %9s%s' "$status" "$name" "$(elapsed "$t0")" "${note:+  $note}")"
+    SUMMARY+=("$line")
+    if [[ "$status" == FAIL ]]; then FAILED=1; fi
+    log "$line"
+}
+
+# shellcheck disable=SC2317 # invoked by the EXIT trap
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if [[ -n "$STARTED_LLAMA" ]]; then "$INTEROP_DIR/llama.sh" stop "$LLAMA_PORT" || true; fi
+    if [[ -n "$STARTED_AIMOCK" ]]; then "$INTEROP_DIR/aimock.sh" stop "$AIMOCK_PORT" || true; fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+SUITE_T0="$(now)"
+
+# --- 1. aimock ----------------------------------------------------------------
+t0="$(now)"
+# Marked as ours before the start, so that an interrupt during the start still
+# stops it; unless a server was already there (then start refuses, and it is
+# not ours to stop).
+owned_unless_running "$INTEROP_RUN/aimock.$AIMOCK_PORT.pid" STARTED_AIMOCK
+if AIMOCK_URL="$("$INTEROP_DIR/aimock.sh" start "$AIMOCK_PORT" "$INTEROP_DIR/fixtures/aimock")"; then
+    AIMOCK_UP=1
+    export PHASEO_INTEROP_AIMOCK_URL="$AIMOCK_URL"
+    record PASS "aimock start" "$t0" "$AIMOCK_URL"
+else
+    record FAIL "aimock start" "$t0" "log: $INTEROP_RUN/aimock.$AIMOCK_PORT.log"
+fi
+
+# --- 2. llama -----------------------------------------------------------------
+t0="$(now)"
+if [[ -n "$SKIP_LLAMA" ]]; then
+    record SKIP "llama start" "$t0" "PHASEO_INTEROP_SKIP_LLAMA=1 (local iteration only)"
+elif owned_unless_running "$INTEROP_RUN/llama.$LLAMA_PORT.pid" STARTED_LLAMA &&
+    LLAMA_URL="$("$INTEROP_DIR/llama.sh" start "$LLAMA_PORT")"; then
+    LLAMA_UP=1
+    export PHASEO_INTEROP_LLAMA_URL="$LLAMA_URL"
+    record PASS "llama start" "$t0" "$LLAMA_URL"
+else
+    record FAIL "llama start" "$t0" "log: $INTEROP_RUN/llama.$LLAMA_PORT.log"
+fi
+
+# --- 3. the Rust interop tests --------------------------------------------------
+t0="$(now)"
+shopt -s nullglob
+TEST_FILES=(tests/interop_*.rs)
+shopt -u nullglob
+if (( ${#TEST_FILES[@]} == 0 )); then
+    banner "NOTE: no tests/interop_*.rs file exists yet: the Rust interop tests were NOT run."
+    record SKIP "cargo interop" "$t0" "no tests/interop_*.rs yet"
+elif [[ -z "$AIMOCK_UP" || ( -z "$LLAMA_UP" && -z "$SKIP_LLAMA" ) ]]; then
+    record FAIL "cargo interop" "$t0" "not run: a server did not start"
+else
+    TEST_ARGS=(--test 'interop_*')
+    if [[ -n "$SKIP_LLAMA" ]]; then
+        TEST_ARGS=()
+        for f in "${TEST_FILES[@]}"; do
+            name="$(basename "$f" .rs)"
+            [[ "$name" == interop_llama* ]] || TEST_ARGS+=(--test "$name")
+        done
+    fi
+    mkdir -p target
+    CARGO_LOG="target/interop-cargo.log"
+    if (( ${#TEST_ARGS[@]} == 0 )); then
+        record SKIP "cargo interop" "$t0" "only llama tests exist and PHASEO_INTEROP_SKIP_LLAMA=1"
+    else
+        log "cargo test --workspace --all-features --no-fail-fast ${TEST_ARGS[*]} -- --ignored --test-threads=1"
+        set +e
+        cargo test --workspace --all-features --no-fail-fast "${TEST_ARGS[@]}" \
+            -- --ignored --test-threads=1 2>&1 \
+            | tee "$CARGO_LOG"
+        rc="${PIPESTATUS[0]}"
+        set -e
+        counts="$(awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed", p, f }' "$CARGO_LOG")"
+        if [[ "$rc" == 0 ]]; then
+            record PASS "cargo interop" "$t0" "$counts"
+        else
+            record FAIL "cargo interop" "$t0" "$counts, cargo exit $rc (log: $CARGO_LOG)"
+        fi
+    fi
+fi
+
+# --- 4. strict-mode oracle on the golden schemas -------------------------------
+t0="$(now)"
+if [[ ! -f "$STRICT_FILE" ]]; then
+    banner "FAIL: $STRICT_FILE does not exist." \
+        "It holds {name: schema} for every schema phaseo-agent sends in OpenAI strict mode;" \
+        "the strict-mode oracle cannot run without it."
+    record FAIL "strict schemas" "$t0" "MISSING $STRICT_FILE"
+elif "$INTEROP_DIR/strict_check.py" "$STRICT_FILE"; then
+    record PASS "strict schemas" "$t0" "$STRICT_FILE"
+else
+    record FAIL "strict schemas" "$t0" "$STRICT_FILE: see the CHANGED/ERROR lines above"
+fi
+
+# --- summary (stdout) -----------------------------------------------------------
+printf '\ninterop summary:\n'
+for line in "${SUMMARY[@]}"; do printf '  %s\n' "$line"; done
+if [[ -n "$SKIP_LLAMA" ]]; then
+    printf '  WARNING: PHASEO_INTEROP_SKIP_LLAMA=1: the real-model part was skipped\n'
+fi
+if (( FAILED )); then verdict=FAILED; else verdict=passed; fi
+printf 'interop: %s in %s (servers are stopped next)\n' "$verdict" "$(elapsed "$SUITE_T0")"
+exit "$FAILED"

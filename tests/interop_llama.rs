@@ -1,0 +1,125 @@
+//! A real model: llama-cpp-python's OpenAI-compatible server with SmolLM2-135M-Instruct (a tiny
+//! model, deterministic at temperature 0), started by `interop/run.sh`. An agent with one
+//! `#[tool]` makes a real tool call (the first turn with `tool_choice` required) and the run
+//! completes with the tool's result in the conversation, streamed and not.
+//!
+//! Run by `interop/run.sh` (`--ignored`); without the server's URL the tests fail, never pass.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use futures::StreamExt;
+use phaseo_agent::provider::openai::OpenAi;
+use phaseo_agent::{
+    Agent, Event, IntoTool, Message, RunOptions, RunResult, ToolChoice, TurnParams, tool,
+};
+
+fn llama() -> String {
+    std::env::var("PHASEO_INTEROP_LLAMA_URL").expect(
+        "PHASEO_INTEROP_LLAMA_URL is not set: run the interop suite with interop/run.sh, which \
+         starts the model server",
+    )
+}
+
+static CALLS: AtomicUsize = AtomicUsize::new(0);
+
+/// Get the current weather in a city.
+#[tool]
+fn get_weather(city: String) -> String {
+    CALLS.fetch_add(1, Ordering::SeqCst);
+    format!("It is 21 degrees and sunny in {city}.")
+}
+
+fn agent() -> Agent {
+    Agent::builder("weather")
+        .instructions("You answer questions about the weather. Use the get_weather tool.")
+        .model(
+            OpenAi::new("smollm2-135m-instruct")
+                .base_url(llama())
+                .api_key("unused"),
+        )
+        // After the result, the model answers in words: a model this small would otherwise call
+        // the tool again.
+        .tool(
+            IntoTool::into_tool(get_weather).next_turn(|_, current| TurnParams {
+                tool_choice: Some(ToolChoice::None),
+                temperature: Some(0.0),
+                max_output_tokens: Some(64),
+                ..current.clone()
+            }),
+        )
+        .max_turns(3)
+        .build()
+        .expect("an agent")
+}
+
+fn options() -> RunOptions {
+    RunOptions {
+        first_turn: TurnParams {
+            tool_choice: Some(ToolChoice::Required),
+            temperature: Some(0.0),
+            max_output_tokens: Some(64),
+            ..TurnParams::default()
+        },
+        ..RunOptions::default()
+    }
+}
+
+/// The run called `get_weather` with a city, and its result is in the conversation.
+fn check(result: &RunResult) {
+    let messages = result.state.messages();
+    let call = messages
+        .iter()
+        .find_map(|m| match m {
+            Message::Assistant { tool_calls, .. } => tool_calls.first().cloned(),
+            _ => None,
+        })
+        .expect("the model called a tool");
+    assert_eq!(call.name, "get_weather");
+    let arguments: serde_json::Value =
+        serde_json::from_str(&call.arguments).expect("JSON arguments");
+    assert!(arguments["city"].is_string(), "{arguments}");
+    let result_text = messages
+        .iter()
+        .find_map(|m| match m {
+            Message::Tool {
+                call_id, content, ..
+            } if *call_id == call.id => Some(content.clone()),
+            _ => None,
+        })
+        .expect("the tool's result is in the conversation");
+    assert!(result_text.contains("21 degrees"), "{result_text}");
+    assert!(result.output().is_some(), "the run completed");
+}
+
+#[tokio::test]
+#[ignore = "run by interop/run.sh"]
+async fn a_real_model_calls_a_tool() {
+    let before = CALLS.load(Ordering::SeqCst);
+    let result = agent()
+        .run_with("What is the weather in Oslo?", options())
+        .await
+        .expect("the run completes");
+    assert!(CALLS.load(Ordering::SeqCst) > before, "the tool ran");
+    check(&result);
+}
+
+#[tokio::test]
+#[ignore = "run by interop/run.sh"]
+async fn a_real_model_calls_a_tool_streamed() {
+    let before = CALLS.load(Ordering::SeqCst);
+    let mut deltas = 0;
+    let mut last = None;
+    let mut events = agent().stream_with("What is the weather in Oslo?", options());
+    while let Some(event) = events.next().await {
+        if matches!(event, Event::ModelDelta { .. }) {
+            deltas += 1;
+        }
+        last = Some(event);
+    }
+    assert!(deltas > 0, "the model streamed");
+    assert!(CALLS.load(Ordering::SeqCst) > before, "the tool ran");
+    match last {
+        Some(Event::Completed { state, .. }) => check(&RunResult { state: *state }),
+        other => panic!("the run ended with {other:?}"),
+    }
+}
