@@ -529,3 +529,18 @@ async fn the_first_request_can_be_changed_like_a_next_turn() {
         phaseo_agent::ToolChoice::Auto
     );
 }
+
+#[tokio::test]
+async fn requests_carry_the_agents_parallel_tool_calls_setting() {
+    let model = ScriptedModel::new().text("a").text("b");
+    let agent = Agent::builder("a").model(model.clone()).build().unwrap();
+    agent.run("go").await.unwrap();
+    assert_eq!(model.requests()[0].parallel_tool_calls, None);
+    let agent = Agent::builder("a")
+        .model(model.clone())
+        .parallel_tool_calls(false)
+        .build()
+        .unwrap();
+    agent.run("go").await.unwrap();
+    assert_eq!(model.requests()[1].parallel_tool_calls, Some(false));
+}

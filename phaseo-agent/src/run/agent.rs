@@ -64,6 +64,7 @@ pub(crate) struct AgentInner {
     pub(crate) max_turns: usize,
     pub(crate) state_key: Option<Arc<[u8]>>,
     pub(crate) retries: RetryPolicy,
+    pub(crate) parallel_tool_calls: Option<bool>,
 }
 
 /// How the agent retries a model request that failed with a retryable error
@@ -219,6 +220,7 @@ impl Agent {
             max_turns: 10,
             state_key: None,
             retries: RetryPolicy::default(),
+            parallel_tool_calls: None,
         }
     }
 
@@ -247,9 +249,19 @@ pub struct AgentBuilder {
     max_turns: usize,
     state_key: Option<Arc<[u8]>>,
     retries: RetryPolicy,
+    parallel_tool_calls: Option<bool>,
 }
 
 impl AgentBuilder {
+    /// Whether the model may ask for several tool calls in one turn (sent as the provider's
+    /// `parallel_tool_calls`, or Anthropic's `disable_parallel_tool_use`). Unset, each provider's
+    /// default applies (they allow it). How many calls *run* at once is
+    /// [`tool_concurrency`](Self::tool_concurrency).
+    pub fn parallel_tool_calls(mut self, allowed: bool) -> Self {
+        self.parallel_tool_calls = Some(allowed);
+        self
+    }
+
     /// How model requests that fail with a retryable error are retried (see [`RetryPolicy`] for the
     /// default); [`RetryPolicy::none`] turns retries off.
     pub fn model_retries(mut self, retries: RetryPolicy) -> Self {
@@ -582,6 +594,7 @@ impl AgentBuilder {
                 max_turns: self.max_turns,
                 state_key: self.state_key,
                 retries: self.retries,
+                parallel_tool_calls: self.parallel_tool_calls,
             }),
         })
     }

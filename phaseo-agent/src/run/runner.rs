@@ -346,7 +346,7 @@ impl Runner {
             temperature: params.temperature,
             max_output_tokens: params.max_output_tokens,
             tool_choice: params.tool_choice.unwrap_or_default(),
-            parallel_tool_calls: None,
+            parallel_tool_calls: inner.parallel_tool_calls,
             meta: RequestMeta {
                 run_id: self.state.run_id.clone(),
                 agent_id: inner.id.clone(),
