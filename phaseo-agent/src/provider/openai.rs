@@ -747,9 +747,9 @@ pub fn parse_response(body: &Value) -> Result<ModelResponse, ModelError> {
         .get("message")
         .filter(|m| m.is_object())
         .ok_or_else(|| invalid("`choices[0]` has no `message` object"))?;
-    let mut text = content_text(message.get("content"), "message.content")?;
+    let mut text = content_text(message.get("content"), || "message.content".into())?;
     if text.is_none() {
-        text = content_text(message.get("refusal"), "message.refusal")?;
+        text = content_text(message.get("refusal"), || "message.refusal".into())?;
     }
     let mut tool_calls = Vec::new();
     match message.get("tool_calls") {
@@ -812,7 +812,11 @@ fn arguments_text(arguments: &Value) -> String {
 }
 
 /// Message text: a string (`""` is none), `null`, or an array of parts whose `text` is joined.
-fn content_text(content: Option<&Value>, what: &str) -> Result<Option<String>, ModelError> {
+/// `what` names the field for an error; it is only called to write one.
+fn content_text(
+    content: Option<&Value>,
+    what: impl FnOnce() -> String,
+) -> Result<Option<String>, ModelError> {
     let text = match content {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::String(text)) => text.clone(),
@@ -820,7 +824,7 @@ fn content_text(content: Option<&Value>, what: &str) -> Result<Option<String>, M
             .iter()
             .filter_map(|part| part.get("text").and_then(Value::as_str))
             .collect(),
-        Some(_) => return Err(invalid(format!("`{what}` is not a string"))),
+        Some(_) => return Err(invalid(format!("`{}` is not a string", what()))),
     };
     Ok((!text.is_empty()).then_some(text))
 }
@@ -1104,9 +1108,10 @@ impl StreamAssembler {
     }
 
     fn delta(&mut self, delta: &Value, deltas: &mut Vec<ModelDelta>) -> Result<(), ModelError> {
-        let what = format!("chunk {}", self.chunks);
+        // Error messages name the chunk; they are written only when there is an error.
+        let what = ChunkNo(self.chunks);
         for key in ["content", "refusal"] {
-            if let Some(text) = content_text(delta.get(key), &format!("delta.{key} of {what}"))? {
+            if let Some(text) = content_text(delta.get(key), || format!("delta.{key} of {what}"))? {
                 self.text.push_str(&text);
                 deltas.push(ModelDelta::Text { text });
             }
@@ -1128,7 +1133,7 @@ impl StreamAssembler {
             Some(Value::Array(pieces)) => {
                 self.saw_tool_calls = true;
                 for piece in pieces {
-                    self.tool_call_piece(piece, &what, deltas)?;
+                    self.tool_call_piece(piece, what, deltas)?;
                 }
             }
             Some(_) => {
@@ -1143,7 +1148,7 @@ impl StreamAssembler {
     fn tool_call_piece(
         &mut self,
         piece: &Value,
-        what: &str,
+        what: ChunkNo,
         deltas: &mut Vec<ModelDelta>,
     ) -> Result<(), ModelError> {
         if !piece.is_object() {
@@ -1347,5 +1352,15 @@ mod tests {
         let text = "é".repeat(150);
         assert!(cut(&text).len() <= 200);
         assert!(text.starts_with(cut(&text)));
+    }
+}
+
+/// "chunk N", for error messages, written only when one is.
+#[derive(Clone, Copy)]
+struct ChunkNo(usize);
+
+impl fmt::Display for ChunkNo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "chunk {}", self.0)
     }
 }
