@@ -156,6 +156,7 @@
 //! vLLM's `entrypoints/openai/protocol.py`, llama.cpp's `tools/server` code, and llama-cpp-python
 //! 0.3.36's server, run and recorded (`tests/fixtures/openai/README.md` lists each shape's source).
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -1046,6 +1047,9 @@ impl StreamAssembler {
             return Ok(Vec::new());
         }
         self.chunks += 1;
+        if let Some(deltas) = self.push_typical(data) {
+            return Ok(deltas);
+        }
         let chunk: Value = serde_json::from_str(data).map_err(|e| {
             invalid(format!(
                 "chunk {} of the stream is not JSON ({e}): {}",
@@ -1105,6 +1109,79 @@ impl StreamAssembler {
             self.finish_reason = Some(reason.to_owned());
         }
         Ok(deltas)
+    }
+
+    /// A typical chunk (text, or tool-call pieces with an `index`; no usage, error or legacy
+    /// field), read into borrowing typed structs rather than a `Value` tree: the deltas, or `None`
+    /// (nothing changed) for any other chunk, which [`push`](Self::push) reads in full.
+    fn push_typical(&mut self, data: &str) -> Option<Vec<ModelDelta>> {
+        let chunk: TypicalChunk<'_> = serde_json::from_str(data).ok()?;
+        if chunk.error.is_some()
+            || chunk.usage.is_some()
+            || chunk.object.as_deref() == Some("error")
+        {
+            return None;
+        }
+        let choice = chunk
+            .choices
+            .as_ref()
+            .and_then(|choices| choices.iter().find(|c| c.index.unwrap_or(0) == 0));
+        if let Some(choice) = choice {
+            if choice.error.is_some() || choice.finish_reason.as_deref() == Some("error") {
+                return None;
+            }
+            if let Some(delta) = &choice.delta {
+                let pieces_indexed = delta
+                    .tool_calls
+                    .as_ref()
+                    .is_none_or(|pieces| pieces.iter().all(|p| p.index.is_some()));
+                if delta.refusal.is_some() || delta.function_call.is_some() || !pieces_indexed {
+                    return None;
+                }
+            }
+        }
+        // From here on, the chunk is taken.
+        if self.id.is_none() {
+            self.id = chunk
+                .id
+                .filter(|id| !id.is_empty())
+                .map(|id| id.into_owned());
+        }
+        let mut deltas = Vec::new();
+        let Some(choice) = choice else {
+            return Some(deltas);
+        };
+        if let Some(delta) = &choice.delta {
+            if let Some(text) = delta.content.as_deref().filter(|t| !t.is_empty()) {
+                self.text.push_str(text);
+                deltas.push(ModelDelta::Text {
+                    text: text.to_owned(),
+                });
+            }
+            if let Some(pieces) = &delta.tool_calls {
+                self.saw_tool_calls = true;
+                for piece in pieces {
+                    let index = piece.index.unwrap_or(0);
+                    let position = match self.calls.iter().position(|c| c.wire_index == Some(index))
+                    {
+                        Some(position) => position,
+                        None => self.new_call(Some(index)),
+                    };
+                    let function = piece.function.as_ref();
+                    self.call_parts(
+                        position,
+                        piece.id.as_deref().filter(|id| !id.is_empty()),
+                        function.and_then(|f| f.name.as_deref()),
+                        function.and_then(|f| f.arguments.as_deref()).unwrap_or(""),
+                        &mut deltas,
+                    );
+                }
+            }
+        }
+        if let Some(reason) = &choice.finish_reason {
+            self.finish_reason = Some(reason.clone().into_owned());
+        }
+        Some(deltas)
     }
 
     fn delta(&mut self, delta: &Value, deltas: &mut Vec<ModelDelta>) -> Result<(), ModelError> {
@@ -1230,6 +1307,23 @@ impl StreamAssembler {
         function: &Value,
         deltas: &mut Vec<ModelDelta>,
     ) {
+        let arguments = function
+            .get("arguments")
+            .map(arguments_text)
+            .unwrap_or_default();
+        let name = function.get("name").and_then(Value::as_str);
+        self.call_parts(position, id, name, &arguments, deltas);
+    }
+
+    /// Adds the parts of a piece to the call at `position`, and its delta when it brings anything.
+    fn call_parts(
+        &mut self,
+        position: usize,
+        id: Option<&str>,
+        name: Option<&str>,
+        arguments: &str,
+        deltas: &mut Vec<ModelDelta>,
+    ) {
         let call = &mut self.calls[position];
         let mut new_id = None;
         if let Some(id) = id {
@@ -1239,24 +1333,20 @@ impl StreamAssembler {
             }
         }
         let mut new_name = None;
-        if let Some(name) = function.get("name").and_then(Value::as_str) {
+        if let Some(name) = name {
             // A repeated name is the same name (llama-cpp-python); another one is a piece of it.
             if !name.is_empty() && call.name != name {
                 call.name.push_str(name);
                 new_name = Some(name.to_owned());
             }
         }
-        let arguments = function
-            .get("arguments")
-            .map(arguments_text)
-            .unwrap_or_default();
-        call.arguments.push_str(&arguments);
+        call.arguments.push_str(arguments);
         if new_id.is_some() || new_name.is_some() || !arguments.is_empty() {
             deltas.push(ModelDelta::ToolCall {
                 index: position,
                 id: new_id,
                 name: new_name,
-                arguments,
+                arguments: arguments.to_owned(),
             });
         }
     }
@@ -1363,4 +1453,62 @@ impl fmt::Display for ChunkNo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "chunk {}", self.0)
     }
+}
+
+/// A typical streamed chunk, borrowed from its text (see `StreamAssembler::push_typical`).
+/// Fields that send a chunk to the full reading are kept as "present or not".
+#[derive(serde::Deserialize)]
+struct TypicalChunk<'a> {
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    object: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    choices: Option<Vec<TypicalChoice<'a>>>,
+    #[serde(default)]
+    usage: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(serde::Deserialize)]
+struct TypicalChoice<'a> {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(borrow, default)]
+    delta: Option<TypicalDelta<'a>>,
+    #[serde(borrow, default)]
+    finish_reason: Option<Cow<'a, str>>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(serde::Deserialize)]
+struct TypicalDelta<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+    #[serde(default)]
+    refusal: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    function_call: Option<serde::de::IgnoredAny>,
+    #[serde(borrow, default)]
+    tool_calls: Option<Vec<TypicalPiece<'a>>>,
+}
+
+#[derive(serde::Deserialize)]
+struct TypicalPiece<'a> {
+    #[serde(default)]
+    index: Option<i64>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    function: Option<TypicalFunction<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct TypicalFunction<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    arguments: Option<Cow<'a, str>>,
 }
