@@ -185,7 +185,7 @@ fn recorded() -> Recorded {
             "call_DdmO9pD3xa9XTPNJ32zg2hcA".to_owned(),
             "write_file".to_owned(),
             long_arguments(
-                r#"{"path":"notes/deploy-summary.txt","content":"#,
+                r#"{"path":"deploy-summary.txt","content":"#,
                 "}",
                 WORDS,
             ),
@@ -343,7 +343,7 @@ fn phaseo_request() -> ModelRequest {
         model: None,
         instructions: "You are an operations assistant. Be brief.".into(),
         messages: vec![Message::User {
-            content: "Summarise the deploy into notes/deploy-summary.txt and search the docs."
+            content: "Summarise the deploy into deploy-summary.txt and search the docs."
                 .into(),
         }],
         tools: vec![
