@@ -184,11 +184,7 @@ fn recorded() -> Recorded {
         (
             "call_DdmO9pD3xa9XTPNJ32zg2hcA".to_owned(),
             "write_file".to_owned(),
-            long_arguments(
-                r#"{"path":"deploy-summary.txt","content":"#,
-                "}",
-                WORDS,
-            ),
+            long_arguments(r#"{"path":"deploy-summary.txt","content":"#, "}", WORDS),
         ),
         (
             "call_t7Yq2WvKx0LmB1cNr8ZsE4uP".to_owned(),
@@ -343,8 +339,7 @@ fn phaseo_request() -> ModelRequest {
         model: None,
         instructions: "You are an operations assistant. Be brief.".into(),
         messages: vec![Message::User {
-            content: "Summarise the deploy into deploy-summary.txt and search the docs."
-                .into(),
+            content: "Summarise the deploy into deploy-summary.txt and search the docs.".into(),
         }],
         tools: vec![
             ToolDefinition {
