@@ -281,39 +281,29 @@ pub trait Model: Send + Sync {
     }
 }
 
-impl<M: Model + ?Sized> Model for Arc<M> {
-    fn respond<'a>(
-        &'a self,
-        request: &'a ModelRequest,
-    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        (**self).respond(request)
-    }
+/// A shared or boxed model is a model (an application may pick its provider at run time).
+macro_rules! forward_model {
+    ($($pointer:ident),*) => {$(
+        impl<M: Model + ?Sized> Model for $pointer<M> {
+            fn respond<'a>(
+                &'a self,
+                request: &'a ModelRequest,
+            ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+                (**self).respond(request)
+            }
 
-    fn respond_streaming<'a>(
-        &'a self,
-        request: &'a ModelRequest,
-        deltas: &'a DeltaSink<'a>,
-    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        (**self).respond_streaming(request, deltas)
-    }
+            fn respond_streaming<'a>(
+                &'a self,
+                request: &'a ModelRequest,
+                deltas: &'a DeltaSink<'a>,
+            ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+                (**self).respond_streaming(request, deltas)
+            }
+        }
+    )*};
 }
 
-impl<M: Model + ?Sized> Model for Box<M> {
-    fn respond<'a>(
-        &'a self,
-        request: &'a ModelRequest,
-    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        (**self).respond(request)
-    }
-
-    fn respond_streaming<'a>(
-        &'a self,
-        request: &'a ModelRequest,
-        deltas: &'a DeltaSink<'a>,
-    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        (**self).respond_streaming(request, deltas)
-    }
-}
+forward_model!(Arc, Box);
 
 /// Changes to the next model request, set by tools (see `Tool::next_turn`). Unset fields keep the
 /// agent's values.

@@ -180,12 +180,11 @@ impl Anthropic {
     /// A model by name, with the API key of `ANTHROPIC_API_KEY` and the base URL of
     /// `ANTHROPIC_BASE_URL` when they are set (and not empty).
     pub fn from_env(model: impl Into<String>) -> Self {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let mut anthropic = Anthropic::new(model);
-        if let Some(key) = var("ANTHROPIC_API_KEY") {
+        if let Some(key) = http::env_var("ANTHROPIC_API_KEY") {
             anthropic = anthropic.api_key(key);
         }
-        if let Some(url) = var("ANTHROPIC_BASE_URL") {
+        if let Some(url) = http::env_var("ANTHROPIC_BASE_URL") {
             anthropic = anthropic.base_url(url);
         }
         anthropic

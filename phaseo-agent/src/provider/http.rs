@@ -53,6 +53,11 @@ pub(crate) async fn post_json(
     Err(error)
 }
 
+/// An environment variable's value, when it is set and not blank (for the providers' `from_env`).
+pub(crate) fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
 /// Reads a whole response body as JSON.
 pub(crate) async fn json_body(response: reqwest::Response) -> Result<Value, ModelError> {
     let bytes = response.bytes().await.map_err(transport)?;

@@ -271,12 +271,11 @@ impl OpenAi {
     /// A model by name, with the API key of `OPENAI_API_KEY` and the base URL of
     /// `OPENAI_BASE_URL` when they are set (and not blank).
     pub fn from_env(model: impl Into<String>) -> Self {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let mut openai = OpenAi::new(model);
-        if let Some(key) = var("OPENAI_API_KEY") {
+        if let Some(key) = http::env_var("OPENAI_API_KEY") {
             openai = openai.api_key(key);
         }
-        if let Some(url) = var("OPENAI_BASE_URL") {
+        if let Some(url) = http::env_var("OPENAI_BASE_URL") {
             openai = openai.base_url(url);
         }
         openai

@@ -478,9 +478,14 @@ impl Tool {
     /// left out, then the arguments are parsed and checked against the canonical schema as any.
     #[cold]
     fn parse_strict(&self, arguments: &str) -> Result<Parsed, AgentError> {
-        let cleaned = parse_arguments(arguments).ok().and_then(|mut value| {
-            drop_strict_nulls(&self.parameters, &mut value).then(|| value.to_string())
-        });
+        // Text without a `null` has none to drop: no parse to a `Value` first.
+        let has_null = arguments.contains("null");
+        let cleaned = has_null
+            .then(|| parse_arguments(arguments).ok())
+            .flatten()
+            .and_then(|mut value| {
+                drop_strict_nulls(&self.parameters, &mut value).then(|| value.to_string())
+            });
         let arguments = cleaned.as_deref().unwrap_or(arguments);
         if self.input_checks.is_empty() {
             return (self.parse)(arguments).map_err(invalid_input);
