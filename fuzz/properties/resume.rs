@@ -118,7 +118,7 @@ fn tools() -> &'static [Tool] {
 pub fn agent(model: ScriptedModel, signed: bool) -> Agent {
     let builder = Agent::builder(AGENT_ID)
         .model(model)
-        .tools(tools().iter().cloned())
+        .tools(tools().to_vec())
         .human_review(|call: &ToolCall, _ctx: &ToolContext| {
             call.name == "get_status" && call.arguments.contains("billing")
         });

@@ -56,6 +56,8 @@ pub(crate) enum Role {
     Plain,
     /// A `&str` plain argument: a `String` field, passed on borrowed.
     Str,
+    /// A `Res<T>` parameter: a resource of the agent, taken from the call's context.
+    Resource,
 }
 
 /// One typed parameter of the function (a `self` receiver is not one).
@@ -100,6 +102,17 @@ pub(crate) struct ToolFn<'a> {
     pub(crate) item: &'a ItemTool,
     pub(crate) params: Vec<Param<'a>>,
     pub(crate) returns: Returns<'a>,
+    /// For a method of a `#[tools]` impl block: the block's self type (`None` for a free function).
+    pub(crate) self_ty: Option<&'a Type>,
+}
+
+/// How a method takes its receiver.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Receiver {
+    /// `&self`.
+    Ref,
+    /// `self: Arc<Self>`.
+    Arc,
 }
 
 impl<'a> ToolFn<'a> {
@@ -118,7 +131,9 @@ impl<'a> ToolFn<'a> {
                 FnArg::Receiver(_) => None,
             })
             .collect();
-        let mut inputs = params.iter_mut().filter(|p| p.role != Role::Context);
+        let mut inputs = params
+            .iter_mut()
+            .filter(|p| !matches!(p.role, Role::Context | Role::Resource));
         if let (Some(only), None) = (inputs.next(), inputs.next()) {
             if only.role == Role::Plain && !is_plain_type(only.ty) {
                 only.role = Role::Input;
@@ -128,7 +143,29 @@ impl<'a> ToolFn<'a> {
             item,
             params,
             returns: returns_of(&item.sig.output),
+            self_ty: None,
         }
+    }
+
+    /// A method of a `#[tools]` impl block for `self_ty`.
+    pub(crate) fn method(item: &'a ItemTool, self_ty: &'a Type) -> Self {
+        ToolFn {
+            self_ty: Some(self_ty),
+            ..Self::from_syn(item)
+        }
+    }
+
+    /// How the function takes `self`, when it does in a form a tool accepts (`valid.rs` reports
+    /// the others).
+    pub(crate) fn receiver(&self) -> Option<Receiver> {
+        let receiver = self.item.sig.receiver()?;
+        if receiver.reference.is_some() {
+            return receiver.mutability.is_none().then_some(Receiver::Ref);
+        }
+        if receiver.colon_token.is_none() {
+            return None;
+        }
+        is_arc_self(&receiver.ty).then_some(Receiver::Arc)
     }
 
     pub(crate) fn ident(&self) -> &'a Ident {
@@ -149,8 +186,30 @@ fn role_of(ty: &Type) -> Role {
     match ty {
         Type::Reference(r) if is_str(&r.elem) => Role::Str,
         Type::Reference(_) => Role::Context,
+        Type::Path(TypePath { qself: None, path })
+            if path.segments.last().is_some_and(|s| s.ident == "Res") =>
+        {
+            Role::Resource
+        }
         _ => Role::Plain,
     }
+}
+
+/// `Arc<Self>` (by its last segment).
+fn is_arc_self(ty: &Type) -> bool {
+    let Type::Path(TypePath { qself: None, path }) = ty else {
+        return false;
+    };
+    let Some(last) = path.segments.last().filter(|s| s.ident == "Arc") else {
+        return false;
+    };
+    let PathArguments::AngleBracketed(args) = &last.arguments else {
+        return false;
+    };
+    matches!(
+        args.args.first(),
+        Some(GenericArgument::Type(Type::Path(TypePath { qself: None, path }))) if path.is_ident("Self")
+    ) && args.args.len() == 1
 }
 
 fn is_str(ty: &Type) -> bool {

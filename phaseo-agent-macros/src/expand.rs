@@ -53,7 +53,7 @@ use syn::spanned::Spanned;
 use syn::{Attribute, FnArg, Ident, Item, LitStr, Type};
 
 use crate::args::{Approval, Args};
-use crate::ast::{self, Body, ItemTool, Param, Returns, Role, ToolFn};
+use crate::ast::{self, Body, ItemTool, Param, Receiver, Returns, Role, ToolFn};
 use crate::doc;
 use crate::errors::Errors;
 use crate::plain::{self, Field};
@@ -105,11 +105,14 @@ fn not_a_function(input: TokenStream) -> Option<syn::Error> {
         Item::Use(i) => &i.use_token,
         _ => &item,
     };
-    Some(syn::Error::new_spanned(
-        keyword,
+    let message = if matches!(item, Item::Impl(_)) {
+        "`#[tool]` goes on a function: for the methods of an `impl` block, write `#[tools]` on \
+         the block and `#[tool]` on each method that is a tool"
+    } else {
         "`#[tool]` goes on a function, as in `async fn fetch_ticket(input: FetchTicket) -> \
-         Result<Ticket, TicketError> { ... }`",
-    ))
+         Result<Ticket, TicketError> { ... }`"
+    };
+    Some(syn::Error::new_spanned(keyword, message))
 }
 
 fn fallback(tool: &ToolFn) -> TokenStream {
@@ -136,7 +139,7 @@ struct Build {
     turbofish: Vec<TokenStream>,
 }
 
-struct Expansion<'a> {
+pub(crate) struct Expansion<'a> {
     tool: &'a ToolFn<'a>,
     args: &'a Args,
     id: LitStr,
@@ -154,9 +157,25 @@ struct Expansion<'a> {
 }
 
 impl<'a> Expansion<'a> {
-    fn new(tool: &'a ToolFn<'a>, args: &'a Args, id: &str, description: TokenStream) -> Self {
+    pub(crate) fn new(
+        tool: &'a ToolFn<'a>,
+        args: &'a Args,
+        id: &str,
+        description: TokenStream,
+    ) -> Self {
+        Self::with_private(tool, args, id, description, None)
+    }
+
+    /// `default_crate`: the `crate = path` of a `#[tools]` block, for methods that set none.
+    pub(crate) fn with_private(
+        tool: &'a ToolFn<'a>,
+        args: &'a Args,
+        id: &str,
+        description: TokenStream,
+        default_crate: Option<&syn::Path>,
+    ) -> Self {
         let ident = tool.ident();
-        let private = match &args.krate {
+        let private = match args.krate.as_ref().or(default_crate) {
             Some(path) => quote!(#path::__private),
             None => quote!(::phaseo_agent::__private),
         };
@@ -226,7 +245,7 @@ impl<'a> Expansion<'a> {
     }
 
     /// For plain arguments, the struct of the arguments.
-    fn args_items(&self) -> TokenStream {
+    pub(crate) fn args_items(&self) -> TokenStream {
         if self.tool.typed_input().is_some() {
             return TokenStream::new();
         }
@@ -268,26 +287,45 @@ impl<'a> Expansion<'a> {
     /// Each parameter's type, in order: with `generic`, a plain argument's type parameter (as
     /// `__build` names it) in place of its type; with `lifetime`, references borrowing for `'__a`.
     fn param_types(&self, generic: bool, lifetime: bool) -> Vec<TokenStream> {
-        self.tool
-            .params
-            .iter()
-            .map(|param| {
+        self.receiver_type(lifetime)
+            .into_iter()
+            .chain(self.tool.params.iter().map(|param| {
                 let field = self.fields.iter().find(|f| std::ptr::eq(f.param, param));
                 match field.and_then(|f| f.generic.as_ref()) {
                     Some(g) if generic => g.to_token_stream(),
                     _ if lifetime => with_lifetime(param.ty),
                     _ => param.ty.to_token_stream(),
                 }
-            })
+            }))
             .collect()
     }
 
-    fn borrows(&self) -> bool {
-        self.tool
-            .params
-            .iter()
-            .any(|p| matches!(p.ty, Type::Reference(_)))
+    /// A method's receiver as the first parameter of the function `__build` takes
+    /// (`Helpdesk::search`): `&Helpdesk` or `Arc<Helpdesk>`.
+    fn receiver_type(&self, lifetime: bool) -> Option<TokenStream> {
+        let p = &self.private;
+        let self_ty = self.tool.self_ty?;
+        match self.tool.receiver()? {
+            Receiver::Ref if lifetime => Some(quote!(&'__a #self_ty)),
+            Receiver::Ref => Some(quote!(&#self_ty)),
+            Receiver::Arc => Some(quote!(#p::Arc<#self_ty>)),
+        }
     }
+
+    /// The value the function's receiver is, in `__build`: the tool's shared value.
+    fn receiver(&self) -> Option<Receiver> {
+        self.tool.self_ty.and(self.tool.receiver())
+    }
+
+    fn borrows(&self) -> bool {
+        self.receiver() == Some(Receiver::Ref)
+            || self
+                .tool
+                .params
+                .iter()
+                .any(|p| matches!(p.ty, Type::Reference(_)))
+    }
+
 
     /// `Deref` to a function pointer, so the name stays callable: `add(1, 2, &ctx)`.
     fn deref(&self) -> TokenStream {
@@ -344,7 +382,31 @@ impl<'a> Expansion<'a> {
     fn impl_into_tool(&self) -> TokenStream {
         let p = &self.private;
         let (ident, cfgs) = (self.tool.ident(), &self.cfgs);
+        let body = self.build_tool(None);
+        quote! {
+            #(#cfgs)*
+            #[automatically_derived]
+            #[allow(deprecated)]
+            impl #p::IntoTool for #ident {
+                fn into_tool(self) -> #p::Tool {
+                    #body
+                }
+            }
+        }
+    }
+
+    /// The statements that build the tool, ending in the tool: `__build` and its call. For a
+    /// method, `this` is the expression of the shared value (`&Arc<Self>`) its calls use.
+    pub(crate) fn build_tool(&self, this: Option<&TokenStream>) -> TokenStream {
+        let p = &self.private;
         let mut build = Build::default();
+        if let (Some(self_ty), Some(this)) = (self.tool.self_ty, this) {
+            if self.receiver().is_some() {
+                build.inputs.push(quote!(__this: #p::Arc<#self_ty>));
+                build.args.push(quote!(#p::Arc::clone(#this)));
+            }
+        }
+        let function = self.function();
         for field in &self.fields {
             if let Some(g) = &field.generic {
                 build.params.push(quote!(#g: #p::Arg));
@@ -358,7 +420,7 @@ impl<'a> Expansion<'a> {
             // Called on Tokio's blocking pool, through a plain function pointer.
             let types = self.param_types(true, false);
             build.inputs.push(quote!(__call: fn(#(#types),*) -> #ret));
-            build.args.push(self.hidden.to_token_stream());
+            build.args.push(function.clone());
         } else if !self.borrows() {
             // No reference parameters: the hidden function itself, generic, so each call awaits its
             // future where the runtime put it, instead of a second, boxed copy (what `Deref` gives).
@@ -374,7 +436,7 @@ impl<'a> Expansion<'a> {
                 build.turbofish.extend([quote!(_), quote!(_)]);
             }
             build.inputs.push(quote!(__call: __F));
-            build.args.push(self.hidden.to_token_stream());
+            build.args.push(function.clone());
         } else {
             // Reference parameters (the context, `&str`): `__build` takes the hidden function
             // through a trait that names its future for every lifetime of the references, so the
@@ -388,7 +450,7 @@ impl<'a> Expansion<'a> {
             }
             build.items.push(self.call_trait());
             build.inputs.push(quote!(__call: __F));
-            build.args.push(self.hidden.to_token_stream());
+            build.args.push(function);
             callee = quote!(__call.__phaseo_call);
         }
         let tool = self.approval(&mut build);
@@ -403,19 +465,23 @@ impl<'a> Expansion<'a> {
         let turbofish = (!turbofish.is_empty()).then(|| quote!(::<#(#turbofish),*>));
         let built = self.settings(quote!(__build #turbofish (#(#args),*)));
         quote! {
-            #(#cfgs)*
-            #[automatically_derived]
-            #[allow(deprecated)]
-            impl #p::IntoTool for #ident {
-                fn into_tool(self) -> #p::Tool {
-                    #(#items)*
-                    fn __build<#(#params),*>(#(#inputs),*) -> #p::Tool {
-                        let __tool = #constructor;
-                        #tool
-                    }
-                    #built
-                }
+            #(#items)*
+            fn __build<#(#params),*>(#(#inputs),*) -> #p::Tool {
+                let __tool = #constructor;
+                #tool
             }
+            #built
+        }
+    }
+
+    /// The function `__build` takes: the hidden function, or the method by its path.
+    fn function(&self) -> TokenStream {
+        match self.tool.self_ty {
+            Some(self_ty) => {
+                let ident = self.tool.ident();
+                quote!(<#self_ty>::#ident)
+            }
+            None => self.hidden.to_token_stream(),
         }
     }
 
@@ -429,10 +495,10 @@ impl<'a> Expansion<'a> {
             .iter()
             .filter_map(|f| f.generic.as_ref())
             .collect();
-        let names: Vec<Ident> = (0..self.tool.params.len())
-            .map(|i| format_ident!("__arg{}", i))
-            .collect();
         let types = self.param_types(true, true);
+        let names: Vec<Ident> = (0..types.len())
+            .map(|i| format_ident!("__p{}", i))
+            .collect();
         let (send, sync, future) = (
             quote!(#p::core::marker::Send),
             quote!(#p::core::marker::Sync),
@@ -464,6 +530,11 @@ impl<'a> Expansion<'a> {
         let p = &self.private;
         let args = self.args;
         let mut steps = Vec::new();
+        for param in self.tool.params.iter().filter(|p| p.role == Role::Resource) {
+            let ty = param.ty;
+            let declare = respan(quote!(#p::declare), ty.span());
+            steps.push(quote_spanned!(ty.span()=> #declare::<#ty>(__tool)));
+        }
         if let Some(ms) = &args.timeout_ms {
             steps.push(quote! {
                 #p::Tool::timeout(__tool, #p::core::time::Duration::from_millis(#ms))
@@ -533,50 +604,68 @@ impl<'a> Expansion<'a> {
             Some(_) => TokenStream::new(),
             None => plain::unpack(&self.args_struct, &self.fields),
         };
-        let args = self.call_args();
-        let mut result = quote!(#callee(#(#args),*));
-        if self.tool.is_async() {
-            result = quote!(#result.await);
-        }
-        if !matches!(self.tool.returns, Returns::Result { .. }) {
-            let ret = self.return_type();
-            result = quote!(#p::core::result::Result::Ok::<#ret, #p::core::convert::Infallible>(#result));
-        }
+        let fallible = matches!(self.tool.returns, Returns::Result { .. });
         let takes_context = self
             .tool
             .params
             .iter()
-            .any(|param| matches!(param.role, Role::Context));
+            .any(|param| matches!(param.role, Role::Context | Role::Resource));
         if self.tool.is_async() && !self.borrows() {
             // No reference parameters: the closure hands over the function's own future, so a call
-            // is that future alone (no `async` block around it, holding the input a second time),
-            // and is not handed a context (one reference count less per call).
+            // is that future alone (no `async` block around it, holding the input a second time).
+            // Without resources or a receiver it is not handed a context either (one reference
+            // count less per call); with them, it borrows the context to take them out.
+            let args = self.call_args(&quote!(__ctx));
             let call = quote!(#callee(#(#args),*));
-            if matches!(self.tool.returns, Returns::Result { .. }) {
-                quote! {
+            return match (fallible, takes_context || self.receiver().is_some()) {
+                (true, false) => quote! {
                     #p::typed_without_context::<#input, #output, #error, _, _>(#id, #description,
                         move |__input: #input| { #unpack #call })
-                }
-            } else {
-                quote! {
+                },
+                (false, false) => quote! {
                     #p::typed_infallible::<#input, #output, _, _>(#id, #description,
                         move |__input: #input| { #unpack #call })
-                }
-            }
-        } else if self.tool.is_async() && !takes_context {
-            quote! {
-                #p::typed_without_context::<#input, #output, #error, _, _>(#id, #description,
-                    move |__input: #input| async move { #unpack #result })
-            }
-        } else if self.tool.is_async() {
+                },
+                (true, true) => quote! {
+                    #p::typed_borrowing::<#input, #output, #error, _, _>(#id, #description,
+                        move |__input: #input, __ctx: &#p::ToolContext| { #unpack #call })
+                },
+                (false, true) => quote! {
+                    #p::typed_borrowing_infallible::<#input, #output, _, _>(#id, #description,
+                        move |__input: #input, __ctx: &#p::ToolContext| { #unpack #call })
+                },
+            };
+        }
+        let args = self.call_args(&quote!(&__ctx));
+        let mut result = quote!(#callee(#(#args),*));
+        if self.tool.is_async() {
+            result = quote!(#result.await);
+        }
+        if !fallible {
+            let ret = self.return_type();
+            result = quote!(#p::core::result::Result::Ok::<#ret, #p::core::convert::Infallible>(#result));
+        }
+        if !self.tool.is_async() {
+            return quote! {
+                #p::typed_blocking::<#input, #output, #error, _>(#id, #description,
+                    move |__input: #input, __ctx: #p::ToolContext| { #unpack #result })
+            };
+        }
+        // The `async` block owns what the function's future borrows: the context, the strings,
+        // and for a `&self` method a handle on the shared value.
+        let this = match self.receiver() {
+            Some(_) => quote!(let __this = #p::Arc::clone(&__this);),
+            None => TokenStream::new(),
+        };
+        if takes_context {
             quote! {
                 #p::typed::<#input, #output, #error, _, _>(#id, #description,
-                    move |__input: #input, __ctx: #p::ToolContext| async move { #unpack #result })
+                    move |__input: #input, __ctx: #p::ToolContext| { #this async move { #unpack #result } })
             }
         } else {
             quote! {
-                #p::typed_blocking::<#input, #output, #error, _>(#id, #description,
-                    move |__input: #input, __ctx: #p::ToolContext| { #unpack #result })
+                #p::typed_without_context::<#input, #output, #error, _, _>(#id, #description,
+                    move |__input: #input| { #this async move { #unpack #result } })
             }
         }
     }
@@ -595,26 +684,31 @@ impl<'a> Expansion<'a> {
         }
     }
 
-    /// The call's arguments, in the function's parameter order.
-    fn call_args(&self) -> Vec<TokenStream> {
+    /// The call's arguments, in the function's parameter order (a method's receiver first); `ctx`
+    /// is an expression of the call's `&ToolContext`.
+    fn call_args(&self, ctx: &TokenStream) -> Vec<TokenStream> {
         let p = &self.private;
-        self.tool
-            .params
-            .iter()
-            .enumerate()
-            .map(|(i, param)| {
-                let local = format_ident!("__arg{}", i);
-                match (param.role, param.ty) {
-                    (Role::Context, Type::Reference(r)) => {
-                        let elem = &r.elem;
-                        quote_spanned!(elem.span()=> <#elem as #p::Context>::from_context(&__ctx))
-                    }
-                    (Role::Input, _) => quote!(__input),
-                    (Role::Str, _) => quote!(#p::String::as_str(&#local)),
-                    _ => quote!(#local),
+        let receiver = self.receiver().map(|receiver| match receiver {
+            Receiver::Ref => quote!(&*__this),
+            Receiver::Arc => quote!(#p::Arc::clone(&__this)),
+        });
+        let params = self.tool.params.iter().enumerate().map(|(i, param)| {
+            let local = format_ident!("__arg{}", i);
+            match (param.role, param.ty) {
+                (Role::Context, Type::Reference(r)) => {
+                    let elem = &r.elem;
+                    quote_spanned!(elem.span()=> <#elem as #p::Context>::from_context(#ctx))
                 }
-            })
-            .collect()
+                (Role::Resource, ty) => {
+                    let resource = respan(quote!(#p::Resource), ty.span());
+                    quote_spanned!(ty.span()=> <#ty as #resource>::fetch(#ctx))
+                }
+                (Role::Input, _) => quote!(__input),
+                (Role::Str, _) => quote!(#p::String::as_str(&#local)),
+                _ => quote!(#local),
+            }
+        });
+        receiver.into_iter().chain(params).collect()
     }
 }
 

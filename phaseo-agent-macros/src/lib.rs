@@ -18,6 +18,7 @@ mod valid;
 // Expand.
 mod plain;
 mod expand;
+mod methods;
 
 use proc_macro::TokenStream;
 
@@ -275,4 +276,70 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     expand::tool(args.into(), input.into()).into()
+}
+
+/// Makes the `#[tool]` methods of an `impl` block tools of one shared value: `.tools(helpdesk)`
+/// gives them all to an agent.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use phaseo_agent::{Agent, ScriptedModel, ToolContext, tools};
+/// use serde_json::json;
+///
+/// struct Counter {
+///     total: AtomicU64,
+/// }
+///
+/// #[tools]
+/// impl Counter {
+///     /// Add to the running total and return it.
+///     #[tool(timeout_ms = 1_000)]
+///     async fn add(&self, amount: u64) -> u64 {
+///         self.total.fetch_add(amount, Ordering::SeqCst) + amount
+///     }
+///
+///     /// Reset the total; a person approves it first.
+///     #[tool(require_approval)]
+///     fn reset(&self, ctx: &ToolContext) -> String {
+///         self.total.store(0, Ordering::SeqCst);
+///         format!("reset in run {}", ctx.run_id())
+///     }
+///
+///     // Not a tool: an ordinary method.
+///     fn total(&self) -> u64 {
+///         self.total.load(Ordering::SeqCst)
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// let counter = std::sync::Arc::new(Counter { total: AtomicU64::new(0) });
+/// let model = ScriptedModel::new()
+///     .tool_call("call_1", "add", json!({"amount": 5}))
+///     .text("The total is 5.");
+/// let agent = Agent::builder("counter").model(model).tools(counter.clone()).build()?;
+/// agent.run("Add 5").await?;
+/// assert_eq!(counter.total(), 5);                  // the agent's calls used this value
+/// assert_eq!(counter.add(1).await, 6);             // the methods stay methods
+/// # Ok(())
+/// # }
+/// ```
+///
+/// Give the agent the value itself (`.tools(counter)`: it is moved into an `Arc`) or an
+/// `Arc<Counter>` you keep (`.tools(counter.clone())`, as above). Every call of every tool of the
+/// set uses that one value, so a method takes `&self`, and state that changes sits behind a lock
+/// or an atomic; `self: Arc<Self>` works too, for a method that hands the value to a spawned task.
+///
+/// A `#[tool]` method supports everything a `#[tool]` function does: a typed input or plain
+/// arguments, a `&ToolContext`, `Res<T>` resources, every key of `#[tool(...)]` (function keys take
+/// paths such as `Self::is_risky`), and `external` declarations without a body (removed from the
+/// block; they have no receiver to call). Plain arguments generate `CamelCase(method)Args` beside
+/// the block, as for a function. Methods without `#[tool]` stay as they are.
+///
+/// Not accepted, each a compile error that says what to write: a trait `impl`, a generic `impl`
+/// or `where` clause, `&mut self`, `self` by value, and `#[tool]` on a method of a block without
+/// `#[tools]`. `#[tools(crate = path)]` names a renamed dependency for every method.
+#[proc_macro_attribute]
+pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
+    methods::tools(args.into(), input.into()).into()
 }

@@ -6,7 +6,9 @@
 
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
-use syn::{GenericArgument, GenericParam, Lifetime, PathArguments, ReturnType, Token, Type};
+use syn::{
+    GenericArgument, GenericParam, Lifetime, PathArguments, ReturnType, Token, Type, TypePath,
+};
 
 use crate::args::{Args, Description};
 use crate::ast::{Body, Param, Returns, Role, ToolFn};
@@ -42,15 +44,39 @@ pub(crate) fn signature(tool: &ToolFn, args: &Args, errors: &mut Errors) {
         ));
     }
     if let Some(receiver) = sig.receiver() {
-        errors.push(error(
-            receiver.self_token,
-            "a tool cannot take `self`: make it a free function, or build the tool in a method \
-             with `Tool::typed`",
-        ));
+        receiver_form(tool, receiver, errors);
     }
     params(tool, args, errors);
     returns(tool, args, errors);
     body(tool, args, errors);
+}
+
+/// A method takes `&self` or `self: Arc<Self>`, and only in a `#[tools]` impl block.
+fn receiver_form(tool: &ToolFn, receiver: &syn::Receiver, errors: &mut Errors) {
+    if tool.self_ty.is_none() {
+        errors.push(error(
+            receiver.self_token,
+            "`#[tool]` on a method needs `#[tools]` on its `impl` block: write `#[tools]` above \
+             `impl ...` (with `use phaseo_agent::tools;`), and give the value to the agent with \
+             `.tools(value)`",
+        ));
+        return;
+    }
+    if tool.receiver().is_some() {
+        return;
+    }
+    let message = if receiver.mutability.is_some() && receiver.reference.is_some() {
+        "a tool's calls may run at the same time, so a tool method cannot take `&mut self`: take \
+         `&self`, and put what changes behind a lock (`Mutex`, `RwLock`) or an atomic"
+    } else {
+        "a tool method takes `&self` (or `self: Arc<Self>` to keep the value past the call): the \
+         agent holds one value and lends it to every call"
+    };
+    let tokens: &dyn ToTokens = match (&receiver.reference, &receiver.mutability) {
+        (Some(_), Some(m)) => m,
+        _ => receiver,
+    };
+    errors.push(error(tokens, message));
 }
 
 fn generics(generics: &syn::Generics, errors: &mut Errors) {
@@ -100,8 +126,17 @@ fn params(tool: &ToolFn, args: &Args, errors: &mut Errors) {
                 owned(param.ty, errors);
             }
             Role::Input => owned(param.ty, errors),
+            Role::Resource => {
+                if args.external.is_some() {
+                    errors.push(error(
+                        param.ty,
+                        "an `external` tool has no resources: it does not run in this process, \
+                         so remove this parameter",
+                    ));
+                }
+            }
         }
-        if matches!(param.role, Role::Context | Role::Input) {
+        if matches!(param.role, Role::Context | Role::Input | Role::Resource) {
             stray_attrs(param, errors);
         }
     }
@@ -111,6 +146,10 @@ fn context(param: &Param, seen_context: bool, args: &Args, errors: &mut Errors) 
     let Type::Reference(r) = param.ty else {
         return;
     };
+    if let Some(message) = borrowed_argument(&r.elem) {
+        errors.push(error(param.ty, &message));
+        return;
+    }
     if seen_context {
         errors.push(error(
             param.ty,
@@ -133,6 +172,45 @@ fn context(param: &Param, seen_context: bool, args: &Args, errors: &mut Errors) 
     if let Some(l) = &r.lifetime {
         errors.push(error(l, "remove the lifetime: write `&ToolContext`"));
     }
+}
+
+/// The error for a reference parameter that is plainly a borrowed argument, not the context:
+/// `&[T]`, `&String`, `&Vec<T>`, `&i64`, ... (what to take instead).
+fn borrowed_argument(elem: &Type) -> Option<String> {
+    let owned = match elem {
+        Type::Slice(s) => format!("Vec<{}>", tokens(&s.elem)),
+        Type::Path(TypePath { qself: None, path }) if path.is_ident("String") => {
+            return Some(
+                "a tool's arguments are decoded from the model's JSON, so they cannot be borrowed \
+                 (`&str` is the one exception): take `String`, or `&str`"
+                    .to_owned(),
+            );
+        }
+        ty if crate::ast::is_plain_type(ty) => tokens(ty),
+        Type::Path(TypePath { qself: None, path })
+            if path.segments.last().is_some_and(|s| s.ident == "Res") =>
+        {
+            return Some(
+                "a resource is taken by value: write `Res<T>`, not `&Res<T>` (it is one `Arc`)"
+                    .to_owned(),
+            );
+        }
+        _ => return None,
+    };
+    Some(format!(
+        "a tool's arguments are decoded from the model's JSON, so they cannot be borrowed (`&str` \
+         is the one exception): take `{owned}`"
+    ))
+}
+
+fn tokens(ty: &Type) -> String {
+    let text = ty.to_token_stream().to_string();
+    // `Vec < String >` → `Vec<String>`.
+    text.replace(" < ", "<")
+        .replace(" >", ">")
+        .replace("< ", "<")
+        .replace(" ,", ",")
+        .replace(" :: ", "::")
 }
 
 fn str_param(param: &Param, errors: &mut Errors) {
@@ -178,6 +256,8 @@ fn stray_attrs(param: &Param, errors: &mut Errors) {
     for attr in param.attrs.iter().filter(|a| Param::is_field_attr(a)) {
         let message = if param.role == Role::Context {
             "the context parameter is not an argument the model sees: remove this attribute"
+        } else if param.role == Role::Resource {
+            "a resource is not an argument the model sees: remove this attribute"
         } else {
             "this attribute applies to plain arguments only: put it on the fields of the input type"
         };

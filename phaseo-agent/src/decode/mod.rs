@@ -36,7 +36,7 @@ pub(crate) use shape::Shape;
 
 /// The input of a typed tool: decoded from the model's arguments, with a JSON Schema to advertise.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a tool input: derive `Deserialize` and `JsonSchema` for it",
+    message = "`{Self}` is not a tool input: it needs serde's `Deserialize` and schemars 1.x's `JsonSchema`",
     label = "this type is not a tool input",
     note = "add `#[derive(serde::Deserialize, schemars::JsonSchema)]` to `{Self}`, or take plain arguments"
 )]

@@ -11,7 +11,8 @@ use crate::model::message::{Message, ToolCall};
 use crate::model::request::{Model, TurnParams};
 use crate::tool::call::Later;
 use crate::tool::context::ToolContext;
-use crate::tool::definition::{IntoTool, OnError, Tool};
+use crate::tool::definition::{IntoTool, IntoTools, OnError, Tool};
+use crate::tool::resource::{Res, Resources};
 
 pub(crate) type CallPredicate = dyn Fn(&ToolCall, &ToolContext) -> bool + Send + Sync;
 /// The agent's approval rule: the call, its context and the tool's own verdict in, the final verdict out.
@@ -65,6 +66,7 @@ pub(crate) struct AgentInner {
     pub(crate) state_key: Option<Arc<[u8]>>,
     pub(crate) retries: RetryPolicy,
     pub(crate) parallel_tool_calls: Option<bool>,
+    pub(crate) resources: Resources,
 }
 
 /// How the agent retries a model request that failed with a retryable error
@@ -221,6 +223,7 @@ impl Agent {
             state_key: None,
             retries: RetryPolicy::default(),
             parallel_tool_calls: None,
+            resources: Resources::new(),
         }
     }
 
@@ -232,6 +235,25 @@ impl Agent {
     /// The agent's tools.
     pub fn tools(&self) -> &[Tool] {
         &self.inner.tools
+    }
+
+    /// The agent's resources (see [`AgentBuilder::resource`]).
+    pub fn resources(&self) -> &Resources {
+        &self.inner.resources
+    }
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inner = &self.inner;
+        f.debug_struct("Agent")
+            .field("id", &inner.id)
+            .field("model_name", &inner.model_name)
+            .field("tools", &inner.tools.iter().map(Tool::id).collect::<Vec<_>>())
+            .field("resources", &inner.resources)
+            .field("max_turns", &inner.max_turns)
+            .field("settings", &inner.settings)
+            .finish_non_exhaustive()
     }
 }
 
@@ -250,6 +272,7 @@ pub struct AgentBuilder {
     state_key: Option<Arc<[u8]>>,
     retries: RetryPolicy,
     parallel_tool_calls: Option<bool>,
+    resources: Resources,
 }
 
 impl AgentBuilder {
@@ -293,9 +316,95 @@ impl AgentBuilder {
         self
     }
 
-    /// Adds several tools.
-    pub fn tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Self {
-        self.tools.extend(tools);
+    /// Adds several tools: a tuple of tools of different kinds (`(fetch_ticket, deploy, status)`),
+    /// a `Vec` or array, or a value whose `impl` block has `#[tools]` (see [`IntoTools`]). Collect
+    /// an iterator of tools into a `Vec` first.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, tool, tools};
+    ///
+    /// /// Add two numbers.
+    /// #[tool]
+    /// fn add(a: i64, b: i64) -> i64 {
+    ///     a + b
+    /// }
+    ///
+    /// struct Greeter { greeting: String }
+    ///
+    /// #[tools]
+    /// impl Greeter {
+    ///     /// Greet someone by name.
+    ///     #[tool]
+    ///     async fn greet(&self, name: String) -> String {
+    ///         format!("{}, {name}!", self.greeting)
+    ///     }
+    /// }
+    ///
+    /// let agent = Agent::builder("helper")
+    ///     .model(ScriptedModel::new().text("Hi"))
+    ///     .tools((add, Greeter { greeting: "Hello".into() }))
+    ///     .build()?;
+    /// let ids: Vec<&str> = agent.tools().iter().map(|t| t.id()).collect();
+    /// assert_eq!(ids, ["add", "greet"]);
+    /// # Ok::<(), phaseo_agent::AgentError>(())
+    /// ```
+    pub fn tools(mut self, tools: impl IntoTools) -> Self {
+        tools.add_to(&mut self.tools);
+        self
+    }
+
+    /// Adds a resource: a value the agent lends its tools' calls (a connection pool, an HTTP
+    /// client, a configuration), by type. A `#[tool]` function takes it as a parameter
+    /// (`db: Res<Pool>`), any tool through [`ToolContext::resource`]. One value per type: a second
+    /// of the same type replaces the first. Pass an `Arc<T>` or a [`Res<T>`] through
+    /// [`resource_shared`](Self::resource_shared) to share a value you keep.
+    ///
+    /// Resources are never serialised and never part of a [`RunState`](crate::RunState): a run
+    /// resumed by another agent, in another process, gets that agent's resources. `build()` refuses
+    /// an agent that lacks a resource one of its tools needs, naming the tool and the type.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, Res, ScriptedModel, tool};
+    /// use serde_json::json;
+    ///
+    /// struct Inventory { stock: u32 }
+    ///
+    /// /// How many items are in stock.
+    /// #[tool]
+    /// async fn stock(inventory: Res<Inventory>) -> u32 {
+    ///     inventory.stock
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let model = ScriptedModel::new().tool_call("call_1", "stock", json!({})).text("7 left.");
+    /// let agent = Agent::builder("shop").model(model.clone()).tool(stock)
+    ///     .resource(Inventory { stock: 7 })
+    ///     .build()?;
+    /// agent.run("How many?").await?;
+    /// assert!(format!("{:?}", model.requests()[1].messages).contains("7"));
+    ///
+    /// // Without the resource, the agent is not built.
+    /// let err = Agent::builder("shop").model(ScriptedModel::new()).tool(stock).build().unwrap_err();
+    /// assert!(err.to_string().contains("Inventory"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn resource<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.resources = self.resources.with(value);
+        self
+    }
+
+    /// Adds a resource you keep a handle to: an `Arc<T>` or a [`Res<T>`] (see
+    /// [`resource`](Self::resource)).
+    pub fn resource_shared<T: Send + Sync + 'static>(mut self, value: impl Into<Res<T>>) -> Self {
+        self.resources = self.resources.with_res(value);
+        self
+    }
+
+    /// Adds every resource of a [`Resources`] set (replacing values of the same types).
+    pub fn resources(mut self, resources: &Resources) -> Self {
+        self.resources = self.resources.merge(resources);
         self
     }
 
@@ -573,6 +682,12 @@ impl AgentBuilder {
                     reason: "the description is empty; models choose tools by their description, so say what it does".into(),
                 });
             }
+            if let Some(need) = self.resources.missing(&tool.needs) {
+                return Err(AgentError::InvalidTool {
+                    tool: tool.id.clone(),
+                    reason: self.resources.missing_message(need),
+                });
+            }
             if index.insert(tool.id.clone(), i).is_some() {
                 return Err(AgentError::InvalidTool {
                     tool: tool.id.clone(),
@@ -595,6 +710,7 @@ impl AgentBuilder {
                 state_key: self.state_key,
                 retries: self.retries,
                 parallel_tool_calls: self.parallel_tool_calls,
+                resources: self.resources,
             }),
         })
     }

@@ -88,16 +88,44 @@ impl Agent {
 
     /// Resumes a paused run and streams its events.
     pub fn stream_resume(&self, state: &RunState, decisions: Decisions) -> EventStream {
+        self.stream_resume_with(state, decisions, RunOptions::default())
+    }
+
+    /// [`stream_resume`](Self::stream_resume) with options (as for
+    /// [`resume_with`](Self::resume_with), only `concurrency` applies; the context is the state's).
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use phaseo_agent::{Agent, Decisions, Event, RunOptions, ScriptedModel, Tool};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |_, _| Ok(json!("ok")))
+    ///     .require_approval();
+    /// let model = ScriptedModel::new().tool_call("call_1", "deploy", json!({})).text("Deployed.");
+    /// let agent = Agent::builder("ops").model(model).tool(deploy).build()?;
+    /// let paused = agent.run("Ship it").await?;
+    ///
+    /// let options = RunOptions { concurrency: Some(4), ..RunOptions::default() };
+    /// let events: Vec<Event> = agent
+    ///     .stream_resume_with(&paused.state, Decisions::new().approve("call_1"), options)
+    ///     .collect()
+    ///     .await;
+    /// assert_eq!(events.last().map(Event::name), Some("run.completed"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn stream_resume_with(
+        &self,
+        state: &RunState,
+        decisions: Decisions,
+        options: RunOptions,
+    ) -> EventStream {
         let agent = self.clone();
         let state = state.clone();
         EventStream::new(move |events| {
-            Box::pin(Runner::resume(
-                agent,
-                state,
-                decisions,
-                RunOptions::default(),
-                events,
-            ))
+            Box::pin(Runner::resume(agent, state, decisions, options, events))
         })
     }
 

@@ -412,6 +412,7 @@ impl Runner {
             call,
             progress: self.events.progress(),
             event_checks,
+            resources: self.inner().resources.clone(),
         })
     }
 

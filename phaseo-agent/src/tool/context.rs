@@ -11,6 +11,7 @@ use crate::decode::text::{MAX_STORED_DEPTH, TOO_DEEP_TO_STORE, bounded, deeper_t
 use crate::error::AgentError;
 use crate::model::message::ToolCall;
 use crate::schema::validate::CheckFn;
+use crate::tool::resource::{Res, Resources};
 
 /// Where a call's progress goes as it is published: the run's event stream, set by the runner when
 /// someone listens. This stage does not know the run's events, so the runner hands it a function.
@@ -48,6 +49,7 @@ struct Scope {
     cancel: CancellationToken,
     progress: Option<Arc<ProgressSink>>,
     event_checks: Vec<Arc<CheckFn>>,
+    resources: Resources,
     record: Mutex<Record>,
 }
 
@@ -67,6 +69,7 @@ pub(crate) struct ScopeParts {
     pub(crate) call: ToolCall,
     pub(crate) progress: Option<Arc<ProgressSink>>,
     pub(crate) event_checks: Vec<Arc<CheckFn>>,
+    pub(crate) resources: Resources,
 }
 
 impl ToolContext {
@@ -81,6 +84,7 @@ impl ToolContext {
                 cancel: CancellationToken::new(),
                 progress: parts.progress,
                 event_checks: parts.event_checks,
+                resources: parts.resources,
                 record: Mutex::new(Record::default()),
             }),
         }
@@ -98,6 +102,7 @@ impl ToolContext {
             call: ToolCall::raw("detached", "detached", "{}"),
             progress: None,
             event_checks: Vec::new(),
+            resources: Resources::new(),
         })
     }
 
@@ -113,7 +118,75 @@ impl ToolContext {
             call: scope.call.clone(),
             progress: scope.progress.clone(),
             event_checks: scope.event_checks.clone(),
+            resources: scope.resources.clone(),
         })
+    }
+
+    /// This context with one more resource (and a fresh cancellation token and record): for a unit
+    /// test's detached context. A value of the same type is replaced.
+    ///
+    /// ```
+    /// use phaseo_agent::ToolContext;
+    ///
+    /// struct Pool { size: usize }
+    ///
+    /// let ctx = ToolContext::detached().with_resource(Pool { size: 4 });
+    /// assert_eq!(ctx.resource::<Pool>().unwrap().size, 4);
+    /// ```
+    pub fn with_resource<T: Send + Sync + 'static>(self, value: T) -> Self {
+        let resources = self.inner.resources.clone().with(value);
+        self.with_resources(resources)
+    }
+
+    /// This context with these resources in place of its own (and a fresh cancellation token and
+    /// record): for a unit test's detached context.
+    pub fn with_resources(self, resources: Resources) -> Self {
+        let scope = &self.inner;
+        Self::new(ScopeParts {
+            run_id: scope.run_id.clone(),
+            agent_id: scope.agent_id.clone(),
+            step_index: scope.step_index,
+            context: scope.context.clone(),
+            call: scope.call.clone(),
+            progress: scope.progress.clone(),
+            event_checks: scope.event_checks.clone(),
+            resources,
+        })
+    }
+
+    /// The resource of type `T` of the agent running this call (see
+    /// [`AgentBuilder::resource`](crate::AgentBuilder::resource)).
+    ///
+    /// A tool that declares the resources it uses ([`Tool::needs_resource`](crate::Tool::needs_resource),
+    /// or a `Res<T>` parameter of a `#[tool]` function) is refused when the agent is built without
+    /// them, so for those this never fails during a run. Asking for a resource the tool did not
+    /// declare fails with [`AgentError::Tool`] when the agent has none of that type.
+    ///
+    /// ```
+    /// use phaseo_agent::{AgentError, ToolContext};
+    ///
+    /// struct Pool { size: usize }
+    ///
+    /// fn pool_size(ctx: &ToolContext) -> Result<usize, AgentError> {
+    ///     Ok(ctx.resource::<Pool>()?.size)
+    /// }
+    ///
+    /// assert_eq!(pool_size(&ToolContext::detached().with_resource(Pool { size: 4 })), Ok(4));
+    /// let missing = pool_size(&ToolContext::detached()).unwrap_err();
+    /// assert!(missing.to_string().contains("Pool"));
+    /// ```
+    pub fn resource<T: Send + Sync + 'static>(&self) -> Result<Res<T>, AgentError> {
+        self.inner.resources.get::<T>().ok_or_else(|| {
+            AgentError::tool(format!(
+                "the agent has no resource of type `{}`; add it with `.resource(...)` on the agent's builder",
+                std::any::type_name::<T>()
+            ))
+        })
+    }
+
+    /// The resources of the agent running this call.
+    pub fn resources(&self) -> &Resources {
+        &self.inner.resources
     }
 
     /// The run id.

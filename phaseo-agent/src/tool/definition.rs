@@ -16,6 +16,7 @@ use crate::schema::dialect::drop_strict_nulls;
 use crate::schema::validate::{CheckFn, Validator};
 use crate::tool::call::{Eager, Exec, InputType, Later, Parsed, Produced, blocking, panic_error};
 use crate::tool::context::ToolContext;
+use crate::tool::resource::Need;
 
 pub(crate) type ParseFn = dyn Fn(&str) -> Result<Parsed, String> + Send + Sync;
 
@@ -105,6 +106,8 @@ pub struct Tool {
     /// Held to its schema by the provider where it can (OpenAI's strict function calling).
     pub(crate) strict: bool,
     pub(crate) max_output_chars: Option<usize>,
+    /// The resources the tool's calls use, checked against the agent's when it is built.
+    pub(crate) needs: Vec<Need>,
     pub(crate) definition_error: Option<String>,
 }
 
@@ -298,8 +301,38 @@ impl Tool {
             exclusive: false,
             strict: false,
             max_output_chars: None,
+            needs: Vec::new(),
             definition_error,
         }
+    }
+
+    /// Declares that the tool's calls use the resource of type `T`
+    /// ([`ToolContext::resource`]): an agent built without one is refused
+    /// ([`AgentError::InvalidTool`] naming the tool and the type), so the call never finds it
+    /// missing. A `#[tool]` function's `Res<T>` parameters declare themselves.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, AgentError, ScriptedModel, Tool, ToolContext};
+    /// use serde_json::json;
+    ///
+    /// struct Pool { size: usize }
+    ///
+    /// let size = Tool::new("pool_size", "The size of the pool", json!({"type": "object"}),
+    ///     |_, ctx: &ToolContext| Ok(json!(ctx.resource::<Pool>()?.size)))
+    ///     .needs_resource::<Pool>();
+    ///
+    /// let without = Agent::builder("ops").model(ScriptedModel::new()).tool(size.clone()).build();
+    /// assert!(matches!(without, Err(AgentError::InvalidTool { .. })));
+    /// let with = Agent::builder("ops").model(ScriptedModel::new()).tool(size)
+    ///     .resource(Pool { size: 4 }).build();
+    /// assert!(with.is_ok());
+    /// ```
+    pub fn needs_resource<T: Send + Sync + 'static>(mut self) -> Self {
+        let need = Need::of::<T>();
+        if !self.needs.contains(&need) {
+            self.needs.push(need);
+        }
+        self
     }
 
     /// Every call pauses for a person's approval first (pending kind `tool_approval`).
@@ -571,5 +604,121 @@ pub trait IntoTool {
 impl IntoTool for Tool {
     fn into_tool(self) -> Tool {
         self
+    }
+}
+
+/// Something that gives an agent tools: one tool (anything [`IntoTool`]), a `Vec` or array of
+/// them, a tuple of different kinds (`(fetch_ticket, deploy, status_tool)`), or a type whose
+/// `impl` block has `#[tools]` (its methods' tools), by value or in an `Arc`.
+///
+/// ```
+/// use phaseo_agent::{Agent, ScriptedModel, Tool, tool};
+/// use serde_json::json;
+///
+/// /// Add two numbers.
+/// #[tool]
+/// fn add(a: i64, b: i64) -> i64 {
+///     a + b
+/// }
+///
+/// /// Subtract a number from another.
+/// #[tool]
+/// fn sub(a: i64, b: i64) -> i64 {
+///     a - b
+/// }
+///
+/// let echo = Tool::new("echo", "Echo the input", json!({"type": "object"}), |input, _| Ok(input));
+/// let agent = Agent::builder("calc")
+///     .model(ScriptedModel::new().text("done"))
+///     .tools((add, sub, echo))                  // no `.into_tool()`
+///     .build()?;
+/// assert_eq!(agent.tools().len(), 3);
+/// # Ok::<(), phaseo_agent::AgentError>(())
+/// ```
+pub trait IntoTools {
+    /// Adds the tools to `tools`, in order.
+    fn add_to(self, tools: &mut Vec<Tool>);
+
+    /// The tools, in order.
+    fn into_tools(self) -> Vec<Tool>
+    where
+        Self: Sized,
+    {
+        let mut tools = Vec::new();
+        self.add_to(&mut tools);
+        tools
+    }
+}
+
+impl<T: IntoTool> IntoTools for T {
+    fn add_to(self, tools: &mut Vec<Tool>) {
+        tools.push(self.into_tool());
+    }
+}
+
+impl<T: IntoTools> IntoTools for Vec<T> {
+    fn add_to(self, tools: &mut Vec<Tool>) {
+        for item in self {
+            item.add_to(tools);
+        }
+    }
+}
+
+impl<T: IntoTools, const N: usize> IntoTools for [T; N] {
+    fn add_to(self, tools: &mut Vec<Tool>) {
+        for item in self {
+            item.add_to(tools);
+        }
+    }
+}
+
+impl<T: IntoTools> IntoTools for Option<T> {
+    fn add_to(self, tools: &mut Vec<Tool>) {
+        if let Some(item) = self {
+            item.add_to(tools);
+        }
+    }
+}
+
+macro_rules! tuple_tools {
+    ($($name:ident)+) => {
+        impl<$($name: IntoTools),+> IntoTools for ($($name,)+) {
+            #[allow(non_snake_case)]
+            fn add_to(self, tools: &mut Vec<Tool>) {
+                let ($($name,)+) = self;
+                $($name.add_to(tools);)+
+            }
+        }
+    };
+}
+
+tuple_tools!(A);
+tuple_tools!(A B);
+tuple_tools!(A B C);
+tuple_tools!(A B C D);
+tuple_tools!(A B C D E);
+tuple_tools!(A B C D E F);
+tuple_tools!(A B C D E F G);
+tuple_tools!(A B C D E F G H);
+tuple_tools!(A B C D E F G H I);
+tuple_tools!(A B C D E F G H I J);
+tuple_tools!(A B C D E F G H I J K);
+tuple_tools!(A B C D E F G H I J K L);
+tuple_tools!(A B C D E F G H I J K L M);
+tuple_tools!(A B C D E F G H I J K L M N);
+tuple_tools!(A B C D E F G H I J K L M N O);
+tuple_tools!(A B C D E F G H I J K L M N O P);
+
+/// A type whose `impl` block has `#[tools]`: the tools of its `#[tool]` methods, each calling
+/// them on one shared value. Implemented by the macro; not meant to be implemented by hand.
+#[doc(hidden)]
+pub trait MethodTools: Send + Sync + 'static {
+    /// The tools of the methods, on `this`.
+    fn method_tools(this: &Arc<Self>, tools: &mut Vec<Tool>);
+}
+
+impl<T: MethodTools> IntoTools for Arc<T> {
+    fn add_to(self, tools: &mut Vec<Tool>) {
+        T::method_tools(&self, tools);
     }
 }

@@ -44,7 +44,15 @@ impl Tool {
         arguments: &str,
         ctx: &'a ToolContext,
     ) -> impl Future<Output = Result<String, AgentError>> + Send + 'a {
-        match self.parse_call(arguments) {
+        // An agent checks its tools' resources when it is built; a context made by hand may lack one.
+        let checked = match ctx.resources().missing(&self.needs) {
+            Some(need) => Err(AgentError::InvalidTool {
+                tool: self.id.clone(),
+                reason: ctx.resources().missing_message(need),
+            }),
+            None => self.parse_call(arguments),
+        };
+        match checked {
             Ok(parsed) => Either::Left(invoke(self, parsed, ctx, None, self.max_output_chars)),
             Err(error) => Either::Right(futures::future::ready(Err(error))),
         }

@@ -11,14 +11,16 @@ use std::fmt::Display;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::tool::resource::Res;
 use crate::tool::{context::ToolContext, definition::Tool, typed::ToolOutput};
 use crate::{decode::ToolInput, model::request::TurnParams};
 
 /// The input type of a `#[tool]` function (its typed input, or the generated arguments struct).
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a tool input: derive `Deserialize` and `JsonSchema` for it",
+    message = "`{Self}` is not a tool input: it needs serde's `Deserialize` and schemars 1.x's `JsonSchema`",
     label = "not a tool input",
-    note = "add `#[derive(serde::Deserialize, schemars::JsonSchema)]` to `{Self}` (it must also be `Send + Sync + 'static`), or take plain arguments"
+    note = "add `#[derive(serde::Deserialize, schemars::JsonSchema)]` to `{Self}` (it must also be `Send + Sync + 'static`), or take plain arguments",
+    note = "if `{Self}` already derives both, its `JsonSchema` is another version's: phaseo-agent reads schemars 1.x, so depend on `schemars = \"1\"` (see `cargo tree -i schemars`) or derive `phaseo_agent::schemars::JsonSchema`"
 )]
 pub trait Input: ToolInput {}
 #[diagnostic::do_not_recommend]
@@ -26,9 +28,10 @@ impl<T: ToolInput> Input for T {}
 
 /// The type of a plain argument of a `#[tool]` function: a field of the generated arguments struct.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be a plain argument of a tool: derive `Deserialize` and `JsonSchema` for it",
+    message = "`{Self}` cannot be a plain argument of a tool: it needs serde's `Deserialize` and schemars 1.x's `JsonSchema`",
     label = "not a tool argument",
-    note = "add `#[derive(serde::Deserialize, schemars::JsonSchema)]` to `{Self}` (it must also be `Send + Sync + 'static`)"
+    note = "add `#[derive(serde::Deserialize, schemars::JsonSchema)]` to `{Self}` (it must also be `Send + Sync + 'static`)",
+    note = "if `{Self}` already derives both, its `JsonSchema` is another version's: phaseo-agent reads schemars 1.x, so depend on `schemars = \"1\"` (see `cargo tree -i schemars`) or derive `phaseo_agent::schemars::JsonSchema`"
 )]
 pub trait Arg: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static {}
 #[diagnostic::do_not_recommend]
@@ -69,7 +72,8 @@ impl<T: DeserializeOwned + 'static> ExternalOutput for T {}
 #[diagnostic::on_unimplemented(
     message = "a reference parameter of a tool must be its context: write `&ToolContext`, not `&{Self}`",
     label = "expected `ToolContext` here",
-    note = "take plain arguments by value (`String`, `Vec<T>`, ...); `&str` is the one borrowed argument a tool accepts"
+    note = "take plain arguments by value (`String`, `Vec<T>`, ...); `&str` is the one borrowed argument a tool accepts",
+    note = "for a value the agent lends its tools (a connection pool, a client), take `Res<T>` and add it with `AgentBuilder::resource`"
 )]
 pub trait Context {
     /// The context, as the parameter's type.
@@ -79,6 +83,38 @@ pub trait Context {
 impl Context for ToolContext {
     fn from_context(ctx: &ToolContext) -> &Self {
         ctx
+    }
+}
+
+/// A resource parameter of a `#[tool]` function: `Res<T>`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a resource parameter: write `Res<T>` with `phaseo_agent::Res`",
+    label = "not `phaseo_agent::Res<T>`",
+    note = "a parameter whose type's last segment is `Res` is a resource the agent lends the tool; import `phaseo_agent::Res`"
+)]
+pub trait Resource: Sized {
+    /// Declares the resource on the tool.
+    fn declare(tool: Tool) -> Tool;
+    /// The resource, from the call's context.
+    fn fetch(ctx: &ToolContext) -> Self;
+}
+
+impl<T: Send + Sync + 'static> Resource for Res<T> {
+    fn declare(tool: Tool) -> Tool {
+        tool.needs_resource::<T>()
+    }
+
+    fn fetch(ctx: &ToolContext) -> Self {
+        match ctx.resources().get::<T>() {
+            Some(resource) => resource,
+            // The tool declares the resource, and both ways a call can start check it first: the
+            // agent when it is built, `Tool::invoke` before parsing. A panic here is caught and
+            // reported like any tool's.
+            None => panic!(
+                "the resource `{}` is missing (declared by the tool, checked before every call)",
+                std::any::type_name::<T>()
+            ),
+        }
     }
 }
 
@@ -265,4 +301,37 @@ pub fn on_tool_called<F: OnToolCalled>(tool: Tool, hook: F) -> Tool {
 /// [`Tool::next_turn`] with the macro's bounds.
 pub fn next_turn<F: NextTurn>(tool: Tool, change: F) -> Tool {
     tool.next_turn(change)
+}
+
+/// [`Tool::typed_borrowing`]: a function of the input and the borrowed context, returning a future
+/// that owns what it needs (resources, a method's receiver).
+pub fn typed_borrowing<I, O, E, F, Fut>(id: &str, description: impl Into<String>, f: F) -> Tool
+where
+    I: Input,
+    O: Output,
+    E: Failure,
+    F: Fn(I, &ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, E>> + Send + 'static,
+{
+    Tool::typed_borrowing(id.to_owned(), description.into(), f)
+}
+
+/// [`Tool::typed_borrowing_infallible`].
+pub fn typed_borrowing_infallible<I, O, F, Fut>(
+    id: &str,
+    description: impl Into<String>,
+    f: F,
+) -> Tool
+where
+    I: Input,
+    O: Output,
+    F: Fn(I, &ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = O> + Send + 'static,
+{
+    Tool::typed_borrowing_infallible(id.to_owned(), description.into(), f)
+}
+
+/// Declares the resource of a `Res<T>` parameter on the tool.
+pub fn declare<R: Resource>(tool: Tool) -> Tool {
+    R::declare(tool)
 }

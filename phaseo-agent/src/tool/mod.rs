@@ -3,6 +3,8 @@
 //! Stage 4, above `error`, `model`, `schema` and `decode`. Its files, lowest first (each uses only
 //! the ones before it):
 //!
+//! - `resource`: [`Res`](resource::Res) and [`Resources`](resource::Resources), the typed values
+//!   an agent lends its tools;
 //! - `context`: [`ToolContext`](context::ToolContext), what a running call knows and reports;
 //! - `call`: one call's parsed input, the future it becomes and what it produces;
 //! - `definition`: [`Tool`](definition::Tool), its constructors over JSON, approval, timeout and
@@ -13,6 +15,7 @@
 //! - `typed`: typed tools, what `#[tool]` expands to;
 //! - `macro_support`: what the expansion of `#[tool]` calls (through `__private`).
 
+pub(crate) mod resource;
 pub(crate) mod context;
 pub(crate) mod call;
 pub(crate) mod definition;

@@ -105,6 +105,35 @@ impl Tool {
         Self::typed_async::<I, _>(id, description, Infallible(f))
     }
 
+    /// A typed tool from a function of its input and a borrowed context that returns a future
+    /// owning what it needs (what `#[tool]` uses for resources and methods: the function takes
+    /// them from the context, or clones its receiver, before the future starts).
+    pub(crate) fn typed_borrowing<I, O, E, F, Fut>(id: String, description: String, f: F) -> Self
+    where
+        I: ToolInput,
+        O: ToolOutput,
+        E: Display,
+        F: Fn(I, &ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, E>> + Send + 'static,
+    {
+        Self::typed_async::<I, _>(id, description, Borrowing(f))
+    }
+
+    /// [`Tool::typed_borrowing`] for a function whose future yields the output itself.
+    pub(crate) fn typed_borrowing_infallible<I, O, F, Fut>(
+        id: String,
+        description: String,
+        f: F,
+    ) -> Self
+    where
+        I: ToolInput,
+        O: ToolOutput,
+        F: Fn(I, &ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = O> + Send + 'static,
+    {
+        Self::typed_async::<I, _>(id, description, BorrowingInfallible(f))
+    }
+
     fn typed_async<I: ToolInput, C: TypedFn<I>>(id: String, description: String, call: C) -> Self {
         let mut tool = Self::typed_parts::<I>(id, description, true, |input| {
             Parsed(Box::new(TypedCall::<I, C, C::Future>::Ready {
@@ -306,6 +335,45 @@ where
 
     fn call(&self, input: I, _ctx: &ToolContext) -> Fut {
         (self.0)(input)
+    }
+}
+
+/// A function of the input and the borrowed context.
+struct Borrowing<F>(F);
+
+impl<I, O, E, F, Fut> TypedFn<I> for Borrowing<F>
+where
+    O: ToolOutput,
+    E: Display,
+    F: Fn(I, &ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, E>> + Send + 'static,
+{
+    type Output = O;
+    type Error = E;
+    type Future = Fut;
+
+    fn call(&self, input: I, ctx: &ToolContext) -> Fut {
+        (self.0)(input, ctx)
+    }
+}
+
+/// A function of the input and the borrowed context whose future cannot fail.
+struct BorrowingInfallible<F>(F);
+
+impl<I, O, F, Fut> TypedFn<I> for BorrowingInfallible<F>
+where
+    O: ToolOutput,
+    F: Fn(I, &ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = O> + Send + 'static,
+{
+    type Output = O;
+    type Error = std::convert::Infallible;
+    type Future = AlwaysOk<Fut>;
+
+    fn call(&self, input: I, ctx: &ToolContext) -> AlwaysOk<Fut> {
+        AlwaysOk {
+            inner: (self.0)(input, ctx),
+        }
     }
 }
 
