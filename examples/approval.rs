@@ -15,9 +15,6 @@
 //!   verdict and decides, in both directions;
 //! - the agent-level `.approval(|call, ctx| ...)`, which adds gates and never removes a tool's own.
 //!
-//! Mirrors the spec section "Require approval" (whose Rust row has no per-call function and no
-//! rejection).
-//!
 //! Run it with `cargo run --example approval`. The model is scripted, so it runs offline.
 
 use futures::StreamExt;
@@ -53,7 +50,7 @@ fn environment_schema() -> Value {
 }
 
 fn tools() -> Vec<Tool> {
-    // The spec's `deploy`, deciding per call: only production needs a person.
+    // `deploy`, deciding per call: only production needs a person.
     let deploy = Tool::new(
         "deploy",
         "Deploy an application environment",

@@ -11,9 +11,6 @@
 //!
 //! Elapsed times are printed for each part.
 //!
-//! Mirrors the spec sections "Run tools concurrently" (whose Rust row says "Not supported") and
-//! "Next-turn overrides" (the "Dynamic turns" the spec refers to).
-//!
 //! Run it with `cargo run --example concurrency` (about one and a half seconds). The model is
 //! scripted, so it runs offline.
 

@@ -1,11 +1,9 @@
-//! Define a tool, the four ways: `Tool::new` (the spec's `get_status`, a synchronous closure over
+//! Define a tool, the four ways: `Tool::new` (`get_status`, a synchronous closure over
 //! JSON), `Tool::new_async`, `Tool::typed` (input and output are Rust types; the parameter schema is
 //! generated from the input type), and the tool fields around them: the parameter schema, validators
 //! (`input_schema`, a function that may transform the arguments; `output_json_schema`;
 //! `output_schema`, a function that may transform the result) and `timeout`. Then one run that calls
 //! them, including two calls the validators refuse before any tool code runs.
-//!
-//! Mirrors the spec sections "Define a tool" and "Tool fields".
 //!
 //! Run it with `cargo run --example define`. The model is scripted, so it runs offline.
 
@@ -31,7 +29,7 @@ struct Ticket {
     reporter: String,
 }
 
-/// The spec's Rust snippet, as written, plus an output validator: each result is checked against a
+/// The simplest tool, a synchronous closure over JSON, plus an output validator: each result is checked against a
 /// JSON Schema (compiled once, when the tool is built).
 fn get_status() -> Tool {
     Tool::new(
@@ -58,7 +56,7 @@ fn get_status() -> Tool {
     }))
 }
 
-/// The spec's `search_tickets`: an async executor, a 10 s timeout, and a custom input validator
+/// `search_tickets`: an async executor, a 10 s timeout, and a custom input validator
 /// (`input_schema`) that runs after the parameter schema check. It may transform the arguments: here
 /// it trims the query, and refuses a blank one.
 fn search_tickets() -> Tool {

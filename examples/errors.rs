@@ -1,5 +1,5 @@
-//! Recover from tool errors. By default (the spec's Rust column) a failed call goes back to the model
-//! as `{"error": "..."}` and the run goes on; each kind of failure can instead fail the run. Shown with:
+//! Recover from tool errors. By default a failed call goes back to the model as `{"error": "..."}`
+//! and the run goes on; each kind of failure can instead fail the run. Shown with:
 //!
 //! - the default, return-to-model, for a tool's own `Err`, a panic (the model sees a generic message;
 //!   the `tool.error` event keeps the panic text for operators), invalid arguments (answered with the
@@ -12,9 +12,6 @@
 //! - `.max_output_chars(..)`, agent-wide and per tool: a long result keeps its start and its end
 //!   around a notice of how much was cut;
 //! - the turn limit, `.max_turns(..)`.
-//!
-//! Mirrors the spec section "Recover from tool errors" (and its unknown-tool paragraph under "Tool
-//! fields").
 //!
 //! Run it with `cargo run --example errors`. The model is scripted, so it runs offline.
 

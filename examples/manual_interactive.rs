@@ -2,7 +2,7 @@
 //! runs a hook that answers at once or pauses; the agent's `human_review` hands chosen calls of any
 //! tool to a person. Every pause is resumed with decisions bound to call ids. Shown with:
 //!
-//! - `Tool::external` (the spec's `ticket_lookup`): pending kind `external_output`;
+//! - `Tool::external` (`ticket_lookup`): pending kind `external_output`;
 //! - `Tool::external_typed::<I, O>`: typed input, and the supplied output must decode as `O`;
 //! - `.on_tool_called(..)`: small refunds are answered at once, larger ones pause (kind `hitl`);
 //! - `.on_response_received(..)`: the person's short answer is turned into the tool's result (or
@@ -10,9 +10,6 @@
 //! - the agent's `.human_review(..)`: a call of a tool that has an executor waits for a person (kind
 //!   `hitl`), who approves it to run (or supplies its output, or rejects it);
 //! - resuming with `Decisions::new().output(..)` and `.approve(..)`.
-//!
-//! Mirrors the spec section "Hand a call to a person or another system" (whose Rust row says the
-//! interactive tool is "Not supported; use the agent's `human_review`").
 //!
 //! Run it with `cargo run --example manual_interactive`. The model is scripted, so it runs offline.
 
@@ -41,7 +38,7 @@ struct Invoice {
 }
 
 fn tools() -> Vec<Tool> {
-    // The spec's manual tool: the result comes from outside the process.
+    // A manual tool: the result comes from outside the process.
     let ticket_lookup = Tool::external(
         "ticket_lookup",
         "Load one support ticket",

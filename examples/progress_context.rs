@@ -3,7 +3,7 @@
 //! replace the application context that later turns' tools see. Shown with:
 //!
 //! - `Tool::streaming`: a tool written as a stream of `ToolEvent::Progress` values that ends in its
-//!   `ToolEvent::Result` (the spec's TypeScript `index-repository`, an async generator there);
+//!   `ToolEvent::Result` (`index-repository`, written as an async generator would be elsewhere);
 //! - `.event_json_schema(..)`: progress values are checked; one that fails is not published and the
 //!   call fails with `Invalid tool event: ...`;
 //! - `ctx.emit_progress(..)` from an ordinary async tool;
@@ -11,9 +11,6 @@
 //!   keep seeing the context the turn started with), and the run's state keeps it;
 //! - `RunOptions::with_context(..)`: the application context a run starts with;
 //! - consuming `agent.stream(..)`, a `futures::Stream` of `Event`s, and printing each one.
-//!
-//! Mirrors the spec section "Report progress and update context" (whose Rust row says "Not
-//! supported; context is set per run").
 //!
 //! Run it with `cargo run --example progress_context`. The model is scripted, so it runs offline.
 

@@ -42,7 +42,7 @@ fn tools() -> Vec<Tool> {
     // parameter schema comes from `FetchTicket`, checked before the function runs.
     let fetch = fetch_ticket.into_tool();
 
-    // A closure tool over JSON, as in the spec's Rust column.
+    // A closure tool over JSON.
     let status = Tool::new(
         "get_status",
         "Get the current service status",

@@ -10,8 +10,6 @@
 //!   `ctx.is_cancelled()` in its loop stops early instead;
 //! - time spent queued behind the concurrency limit does not count towards a call's timeout.
 //!
-//! Mirrors the spec section "What a timeout does" (whose Rust row says "No tool timeout").
-//!
 //! Run it with `cargo run --example timeouts` (about one second). The model is scripted, so it runs
 //! offline.
 

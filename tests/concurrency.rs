@@ -121,11 +121,7 @@ async fn the_default_runs_one_call_at_a_time_and_a_run_can_override_the_limit() 
         .build()
         .unwrap();
     agent.run("go").await.unwrap();
-    assert_eq!(
-        flight.max(),
-        1,
-        "the spec's Rust default: one after another"
-    );
+    assert_eq!(flight.max(), 1, "the default: one after another");
 
     let flight = InFlight::default();
     let agent = Agent::builder("t")

@@ -1,16 +1,17 @@
 //! Stage 1 (parse): a key's value, and the keys of the runtime's tool fields. Uses: nothing.
 //!
 //! The keys of `#[tool(...)]` for the runtime's tool fields beyond id, description and approval:
-//! `timeout_ms` and `max_output_chars` (whole numbers), `on_error` (the spec's spellings), and the
-//! keys that take a function's path ([`Hook`]). `exclusive` is a flag, parsed with the others in
-//! `args.rs`. Each maps onto the `Tool` builder method of the same name (see `expand.rs`). The
-//! reading of a key's value ([`value`], [`skip_value`]) is here too, for these keys and `args.rs`'s.
+//! `timeout_ms` and `max_output_chars` (whole numbers), `on_error` (`"fail-run"` or
+//! `"return-to-model"`, as `OnError` is spelled in serde data), and the keys that take a function's
+//! path ([`Hook`]). `exclusive` is a flag, parsed with the others in `args.rs`. Each maps onto the
+//! `Tool` builder method of the same name (see `expand.rs`). The reading of a key's value
+//! ([`value`], [`skip_value`]) is here too, for these keys and `args.rs`'s.
 
 use proc_macro2::{Span, TokenTree};
 use syn::meta::ParseNestedMeta;
 use syn::{Expr, ExprLit, ExprPath, ExprUnary, Ident, Lit, LitInt, Path, Token, UnOp};
 
-/// The error policies of `on_error`, spelled as in the spec.
+/// The error policies of `on_error`, spelled as `OnError` is in serde data (kebab-case).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Policy {
     FailRun,
@@ -20,7 +21,7 @@ pub(crate) enum Policy {
 impl Policy {
     const ALL: [Policy; 2] = [Policy::FailRun, Policy::ReturnToModel];
 
-    /// The spec's spelling.
+    /// The spelling `on_error` takes: `fail-run` or `return-to-model`.
     fn spelling(self) -> &'static str {
         match self {
             Policy::FailRun => "fail-run",

@@ -214,6 +214,15 @@ impl AgentError {
     /// The text the model sees when this error is returned to it as a tool result.
     ///
     /// A panic's payload is operator detail, not model text, so it is not shown to the model.
+    ///
+    /// ```
+    /// use phaseo_agent::AgentError;
+    ///
+    /// assert_eq!(AgentError::tool("no such ticket").model_message(), "no such ticket");
+    /// let panic = AgentError::Panicked { tool: "deploy".into(), message: "index out of bounds".into() };
+    /// assert_eq!(panic.model_message(), "Tool deploy failed unexpectedly");
+    /// assert_eq!(panic.to_string(), "Tool deploy panicked: index out of bounds"); // for operators
+    /// ```
     pub fn model_message(&self) -> String {
         match self {
             AgentError::Panicked { tool, .. } => format!("Tool {tool} failed unexpectedly"),
@@ -229,6 +238,16 @@ impl AgentError {
 
 /// What kind of failure a [`ModelError`] is: what a caller (or the agent's retry loop) can do
 /// about it.
+///
+/// ```
+/// use phaseo_agent::{ModelError, ModelErrorKind};
+///
+/// assert_eq!(ModelError::from_status(503, "busy").kind, ModelErrorKind::Overloaded);
+/// let long = ModelError::from_status(400, "This model's maximum context length is 8192 tokens");
+/// assert_eq!(long.kind, ModelErrorKind::ContextTooLong);
+/// assert_eq!(ModelErrorKind::RateLimited.as_str(), "rate_limited");
+/// assert_eq!(serde_json::to_value(ModelErrorKind::EmptyResponse).unwrap(), "empty_response");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -346,12 +365,38 @@ impl ModelError {
     }
 
     /// The same error, saying how long the provider asked to wait.
+    ///
+    /// The agent waits that long before it retries, up to 60 s; a longer wait fails the run at once:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use phaseo_agent::{Agent, AgentError, ModelError, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let busy = ModelError::from_status(429, "slow down").with_retry_after(Duration::from_secs(300));
+    /// let model = ScriptedModel::new().error(busy).text("Hello!");
+    /// let agent = Agent::builder("a").model(model).build().unwrap();
+    /// let failed = agent.run("Hi").await.unwrap_err();
+    /// let AgentError::Model(error) = &failed.error else { panic!("{failed}") };
+    /// assert_eq!(error.retry_after, Some(Duration::from_secs(300)));
+    /// # }
+    /// ```
     pub fn with_retry_after(mut self, wait: std::time::Duration) -> Self {
         self.retry_after = Some(wait);
         self
     }
 
-    /// The same error, with an HTTP status.
+    /// The same error, with an HTTP status. Unlike [`from_status`](Self::from_status), the kind
+    /// stays as it was.
+    ///
+    /// ```
+    /// use phaseo_agent::{ModelError, ModelErrorKind};
+    ///
+    /// let error = ModelError::new(ModelErrorKind::Transport, "connection reset").with_status(502);
+    /// assert_eq!(error.kind, ModelErrorKind::Transport);
+    /// assert_eq!(error.to_string(), "transport (HTTP 502): connection reset");
+    /// ```
     pub fn with_status(mut self, status: u16) -> Self {
         self.status = Some(status);
         self

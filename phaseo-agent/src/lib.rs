@@ -36,7 +36,8 @@
 //!
 //! ## Tool fields
 //!
-//! Every field of the spec's tool page, in Rust (builder methods on [`Tool`]):
+//! Every field a tool can have: its builder method (on [`Tool`], or on [`AgentBuilder`] for an
+//! agent-wide default) and its `#[tool(...)]` key:
 //!
 //! | field | builder | `#[tool(...)]` |
 //! |---|---|---|
@@ -53,12 +54,12 @@
 //!
 //! ## Choices this crate makes
 //!
-//! - **Errors go back to the model by default** (the spec's Rust column): an executor's `Err`, a
-//!   timeout, a panic or invalid arguments become `{"error": "..."}` as the call's result, and the
-//!   run goes on. A call to an unknown tool fails the run with `Unknown tool: <name>`. All of it is
-//!   configurable ([`OnError`]). A panic's message is kept for operators (in [`Event::ToolError`]
-//!   and on the call's step, [`ToolStep::error`], so a plain `run()` shows it too) and the model
-//!   only reads that the tool failed unexpectedly.
+//! - **Errors go back to the model by default**: an executor's `Err`, a timeout, a panic or
+//!   invalid arguments become `{"error": "..."}` as the call's result, and the run goes on. A call
+//!   to an unknown tool fails the run with `Unknown tool: <name>`. All of it is configurable
+//!   ([`OnError`]). A panic's message is kept for operators (in [`Event::ToolError`] and on the
+//!   call's step, [`ToolStep::error`], so a plain `run()` shows it too) and the model only reads
+//!   that the tool failed unexpectedly.
 //! - **Nothing a tool says is dropped silently.** Progress and a context set inside an interactive
 //!   hook are kept as a tool's are. A next-turn override ([`Tool::next_turn`]) runs for every call
 //!   that produced a result, whoever answered it: the tool, its hook, or a person supplying the
@@ -91,10 +92,10 @@
 //! - **Streaming costs nothing unless someone listens**: a model's deltas become
 //!   [`Event::ModelDelta`] events only for [`Agent::stream`] and its siblings; `run()` asks the
 //!   model for a whole answer.
-//! - **Tools run one at a time by default**, in call order, as in the spec's Rust column; raise
-//!   [`AgentBuilder::tool_concurrency`] (or [`RunOptions::concurrency`] for one run) to run the calls
-//!   of a turn concurrently. Results always reach the model in call order, one call's failure never
-//!   drops another's result, and context updates and next-turn overrides apply in call order.
+//! - **Tools run one at a time by default**, in call order; raise [`AgentBuilder::tool_concurrency`]
+//!   (or [`RunOptions::concurrency`] for one run) to run the calls of a turn concurrently. Results
+//!   always reach the model in call order, one call's failure never drops another's result, and
+//!   context updates and next-turn overrides apply in call order.
 //! - **Timeouts and cancellation.** At a call's deadline the timeout is reported at once as a tool
 //!   error (`Tool <id> timed out after <n>ms`), the call's future is dropped, and its
 //!   [`ToolContext::cancellation_token`] fires. Time spent waiting for a concurrency slot does not

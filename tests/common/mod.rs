@@ -25,7 +25,7 @@ pub fn object_schema(props: Value, required: &[&str]) -> Value {
     json!({ "type": "object", "properties": props, "required": required })
 }
 
-/// `get_status` from the spec, counting its runs.
+/// `get_status`, the service-status tool of the examples, counting its runs.
 pub fn status_tool(counter: &Counter) -> Tool {
     let counter = counter.clone();
     Tool::new(
@@ -39,7 +39,7 @@ pub fn status_tool(counter: &Counter) -> Tool {
     )
 }
 
-/// `deploy` from the spec (gated), counting its runs and recording the environments it deployed.
+/// `deploy`, the gated deploy tool of the examples, counting its runs and recording the environments it deployed.
 pub fn deploy_tool(counter: &Counter) -> Tool {
     let counter = counter.clone();
     Tool::new(

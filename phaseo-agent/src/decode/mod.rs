@@ -35,6 +35,38 @@ use text::{is_blank, parse_arguments};
 pub(crate) use shape::Shape;
 
 /// The input of a typed tool: decoded from the model's arguments, with a JSON Schema to advertise.
+///
+/// Every `DeserializeOwned + JsonSchema + Send + Sync + 'static` type is one: derive
+/// `Deserialize` and `JsonSchema` for your own. Arguments are checked against the schema before
+/// they are decoded, so a tool never runs on a value its schema refuses.
+///
+/// ```
+/// use phaseo_agent::{Tool, ToolContext, ToolInput};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Search {
+///     query: String,
+///     #[serde(default)]
+///     limit: u32,
+/// }
+///
+/// fn schema_of<I: ToolInput>() -> serde_json::Value {
+///     phaseo_agent::schema::schema_for::<I>()
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// assert_eq!(schema_of::<Search>()["required"], serde_json::json!(["query"]));
+/// let search = Tool::typed_without_context("search", "Search tickets", |s: Search| async move {
+///     Ok::<_, String>(format!("{} (limit {})", s.query, s.limit))
+/// });
+/// let ctx = ToolContext::detached();
+/// assert_eq!(search.invoke(r#"{"query": "printer"}"#, &ctx).await?, r#""printer (limit 0)""#);
+/// let err = search.invoke(r#"{"query": 7}"#, &ctx).await.unwrap_err();
+/// assert_eq!(err.to_string(), r#"Invalid tool input: $.query: 7 is not of type "string""#);
+/// # Ok(())
+/// # }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a tool input: it needs serde's `Deserialize` and schemars 1.x's `JsonSchema`",
     label = "this type is not a tool input",

@@ -32,6 +32,13 @@ impl ToolCall {
     }
 
     /// A call with argument text exactly as a model might send it (malformed text included).
+    ///
+    /// ```
+    /// use phaseo_agent::ToolCall;
+    ///
+    /// let call = ToolCall::raw("call_1", "get_status", r#"{"service": "api""#);
+    /// assert_eq!(call.arguments, r#"{"service": "api""#); // kept as sent, unclosed brace and all
+    /// ```
     pub fn raw(
         id: impl Into<String>,
         name: impl Into<String>,
@@ -46,6 +53,29 @@ impl ToolCall {
 }
 
 /// A message of the conversation a run keeps.
+///
+/// As serde data each message is tagged by its `role`: `user`, `assistant` or `tool`.
+///
+/// ```
+/// use phaseo_agent::{Agent, Message, ScriptedModel, Tool};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// let echo = Tool::new("echo", "Echo the input", json!({"type": "object"}), |input, _| Ok(input));
+/// let model = ScriptedModel::new().tool_call("call_1", "echo", json!({"a": 1})).text("Echoed.");
+/// let agent = Agent::builder("helper").model(model).tool(echo).build()?;
+/// let done = agent.run("Echo a=1").await?;
+///
+/// let messages = done.state.messages();
+/// assert_eq!(messages[0], Message::User { content: "Echo a=1".into() });
+/// assert!(matches!(&messages[1], Message::Assistant { tool_calls, .. } if tool_calls[0].name == "echo"));
+/// assert_eq!(messages[2], Message::Tool { call_id: "call_1".into(), name: "echo".into(), content: r#"{"a":1}"#.into() });
+/// assert_eq!(messages[3], Message::Assistant { content: Some("Echoed.".into()), tool_calls: vec![] });
+/// assert_eq!(serde_json::to_value(&messages[0]).unwrap(), json!({"role": "user", "content": "Echo a=1"}));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {

@@ -11,6 +11,28 @@ use crate::error::ModelError;
 use crate::model::message::{Message, ToolCall};
 
 /// A tool as the model sees it: id, description and parameter schema.
+///
+/// ```
+/// use phaseo_agent::{Agent, ScriptedModel, Tool, ToolDefinition};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// let ping = Tool::new("ping", "Check that a host answers",
+///     json!({"type": "object", "properties": {"host": {"type": "string"}}}), |_, _| Ok(json!("pong")));
+/// let model = ScriptedModel::new().text("Nothing to ping.");
+/// let agent = Agent::builder("ops").model(model.clone()).tool(ping).build()?;
+/// agent.run("Hello").await?;
+/// // What the model was told about the tool.
+/// assert_eq!(model.requests()[0].tools, vec![ToolDefinition {
+///     name: "ping".into(),
+///     description: "Check that a host answers".into(),
+///     parameters: json!({"type": "object", "properties": {"host": {"type": "string"}}}),
+///     strict: false,
+/// }]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolDefinition {
     /// The tool id.
@@ -26,6 +48,21 @@ pub struct ToolDefinition {
 }
 
 /// Which tools the model may or must call on a turn.
+///
+/// A tool sets it for the next request with [`TurnParams::tool_choice`] (see `Tool::next_turn`).
+/// As serde data it is tagged by `type`, with the tool's id under `tool`.
+///
+/// ```
+/// use phaseo_agent::ToolChoice;
+/// use serde_json::json;
+///
+/// assert_eq!(ToolChoice::default(), ToolChoice::Auto);
+/// assert_eq!(serde_json::to_value(ToolChoice::Required).unwrap(), json!({"type": "required"}));
+/// assert_eq!(
+///     serde_json::to_value(ToolChoice::Tool("search".into())).unwrap(),
+///     json!({"type": "tool", "tool": "search"})
+/// );
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "type", content = "tool")]
 pub enum ToolChoice {
@@ -41,6 +78,27 @@ pub enum ToolChoice {
 }
 
 /// One request to a model.
+///
+/// A [`Model`] gets one per turn: the agent's instructions, the conversation so far and the tools
+/// offered, with the turn's settings (after any next-turn overrides).
+///
+/// ```
+/// use phaseo_agent::{Agent, Message, ScriptedModel, ToolChoice};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// let model = ScriptedModel::new().text("Hello!");
+/// let agent = Agent::builder("greeter").instructions("Be brief.").model(model.clone()).build()?;
+/// agent.run("Hi").await?;
+///
+/// let request = &model.requests()[0];
+/// assert_eq!(request.instructions, "Be brief.");
+/// assert_eq!(request.messages, vec![Message::User { content: "Hi".into() }]);
+/// assert!(request.tools.is_empty());
+/// assert_eq!(request.tool_choice, ToolChoice::Auto);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelRequest {
     /// A model name override for this turn, if any (see next-turn overrides).
@@ -69,6 +127,25 @@ pub struct ModelRequest {
 /// Which run, agent and turn a [`ModelRequest`] is for. Providers may send it as request
 /// metadata (the OpenAI provider sends `user` only if you ask; see its docs); custom models and
 /// tracing can read it.
+///
+/// ```
+/// use phaseo_agent::{Agent, ScriptedModel, Tool};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
+/// let model = ScriptedModel::new().tool_call("call_1", "ping", json!({})).text("It answers.");
+/// let agent = Agent::builder("ops").model(model.clone()).tool(ping).build()?;
+/// let done = agent.run("Ping it").await?;
+///
+/// let second = &model.requests()[1].meta;
+/// assert_eq!(second.agent_id, "ops");
+/// assert_eq!(second.run_id, done.state.run_id());
+/// assert_eq!(second.turn, 1);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequestMeta {
     /// The run's id.
@@ -80,6 +157,17 @@ pub struct RequestMeta {
 }
 
 /// Why the model stopped.
+///
+/// ```
+/// use phaseo_agent::{FinishReason, ModelResponse};
+/// use serde_json::json;
+///
+/// assert_eq!(ModelResponse::text("Done.").finish_reason, Some(FinishReason::Stop));
+/// assert_eq!(serde_json::to_value(FinishReason::ToolCalls).unwrap(), "tool_calls");
+/// // A reason this crate does not know keeps the provider's word.
+/// let other: FinishReason = serde_json::from_value(json!({"other": "pause_turn"})).unwrap();
+/// assert_eq!(other, FinishReason::Other("pause_turn".into()));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -97,6 +185,18 @@ pub enum FinishReason {
 }
 
 /// Tokens a response used, as the provider counted them.
+///
+/// Usages add up (saturating); a run's total is [`RunResult::usage`](crate::RunResult::usage).
+///
+/// ```
+/// use phaseo_agent::Usage;
+///
+/// let first = Usage { input_tokens: 100, output_tokens: 20, cached_input_tokens: Some(64) };
+/// let second = Usage { input_tokens: 130, output_tokens: 5, cached_input_tokens: None };
+/// let total = first + second;
+/// assert_eq!((total.input_tokens, total.output_tokens, total.cached_input_tokens), (230, 25, Some(64)));
+/// assert!(Usage::default().is_zero());
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Tokens of input (the prompt: instructions, conversation, tools).
@@ -137,6 +237,19 @@ impl std::ops::AddAssign for Usage {
 }
 
 /// A model's answer to one request.
+///
+/// ```
+/// use phaseo_agent::{FinishReason, ModelResponse, ToolCall};
+/// use serde_json::json;
+///
+/// let answer = ModelResponse::text("The API is healthy.");
+/// assert_eq!(answer.text.as_deref(), Some("The API is healthy."));
+///
+/// let calls = ModelResponse::tool_calls([ToolCall::new("call_1", "get_status", json!({"service": "api"}))]);
+/// assert_eq!(calls.finish_reason, Some(FinishReason::ToolCalls));
+/// assert!(!calls.is_empty());
+/// assert!(ModelResponse::text("  ").is_empty()); // whitespace only: an empty answer
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelResponse {
     /// Text, if any. A response with no tool calls ends the run with this text as its output.
@@ -174,6 +287,19 @@ impl ModelResponse {
     }
 
     /// The same response, with its token usage.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ModelResponse, ScriptedModel, Usage};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let usage = Usage { input_tokens: 120, output_tokens: 8, cached_input_tokens: None };
+    /// let model = ScriptedModel::new().turn(ModelResponse::text("Hello!").with_usage(usage));
+    /// let agent = Agent::builder("greeter").model(model).build()?;
+    /// assert_eq!(agent.run("Hi").await?.usage(), usage);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn with_usage(mut self, usage: Usage) -> Self {
         self.usage = Some(usage);
         self
@@ -186,6 +312,34 @@ impl ModelResponse {
 }
 
 /// A piece of a response as it streams in.
+///
+/// A streamed run ([`Agent::stream`](crate::Agent::stream)) hands them out as
+/// [`Event::ModelDelta`](crate::Event::ModelDelta) events:
+///
+/// ```
+/// use futures::StreamExt;
+/// use phaseo_agent::{Agent, Event, ModelDelta, ScriptedModel, Tool};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// let search = Tool::new("search", "Search", json!({"type": "object"}), |_, _| Ok(json!([])));
+/// let model = ScriptedModel::new()
+///     .tool_call("call_1", "search", json!({"query": "printer on fire"}))
+///     .text("Nothing found.")
+///     .streaming(true);
+/// let agent = Agent::builder("helper").model(model).tool(search).build()?;
+/// let mut events = agent.stream("Search for the printer");
+/// let mut arguments = String::new();
+/// while let Some(event) = events.next().await {
+///     if let Event::ModelDelta { delta: ModelDelta::ToolCall { arguments: piece, .. }, .. } = event {
+///         arguments.push_str(&piece);
+///     }
+/// }
+/// assert_eq!(arguments, r#"{"query":"printer on fire"}"#);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "type")]
 #[non_exhaustive]
@@ -212,6 +366,22 @@ pub enum ModelDelta {
 }
 
 /// Where a streaming model sends its deltas (see [`Model::respond_streaming`]).
+///
+/// The agent makes one for each streamed turn; a test of a model can make its own:
+///
+/// ```
+/// use std::sync::Mutex;
+/// use phaseo_agent::{DeltaSink, ModelDelta};
+///
+/// let seen = Mutex::new(Vec::new());
+/// let collect = |delta: ModelDelta| seen.lock().unwrap().push(delta);
+/// let sink = DeltaSink::new(&collect);
+/// sink.text("Hel");
+/// sink.text(""); // nothing is sent for empty text
+/// sink.text("lo");
+/// assert_eq!(seen.lock().unwrap().len(), 2);
+/// assert_eq!(seen.lock().unwrap()[1], ModelDelta::Text { text: "lo".into() });
+/// ```
 pub struct DeltaSink<'a> {
     send: &'a (dyn Fn(ModelDelta) + Send + Sync),
 }
@@ -307,6 +477,17 @@ forward_model!(Arc, Box);
 
 /// Changes to the next model request, set by tools (see `Tool::next_turn`). Unset fields keep the
 /// agent's values.
+///
+/// ```
+/// use phaseo_agent::{ToolChoice, TurnParams};
+/// use serde_json::json;
+///
+/// // Let the model answer in words next turn, with no tool calls.
+/// let params = TurnParams { tool_choice: Some(ToolChoice::None), ..TurnParams::default() };
+/// assert_eq!(params.model, None); // the agent's model stays
+/// // Unset fields are left out of the stored form.
+/// assert_eq!(serde_json::to_value(&params).unwrap(), json!({"tool_choice": {"type": "none"}}));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TurnParams {
     /// The model name.

@@ -47,6 +47,19 @@ impl ScriptedModel {
     }
 
     /// Appends a turn.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, FinishReason, ModelResponse, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let cut_short = ModelResponse { finish_reason: Some(FinishReason::Length), ..ModelResponse::text("The answer is") };
+    /// let model = ScriptedModel::new().turn(cut_short);
+    /// let agent = Agent::builder("a").model(model).build()?;
+    /// assert_eq!(agent.run("What is the answer?").await?.output(), Some("The answer is"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn turn(self, response: ModelResponse) -> Self {
         self.lock().turns.push_back(Ok(response));
         self
@@ -103,11 +116,38 @@ impl ScriptedModel {
     }
 
     /// Appends a final text turn.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let agent = Agent::builder("a").model(ScriptedModel::new().text("Hello!")).build()?;
+    /// assert_eq!(agent.run("Hi").await?.output(), Some("Hello!"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn text(self, text: impl Into<String>) -> Self {
         self.turn(ModelResponse::text(text))
     }
 
     /// Appends a turn with one tool call.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let double = Tool::new("double", "Double a number", json!({"type": "object"}),
+    ///     |input, _| Ok(json!(input["n"].as_i64().unwrap_or(0) * 2)));
+    /// let model = ScriptedModel::new().tool_call("call_1", "double", json!({"n": 21})).text("42.");
+    /// let agent = Agent::builder("a").model(model).tool(double).build()?;
+    /// let done = agent.run("Double 21").await?;
+    /// assert_eq!(done.state.tool_result("call_1"), Some("42"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn tool_call(self, id: &str, tool: &str, arguments: Value) -> Self {
         self.turn(ModelResponse::tool_calls([ToolCall::new(
             id, tool, arguments,
@@ -115,16 +155,65 @@ impl ScriptedModel {
     }
 
     /// Appends a turn with several tool calls.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let status = Tool::new("get_status", "Service status", json!({"type": "object"}),
+    ///     |input, _| Ok(json!({"service": input["service"], "status": "up"})));
+    /// let model = ScriptedModel::new()
+    ///     .tool_calls([
+    ///         ToolCall::new("call_1", "get_status", json!({"service": "api"})),
+    ///         ToolCall::new("call_2", "get_status", json!({"service": "db"})),
+    ///     ])
+    ///     .text("Both are up.");
+    /// let agent = Agent::builder("ops").model(model).tool(status).build()?;
+    /// let done = agent.run("Status of api and db?").await?;
+    /// assert_eq!(done.state.steps().len(), 2);
+    /// assert_eq!(done.state.turns(), 2); // both calls were one turn
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn tool_calls(self, calls: impl IntoIterator<Item = ToolCall>) -> Self {
         self.turn(ModelResponse::tool_calls(calls))
     }
 
     /// Every request received so far, in order.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, Message, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let model = ScriptedModel::new().text("Hello!");
+    /// let agent = Agent::builder("a").model(model.clone()).build()?; // clones share the record
+    /// agent.run("Hi").await?;
+    /// assert_eq!(model.requests().len(), 1);
+    /// assert_eq!(model.requests()[0].messages, vec![Message::User { content: "Hi".into() }]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn requests(&self) -> Vec<ModelRequest> {
         self.lock().requests.clone()
     }
 
     /// How many scripted turns are left.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let model = ScriptedModel::new().text("One.").text("Two.");
+    /// let agent = Agent::builder("a").model(model.clone()).build()?;
+    /// agent.run("Count").await?;
+    /// assert_eq!(model.remaining(), 1); // the run used one turn
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn remaining(&self) -> usize {
         self.lock().turns.len()
     }

@@ -191,12 +191,37 @@ impl Anthropic {
     }
 
     /// The API key, sent as `x-api-key`.
+    ///
+    /// Without a key, a request to the default base URL fails at once, and nothing is sent:
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, AgentError, ModelErrorKind};
+    /// use phaseo_agent::provider::anthropic::Anthropic;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let agent = Agent::builder("assistant").model(Anthropic::new("claude-sonnet-4-5")).build().unwrap();
+    /// let failed = agent.run("Hi").await.unwrap_err();
+    /// let AgentError::Model(error) = &failed.error else { panic!("{failed}") };
+    /// assert_eq!(error.kind, ModelErrorKind::Authentication);
+    ///
+    /// let model = Anthropic::new("claude-sonnet-4-5").api_key("sk-ant-...");
+    /// assert!(!format!("{model:?}").contains("sk-ant")); // the key is never printed
+    /// # }
+    /// ```
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(key.into());
         self
     }
 
     /// The API's address, without `/v1` (default [`DEFAULT_BASE_URL`]); a trailing `/` is ignored.
+    ///
+    /// ```
+    /// use phaseo_agent::provider::anthropic::Anthropic;
+    ///
+    /// let proxied = Anthropic::new("claude-sonnet-4-5").base_url("https://llm-proxy.example.com/");
+    /// assert_eq!(proxied.url(), "https://llm-proxy.example.com/v1/messages");
+    /// ```
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
         self.base_url = url.into().trim_end_matches('/').to_owned();
         self
@@ -204,6 +229,25 @@ impl Anthropic {
 
     /// How long a whole request may take, a streamed body included (default
     /// [`DEFAULT_TIMEOUT`]). A request that takes longer fails with [`ModelErrorKind::Timeout`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use phaseo_agent::{Agent, AgentError, ModelErrorKind, RetryPolicy};
+    /// use phaseo_agent::provider::anthropic::Anthropic;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// // A local server that takes connections and never answers.
+    /// let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let model = Anthropic::new("claude-sonnet-4-5")
+    ///     .base_url(format!("http://{}", silent.local_addr().unwrap()))
+    ///     .timeout(Duration::from_millis(200));
+    /// let agent = Agent::builder("assistant").model(model).model_retries(RetryPolicy::none()).build().unwrap();
+    /// let failed = agent.run("Hi").await.unwrap_err();
+    /// let AgentError::Model(error) = &failed.error else { panic!("{failed}") };
+    /// assert_eq!(error.kind, ModelErrorKind::Timeout);
+    /// # }
+    /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self.client = OnceLock::new();
@@ -212,12 +256,50 @@ impl Anthropic {
 
     /// The `max_tokens` of each request that does not set its own (default
     /// [`DEFAULT_MAX_TOKENS`]).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel};
+    /// use phaseo_agent::provider::anthropic::{Anthropic, request_body};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// // A request as an agent makes it (recorded by a scripted model).
+    /// let scripted = ScriptedModel::new().text("Hello!");
+    /// Agent::builder("helper").model(scripted.clone()).build()?.run("Hi").await?;
+    ///
+    /// let model = Anthropic::new("claude-sonnet-4-5").max_tokens(8_192);
+    /// assert_eq!(model.default_max_tokens(), 8_192);
+    /// assert_eq!(request_body(&scripted.requests()[0], &model, false)?["max_tokens"], 8_192);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = max_tokens;
         self
     }
 
     /// The `anthropic-version` header (default [`DEFAULT_VERSION`]).
+    ///
+    /// ```
+    /// use std::io::{BufRead, BufReader};
+    /// use phaseo_agent::{Agent, RetryPolicy};
+    /// use phaseo_agent::provider::anthropic::Anthropic;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// // A local server that reads one request's headers, then hangs up.
+    /// let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let url = format!("http://{}", server.local_addr().unwrap());
+    /// let headers = std::thread::spawn(move || {
+    ///     let lines = BufReader::new(server.accept().unwrap().0).lines().map_while(Result::ok);
+    ///     lines.take_while(|line| !line.is_empty()).collect::<Vec<_>>()
+    /// });
+    /// let model = Anthropic::new("claude-sonnet-4-5").base_url(url).api_key("sk-ant-...").version("2099-01-01");
+    /// let agent = Agent::builder("assistant").model(model).model_retries(RetryPolicy::none()).build().unwrap();
+    /// assert!(agent.run("Hi").await.is_err()); // the server hung up
+    /// assert!(headers.join().unwrap().iter().any(|h| h.eq_ignore_ascii_case("anthropic-version: 2099-01-01")));
+    /// # }
+    /// ```
     pub fn version(mut self, version: impl Into<String>) -> Self {
         self.version = version.into();
         self
@@ -225,6 +307,29 @@ impl Anthropic {
 
     /// Another header sent with each request; a header named like one this provider sends
     /// (`x-api-key`, `anthropic-version`, `content-type`) replaces it.
+    ///
+    /// ```
+    /// use std::io::{BufRead, BufReader};
+    /// use phaseo_agent::{Agent, RetryPolicy};
+    /// use phaseo_agent::provider::anthropic::Anthropic;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// // A local server that reads one request's headers, then hangs up.
+    /// let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let url = format!("http://{}", server.local_addr().unwrap());
+    /// let headers = std::thread::spawn(move || {
+    ///     let lines = BufReader::new(server.accept().unwrap().0).lines().map_while(Result::ok);
+    ///     lines.take_while(|line| !line.is_empty()).collect::<Vec<_>>()
+    /// });
+    /// let model = Anthropic::new("claude-sonnet-4-5").base_url(url)
+    ///     .header("anthropic-beta", "token-efficient-tools-2025-02-19");
+    /// let agent = Agent::builder("assistant").model(model).model_retries(RetryPolicy::none()).build().unwrap();
+    /// assert!(agent.run("Hi").await.is_err()); // the server hung up
+    /// let headers = headers.join().unwrap();
+    /// assert!(headers.iter().any(|h| h.eq_ignore_ascii_case("anthropic-beta: token-efficient-tools-2025-02-19")));
+    /// # }
+    /// ```
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
         self
@@ -234,6 +339,25 @@ impl Anthropic {
     /// opaque id such as `run_18f2c3a4b5d6e7f8_0`) as `metadata.user_id` (default `false`).
     /// Anthropic uses `user_id` to tell users apart when it looks into abuse; it must not hold
     /// anything that identifies a person, and a run id does not.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel};
+    /// use phaseo_agent::provider::anthropic::{Anthropic, request_body};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// // A request as an agent makes it (recorded by a scripted model).
+    /// let scripted = ScriptedModel::new().text("Hello!");
+    /// let done = Agent::builder("helper").model(scripted.clone()).build()?.run("Hi").await?;
+    /// let request = &scripted.requests()[0];
+    ///
+    /// let body = request_body(request, &Anthropic::new("claude-sonnet-4-5").send_metadata(true), false)?;
+    /// assert_eq!(body["metadata"]["user_id"], done.state.run_id());
+    /// let body = request_body(request, &Anthropic::new("claude-sonnet-4-5"), false)?;
+    /// assert!(body.get("metadata").is_none()); // off by default
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn send_metadata(mut self, send: bool) -> Self {
         self.send_metadata = send;
         self

@@ -190,6 +190,15 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 /// ([`DEFAULT_BASE_URL`]), `max_tokens` for every other. Set it with
 /// [`OpenAi::max_tokens_field`] for a server that wants the other one (Azure OpenAI with a
 /// reasoning model, say).
+///
+/// ```
+/// use phaseo_agent::provider::openai::{MaxTokensField, OpenAi};
+///
+/// let openai = OpenAi::new("gpt-4.1");
+/// assert_eq!(openai.effective_max_tokens_field(), MaxTokensField::MaxCompletionTokens);
+/// let ollama = OpenAi::new("qwen3:8b").base_url("http://localhost:11434/v1");
+/// assert_eq!(ollama.effective_max_tokens_field().as_str(), "max_tokens");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum MaxTokensField {
@@ -282,6 +291,22 @@ impl OpenAi {
     }
 
     /// The API key, sent as `Authorization: Bearer <key>` (an empty key sends none).
+    ///
+    /// Without a key, a request to OpenAI's own URL fails at once, and nothing is sent:
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, AgentError, ModelErrorKind};
+    /// use phaseo_agent::provider::openai::OpenAi;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let model = OpenAi::new("gpt-4.1").api_key(""); // an empty key is no key
+    /// let agent = Agent::builder("assistant").model(model).build().unwrap();
+    /// let failed = agent.run("Hi").await.unwrap_err();
+    /// let AgentError::Model(error) = &failed.error else { panic!("{failed}") };
+    /// assert_eq!(error.kind, ModelErrorKind::Authentication);
+    /// # }
+    /// ```
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         let key = key.into();
         self.api_key = (!key.trim().is_empty()).then_some(key);
@@ -290,6 +315,13 @@ impl OpenAi {
 
     /// The API's address, with its `/v1` (default [`DEFAULT_BASE_URL`]); a trailing `/` is
     /// ignored.
+    ///
+    /// ```
+    /// use phaseo_agent::provider::openai::OpenAi;
+    ///
+    /// let ollama = OpenAi::new("qwen3:8b").base_url("http://localhost:11434/v1/");
+    /// assert_eq!(ollama.url(), "http://localhost:11434/v1/chat/completions");
+    /// ```
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
         self.base_url = url.into().trim_end_matches('/').to_owned();
         self
@@ -297,6 +329,25 @@ impl OpenAi {
 
     /// How long a whole request may take, a streamed body included (default
     /// [`DEFAULT_TIMEOUT`]). A request that takes longer fails with [`ModelErrorKind::Timeout`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use phaseo_agent::{Agent, AgentError, ModelErrorKind, RetryPolicy};
+    /// use phaseo_agent::provider::openai::OpenAi;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// // A local server that takes connections and never answers.
+    /// let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let model = OpenAi::new("local")
+    ///     .base_url(format!("http://{}/v1", silent.local_addr().unwrap()))
+    ///     .timeout(Duration::from_millis(200));
+    /// let agent = Agent::builder("assistant").model(model).model_retries(RetryPolicy::none()).build().unwrap();
+    /// let failed = agent.run("Hi").await.unwrap_err();
+    /// let AgentError::Model(error) = &failed.error else { panic!("{failed}") };
+    /// assert_eq!(error.kind, ModelErrorKind::Timeout);
+    /// # }
+    /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self.client = OnceLock::new();
@@ -306,6 +357,27 @@ impl OpenAi {
     /// Another header sent with each request; a header named like one this provider sends
     /// (`authorization`, `content-type`) replaces it. A name or value HTTP does not allow fails
     /// each request with [`ModelErrorKind::BadRequest`].
+    ///
+    /// ```
+    /// use std::io::{BufRead, BufReader};
+    /// use phaseo_agent::{Agent, RetryPolicy};
+    /// use phaseo_agent::provider::openai::OpenAi;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// // A local server that reads one request's headers, then hangs up.
+    /// let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let url = format!("http://{}/v1", server.local_addr().unwrap());
+    /// let headers = std::thread::spawn(move || {
+    ///     let lines = BufReader::new(server.accept().unwrap().0).lines().map_while(Result::ok);
+    ///     lines.take_while(|line| !line.is_empty()).collect::<Vec<_>>()
+    /// });
+    /// let model = OpenAi::new("local").base_url(url).header("X-Title", "Ops agent");
+    /// let agent = Agent::builder("assistant").model(model).model_retries(RetryPolicy::none()).build().unwrap();
+    /// assert!(agent.run("Hi").await.is_err()); // the server hung up
+    /// assert!(headers.join().unwrap().iter().any(|h| h.eq_ignore_ascii_case("x-title: Ops agent")));
+    /// # }
+    /// ```
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
         self
@@ -313,6 +385,15 @@ impl OpenAi {
 
     /// The field that carries the output token limit (default: by the base URL, see
     /// [`MaxTokensField`]).
+    ///
+    /// ```
+    /// use phaseo_agent::provider::openai::{MaxTokensField, OpenAi};
+    ///
+    /// let azure = OpenAi::new("o4-mini")
+    ///     .base_url("https://my-resource.openai.azure.com/openai/v1")
+    ///     .max_tokens_field(MaxTokensField::MaxCompletionTokens);
+    /// assert_eq!(azure.effective_max_tokens_field(), MaxTokensField::MaxCompletionTokens);
+    /// ```
     pub fn max_tokens_field(mut self, field: MaxTokensField) -> Self {
         self.max_tokens_field = Some(field);
         self
@@ -327,6 +408,25 @@ impl OpenAi {
     /// `user` to tell end users apart in abuse reports and (before `prompt_cache_key`) to route
     /// prompt caching; the turn is left out so that the turns of one run share a value. Neither id
     /// holds anything about a person.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel};
+    /// use phaseo_agent::provider::openai::{OpenAi, request_body};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// // A request as an agent makes it (recorded by a scripted model).
+    /// let scripted = ScriptedModel::new().text("Hello!");
+    /// let done = Agent::builder("helper").model(scripted.clone()).build()?.run("Hi").await?;
+    /// let request = &scripted.requests()[0];
+    ///
+    /// let body = request_body(request, &OpenAi::new("gpt-4.1").send_metadata(true), false)?;
+    /// assert_eq!(body["user"], format!("helper/{}", done.state.run_id()));
+    /// let body = request_body(request, &OpenAi::new("gpt-4.1"), false)?;
+    /// assert!(body.get("user").is_none()); // off by default
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn send_metadata(mut self, send: bool) -> Self {
         self.send_metadata = send;
         self

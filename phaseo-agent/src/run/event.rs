@@ -13,7 +13,27 @@ use crate::run::state::{PendingCall, RunError, RunResult, RunState};
 use crate::tool::context::ProgressSink;
 
 /// One thing that happened in a run. [`Event::name`] gives the dotted names other SDKs use
-/// (`tool.preliminary_result`, ...).
+/// (`tool.preliminary_result`, ...), which are also the `type` of an event as serde data.
+///
+/// ```
+/// use futures::StreamExt;
+/// use phaseo_agent::{Agent, Event, ScriptedModel, Tool};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// let ping = Tool::new("ping", "Ping a host", json!({"type": "object"}), |_, _| Ok(json!("pong")));
+/// let model = ScriptedModel::new().tool_call("call_1", "ping", json!({})).text("It answers.");
+/// let agent = Agent::builder("ops").model(model).tool(ping).build()?;
+/// let events: Vec<Event> = agent.stream("Ping it").collect().await;
+///
+/// let names: Vec<&str> = events.iter().map(Event::name).collect();
+/// assert_eq!(names, ["run.started", "model.turn", "tool.called", "tool.result", "model.turn", "run.completed"]);
+/// assert!(matches!(&events[3], Event::ToolResult { content, .. } if content == r#""pong""#));
+/// assert_eq!(serde_json::to_value(&events[2]).unwrap()["type"], "tool.called");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
 #[non_exhaustive]
@@ -223,6 +243,30 @@ type RunFuture = futures::future::BoxFuture<'static, Result<RunResult, RunError>
 ///
 /// The last event is [`Event::Completed`], [`Event::Paused`] (carrying the state to store) or
 /// [`Event::Failed`].
+///
+/// ```
+/// use futures::StreamExt;
+/// use phaseo_agent::{Agent, Event, PendingKind, ScriptedModel, Tool};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+/// let model = ScriptedModel::new().tool_call("call_1", "deploy", json!({"environment": "staging"}));
+/// let agent = Agent::builder("release").model(model).tool(deploy).build()?;
+///
+/// let mut events = agent.stream("Deploy staging");
+/// let mut last = None;
+/// while let Some(event) = events.next().await {
+///     println!("{}", event.name());
+///     last = Some(event);
+/// }
+/// let Some(Event::Paused { pending, state }) = last else { panic!("the run should pause") };
+/// assert_eq!(pending[0].kind, PendingKind::ToolApproval);
+/// assert!(state.to_json().contains("call_1")); // store it, resume it later
+/// # Ok(())
+/// # }
+/// ```
 pub struct EventStream {
     run: Option<RunFuture>,
     events: tokio::sync::mpsc::UnboundedReceiver<Event>,

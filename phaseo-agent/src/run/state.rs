@@ -11,9 +11,35 @@ use crate::model::message::{Message, ToolCall};
 use crate::model::request::{TurnParams, Usage};
 
 /// The version of [`RunState`] this build writes and reads.
+///
+/// ```
+/// use phaseo_agent::{RunState, STATE_VERSION};
+///
+/// let err = RunState::from_json(r#"{"version": 99}"#).unwrap_err();
+/// assert!(err.to_string().contains(&format!("this build reads version {STATE_VERSION}")));
+/// ```
 pub const STATE_VERSION: u32 = 1;
 
 /// Where a run stands.
+///
+/// ```
+/// use phaseo_agent::{Agent, Decisions, RunStatus, ScriptedModel, Tool};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+/// let model = ScriptedModel::new().tool_call("call_1", "deploy", json!({})).text("Deployed.");
+/// let agent = Agent::builder("release").model(model).tool(deploy).build()?;
+///
+/// let paused = agent.run("Deploy").await?;
+/// assert_eq!(paused.status(), RunStatus::WaitingForHuman);
+/// assert_eq!(serde_json::to_value(paused.status()).unwrap(), "waiting_for_human");
+/// let done = agent.resume(&paused.state, Decisions::new().approve("call_1")).await?;
+/// assert_eq!(done.status(), RunStatus::Completed);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
@@ -27,6 +53,17 @@ pub enum RunStatus {
 }
 
 /// Why a call is waiting.
+///
+/// Each kind takes its own decisions: [`Decision::Approve`] (or a rejection) for
+/// `tool_approval`, [`Decision::Output`] for `external_output`, either for `hitl`.
+///
+/// ```
+/// use phaseo_agent::PendingKind;
+///
+/// assert_eq!(PendingKind::ExternalOutput.as_str(), "external_output");
+/// let kind: PendingKind = serde_json::from_str(r#""tool_approval""#).unwrap();
+/// assert_eq!(kind, PendingKind::ToolApproval);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PendingKind {
@@ -51,6 +88,27 @@ impl PendingKind {
 }
 
 /// A call waiting for a decision.
+///
+/// ```
+/// use phaseo_agent::{Agent, PendingKind, ScriptedModel, Tool, ToolCall};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+/// // The model's argument text, as it sent it.
+/// let call = ToolCall::raw("call_1", "deploy", r#" {"environment": "staging"} "#);
+/// let model = ScriptedModel::new().tool_calls([call.clone()]);
+/// let agent = Agent::builder("release").model(model).tool(deploy).build()?;
+///
+/// let paused = agent.run("Deploy staging").await?;
+/// let pending = &paused.pending()[0];
+/// assert_eq!(pending.call, call);
+/// assert_eq!(pending.kind, PendingKind::ToolApproval);
+/// assert_eq!(pending.arguments, json!({"environment": "staging"})); // parsed and validated
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingCall {
     /// The call, as the model made it.
@@ -62,6 +120,17 @@ pub struct PendingCall {
 }
 
 /// A person's decision about one pending call, bound to its call id in [`Decisions`].
+///
+/// As serde data a decision is tagged by `decision`, so a review UI can send it as JSON:
+///
+/// ```
+/// use phaseo_agent::Decision;
+/// use serde_json::json;
+///
+/// let decision: Decision = serde_json::from_value(json!({"decision": "reject", "message": "Not now"})).unwrap();
+/// assert_eq!(decision, Decision::Reject { message: "Not now".into() });
+/// assert_eq!(serde_json::to_value(Decision::ApproveAlways).unwrap(), json!({"decision": "approve_always"}));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "decision")]
 pub enum Decision {
@@ -182,22 +251,109 @@ impl Decisions {
     }
 
     /// Adds a decision.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, Decision, Decisions, ScriptedModel, Tool};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let restart = Tool::new("restart", "Restart", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+    /// let model = ScriptedModel::new()
+    ///     .tool_call("call_1", "restart", json!({"service": "api"}))
+    ///     .tool_call("call_2", "restart", json!({"service": "db"}))
+    ///     .text("Both restarted.");
+    /// let agent = Agent::builder("ops").model(model).tool(restart).build()?;
+    /// let paused = agent.run("Restart api, then db").await?;
+    ///
+    /// // Approve this call and every later call of `restart` in the run.
+    /// let always = Decisions::new().decide("call_1", Decision::ApproveAlways);
+    /// let done = agent.resume(&paused.state, always).await?;
+    /// assert_eq!(done.output(), Some("Both restarted.")); // call_2 did not pause
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn decide(mut self, call_id: impl Into<String>, decision: Decision) -> Self {
         self.decisions.push((call_id.into(), decision));
         self
     }
 
     /// Approves a call.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, Decisions, ScriptedModel, Tool, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+    /// let model = ScriptedModel::new()
+    ///     .tool_calls(["call_1", "call_2"].map(|id| ToolCall::new(id, "deploy", json!({"region": id}))))
+    ///     .text("Deployed.");
+    /// let agent = Agent::builder("release").model(model).tool(deploy).build()?;
+    /// let paused = agent.run("Deploy both regions").await?;
+    ///
+    /// // Every pending call needs a decision.
+    /// let err = agent.resume(&paused.state, Decisions::new().approve("call_1")).await.unwrap_err();
+    /// assert!(err.to_string().starts_with("Missing decision for pending tool call(s): call_2"));
+    /// let both = Decisions::for_run(paused.state.run_id()).approve("call_1").approve("call_2");
+    /// assert_eq!(agent.resume(&paused.state, both).await?.state.steps().len(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn approve(self, call_id: impl Into<String>) -> Self {
         self.decide(call_id, Decision::Approve)
     }
 
-    /// Approves a call with edited arguments.
+    /// Approves a call with edited arguments. They are validated like the model's own; arguments
+    /// the tool's schema refuses refuse the whole resume, and nothing changes.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, Decisions, ScriptedModel, Tool};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let deploy = Tool::new("deploy", "Deploy",
+    ///     json!({"type": "object", "properties": {"environment": {"type": "string"}}, "required": ["environment"]}),
+    ///     |input, _| Ok(json!({"deployed": input["environment"]})))
+    ///     .require_approval();
+    /// let model = ScriptedModel::new().tool_call("call_1", "deploy", json!({"environment": "production"})).text("Done.");
+    /// let agent = Agent::builder("release").model(model).tool(deploy).build()?;
+    /// let paused = agent.run("Deploy").await?;
+    ///
+    /// let bad = Decisions::new().approve_with_arguments("call_1", json!({"environment": 7}));
+    /// let err = agent.resume(&paused.state, bad).await.unwrap_err();
+    /// assert_eq!(err.to_string(), r#"Invalid tool input: $.environment: 7 is not of type "string""#);
+    /// let staging = Decisions::new().approve_with_arguments("call_1", json!({"environment": "staging"}));
+    /// let done = agent.resume(&paused.state, staging).await?;
+    /// assert_eq!(done.state.tool_result("call_1"), Some(r#"{"deployed":"staging"}"#));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn approve_with_arguments(self, call_id: impl Into<String>, arguments: Value) -> Self {
         self.decide(call_id, Decision::ApproveWithArguments { arguments })
     }
 
     /// Rejects a call with a message the model sees.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, Decisions, ScriptedModel, Tool};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+    /// let model = ScriptedModel::new().tool_call("call_1", "deploy", json!({})).text("I will wait.");
+    /// let agent = Agent::builder("release").model(model).tool(deploy).build()?;
+    /// let paused = agent.run("Deploy").await?;
+    ///
+    /// let rejected = Decisions::new().reject("call_1", "Not during the freeze");
+    /// let done = agent.resume(&paused.state, rejected).await?;
+    /// assert_eq!(done.state.tool_result("call_1"), Some(r#"{"error":"Rejected by a person: Not during the freeze"}"#));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn reject(self, call_id: impl Into<String>, message: impl Into<String>) -> Self {
         self.decide(
             call_id,
@@ -207,7 +363,25 @@ impl Decisions {
         )
     }
 
-    /// Supplies a call's output.
+    /// Supplies a call's output: for an external tool, or a call handed to a person.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, Decisions, ScriptedModel, Tool};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let quote = Tool::external("quote", "Ask sales for a price", json!({"type": "object"}));
+    /// let model = ScriptedModel::new().tool_call("call_1", "quote", json!({"seats": 40})).text("It costs 1200 EUR.");
+    /// let agent = Agent::builder("sales").model(model).tool(quote).build()?;
+    /// let paused = agent.run("Price for 40 seats?").await?;
+    ///
+    /// let answer = Decisions::new().output("call_1", json!({"price_eur": 1200}));
+    /// let done = agent.resume(&paused.state, answer).await?;
+    /// assert_eq!(done.state.tool_result("call_1"), Some(r#"{"price_eur":1200}"#));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn output(self, call_id: impl Into<String>, output: Value) -> Self {
         self.decide(call_id, Decision::Output { output })
     }
@@ -293,6 +467,33 @@ impl<'de> Deserialize<'de> for Decisions {
 }
 
 /// What one tool call did: kept on the run's steps.
+///
+/// ```
+/// use phaseo_agent::{Agent, AgentError, ScriptedModel, Tool, ToolCall};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), AgentError> {
+/// let lookup = Tool::new("lookup", "Load a ticket", json!({"type": "object"}), |input, _| {
+///     match input["id"].as_str() {
+///         Some("T-1") => Ok(json!({"title": "Printer on fire"})),
+///         _ => Err(AgentError::tool("no such ticket")),
+///     }
+/// });
+/// let model = ScriptedModel::new()
+///     .tool_calls([ToolCall::new("call_1", "lookup", json!({"id": "T-1"})), ToolCall::new("call_2", "lookup", json!({"id": "T-9"}))])
+///     .text("T-1 is about a printer; T-9 does not exist.");
+/// let agent = Agent::builder("support").model(model).tool(lookup).build()?;
+/// let done = agent.run("Load T-1 and T-9").await?;
+///
+/// let [found, missing] = done.state.steps() else { panic!("two steps") };
+/// assert_eq!((found.step_index, found.tool.as_str(), found.is_error), (0, "lookup", false));
+/// assert_eq!(found.content, r#"{"title":"Printer on fire"}"#);
+/// assert_eq!((missing.call_id.as_str(), missing.is_error), ("call_2", true));
+/// assert_eq!(missing.content, r#"{"error":"no such ticket"}"#);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolStep {
     /// The model turn that made the call.
@@ -334,6 +535,30 @@ pub(crate) struct PausedTurn {
 ///
 /// let err = RunState::from_json(r#"{"version": 99}"#).unwrap_err();
 /// assert!(err.to_string().contains("Unsupported run state version 99"));
+/// ```
+///
+/// Stored and read back, a state is the same state:
+///
+/// ```
+/// use phaseo_agent::{Agent, RunState, RunStatus, ScriptedModel, Tool};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+/// let model = ScriptedModel::new().tool_call("call_1", "deploy", json!({"environment": "staging"}));
+/// let agent = Agent::builder("release").model(model).tool(deploy).build()?;
+/// let paused = agent.run("Deploy staging").await?;
+///
+/// let stored: String = paused.state.to_json();
+/// let state = RunState::from_json(&stored)?;
+/// assert_eq!(state, paused.state);
+/// assert_eq!(state.agent_id(), "release");
+/// assert_eq!(state.status(), RunStatus::WaitingForHuman);
+/// assert_eq!(state.pending()[0].call.id, "call_1");
+/// assert_eq!(state.turns(), 1);
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "Value")]
@@ -695,6 +920,22 @@ impl From<RunError> for AgentError {
 }
 
 /// The result of `run` or `resume`: completed with an output, or paused with pending calls.
+///
+/// ```
+/// use phaseo_agent::{Agent, RunStatus, ScriptedModel};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// let agent = Agent::builder("greeter").model(ScriptedModel::new().text("Hello!")).build()?;
+/// let result = agent.run("Hi").await?;
+/// assert_eq!(result.status(), RunStatus::Completed);
+/// assert!(!result.is_paused());
+/// assert!(result.pending().is_empty());
+/// assert_eq!(result.output(), Some("Hello!"));
+/// assert!(result.usage().is_zero()); // the scripted model counts no tokens
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunResult {
     /// The run's state: store it to resume a paused run.

@@ -77,6 +77,21 @@ const GEMINI: Dialect = Dialect::Gemini;
 ///
 /// Every dialect keeps `description`, and every dialect requires the root to be an object schema
 /// (tool arguments are a JSON object).
+///
+/// ```
+/// use phaseo_agent::schema::dialect::Dialect;
+/// use serde_json::json;
+///
+/// let schema = json!({
+///     "type": "object",
+///     "properties": {"count": {"type": "integer", "format": "uint32", "minimum": 0}},
+///     "required": ["count"]
+/// });
+/// // Anthropic takes the schema as it is; Gemini has no `uint32`, and reads it as an `int64`.
+/// assert_eq!(Dialect::Anthropic.convert(&schema).unwrap(), schema);
+/// assert_eq!(Dialect::Gemini.convert(&schema).unwrap()["properties"]["count"]["format"], "int64");
+/// assert_eq!(Dialect::OpenAiStrict.to_string(), "OpenAI strict");
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Dialect {

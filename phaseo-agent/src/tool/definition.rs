@@ -28,8 +28,29 @@ pub(crate) type NextTurnFn = dyn Fn(&Value, &TurnParams) -> TurnParams + Send + 
 /// What the runtime does when a tool call fails (an executor error, a timeout, a panic, a failed
 /// validator).
 ///
-/// The default, as in the spec's Rust column, is [`OnError::ReturnToModel`]: the model sees
-/// `{"error": "..."}` as the call's result and can try something else.
+/// The default is [`OnError::ReturnToModel`]: the model sees `{"error": "..."}` as the call's
+/// result and can try something else. Set it per tool ([`Tool::on_error`]) or for the whole agent
+/// ([`AgentBuilder::on_error`](crate::AgentBuilder::on_error)); as serde data it is `"return-to-model"` or `"fail-run"`.
+///
+/// ```
+/// use phaseo_agent::{Agent, AgentError, OnError, ScriptedModel, Tool};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), AgentError> {
+/// assert_eq!(OnError::default(), OnError::ReturnToModel);
+/// assert_eq!(serde_json::to_value(OnError::FailRun).unwrap(), "fail-run");
+///
+/// let charge = Tool::new("charge", "Charge a card", json!({"type": "object"}),
+///     |_, _| Err(AgentError::tool("card declined")));
+/// let model = ScriptedModel::new().tool_call("call_1", "charge", json!({})).text("The card was declined.");
+/// let agent = Agent::builder("billing").model(model).tool(charge).build()?;
+/// // Returned to the model: the run goes on, and the model reads the error as the call's result.
+/// let done = agent.run("Charge the card").await?;
+/// assert_eq!(done.state.tool_result("call_1"), Some(r#"{"error":"card declined"}"#));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OnError {
@@ -41,6 +62,28 @@ pub enum OnError {
 }
 
 /// What a streaming tool yields (see [`Tool::streaming`]).
+///
+/// ```
+/// use futures::stream;
+/// use phaseo_agent::{Tool, ToolContext, ToolEvent};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// let count = Tool::streaming("count", "Count to two", json!({"type": "object"}), |_input, _ctx| {
+///     stream::iter([
+///         Ok(ToolEvent::Progress(json!({"at": 1}))),
+///         Ok(ToolEvent::Progress(json!({"at": 2}))),
+///         Ok(ToolEvent::Result(json!("counted"))),
+///     ])
+/// });
+/// let ctx = ToolContext::detached();
+/// assert_eq!(count.invoke("{}", &ctx).await?, r#""counted""#);
+/// // Each progress value was published, in order.
+/// assert_eq!(ctx.progress(), vec![json!({"at": 1}), json!({"at": 2})]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolEvent {
     /// A preliminary result.
@@ -117,6 +160,25 @@ impl Tool {
     /// The executor runs on Tokio's blocking thread pool, so it may block without stalling other
     /// tools or the run. Arguments are validated against `parameters` before it runs; an `Err` it
     /// returns goes back to the model as `{"error": "..."}` (see [`OnError`]).
+    ///
+    /// ```
+    /// use phaseo_agent::{AgentError, Tool, ToolContext};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), AgentError> {
+    /// let status = Tool::new("get_status", "Get the current service status",
+    ///     json!({"type": "object", "properties": {"service": {"type": "string"}}, "required": ["service"]}),
+    ///     |input, _ctx| match input["service"].as_str() {
+    ///         Some("api") => Ok(json!({"service": "api", "status": "healthy"})),
+    ///         _ => Err(AgentError::tool("unknown service")),
+    ///     });
+    /// let ctx = ToolContext::detached();
+    /// assert_eq!(status.invoke(r#"{"service": "api"}"#, &ctx).await?, r#"{"service":"api","status":"healthy"}"#);
+    /// assert_eq!(status.invoke(r#"{"service": "db"}"#, &ctx).await.unwrap_err().to_string(), "unknown service");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new<F>(
         id: impl Into<String>,
         description: impl Into<String>,
@@ -138,14 +200,20 @@ impl Tool {
     /// the future can own it:
     ///
     /// ```
-    /// use phaseo_agent::Tool;
+    /// use phaseo_agent::{Tool, ToolContext};
     /// use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// let echo = Tool::new_async("echo", "Echo the input", json!({"type": "object"}), |input, ctx| async move {
     ///     ctx.emit_progress(json!({"stage": "echoing"}))?;
     ///     Ok(input)
     /// });
-    /// # let _ = echo;
+    /// let ctx = ToolContext::detached();
+    /// assert_eq!(echo.invoke(r#"{"text": "hi"}"#, &ctx).await?, r#"{"text":"hi"}"#);
+    /// assert_eq!(ctx.progress(), vec![json!({"stage": "echoing"})]);
+    /// # Ok(())
+    /// # }
     /// ```
     pub fn new_async<F, Fut>(
         id: impl Into<String>,
@@ -169,9 +237,11 @@ impl Tool {
     ///
     /// ```
     /// use futures::stream;
-    /// use phaseo_agent::{Tool, ToolEvent};
+    /// use phaseo_agent::{Tool, ToolContext, ToolEvent};
     /// use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// let index = Tool::streaming("index-repository", "Index a repository",
     ///     json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
     ///     |_input, ctx| {
@@ -182,7 +252,12 @@ impl Tool {
     ///             Ok(ToolEvent::Result(json!({"indexed": 248}))),
     ///         ])
     ///     });
-    /// # let _ = index;
+    /// let ctx = ToolContext::detached();
+    /// assert_eq!(index.invoke(r#"{"path": "."}"#, &ctx).await?, r#"{"indexed":248}"#);
+    /// assert_eq!(ctx.progress().len(), 2);
+    /// assert_eq!(ctx.new_context(), Some(json!({"indexed": true})));
+    /// # Ok(())
+    /// # }
     /// ```
     pub fn streaming<F, S>(
         id: impl Into<String>,
@@ -217,6 +292,28 @@ impl Tool {
 
     /// A tool with no executor: the result comes from outside the process. A call pauses the run
     /// with pending kind `external_output`; resume it with [`Decision::Output`](crate::Decision::Output).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, Decisions, PendingKind, ScriptedModel, Tool};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let lookup = Tool::external("ticket_lookup", "Load one support ticket",
+    ///     json!({"type": "object", "properties": {"ticket_id": {"type": "string"}}, "required": ["ticket_id"]}));
+    /// let model = ScriptedModel::new()
+    ///     .tool_call("call_1", "ticket_lookup", json!({"ticket_id": "T-7"}))
+    ///     .text("T-7 is about a printer.");
+    /// let agent = Agent::builder("support").model(model).tool(lookup).build()?;
+    /// let paused = agent.run("What is T-7 about?").await?;
+    /// assert_eq!(paused.pending()[0].kind, PendingKind::ExternalOutput);
+    ///
+    /// let answer = Decisions::for_run(paused.state.run_id()).output("call_1", json!({"title": "Printer on fire"}));
+    /// let done = agent.resume(&paused.state, answer).await?;
+    /// assert_eq!(done.state.tool_result("call_1"), Some(r#"{"title":"Printer on fire"}"#));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn external(
         id: impl Into<String>,
         description: impl Into<String>,
@@ -336,6 +433,27 @@ impl Tool {
     }
 
     /// Every call pauses for a person's approval first (pending kind `tool_approval`).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, Decisions, PendingKind, ScriptedModel, Tool};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let restart = Tool::new("restart", "Restart a service", json!({"type": "object"}),
+    ///     |_, _| Ok(json!({"restarted": true})))
+    ///     .require_approval();
+    /// let model = ScriptedModel::new().tool_call("call_1", "restart", json!({})).text("Restarted.");
+    /// let agent = Agent::builder("ops").model(model).tool(restart).build()?;
+    /// let paused = agent.run("Restart the API").await?;
+    /// assert_eq!(paused.pending()[0].kind, PendingKind::ToolApproval);
+    /// assert_eq!(paused.state.tool_result("call_1"), None); // it has not run
+    ///
+    /// let done = agent.resume(&paused.state, Decisions::new().approve("call_1")).await?;
+    /// assert_eq!(done.state.tool_result("call_1"), Some(r#"{"restarted":true}"#));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn require_approval(mut self) -> Self {
         self.approval = Approval::Always;
         self
@@ -345,12 +463,25 @@ impl Tool {
     /// `&I` for typed tools. A panicking function counts as "needs approval" (fail closed).
     ///
     /// ```
-    /// use phaseo_agent::Tool;
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool, ToolCall};
     /// use serde_json::{json, Value};
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |input, _| Ok(input))
     ///     .approval(|input: &Value, _ctx| input["environment"] == "production");
-    /// # let _ = deploy;
+    /// let model = ScriptedModel::new().tool_calls([
+    ///     ToolCall::new("call_1", "deploy", json!({"environment": "staging"})),
+    ///     ToolCall::new("call_2", "deploy", json!({"environment": "production"})),
+    /// ]);
+    /// let agent = Agent::builder("release").model(model).tool(deploy).build()?;
+    /// let paused = agent.run("Deploy everywhere").await?;
+    /// // Staging ran at once; production waits for a person.
+    /// assert_eq!(paused.state.tool_result("call_1"), Some(r#"{"environment":"staging"}"#));
+    /// assert_eq!(paused.pending().len(), 1);
+    /// assert_eq!(paused.pending()[0].call.id, "call_2");
+    /// # Ok(())
+    /// # }
     /// ```
     ///
     /// If `I` is not the tool's input type, building the agent fails and says so.
@@ -367,15 +498,25 @@ impl Tool {
     /// before or inside the future, counts as "needs approval".
     ///
     /// ```
-    /// use phaseo_agent::Tool;
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
     /// use serde_json::{json, Value};
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |input, _| Ok(input))
     ///     .approval_async(|input: &Value, _ctx| {
     ///         let environment = input["environment"].as_str().unwrap_or_default().to_owned();
     ///         async move { environment != "staging" /* ask the change calendar here */ }
     ///     });
-    /// # let _ = deploy;
+    /// let model = ScriptedModel::new()
+    ///     .tool_call("call_1", "deploy", json!({"environment": "production"}))
+    ///     .text("Deployed.");
+    /// let agent = Agent::builder("release").model(model).tool(deploy).build()?;
+    /// let paused = agent.run("Deploy production").await?;
+    /// assert!(paused.is_paused());
+    /// assert_eq!(paused.pending()[0].arguments, json!({"environment": "production"}));
+    /// # Ok(())
+    /// # }
     /// ```
     pub fn approval_async<I, F, Fut>(self, decide: F) -> Self
     where
@@ -412,33 +553,103 @@ impl Tool {
 
     /// Fails the call if it runs longer than this (the agent's default applies otherwise). At the
     /// deadline the call is abandoned at once, its future dropped, and its cancellation token fired.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use phaseo_agent::{Tool, ToolContext};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let slow = Tool::new_async("slow", "Never finishes in time", json!({"type": "object"}), |_, _| async {
+    ///     tokio::time::sleep(Duration::from_secs(60)).await;
+    ///     Ok(json!("too late"))
+    /// })
+    /// .timeout(Duration::from_millis(20));
+    /// let err = slow.invoke("{}", &ToolContext::detached()).await.unwrap_err();
+    /// assert_eq!(err.to_string(), "Tool slow timed out after 20ms");
+    /// # }
+    /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
     }
 
     /// What to do when this tool's call fails; overrides the agent's policy.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, AgentError, OnError, ScriptedModel, Tool};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), AgentError> {
+    /// let charge = Tool::new("charge", "Charge a card", json!({"type": "object"}),
+    ///     |_, _| Err(AgentError::tool("card declined")))
+    ///     .on_error(OnError::FailRun);
+    /// let model = ScriptedModel::new().tool_call("call_1", "charge", json!({})).text("Charged.");
+    /// let agent = Agent::builder("billing").model(model).tool(charge).build()?;
+    /// let failed = agent.run("Charge the card").await.unwrap_err();
+    /// assert_eq!(failed.error, AgentError::tool("card declined"));
+    /// // The failed run's state keeps the call, with the error.
+    /// assert!(failed.state.unwrap().steps()[0].is_error);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn on_error(mut self, policy: OnError) -> Self {
         self.on_error = Some(policy);
         self
     }
 
     /// The tool id the model calls.
+    ///
+    /// ```
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// let status = Tool::new("get_status", "Get the current service status", json!({}), |_, _| Ok(json!("up")));
+    /// assert_eq!(status.id(), "get_status");
+    /// ```
     pub fn id(&self) -> &str {
         &self.id
     }
 
     /// The description the model reads.
+    ///
+    /// ```
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// let status = Tool::new("get_status", "Get the current service status", json!({}), |_, _| Ok(json!("up")));
+    /// assert_eq!(status.description(), "Get the current service status");
+    /// ```
     pub fn description(&self) -> &str {
         &self.description
     }
 
-    /// The JSON Schema of the arguments, as advertised to the model.
+    /// The JSON Schema of the arguments, as advertised to the model. A hand-written schema whose root
+    /// has no `type` gets `"type": "object"` (tool arguments are always a JSON object).
+    ///
+    /// ```
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// let status = Tool::new("get_status", "Get the current service status",
+    ///     json!({"properties": {"service": {"type": "string"}}}), |_, _| Ok(json!("up")));
+    /// assert_eq!(status.parameters(), &json!({"type": "object", "properties": {"service": {"type": "string"}}}));
+    /// ```
     pub fn parameters(&self) -> &Value {
         &self.parameters
     }
 
     /// Whether the tool has no executor (its result comes from outside the process).
+    ///
+    /// ```
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// assert!(Tool::external("ticket_lookup", "Load a ticket", json!({"type": "object"})).is_external());
+    /// assert!(!Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong"))).is_external());
+    /// ```
     pub fn is_external(&self) -> bool {
         !self.executable
     }
@@ -596,6 +807,24 @@ pub(crate) fn check_id(id: &str) -> Result<(), String> {
 }
 
 /// Something an agent takes as a tool: a [`Tool`], or the name of a `#[tool]` function.
+///
+/// ```
+/// use phaseo_agent::{IntoTool, Tool, tool};
+/// use serde_json::json;
+///
+/// /// Add two numbers.
+/// #[tool]
+/// fn add(a: i64, b: i64) -> i64 {
+///     a + b
+/// }
+///
+/// fn tool_id(tool: impl IntoTool) -> String {
+///     tool.into_tool().id().to_owned()
+/// }
+///
+/// assert_eq!(tool_id(add), "add");
+/// assert_eq!(tool_id(Tool::new("ping", "Ping", json!({}), |_, _| Ok(json!("pong")))), "ping");
+/// ```
 pub trait IntoTool {
     /// The tool.
     fn into_tool(self) -> Tool;

@@ -1,4 +1,4 @@
-//! The tool fields of the spec beyond id, description and parameters: validators, interactive hooks,
+//! A tool's fields beyond id, description and parameters: validators, interactive hooks,
 //! next-turn overrides, exclusivity and output caps. (Approval, timeout and error policy are in
 //! `definition.rs`.)
 
@@ -36,14 +36,17 @@ fn schema_check(tool: &mut Tool, schema: &Value) -> Option<Arc<CheckFn>> {
 }
 
 impl Tool {
-    /// A custom input validator (the spec's `input_schema`), run after the parameter schema check and
-    /// before typed decoding. It returns the value to use (possibly transformed) or an error, which
-    /// reads `Invalid tool input: $: <your message>` and follows the agent's invalid-arguments policy.
+    /// A custom input validator (the `input_schema` field of a tool), run after the parameter schema
+    /// check and before typed decoding. It returns the value to use (possibly transformed) or an
+    /// error, which reads `Invalid tool input: $: <your message>` and follows the agent's
+    /// invalid-arguments policy.
     ///
     /// ```
-    /// use phaseo_agent::Tool;
+    /// use phaseo_agent::{Tool, ToolContext};
     /// use serde_json::{json, Value};
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// let search = Tool::new("search_tickets", "Search support tickets by keyword",
     ///     json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}),
     ///     |input, _| Ok(json!([input["query"]])))
@@ -55,7 +58,12 @@ impl Tool {
     ///         input["query"] = json!(query);
     ///         Ok(input)
     ///     });
-    /// # let _ = search;
+    /// let ctx = ToolContext::detached();
+    /// assert_eq!(search.invoke(r#"{"query": "  printer "}"#, &ctx).await?, r#"["printer"]"#);
+    /// let err = search.invoke(r#"{"query": "   "}"#, &ctx).await.unwrap_err();
+    /// assert_eq!(err.to_string(), "Invalid tool input: $: query must not be blank");
+    /// # Ok(())
+    /// # }
     /// ```
     pub fn input_schema<E: Display>(
         mut self,
@@ -65,9 +73,27 @@ impl Tool {
         self
     }
 
-    /// A custom output validator (the spec's `output_schema`): it checks, and may transform, each
-    /// result before the model sees it, including outputs a person supplies. A failure reads
-    /// `Invalid tool output: $: <your message>` and follows the tool's error policy.
+    /// A custom output validator (the `output_schema` field of a tool): it checks, and may
+    /// transform, each result before the model sees it, including outputs a person supplies. A
+    /// failure reads `Invalid tool output: $: <your message>` and follows the tool's error policy.
+    ///
+    /// ```
+    /// use phaseo_agent::{Tool, ToolContext};
+    /// use serde_json::{json, Value};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let stock = Tool::new("stock", "Units in stock", json!({"type": "object"}), |_, _| Ok(json!({"units": -3})))
+    ///     .output_schema(|output: Value| {
+    ///         if output["units"].as_i64().unwrap_or(0) < 0 {
+    ///             return Err("units must not be negative");
+    ///         }
+    ///         Ok(output)
+    ///     });
+    /// let err = stock.invoke("{}", &ToolContext::detached()).await.unwrap_err();
+    /// assert_eq!(err.to_string(), "Invalid tool output: $: units must not be negative");
+    /// # }
+    /// ```
     pub fn output_schema<E: Display>(
         mut self,
         validate: impl Fn(Value) -> Result<Value, E> + Send + Sync + 'static,
@@ -80,12 +106,16 @@ impl Tool {
     /// `$schema`, 2020-12 if absent).
     ///
     /// ```
-    /// use phaseo_agent::Tool;
+    /// use phaseo_agent::{Tool, ToolContext};
     /// use serde_json::json;
     ///
-    /// let status = Tool::new("get_status", "Service status", json!({"type": "object"}), |_, _| Ok(json!({"status": "up"})))
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let status = Tool::new("get_status", "Service status", json!({"type": "object"}), |_, _| Ok(json!({"state": "up"})))
     ///     .output_json_schema(json!({"type": "object", "required": ["status"]}));
-    /// # let _ = status;
+    /// let err = status.invoke("{}", &ToolContext::detached()).await.unwrap_err();
+    /// assert_eq!(err.to_string(), r#"Invalid tool output: $: "status" is a required property"#);
+    /// # }
     /// ```
     pub fn output_json_schema(mut self, schema: Value) -> Self {
         if let Some(check) = schema_check(&mut self, &schema) {
@@ -94,9 +124,34 @@ impl Tool {
         self
     }
 
-    /// A custom progress validator (the spec's `event_schema`) for values passed to
+    /// A custom progress validator (the `event_schema` field of a tool) for values passed to
     /// [`ToolContext::emit_progress`]. A rejected value is not published, and the call fails with
     /// `Invalid tool event: $: <your message>`.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
+    /// use serde_json::{json, Value};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let upload = Tool::new_async("upload", "Upload a file", json!({"type": "object"}), |_, ctx| async move {
+    ///     ctx.emit_progress(json!({"percent": 50}))?;
+    ///     ctx.emit_progress(json!({"percent": 150}))?;
+    ///     Ok(json!("uploaded"))
+    /// })
+    /// .event_schema(|event: Value| match event["percent"].as_u64() {
+    ///     Some(0..=100) => Ok(event),
+    ///     _ => Err("percent must be 0 to 100"),
+    /// });
+    /// let model = ScriptedModel::new().tool_call("call_1", "upload", json!({})).text("The upload failed.");
+    /// let agent = Agent::builder("files").model(model).tool(upload).build()?;
+    /// let done = agent.run("Upload the report").await?;
+    /// let step = &done.state.steps()[0];
+    /// assert_eq!(step.content, r#"{"error":"Invalid tool event: $: percent must be 0 to 100"}"#);
+    /// assert_eq!(step.preliminary_results, vec![json!({"percent": 50})]); // the bad value was not kept
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn event_schema<E: Display>(
         mut self,
         validate: impl Fn(Value) -> Result<Value, E> + Send + Sync + 'static,
@@ -106,6 +161,29 @@ impl Tool {
     }
 
     /// Checks each progress value against a JSON Schema (compiled once, now).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let index = Tool::new("index", "Index a repository", json!({"type": "object"}), |_, ctx| {
+    ///     ctx.emit_progress(json!({"phase": "scan"}))?;
+    ///     ctx.emit_progress(json!({"phase": 2}))?;
+    ///     Ok(json!({"indexed": 248}))
+    /// })
+    /// .event_json_schema(json!({"type": "object", "properties": {"phase": {"type": "string"}}}));
+    /// let model = ScriptedModel::new().tool_call("call_1", "index", json!({})).text("Indexing failed.");
+    /// let agent = Agent::builder("search").model(model).tool(index).build()?;
+    /// let done = agent.run("Index the repository").await?;
+    /// assert_eq!(
+    ///     done.state.tool_result("call_1"),
+    ///     Some(r#"{"error":"Invalid tool event: $.phase: 2 is not of type \"string\""}"#)
+    /// );
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn event_json_schema(mut self, schema: Value) -> Self {
         if let Some(check) = schema_check(&mut self, &schema) {
             self.event_checks.push(check);
@@ -118,16 +196,28 @@ impl Tool {
     /// the run with pending kind `hitl` until a person supplies the output.
     ///
     /// ```
-    /// use phaseo_agent::Tool;
+    /// use phaseo_agent::{Agent, PendingKind, ScriptedModel, Tool, ToolCall};
     /// use serde_json::{json, Value};
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// let refund = Tool::external("refund", "Refund an order",
     ///     json!({"type": "object", "properties": {"amount": {"type": "number"}}, "required": ["amount"]}))
     ///     // Small refunds are answered at once; larger ones wait for a person.
     ///     .on_tool_called(|input: &Value, _ctx| {
     ///         (input["amount"].as_f64()? <= 20.0).then(|| json!({"refunded": true}))
     ///     });
-    /// # let _ = refund;
+    /// let model = ScriptedModel::new().tool_calls([
+    ///     ToolCall::new("call_1", "refund", json!({"amount": 5})),
+    ///     ToolCall::new("call_2", "refund", json!({"amount": 500})),
+    /// ]);
+    /// let agent = Agent::builder("support").model(model).tool(refund).build()?;
+    /// let paused = agent.run("Refund both orders").await?;
+    /// assert_eq!(paused.state.tool_result("call_1"), Some(r#"{"refunded":true}"#));
+    /// assert_eq!(paused.pending()[0].call.id, "call_2");
+    /// assert_eq!(paused.pending()[0].kind, PendingKind::Hitl);
+    /// # Ok(())
+    /// # }
     /// ```
     ///
     /// The hook runs with the call's context: progress it emits is kept on the call's step, and a
@@ -147,15 +237,24 @@ impl Tool {
     /// inside the future, hands the call to a person (kind `hitl`).
     ///
     /// ```
-    /// use phaseo_agent::Tool;
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
     /// use serde_json::{json, Value};
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// let status = Tool::external("status", "Service status", json!({"type": "object"}))
     ///     .on_tool_called_async(|input: &Value, _ctx| {
     ///         let service = input["service"].as_str().unwrap_or_default().to_owned();
     ///         async move { (service == "api").then(|| json!({"status": "cached"})) }
     ///     });
-    /// # let _ = status;
+    /// let model = ScriptedModel::new()
+    ///     .tool_call("call_1", "status", json!({"service": "api"}))
+    ///     .text("The API is up.");
+    /// let agent = Agent::builder("ops").model(model).tool(status).build()?;
+    /// let done = agent.run("Is the API up?").await?;
+    /// assert_eq!(done.state.tool_result("call_1"), Some(r#"{"status":"cached"}"#));
+    /// # Ok(())
+    /// # }
     /// ```
     pub fn on_tool_called_async<F, Fut>(mut self, hook: F) -> Self
     where
@@ -171,6 +270,30 @@ impl Tool {
     /// Transforms (or refuses) an output a person or system supplies for a paused call, before the
     /// output validators check it. An error refuses the decision: `resume` returns
     /// `Invalid tool output: $: <your message>` and nothing changes.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, Decisions, ScriptedModel, Tool};
+    /// use serde_json::{json, Value};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let ask = Tool::external("ask_manager", "Ask the manager", json!({"type": "object"}))
+    ///     .on_response_received(|answer: Value| match answer.as_str() {
+    ///         Some("yes") => Ok(json!({"approved": true})),
+    ///         Some("no") => Ok(json!({"approved": false})),
+    ///         _ => Err("answer yes or no"),
+    ///     });
+    /// let model = ScriptedModel::new().tool_call("call_1", "ask_manager", json!({})).text("Approved.");
+    /// let agent = Agent::builder("hr").model(model).tool(ask).build()?;
+    /// let paused = agent.run("May I take Friday off?").await?;
+    ///
+    /// let err = agent.resume(&paused.state, Decisions::new().output("call_1", json!("maybe"))).await.unwrap_err();
+    /// assert_eq!(err.to_string(), "Invalid tool output: $: answer yes or no");
+    /// let done = agent.resume(&paused.state, Decisions::new().output("call_1", json!("yes"))).await?;
+    /// assert_eq!(done.state.tool_result("call_1"), Some(r#"{"approved":true}"#));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn on_response_received<E: Display>(
         mut self,
         transform: impl Fn(Value) -> Result<Value, E> + Send + Sync + 'static,
@@ -184,9 +307,11 @@ impl Tool {
     /// `RunState` across a pause, and apply to one request.
     ///
     /// ```
-    /// use phaseo_agent::{Tool, TurnParams};
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool, TurnParams};
     /// use serde_json::{json, Value};
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// let escalate = Tool::new("escalate", "Hand the conversation to the senior model",
     ///     json!({"type": "object", "properties": {}}), |_, _| Ok(json!("escalated")))
     ///     .next_turn(|_input: &Value, current: &TurnParams| TurnParams {
@@ -194,7 +319,15 @@ impl Tool {
     ///         temperature: Some(0.0),
     ///         ..current.clone()
     ///     });
-    /// # let _ = escalate;
+    /// let model = ScriptedModel::new().tool_call("call_1", "escalate", json!({})).text("Escalated.");
+    /// let agent = Agent::builder("support").model(model.clone()).tool(escalate).build()?;
+    /// agent.run("I want to speak to someone senior").await?;
+    /// let requests = model.requests();
+    /// assert_eq!(requests[0].model, None);
+    /// assert_eq!(requests[1].model.as_deref(), Some("senior-model"));
+    /// assert_eq!(requests[1].temperature, Some(0.0));
+    /// # Ok(())
+    /// # }
     /// ```
     pub fn next_turn(
         mut self,
@@ -206,6 +339,35 @@ impl Tool {
 
     /// Runs this tool's calls alone: the calls before it in the turn finish first, and the calls
     /// after it wait, whatever the concurrency limit.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let (running, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    /// let (r, m) = (running.clone(), most.clone());
+    /// let migrate = Tool::new_async("migrate", "Migrate a database", json!({"type": "object"}), move |_, _| {
+    ///     let (r, m) = (r.clone(), m.clone());
+    ///     async move {
+    ///         m.fetch_max(r.fetch_add(1, SeqCst) + 1, SeqCst);
+    ///         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    ///         r.fetch_sub(1, SeqCst);
+    ///         Ok(json!("migrated"))
+    ///     }
+    /// })
+    /// .exclusive();
+    /// let calls = ["call_1", "call_2"].map(|id| ToolCall::new(id, "migrate", json!({})));
+    /// let model = ScriptedModel::new().tool_calls(calls).text("Both migrated.");
+    /// let agent = Agent::builder("db").model(model).tool(migrate).tool_concurrency(4).build()?;
+    /// agent.run("Migrate both databases").await?;
+    /// assert_eq!(most.load(SeqCst), 1); // never two at once, though four calls may run together
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn exclusive(mut self) -> Self {
         self.exclusive = true;
         self
@@ -257,6 +419,22 @@ impl Tool {
     /// Caps the characters of this tool's results the model sees (overrides the agent's cap). A
     /// longer result keeps its first `max - max / 2` and last `max / 2` characters around a notice
     /// of how many were cut.
+    ///
+    /// ```
+    /// use phaseo_agent::{Tool, ToolContext};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let alphabet = Tool::new("alphabet", "The alphabet", json!({"type": "object"}),
+    ///     |_, _| Ok(json!("abcdefghijklmnopqrstuvwxyz")))
+    ///     .max_output_chars(10);
+    /// // The result text is the JSON string, quotes included: 28 characters, 18 of them cut.
+    /// let result = alphabet.invoke("{}", &ToolContext::detached()).await?;
+    /// assert_eq!(result, "\"abcd\n[... 18 characters cut ...]\nwxyz\"");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn max_output_chars(mut self, max: usize) -> Self {
         self.max_output_chars = Some(max);
         self

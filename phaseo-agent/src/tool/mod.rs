@@ -9,8 +9,8 @@
 //! - `call`: one call's parsed input, the future it becomes and what it produces;
 //! - `definition`: [`Tool`](definition::Tool), its constructors over JSON, approval, timeout and
 //!   error policy, and `IntoTool`;
-//! - `fields`: the other fields of the spec's tool page (validators, hooks, next-turn overrides,
-//!   exclusivity, output caps);
+//! - `fields`: a tool's other fields (validators, hooks, next-turn overrides, exclusivity, output
+//!   caps);
 //! - `invoke`: the one per-call path (deadline, panic, output checks, cap);
 //! - `typed`: typed tools, what `#[tool]` expands to;
 //! - `macro_support`: what the expansion of `#[tool]` calls (through `__private`).

@@ -18,6 +18,31 @@ use crate::tool::context::ToolContext;
 use crate::tool::definition::{FromValueFn, ParseFn, Tool};
 
 /// The output of a typed tool: serialised to JSON for the model.
+///
+/// Every `Serialize + Send + 'static` type is one: derive `Serialize` for your own.
+///
+/// ```
+/// use phaseo_agent::{Tool, ToolContext, ToolOutput};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Lookup { ticket_id: String }
+///
+/// #[derive(serde::Serialize)]
+/// struct Ticket { id: String, open: bool }
+///
+/// fn is_output<O: ToolOutput>(_: &O) {}
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// is_output(&Ticket { id: "T-1".into(), open: true });
+/// let lookup = Tool::typed_without_context("lookup", "Load a ticket", |input: Lookup| async move {
+///     Ok::<_, String>(Ticket { id: input.ticket_id, open: true })
+/// });
+/// let result = lookup.invoke(r#"{"ticket_id": "T-7"}"#, &ToolContext::detached()).await?;
+/// assert_eq!(result, r#"{"id":"T-7","open":true}"#);
+/// # Ok(())
+/// # }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a tool output: derive `Serialize` for it",
     label = "this type is not a tool output",
@@ -43,10 +68,19 @@ impl Tool {
     /// #[derive(Serialize)]
     /// struct Sum { sum: i64 }
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// let add = Tool::typed("add", "Add two numbers", |input: Add, _ctx: ToolContext| async move {
     ///     Ok::<_, std::convert::Infallible>(Sum { sum: input.a + input.b })
     /// });
     /// assert_eq!(add.parameters()["required"], serde_json::json!(["a", "b"]));
+    ///
+    /// let ctx = ToolContext::detached();
+    /// assert_eq!(add.invoke(r#"{"a": 2, "b": 3}"#, &ctx).await?, r#"{"sum":5}"#);
+    /// let err = add.invoke(r#"{"a": 2}"#, &ctx).await.unwrap_err();
+    /// assert_eq!(err.to_string(), r#"Invalid tool input: $: "b" is a required property"#);
+    /// # Ok(())
+    /// # }
     /// ```
     pub fn typed<I, O, E, F, Fut>(
         id: impl Into<String>,
@@ -68,15 +102,19 @@ impl Tool {
     /// `&ToolContext` parameter.
     ///
     /// ```
-    /// use phaseo_agent::Tool;
+    /// use phaseo_agent::{Tool, ToolContext};
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct Add { a: i64, b: i64 }
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// let add = Tool::typed_without_context("add", "Add two numbers", |input: Add| async move {
     ///     Ok::<_, std::convert::Infallible>(input.a + input.b)
     /// });
-    /// # let _ = add;
+    /// assert_eq!(add.invoke(r#"{"a": 2, "b": 3}"#, &ToolContext::detached()).await?, "5");
+    /// # Ok(())
+    /// # }
     /// ```
     pub fn typed_without_context<I, O, E, F, Fut>(
         id: impl Into<String>,
@@ -150,14 +188,23 @@ impl Tool {
     ///
     /// ```
     /// use phaseo_agent::{AgentError, Tool, ToolContext};
+    /// use serde_json::json;
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct Path { path: String }
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), AgentError> {
     /// let size = Tool::typed_blocking("file_size", "Size of a file in bytes", |input: Path, _ctx: ToolContext| {
     ///     std::fs::metadata(&input.path).map(|m| m.len())
     /// });
-    /// # let _ = size;
+    /// let path = std::env::temp_dir().join("phaseo-agent-typed-blocking-example.txt");
+    /// std::fs::write(&path, "hello").unwrap();
+    /// let arguments = json!({"path": path}).to_string();
+    /// assert_eq!(size.invoke(&arguments, &ToolContext::detached()).await?, "5");
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok(())
+    /// # }
     /// ```
     pub fn typed_blocking<I, O, E, F>(
         id: impl Into<String>,
@@ -187,15 +234,30 @@ impl Tool {
     /// a person or system supplies must decode as `O` (otherwise `Invalid tool output: ...`).
     ///
     /// ```
-    /// use phaseo_agent::Tool;
+    /// use phaseo_agent::{Agent, Decisions, ScriptedModel, Tool};
+    /// use serde_json::json;
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct Lookup { ticket_id: String }
     /// #[derive(serde::Deserialize)]
     /// struct Ticket { title: String }
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// let lookup = Tool::external_typed::<Lookup, Ticket>("ticket_lookup", "Load one support ticket");
     /// assert!(lookup.is_external());
+    /// let model = ScriptedModel::new().tool_call("call_1", "ticket_lookup", json!({"ticket_id": "T-7"})).text("Found it.");
+    /// let agent = Agent::builder("support").model(model).tool(lookup).build()?;
+    /// let paused = agent.run("Load T-7").await?;
+    ///
+    /// // An output that does not decode as `Ticket` is refused, and nothing changes.
+    /// let wrong = Decisions::new().output("call_1", json!({"name": "Printer"}));
+    /// let err = agent.resume(&paused.state, wrong).await.unwrap_err();
+    /// assert_eq!(err.to_string(), "Invalid tool output: $: missing field `title`");
+    /// let right = Decisions::new().output("call_1", json!({"title": "Printer on fire"}));
+    /// assert_eq!(agent.resume(&paused.state, right).await?.output(), Some("Found it."));
+    /// # Ok(())
+    /// # }
     /// ```
     pub fn external_typed<I, O>(id: impl Into<String>, description: impl Into<String>) -> Self
     where
