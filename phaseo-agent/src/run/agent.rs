@@ -136,7 +136,7 @@ impl RetryPolicy {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolExecution {
     /// How many calls of one turn run at once. Default 1: calls run one after another in call order,
-    /// as in the spec's Rust column. Results always reach the model in call order.
+    /// the safe default for tools that share state. Results always reach the model in call order.
     pub concurrency: usize,
     /// The error policy of tools that set none. Default: [`OnError::ReturnToModel`].
     pub on_error: OnError,

@@ -19,7 +19,7 @@ pub(crate) type ProgressSink = dyn Fn(&ToolCall, &Value) + Send + Sync;
 
 /// What a tool call knows about the run it belongs to, and its channel back to it.
 ///
-/// Cheap to clone (one `Arc`). Fields follow the spec's runtime context: run id, agent id, step index,
+/// Cheap to clone (one `Arc`). It carries the run id, agent id, step index,
 /// the application context and the tool call, plus a cancellation token that fires when the call
 /// times out or the run is dropped.
 ///

@@ -19,6 +19,11 @@ impl Tool {
     /// Parses, validates and runs one call's argument text, as the agent loop would (the tool's own
     /// timeout, output checks and cap apply; approval does not), returning the result text.
     ///
+    /// Two things differ from a call in a run: the context is the one you pass, so progress goes
+    /// to it unchecked by the tool's event validators (they run on the contexts an agent makes),
+    /// and a resource the tool declares must be on it (`ToolContext::with_resource`), or the call
+    /// fails with [`AgentError::InvalidTool`] before parsing.
+    ///
     /// The arguments are parsed and validated when `invoke` is called; the tool starts (and its
     /// timeout runs) when the returned future is first polled. For unit tests of a tool and for
     /// benchmarks.
