@@ -74,7 +74,11 @@ impl Pool {
     }
 
     async fn get(&self) -> Result<Conn<'_>, String> {
-        let permit = self.connections.acquire().await.map_err(|e| e.to_string())?;
+        let permit = self
+            .connections
+            .acquire()
+            .await
+            .map_err(|e| e.to_string())?;
         self.served.fetch_add(1, Ordering::SeqCst);
         Ok(Conn {
             pool: self,
@@ -132,14 +136,22 @@ impl Helpdesk {
 
     /// Refund an order in full. Large refunds wait for a person's approval.
     #[tool(require_approval = Self::is_large)]
-    async fn refund(&self, order_id: u32, amount_cents: u64, ctx: &ToolContext) -> Result<String, String> {
+    async fn refund(
+        &self,
+        order_id: u32,
+        amount_cents: u64,
+        ctx: &ToolContext,
+    ) -> Result<String, String> {
         let conn = self.db.get().await?;
         let order = conn.order(order_id).ok_or("no such order")?;
         if amount_cents > order.total_cents {
             return Err(format!("the order's total is {} cents", order.total_cents));
         }
         conn.set_status(order_id, "refunded");
-        Ok(format!("refunded {amount_cents} cents on order {order_id} (run {})", ctx.run_id()))
+        Ok(format!(
+            "refunded {amount_cents} cents on order {order_id} (run {})",
+            ctx.run_id()
+        ))
     }
 
     /// Refunds above $100 need a person. (An approval function may be an associated function.)
@@ -182,7 +194,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool_call("call_1", "order_status", json!({"order_id": 1042}))
         .tool_call("call_2", "track_parcel", json!({"tracking": "ZX-881"}))
         .tool_call("call_3", "open_orders", json!({}))
-        .tool_call("call_4", "refund", json!({"order_id": 1043, "amount_cents": 54_000}))
+        .tool_call(
+            "call_4",
+            "refund",
+            json!({"order_id": 1043, "amount_cents": 54_000}),
+        )
         .text("Order 1043 is refunded; 1042 is out for delivery.");
 
     // A tool that needs a resource the agent lacks is refused when the agent is built.
@@ -201,10 +217,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(paused.pending()[0].kind, PendingKind::ToolApproval);
     assert_eq!(paused.pending()[0].call.name, "refund");
     let results = format!("{:?}", model.requests()[3].messages);
-    assert!(results.contains("shipped") && results.contains("out for delivery"), "{results}");
+    assert!(
+        results.contains("shipped") && results.contains("out for delivery"),
+        "{results}"
+    );
     println!("paused for: {}", paused.pending()[0].call.name);
     let stored = paused.state.to_json();
-    assert!(!stored.contains("Pool"), "resources are never part of the state");
+    assert!(
+        !stored.contains("Pool"),
+        "resources are never part of the state"
+    );
 
     // Process two, after a restart: its own pool (with the same data) and client resume the run.
     let second_pool = Res::new(Pool::new(4));
@@ -218,8 +240,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         done.output(),
         Some("Order 1043 is refunded; 1042 is out for delivery.")
     );
-    assert_eq!(first_pool.served.load(Ordering::SeqCst), 2, "order_status and open_orders");
-    assert_eq!(second_pool.served.load(Ordering::SeqCst), 1, "the refund ran on the second pool");
-    assert_eq!(second_pool.get().await?.order(1043).map(|o| o.status).as_deref(), Some("refunded"));
+    assert_eq!(
+        first_pool.served.load(Ordering::SeqCst),
+        2,
+        "order_status and open_orders"
+    );
+    assert_eq!(
+        second_pool.served.load(Ordering::SeqCst),
+        1,
+        "the refund ran on the second pool"
+    );
+    assert_eq!(
+        second_pool
+            .get()
+            .await?
+            .order(1043)
+            .map(|o| o.status)
+            .as_deref(),
+        Some("refunded")
+    );
     Ok(())
 }

@@ -164,8 +164,7 @@ fn an_empty_state_key_is_refused_at_build() {
         .model(ScriptedModel::new())
         .state_key(b"")
         .build()
-        .err()
-        .expect("an empty key is refused");
+        .expect_err("an empty key is refused");
     assert!(matches!(err, AgentError::InvalidAgent(_)), "{err}");
     assert!(err.to_string().contains("must not be empty"), "{err}");
 }
@@ -177,8 +176,7 @@ fn a_short_state_key_is_refused_at_build() {
             .model(ScriptedModel::new())
             .state_key(key)
             .build()
-            .err()
-            .expect("a short key is refused");
+            .expect_err("a short key is refused");
         assert!(matches!(err, AgentError::InvalidAgent(_)), "{err}");
         assert!(err.to_string().contains("at least 32 bytes"), "{err}");
         // The message never quotes the key.

@@ -58,7 +58,12 @@ async fn lookup(input: Lookup, db: Res<Pool>) -> Ticket {
 #[tool]
 async fn whereami(ctx: &ToolContext, region: Res<Region>, db: Res<Pool>) -> Result<String, String> {
     tokio::task::yield_now().await;
-    Ok(format!("{} in {} for run {}", db.name, region.0, ctx.run_id()))
+    Ok(format!(
+        "{} in {} for run {}",
+        db.name,
+        region.0,
+        ctx.run_id()
+    ))
 }
 
 /// Count queries, synchronously.
@@ -83,7 +88,12 @@ impl Helpdesk {
 
     /// Fetch a ticket with the agent's pool.
     #[tool(id = "fetch-ticket", timeout_ms = 5_000)]
-    async fn fetch(&self, input: Lookup, db: Res<Pool>, ctx: &ToolContext) -> Result<Ticket, String> {
+    async fn fetch(
+        &self,
+        input: Lookup,
+        db: Res<Pool>,
+        ctx: &ToolContext,
+    ) -> Result<Ticket, String> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         Ok(Ticket {
             id: input.id,
@@ -150,7 +160,11 @@ async fn a_free_tool_gets_the_agents_resource() {
         .build()
         .unwrap();
     agent.run("find 7").await.unwrap();
-    assert!(last_result(&model).contains("primary: ticket"), "{}", last_result(&model));
+    assert!(
+        last_result(&model).contains("primary: ticket"),
+        "{}",
+        last_result(&model)
+    );
     let pool = agent.resources().get::<Pool>().unwrap();
     assert_eq!(pool.queries.load(Ordering::SeqCst), 1);
 }
@@ -168,7 +182,10 @@ async fn a_missing_resource_is_an_error_at_build_naming_the_tool_and_the_type() 
     };
     assert_eq!(tool, "whereami");
     assert!(reason.contains("resources::Region"), "{reason}");
-    assert!(reason.contains("resources::Pool"), "names what the agent has: {reason}");
+    assert!(
+        reason.contains("resources::Pool"),
+        "names what the agent has: {reason}"
+    );
     assert!(reason.contains(".resource("), "{reason}");
 
     // A method tool's resources are checked the same way.
@@ -198,7 +215,13 @@ async fn resources_with_the_context_and_sync_tools() {
         .unwrap();
     let result = agent.run("where").await.unwrap();
     let text = format!("{:?}", model.requests()[1].messages);
-    assert!(text.contains(&format!("primary in eu-west-1 for run {}", result.state.run_id())), "{text}");
+    assert!(
+        text.contains(&format!(
+            "primary in eu-west-1 for run {}",
+            result.state.run_id()
+        )),
+        "{text}"
+    );
     let text = format!("{:?}", model.requests()[2].messages);
     assert!(text.contains("10"), "{text}");
 }
@@ -220,9 +243,22 @@ async fn the_tools_of_a_method_set_share_one_value() {
         .build()
         .unwrap();
     let ids: Vec<&str> = agent.tools().iter().map(Tool::id).collect();
-    assert_eq!(ids, ["greet", "fetch-ticket", "refund", "spawn_check", "add", "crm"]);
+    assert_eq!(
+        ids,
+        [
+            "greet",
+            "fetch-ticket",
+            "refund",
+            "spawn_check",
+            "add",
+            "crm"
+        ]
+    );
     assert!(agent.tools()[5].is_external());
-    assert_eq!(agent.tools()[1].description(), "Fetch a ticket with the agent's pool.");
+    assert_eq!(
+        agent.tools()[1].description(),
+        "Fetch a ticket with the agent's pool."
+    );
 
     agent.run("go").await.unwrap();
     let results: Vec<String> = model.requests()[1..]
@@ -234,7 +270,11 @@ async fn the_tools_of_a_method_set_share_one_value() {
     assert!(results[2].contains("refunded 20"), "{results:?}");
     assert!(results[3].contains("alive: Hello"), "{results:?}");
     assert!(results[4].contains('5'), "{results:?}");
-    assert_eq!(desk.calls.load(Ordering::SeqCst), 4, "every call used the shared value");
+    assert_eq!(
+        desk.calls.load(Ordering::SeqCst),
+        4,
+        "every call used the shared value"
+    );
 
     // The methods stay methods.
     assert_eq!(desk.greet("Bob".into()).await, "Hello, Bob");
@@ -266,7 +306,10 @@ async fn method_keys_apply_and_a_resumed_run_gets_the_resuming_agents_resources(
         .build()
         .unwrap();
     let state = RunState::from_json(&stored).unwrap();
-    second.resume(&state, Decisions::new().approve("c1")).await.unwrap();
+    second
+        .resume(&state, Decisions::new().approve("c1"))
+        .await
+        .unwrap();
     let text = format!("{:?}", model.requests().last().unwrap().messages);
     assert!(text.contains("second: fetch"), "{text}");
     assert!(!text.contains("first: fetch"), "{text}");
@@ -302,35 +345,64 @@ async fn tools_are_callable_directly_with_resources() {
 
 #[tokio::test]
 async fn a_hand_written_tool_uses_ctx_resource_and_declares_it() {
-    let tool = Tool::new_async("pool_name", "The pool's name", json!({"type": "object"}), |_, ctx| async move {
-        Ok(json!(ctx.resource::<Pool>()?.name))
-    });
+    let tool = Tool::new_async(
+        "pool_name",
+        "The pool's name",
+        json!({"type": "object"}),
+        |_, ctx| async move { Ok(json!(ctx.resource::<Pool>()?.name)) },
+    );
     // Undeclared: the agent builds, and the call fails with a tool error the model reads.
     let model = ScriptedModel::new()
         .tool_call("c1", "pool_name", json!({}))
         .text("done");
-    let agent = Agent::builder("desk").model(model.clone()).tool(tool.clone()).build().unwrap();
+    let agent = Agent::builder("desk")
+        .model(model.clone())
+        .tool(tool.clone())
+        .build()
+        .unwrap();
     agent.run("name").await.unwrap();
-    assert!(last_result(&model).contains("no resource of type"), "{}", last_result(&model));
+    assert!(
+        last_result(&model).contains("no resource of type"),
+        "{}",
+        last_result(&model)
+    );
     // Declared: the agent is refused without it.
     let declared = tool.needs_resource::<Pool>();
-    assert!(Agent::builder("desk").model(ScriptedModel::new()).tool(declared.clone()).build().is_err());
+    assert!(
+        Agent::builder("desk")
+            .model(ScriptedModel::new())
+            .tool(declared.clone())
+            .build()
+            .is_err()
+    );
     let shared = Resources::new().with(Pool::new("shared"));
     let agent = Agent::builder("desk")
-        .model(ScriptedModel::new().tool_call("c1", "pool_name", json!({})).text("ok"))
+        .model(
+            ScriptedModel::new()
+                .tool_call("c1", "pool_name", json!({}))
+                .text("ok"),
+        )
         .tool(declared)
         .resources(&shared)
         .build()
         .unwrap();
     agent.run("name").await.unwrap();
-    assert_eq!(shared.get::<Pool>().unwrap().queries.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        shared.get::<Pool>().unwrap().queries.load(Ordering::SeqCst),
+        0
+    );
 }
 
 #[test]
 fn into_tools_takes_tuples_vectors_arrays_and_method_sets() {
     assert_eq!(lookup.into_tools().len(), 1);
     assert_eq!((lookup, queries, whereami).into_tools().len(), 3);
-    assert_eq!(vec![Tool::new("a", "A", json!({}), |v, _| Ok(v))].into_tools().len(), 1);
+    assert_eq!(
+        vec![Tool::new("a", "A", json!({}), |v, _| Ok(v))]
+            .into_tools()
+            .len(),
+        1
+    );
     assert_eq!([lookup, lookup].into_tools().len(), 2);
     assert_eq!(helpdesk().into_tools().len(), 6);
     assert_eq!(Arc::new(helpdesk()).into_tools().len(), 6);

@@ -128,8 +128,7 @@ async fn a_strict_tool_without_a_strict_form_fails_the_build_naming_the_path() {
         .model(ScriptedModel::new())
         .tool(tool)
         .build()
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     let AgentError::InvalidTool { tool, reason } = &error else {
         panic!("{error}")
     };

@@ -162,9 +162,7 @@ impl<'a> ToolFn<'a> {
         if receiver.reference.is_some() {
             return receiver.mutability.is_none().then_some(Receiver::Ref);
         }
-        if receiver.colon_token.is_none() {
-            return None;
-        }
+        receiver.colon_token?;
         is_arc_self(&receiver.ty).then_some(Receiver::Arc)
     }
 

@@ -326,7 +326,6 @@ impl<'a> Expansion<'a> {
                 .any(|p| matches!(p.ty, Type::Reference(_)))
     }
 
-
     /// `Deref` to a function pointer, so the name stays callable: `add(1, 2, &ctx)`.
     fn deref(&self) -> TokenStream {
         let p = &self.private;

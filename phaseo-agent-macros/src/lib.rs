@@ -78,13 +78,13 @@ use proc_macro::TokenStream;
 /// `async fn` and plain `fn`. A plain `fn` runs on Tokio's blocking thread pool, so a synchronous
 /// body never stalls the async workers. An async function's future must be `Send`.
 ///
-/// Not accepted, each a compile error that says what to write instead: `self` receivers, generic,
-/// lifetime or const parameters, `where` clauses, `const`, `unsafe` and `extern` functions, variadic
-/// and `impl Trait` arguments.
+/// Not accepted, each a compile error that says what to write instead: generic, lifetime or const
+/// parameters, `where` clauses, `const`, `unsafe` and `extern` functions, variadic and
+/// `impl Trait` arguments.
 ///
-/// `#[tool]` goes on a function in a module or a block, not in an `impl` block: it generates a struct
-/// and impls, which an `impl` block cannot hold (the compiler says so at the attribute). Build such a
-/// tool with `Tool::typed` instead.
+/// `#[tool]` on its own goes on a function in a module or a block. For methods, put
+/// [`#[tools]`](macro@tools) on the `impl` block: a `#[tool]` method taking `self` in a block
+/// without it is an error that says so.
 ///
 /// # Inputs
 ///
@@ -93,14 +93,17 @@ use proc_macro::TokenStream;
 /// 1. **The context.** Every `&T` parameter other than `&str` is the context parameter, and the
 ///    compiler proves that `T` is `ToolContext`: write
 ///    `ctx: &ToolContext`. At most one, anywhere in the list; it is not part of the tool's arguments.
-/// 2. **A typed input.** When exactly one other parameter is left and its type is not a plain std type,
+/// 2. **Resources.** Every parameter whose type's last segment is `Res` (`db: Res<Pool>`) is a
+///    resource the agent lends the tool (`AgentBuilder::resource`), not an argument: the tool
+///    declares the type, and building an agent without it fails, naming the tool and the type.
+/// 3. **A typed input.** When exactly one other parameter is left and its type is not a plain std type,
 ///    that parameter is the tool's input, decoded from the model's arguments: any type that derives
 ///    `Deserialize` and `JsonSchema` (its field docs become property descriptions). The plain std
 ///    types are the primitives (`bool`, `char`, integers, floats), `String`, `&str`, `Option`,
 ///    `Vec`, `VecDeque`, `HashMap`, `BTreeMap`, `HashSet`, `BTreeSet`, `PathBuf`,
 ///    `serde_json::Value` and `Map` (recognised by the last segment of their path), tuples, arrays
 ///    and slices. A typed input's parameter may be a pattern (`Lookup { id }: Lookup`).
-/// 3. **Plain arguments.** Otherwise every other parameter is a plain argument, and the macro generates
+/// 4. **Plain arguments.** Otherwise every other parameter is a plain argument, and the macro generates
 ///    the input: `CamelCase(function name)` + `Args` (`deploy` → `DeployArgs`, `fetch_ticket` →
 ///    `FetchTicketArgs`), with the function's visibility and one `pub` field per argument, so an
 ///    approval function can take `&DeployArgs`. (The struct is generic over its fields' types, each

@@ -110,7 +110,11 @@ pub(crate) fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
         let expansion = Expansion::with_private(&tool, &args, &id, description, krate.as_ref());
         structs.push(expansion.args_items());
         let built = expansion.build_tool(Some(&quote!(__phaseo_this)));
-        let cfgs = method.item.attrs.iter().filter(|a| a.path().is_ident("cfg"));
+        let cfgs = method
+            .item
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("cfg"));
         pushes.push(quote! {
             #(#cfgs)*
             __phaseo_tools.push({ #built });

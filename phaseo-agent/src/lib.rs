@@ -188,13 +188,13 @@ pub use run::state::{
 pub use tokio_util::sync::CancellationToken;
 
 pub use decode::ToolInput;
-/// The JSON crate of the public API (`Value`, `json!`), re-exported so a crate that only uses
-/// phaseo-agent can build arguments, outputs and decisions without its own dependency.
-pub use serde_json;
 /// The JSON Schema crate phaseo-agent reads input types with (schemars 1.x), re-exported: derive
 /// `phaseo_agent::schemars::JsonSchema` (with `#[schemars(crate = "phaseo_agent::schemars")]`)
 /// to be sure of the version, or depend on `schemars = "1"` yourself.
 pub use schemars;
+/// The JSON crate of the public API (`Value`, `json!`), re-exported so a crate that only uses
+/// phaseo-agent can build arguments, outputs and decisions without its own dependency.
+pub use serde_json;
 pub use tool::context::ToolContext;
 pub use tool::definition::{IntoTool, IntoTools, OnError, Tool, ToolEvent};
 pub use tool::resource::{Res, Resources};
@@ -218,9 +218,6 @@ pub mod __private {
     pub use crate::decode::ToolInput;
     pub use crate::tool::context::ToolContext;
     pub use crate::tool::definition::{IntoTool, IntoTools, MethodTools, OnError, Tool};
-    pub use crate::tool::resource::Res;
-    pub use std::sync::Arc;
-    pub use std::vec::Vec;
     pub use crate::tool::macro_support::{
         Approve, Approver, Arg, ByInput, ByInputAndContext, CheckError, Context, ExternalOutput,
         Failure, Input, NextTurn, OnToolCalled, Output, Transform, Validate, approval, approver,
@@ -230,6 +227,7 @@ pub mod __private {
     pub use crate::tool::macro_support::{
         Resource, declare, typed_borrowing, typed_borrowing_infallible,
     };
+    pub use crate::tool::resource::Res;
     pub use crate::tool::typed::ToolOutput;
     pub use core;
     pub use futures;
@@ -237,6 +235,8 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
     pub use std::string::String;
+    pub use std::sync::Arc;
+    pub use std::vec::Vec;
 }
 
 /// Not public API: hooks into the runtime's stages for this repository's benchmarks and

@@ -249,7 +249,10 @@ impl std::fmt::Debug for Agent {
         f.debug_struct("Agent")
             .field("id", &inner.id)
             .field("model_name", &inner.model_name)
-            .field("tools", &inner.tools.iter().map(Tool::id).collect::<Vec<_>>())
+            .field(
+                "tools",
+                &inner.tools.iter().map(Tool::id).collect::<Vec<_>>(),
+            )
             .field("resources", &inner.resources)
             .field("max_turns", &inner.max_turns)
             .field("settings", &inner.settings)

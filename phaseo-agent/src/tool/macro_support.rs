@@ -303,7 +303,7 @@ pub fn next_turn<F: NextTurn>(tool: Tool, change: F) -> Tool {
     tool.next_turn(change)
 }
 
-/// [`Tool::typed_borrowing`]: a function of the input and the borrowed context, returning a future
+/// `Tool::typed_borrowing`: a function of the input and the borrowed context, returning a future
 /// that owns what it needs (resources, a method's receiver).
 pub fn typed_borrowing<I, O, E, F, Fut>(id: &str, description: impl Into<String>, f: F) -> Tool
 where
@@ -316,7 +316,7 @@ where
     Tool::typed_borrowing(id.to_owned(), description.into(), f)
 }
 
-/// [`Tool::typed_borrowing_infallible`].
+/// `Tool::typed_borrowing_infallible`.
 pub fn typed_borrowing_infallible<I, O, F, Fut>(
     id: &str,
     description: impl Into<String>,

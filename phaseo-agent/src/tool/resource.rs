@@ -239,6 +239,8 @@ impl Resources {
 
 impl fmt::Debug for Resources {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.entries.iter().map(|e| e.need)).finish()
+        f.debug_list()
+            .entries(self.entries.iter().map(|e| e.need))
+            .finish()
     }
 }
