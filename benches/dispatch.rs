@@ -13,6 +13,10 @@
 //!   tools are), which is not handed a context;
 //! - `tool_invoke_macro_context`: the same for a `#[tool]` function that takes `&ToolContext` (its
 //!   call owns a handle to the context, and the function's future borrows it);
+//! - `tool_invoke_macro_resource`: a `#[tool]` function that also takes a `Res<T>` resource (taken
+//!   from the context for each call);
+//! - `tool_invoke_method`: a `#[tool]` method of a `#[tools]` block taking `&self` (each call holds
+//!   a handle on the shared value);
 //! - `typed_decode` and `from_str_only`: decoding alone, the runtime's (strict, schema-checked)
 //!   against serde's, to split `tool_invoke`'s cost between decoding and the rest;
 //! - `ladder/*`: the runtime's per-call steps rebuilt by hand, one added at a time (the typed
@@ -29,7 +33,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use phaseo_agent::schema::Validator;
-use phaseo_agent::{Tool, ToolContext};
+use phaseo_agent::{IntoTools, Res, Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -61,6 +65,34 @@ async fn lookup_tool(input: Lookup) -> Found {
 async fn lookup_with_context(input: Lookup, ctx: &ToolContext) -> Found {
     let _ = ctx.step_index();
     lookup(input)
+}
+
+/// What the resource-taking tool and the method read: a stand-in for a search index.
+struct Index {
+    extra: u32,
+}
+
+/// Look up documents in the agent's index.
+#[phaseo_agent::tool]
+async fn lookup_with_resource(input: Lookup, index: Res<Index>) -> Found {
+    let mut found = lookup(input);
+    found.count += index.extra;
+    found
+}
+
+struct Search {
+    index: Index,
+}
+
+#[phaseo_agent::tools]
+impl Search {
+    /// Look up documents in this service's index.
+    #[tool]
+    async fn lookup_method(&self, input: Lookup) -> Found {
+        let mut found = lookup(input);
+        found.count += self.index.extra;
+        found
+    }
 }
 
 fn lookup(input: Lookup) -> Found {
@@ -127,6 +159,24 @@ fn dispatch(c: &mut Criterion) {
     assert_eq!(block_on(context_tool.invoke(ARGS, &ctx)).unwrap(), expected);
     group.bench_function("tool_invoke_macro_context", |b| {
         b.iter(|| block_on(context_tool.invoke(black_box(ARGS), &ctx)).unwrap())
+    });
+    let ctx_with_index = ToolContext::detached().with_resource(Index { extra: 0 });
+    let resource_tool = phaseo_agent::IntoTool::into_tool(lookup_with_resource);
+    assert_eq!(
+        block_on(resource_tool.invoke(ARGS, &ctx_with_index)).unwrap(),
+        expected
+    );
+    group.bench_function("tool_invoke_macro_resource", |b| {
+        b.iter(|| block_on(resource_tool.invoke(black_box(ARGS), &ctx_with_index)).unwrap())
+    });
+    let method_tool = Search {
+        index: Index { extra: 0 },
+    }
+    .into_tools()
+    .remove(0);
+    assert_eq!(block_on(method_tool.invoke(ARGS, &ctx)).unwrap(), expected);
+    group.bench_function("tool_invoke_method", |b| {
+        b.iter(|| block_on(method_tool.invoke(black_box(ARGS), &ctx)).unwrap())
     });
     group.bench_function("typed_decode", |b| {
         b.iter(|| decode(black_box(ARGS)).unwrap())
