@@ -9,7 +9,9 @@
 //! // Output (paths shortened; every one is absolute, through `::phaseo_agent::__private`):
 //! /// Add two numbers.
 //! pub struct add;                                   // the name `.tool(add)` and `add(..)` use
-//! async fn __phaseo_tool_add(a: i64, b: i64, ctx: &ToolContext) -> Result<i64, String> { body }
+//! impl add {                                      // the function, as `add::add`
+//!     async fn add(a: i64, b: i64, ctx: &ToolContext) -> Result<i64, String> { body }
+//! }
 //! /// The arguments of the [`add`] tool ...
 //! #[derive(Deserialize, JsonSchema)]
 //! pub struct AddArgs<__T0 = i64, __T1 = i64> { pub a: __T0, pub b: __T1 }
@@ -26,7 +28,10 @@
 //!                 call.__phaseo_call(a, b, <ToolContext as Context>::from_context(&ctx)).await
 //!             })
 //!         }
-//!         __build::<i64, i64, _>(__phaseo_tool_add) // a type that is not an argument fails here, at its span
+//!         let _ = |a: i64, b: i64, ctx: &ToolContext| { let _ = must_be_send(add::add(a, b, ctx)); };
+//!         __build::<i64, i64, _>(add::add)         // a type that is not an argument fails here, at its span
+//!         // (the `must_be_send` check and this call are spanned at `add`: a future that is not
+//!         // `Send` is one error, the same as `Deref`'s, which boxes through `must_be_send` too)
 //!     }
 //! }
 //!
@@ -42,7 +47,7 @@
 //! // function is taken as a plain `fn` pointer. Only `add(..)` through `Deref` boxes the future.
 //!
 //! // With `#[tool(timeout_ms = 3_000, input_schema = check)]`, `into_tool` ends in builder calls:
-//! let __tool = __build::<i64, i64, _>(__phaseo_tool_add);
+//! let __tool = __build::<i64, i64, _>(add::add);
 //! let __tool = Tool::timeout(__tool, Duration::from_millis(3_000));
 //! input_schema(__tool, check)                       // the helper's bounds check `check`, at its path
 //! ```
@@ -148,8 +153,8 @@ pub(crate) struct Expansion<'a> {
     private: TokenStream,
     /// The `#[cfg]`s of the function, repeated on every generated item.
     cfgs: Vec<&'a Attribute>,
-    /// The function, renamed.
-    hidden: Ident,
+    /// The function, as an associated function of the unit struct: `add::add`.
+    hidden: TokenStream,
     /// The plain arguments (none for a typed input).
     fields: Vec<Field<'a>>,
     /// `DeployArgs`: the struct of the plain arguments.
@@ -192,7 +197,7 @@ impl<'a> Expansion<'a> {
                 .iter()
                 .filter(|a| a.path().is_ident("cfg"))
                 .collect(),
-            hidden: format_ident!("__phaseo_tool_{}", ident),
+            hidden: quote_spanned!(ident.span()=> #ident::#ident),
             fields: plain::fields(tool),
             args_struct: format_ident!("{}Args", camel, span = ident.span()),
         }
@@ -222,11 +227,12 @@ impl<'a> Expansion<'a> {
         }
     }
 
-    /// The function as written, renamed, with its parameters' field attributes moved away.
+    /// The function as written, with its parameters' field attributes moved away, as an associated
+    /// function of the unit struct (so the compiler names it as the user did: `add`, in errors
+    /// about its future; `Self` is the only name that resolves differently in its body).
     fn hidden_fn(&self) -> TokenStream {
         let item = self.tool.item;
         let mut sig = item.sig.clone();
-        sig.ident = self.hidden.clone();
         for arg in &mut sig.inputs {
             if let FnArg::Typed(p) = arg {
                 p.attrs.retain(|a| !Param::is_field_attr(a));
@@ -237,10 +243,14 @@ impl<'a> Expansion<'a> {
         let Body::Block(block) = &item.body else {
             unreachable!("valid::signature rejects a non-external declaration")
         };
+        let ident = self.tool.ident();
         quote! {
             #(#cfgs)*
-            #(#attrs)*
-            #sig #block
+            #[allow(deprecated)]
+            impl #ident {
+                #(#attrs)*
+                #sig #block
+            }
         }
     }
 
@@ -365,13 +375,49 @@ impl<'a> Expansion<'a> {
         } else {
             (TokenStream::new(), quote!('static))
         };
-        let boxed = quote_spanned! {self.tool.ident().span()=>
-            #p::futures::FutureExt::boxed(#hidden(#(#names),*))
-        };
+        let boxed = self.send_check(&quote!(#hidden(#(#names),*)));
         quote! {
             fn __phaseo_boxed #generics (#(#names: #types),*) -> #p::futures::future::BoxFuture<#lifetime, #ret> {
                 #boxed
             }
+        }
+    }
+
+    /// `future` boxed through `must_be_send`, every token at the function's name. A future that
+    /// is not `Send` is reported here, once: `into_tool` makes the same check at the same span
+    /// (see [`send_check_in_build`](Self::send_check_in_build)), and the compiler drops the copy.
+    fn send_check(&self, future: &TokenStream) -> TokenStream {
+        let p = &self.private;
+        respan(quote!(#p::must_be_send(#future)), self.tool.ident().span())
+    }
+
+    /// In `into_tool` of an async function: the check of [`send_check`](Self::send_check) on a call
+    /// of the function with its parameters' types, before `__build` is called at the same span, so
+    /// a future that is not `Send` is one error (the same one `Deref` reports) rather than a second
+    /// one that names `__build`.
+    fn send_check_in_build(&self) -> TokenStream {
+        if !self.tool.is_async() || self.args.external.is_some() {
+            return TokenStream::new();
+        }
+        let types: Vec<TokenStream> = self
+            .receiver_type(false)
+            .into_iter()
+            .chain(
+                self.tool
+                    .params
+                    .iter()
+                    .map(|param| param.ty.to_token_stream()),
+            )
+            .collect();
+        let names: Vec<Ident> = (0..types.len())
+            .map(|i| format_ident!("__arg{}", i))
+            .collect();
+        let function = self.function();
+        let check = self.send_check(&quote!(#function(#(#names),*)));
+        quote! {
+            let _ = |#(#names: #types),*| {
+                let _ = #check;
+            };
         }
     }
 
@@ -462,8 +508,14 @@ impl<'a> Expansion<'a> {
             turbofish,
         } = build;
         let turbofish = (!turbofish.is_empty()).then(|| quote!(::<#(#turbofish),*>));
-        let built = self.settings(quote!(__build #turbofish (#(#args),*)));
+        let mut call = quote!(__build #turbofish);
+        if self.tool.is_async() && self.args.external.is_none() {
+            call = respan(call, self.tool.ident().span());
+        }
+        let built = self.settings(quote!(#call (#(#args),*)));
+        let send_check = self.send_check_in_build();
         quote! {
+            #send_check
             #(#items)*
             fn __build<#(#params),*>(#(#inputs),*) -> #p::Tool {
                 let __tool = #constructor;
@@ -478,9 +530,9 @@ impl<'a> Expansion<'a> {
         match self.tool.self_ty {
             Some(self_ty) => {
                 let ident = self.tool.ident();
-                quote!(<#self_ty>::#ident)
+                quote_spanned!(ident.span()=> <#self_ty>::#ident)
             }
-            None => self.hidden.to_token_stream(),
+            None => self.hidden.clone(),
         }
     }
 

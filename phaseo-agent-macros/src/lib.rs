@@ -76,7 +76,9 @@ use proc_macro::TokenStream;
 /// # Functions
 ///
 /// `async fn` and plain `fn`. A plain `fn` runs on Tokio's blocking thread pool, so a synchronous
-/// body never stalls the async workers. An async function's future must be `Send`.
+/// body never stalls the async workers. An async function's future must be `Send`: one that holds
+/// an `Rc` or a `std::sync` lock guard across an `.await` is one error at the function's name,
+/// pointing at that `.await` (`tests/ui/future-not-send.rs`).
 ///
 /// Not accepted, each a compile error that says what to write instead: generic, lifetime or const
 /// parameters, `where` clauses, `const`, `unsafe` and `extern` functions, variadic and
@@ -252,7 +254,9 @@ use proc_macro::TokenStream;
 ///
 /// The function's name becomes a unit struct of the same name, with the function's docs and
 /// visibility (`#[allow(non_camel_case_types)] pub struct fetch_ticket;`), and the function moves,
-/// unchanged, to a hidden item beside it. The struct:
+/// unchanged, into an `impl` of that struct as a private associated function of the same name
+/// (`fetch_ticket::fetch_ticket`), so the compiler's messages about it name it as you did. The
+/// struct:
 ///
 /// - implements `IntoTool`, through the runtime's typed constructors (`Tool::typed`,
 ///   `Tool::typed_blocking`, `Tool::external_typed`), so `AgentBuilder::tool(fetch_ticket)` takes it;

@@ -225,7 +225,7 @@ pub mod __private {
         output_schema, typed, typed_blocking, typed_infallible, typed_without_context,
     };
     pub use crate::tool::macro_support::{
-        Resource, declare, typed_borrowing, typed_borrowing_infallible,
+        Resource, declare, must_be_send, typed_borrowing, typed_borrowing_infallible,
     };
     pub use crate::tool::resource::Res;
     pub use crate::tool::typed::ToolOutput;

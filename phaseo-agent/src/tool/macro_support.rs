@@ -335,3 +335,13 @@ where
 pub fn declare<R: Resource>(tool: Tool) -> Tool {
     R::declare(tool)
 }
+
+/// The future of an async `#[tool]` function, boxed for its `Deref` pointer. The bound below is
+/// where a future that is not `Send` is reported, with the value and the `.await` it is held
+/// across:
+pub fn must_be_send<'a, F>(future: F) -> futures::future::BoxFuture<'a, F::Output>
+where
+    F: Future + Send + 'a, // drop it before the `.await`, or use `Arc`, `tokio::sync::Mutex`
+{
+    Box::pin(future)
+}
