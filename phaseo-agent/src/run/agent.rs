@@ -415,6 +415,27 @@ impl std::fmt::Debug for Agent {
 }
 
 /// Builds an [`Agent`]; see [`Agent::builder`].
+///
+/// A plain value: set it up in steps (shared defaults, settings from configuration), then
+/// [`build`](Self::build) it.
+///
+/// ```
+/// use phaseo_agent::{Agent, AgentBuilder, ScriptedModel};
+///
+/// /// Settings every agent of this service shares.
+/// fn house_style(builder: AgentBuilder) -> AgentBuilder {
+///     builder.instructions("Answer in one sentence.").max_turns(4)
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// let model = ScriptedModel::new().text("It is up.");
+/// let agent = house_style(Agent::builder("ops")).model(model.clone()).build()?;
+/// agent.run("Is the API up?").await?;
+/// assert_eq!(model.requests()[0].instructions, "Answer in one sentence.");
+/// # Ok(())
+/// # }
+/// ```
 #[must_use = "call `.build()` to get the agent"]
 pub struct AgentBuilder {
     id: String,
