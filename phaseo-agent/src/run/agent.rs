@@ -81,6 +81,23 @@ pub(crate) struct AgentInner {
 /// The default: 3 retries, from 500 ms, at most 20 s apart, honouring a `retry-after` of up to 60 s.
 /// Three retries ride out a brief rate limit or overload (about 0.5 + 1 + 2 s of waiting) without
 /// making a person wait minutes for a provider that is down.
+///
+/// ```
+/// use std::time::Duration;
+/// use phaseo_agent::{ModelError, RetryPolicy};
+///
+/// let policy = RetryPolicy::default();
+/// assert_eq!(policy.max_retries, 3);
+/// assert_eq!(policy.initial_backoff, Duration::from_millis(500));
+/// assert_eq!(policy.max_backoff, Duration::from_secs(20));
+/// assert_eq!(policy.max_retry_after, Duration::from_secs(60));
+///
+/// // More patient with a provider that is often busy: a sixth retry (attempt 5) still happens.
+/// let patient = RetryPolicy { max_retries: 6, ..RetryPolicy::default() };
+/// let overloaded = ModelError::from_status(529, "overloaded");
+/// assert_eq!(policy.delay(5, &overloaded, 0.0), None);
+/// assert_eq!(patient.delay(5, &overloaded, 0.0), Some(Duration::from_secs(8))); // half of 16 s
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// How many times a request is retried (0: never).
@@ -106,6 +123,20 @@ impl Default for RetryPolicy {
 
 impl RetryPolicy {
     /// Never retry.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, AgentError, ModelError, RetryPolicy, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), AgentError> {
+    /// let model = ScriptedModel::new().error(ModelError::from_status(529, "overloaded")).text("Hello!");
+    /// let agent = Agent::builder("a").model(model.clone()).model_retries(RetryPolicy::none()).build()?;
+    /// let failed = agent.run("Hi").await.unwrap_err();
+    /// assert!(matches!(failed.error, AgentError::Model(_)));
+    /// assert_eq!(model.requests().len(), 1); // asked once, never again
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn none() -> Self {
         RetryPolicy {
             max_retries: 0,
@@ -117,6 +148,24 @@ impl RetryPolicy {
     /// `None` to fail now: the error is not retryable, the retries are used up, or the provider
     /// asked for a longer wait than [`max_retry_after`](Self::max_retry_after). `jitter` is a
     /// number in `[0, 1)`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use phaseo_agent::{ModelError, RetryPolicy};
+    ///
+    /// let policy = RetryPolicy::default();
+    /// let overloaded = ModelError::from_status(529, "overloaded");
+    /// // 500 ms × 2ⁿ, of which the jitter keeps between half and all.
+    /// assert_eq!(policy.delay(0, &overloaded, 0.0), Some(Duration::from_millis(250)));
+    /// assert_eq!(policy.delay(2, &overloaded, 0.5), Some(Duration::from_millis(1500)));
+    /// assert_eq!(policy.delay(3, &overloaded, 0.0), None); // the 3 retries are used up
+    /// // The provider's `retry-after` wins, unless it is longer than `max_retry_after`.
+    /// let busy = |secs| ModelError::from_status(429, "slow down").with_retry_after(Duration::from_secs(secs));
+    /// assert_eq!(policy.delay(0, &busy(5), 0.0), Some(Duration::from_secs(5)));
+    /// assert_eq!(policy.delay(0, &busy(90), 0.0), None);
+    /// // A bad request would fail the same way again.
+    /// assert_eq!(policy.delay(0, &ModelError::from_status(400, "bad request"), 0.0), None);
+    /// ```
     pub fn delay(&self, attempt: u32, error: &ModelError, jitter: f64) -> Option<Duration> {
         if !error.is_retryable() || attempt >= self.max_retries {
             return None;
@@ -133,6 +182,21 @@ impl RetryPolicy {
 }
 
 /// How an agent executes tools. Every field has a documented default.
+///
+/// ```
+/// use phaseo_agent::{OnError, ToolExecution};
+///
+/// let defaults = ToolExecution::default();
+/// assert_eq!(defaults.concurrency, 1);
+/// assert_eq!(defaults.on_error, OnError::ReturnToModel);
+/// assert_eq!(defaults.on_unknown_tool, OnError::FailRun);
+/// assert_eq!(defaults.on_invalid_arguments, OnError::ReturnToModel);
+/// assert_eq!((defaults.default_timeout, defaults.max_output_chars), (None, None));
+/// assert_eq!(defaults.max_calls_per_turn, 128);
+/// ```
+///
+/// Set them all at once with [`AgentBuilder::tool_execution`], or one by one with its other
+/// setters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolExecution {
     /// How many calls of one turn run at once. Default 1: calls run one after another in call order,
@@ -180,6 +244,27 @@ impl ToolExecution {
 }
 
 /// Options for one run.
+///
+/// ```
+/// use phaseo_agent::{Agent, RunOptions, ScriptedModel, TurnParams};
+/// use phaseo_agent::serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// let model = ScriptedModel::new().text("Hello, Acme!");
+/// let agent = Agent::builder("support").model(model.clone()).build()?;
+/// let options = RunOptions {
+///     run_id: Some("ticket-42".into()),
+///     first_turn: TurnParams { temperature: Some(0.0), ..TurnParams::default() },
+///     ..RunOptions::with_context(json!({"tenant": "acme"}))
+/// };
+/// let done = agent.run_with("Hi", options).await?;
+/// assert_eq!(done.state.run_id(), "ticket-42");
+/// assert_eq!(done.state.context(), &json!({"tenant": "acme"}));
+/// assert_eq!(model.requests()[0].temperature, Some(0.0));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     /// The application context tools see (`ctx.context()`); `Value::Null` if unset.
@@ -199,6 +284,22 @@ pub struct RunOptions {
 
 impl RunOptions {
     /// Options with an application context.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, RunOptions, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let whoami = Tool::new("whoami", "The current tenant", json!({"type": "object"}),
+    ///     |_, ctx| Ok(ctx.context()["tenant"].clone()));
+    /// let model = ScriptedModel::new().tool_call("call_1", "whoami", json!({})).text("You are Acme.");
+    /// let agent = Agent::builder("support").model(model).tool(whoami).build()?;
+    /// let done = agent.run_with("Who am I?", RunOptions::with_context(json!({"tenant": "acme"}))).await?;
+    /// assert_eq!(done.state.tool_result("call_1"), Some(r#""acme""#));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn with_context(context: Value) -> Self {
         RunOptions {
             context,
@@ -208,7 +309,23 @@ impl RunOptions {
 }
 
 impl Agent {
-    /// Starts building an agent with this id.
+    /// Starts building an agent with this id. Only the model is required; every other setting has
+    /// a default (no instructions, no tools, 10 turns, tools run one at a time).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let model = ScriptedModel::new().text("Hello!");
+    /// let agent = Agent::builder("greeter").model(model.clone()).build()?;
+    /// assert_eq!(agent.run("Hi").await?.output(), Some("Hello!"));
+    /// let request = &model.requests()[0];
+    /// assert_eq!(request.instructions, "");
+    /// assert!(request.tools.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn builder(id: impl Into<String>) -> AgentBuilder {
         AgentBuilder {
             id: id.into(),
@@ -227,17 +344,54 @@ impl Agent {
         }
     }
 
-    /// The agent id.
+    /// The agent id. Every state the agent returns carries it, and it refuses to resume another
+    /// agent's.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let agent = Agent::builder("support").model(ScriptedModel::new().text("Hello!")).build()?;
+    /// assert_eq!(agent.id(), "support");
+    /// let done = agent.run("Hi").await?;
+    /// assert_eq!(done.state.agent_id(), agent.id());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn id(&self) -> &str {
         &self.inner.id
     }
 
-    /// The agent's tools.
+    /// The agent's tools, in the order they were added (the order the model sees them in).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// let status = Tool::new("get_status", "Service status", json!({"type": "object"}), |v, _| Ok(v));
+    /// let deploy = Tool::new("deploy", "Deploy a service", json!({"type": "object"}), |v, _| Ok(v));
+    /// let agent = Agent::builder("ops").model(ScriptedModel::new()).tool(status).tool(deploy).build()?;
+    /// let tools: Vec<(&str, &str)> = agent.tools().iter().map(|t| (t.id(), t.description())).collect();
+    /// assert_eq!(tools, [("get_status", "Service status"), ("deploy", "Deploy a service")]);
+    /// # Ok::<(), phaseo_agent::AgentError>(())
+    /// ```
     pub fn tools(&self) -> &[Tool] {
         &self.inner.tools
     }
 
     /// The agent's resources (see [`AgentBuilder::resource`]).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel};
+    ///
+    /// struct Pool { size: usize }
+    ///
+    /// let agent = Agent::builder("ops").model(ScriptedModel::new()).resource(Pool { size: 4 }).build()?;
+    /// assert_eq!(agent.resources().get::<Pool>().map(|pool| pool.size), Some(4));
+    /// assert!(!agent.resources().contains::<String>());
+    /// # Ok::<(), phaseo_agent::AgentError>(())
+    /// ```
     pub fn resources(&self) -> &Resources {
         &self.inner.resources
     }
@@ -261,6 +415,27 @@ impl std::fmt::Debug for Agent {
 }
 
 /// Builds an [`Agent`]; see [`Agent::builder`].
+///
+/// A plain value: set it up in steps (shared defaults, settings from configuration), then
+/// [`build`](Self::build) it.
+///
+/// ```
+/// use phaseo_agent::{Agent, AgentBuilder, ScriptedModel};
+///
+/// /// Settings every agent of this service shares.
+/// fn house_style(builder: AgentBuilder) -> AgentBuilder {
+///     builder.instructions("Answer in one sentence.").max_turns(4)
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// let model = ScriptedModel::new().text("It is up.");
+/// let agent = house_style(Agent::builder("ops")).model(model.clone()).build()?;
+/// agent.run("Is the API up?").await?;
+/// assert_eq!(model.requests()[0].instructions, "Answer in one sentence.");
+/// # Ok(())
+/// # }
+/// ```
 #[must_use = "call `.build()` to get the agent"]
 pub struct AgentBuilder {
     id: String,
@@ -283,6 +458,24 @@ impl AgentBuilder {
     /// `parallel_tool_calls`, or Anthropic's `disable_parallel_tool_use`). Unset, each provider's
     /// default applies (they allow it). How many calls *run* at once is
     /// [`tool_concurrency`](Self::tool_concurrency).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let model = ScriptedModel::new().text("One at a time.");
+    /// let agent = Agent::builder("a").model(model.clone()).parallel_tool_calls(false).build()?;
+    /// agent.run("Hi").await?;
+    /// assert_eq!(model.requests()[0].parallel_tool_calls, Some(false));
+    ///
+    /// // Unset, the request leaves it to the provider.
+    /// let model = ScriptedModel::new().text("Any way you like.");
+    /// Agent::builder("a").model(model.clone()).build()?.run("Hi").await?;
+    /// assert_eq!(model.requests()[0].parallel_tool_calls, None);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn parallel_tool_calls(mut self, allowed: bool) -> Self {
         self.parallel_tool_calls = Some(allowed);
         self
@@ -290,30 +483,114 @@ impl AgentBuilder {
 
     /// How model requests that fail with a retryable error are retried (see [`RetryPolicy`] for the
     /// default); [`RetryPolicy::none`] turns retries off.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use phaseo_agent::{Agent, ModelError, RetryPolicy, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let model = ScriptedModel::new()
+    ///     .error(ModelError::from_status(429, "slow down"))
+    ///     .error(ModelError::from_status(529, "overloaded"))
+    ///     .text("Hello!");
+    /// let quick = RetryPolicy { initial_backoff: Duration::from_millis(1), ..RetryPolicy::default() };
+    /// let agent = Agent::builder("a").model(model.clone()).model_retries(quick).build()?;
+    /// assert_eq!(agent.run("Hi").await?.output(), Some("Hello!"));
+    /// assert_eq!(model.requests().len(), 3); // two retries, then the answer
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn model_retries(mut self, retries: RetryPolicy) -> Self {
         self.retries = retries;
         self
     }
 
-    /// The instructions (system prompt).
+    /// The instructions (system prompt), sent with every model request.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let model = ScriptedModel::new().text("Hi.");
+    /// let agent = Agent::builder("a").model(model.clone()).instructions("Be brief.").build()?;
+    /// agent.run("Hello there!").await?;
+    /// assert_eq!(model.requests()[0].instructions, "Be brief.");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = instructions.into();
         self
     }
 
-    /// The model.
+    /// The model: a provider ([`provider`](crate::provider)), a [`ScriptedModel`](crate::ScriptedModel)
+    /// in tests, or your own [`Model`]. It is the one required setting.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, AgentError, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), AgentError> {
+    /// let agent = Agent::builder("a").model(ScriptedModel::new().text("Hello!")).build()?;
+    /// assert_eq!(agent.run("Hi").await?.output(), Some("Hello!"));
+    ///
+    /// let err = Agent::builder("a").build().unwrap_err();
+    /// assert!(matches!(err, AgentError::InvalidAgent(_)));
+    /// assert!(err.to_string().contains("has no model"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn model(mut self, model: impl Model + 'static) -> Self {
         self.model = Some(Arc::new(model));
         self
     }
 
     /// The model name sent with each request (a next-turn override can change it).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let model = ScriptedModel::new().text("Hello!");
+    /// let agent = Agent::builder("a").model(model.clone()).model_name("gpt-4o-mini").build()?;
+    /// agent.run("Hi").await?;
+    /// assert_eq!(model.requests()[0].model.as_deref(), Some("gpt-4o-mini"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn model_name(mut self, name: impl Into<String>) -> Self {
         self.model_name = Some(name.into());
         self
     }
 
-    /// Adds a tool: a [`Tool`], or a `#[tool]` function by name.
+    /// Adds a tool: a [`Tool`], or a `#[tool]` function by name. The model is offered the tools
+    /// in the order they were added.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool, tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// /// Add two numbers.
+    /// #[tool]
+    /// fn add(a: i64, b: i64) -> i64 {
+    ///     a + b
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let status = Tool::new("get_status", "Service status", json!({"type": "object"}), |_, _| Ok(json!("up")));
+    /// let model = ScriptedModel::new().tool_call("call_1", "add", json!({"a": 2, "b": 3})).text("5.");
+    /// let agent = Agent::builder("calc").model(model.clone()).tool(add).tool(status).build()?;
+    /// let done = agent.run("What is 2 + 3?").await?;
+    /// assert_eq!(done.state.tool_result("call_1"), Some("5"));
+    /// let offered: Vec<String> = model.requests()[0].tools.iter().map(|t| t.name.clone()).collect();
+    /// assert_eq!(offered, ["add", "get_status"]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn tool(mut self, tool: impl IntoTool) -> Self {
         self.tools.push(tool.into_tool());
         self
@@ -400,12 +677,58 @@ impl AgentBuilder {
 
     /// Adds a resource you keep a handle to: an `Arc<T>` or a [`Res<T>`] (see
     /// [`resource`](Self::resource)).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use phaseo_agent::{Agent, Res, ScriptedModel, tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// struct Visits(AtomicUsize);
+    ///
+    /// /// Count a visit.
+    /// #[tool]
+    /// async fn visit(visits: Res<Visits>) -> usize {
+    ///     visits.0.fetch_add(1, Ordering::SeqCst) + 1
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let visits = Arc::new(Visits(AtomicUsize::new(0)));
+    /// let model = ScriptedModel::new().tool_call("call_1", "visit", json!({})).text("Counted.");
+    /// let agent = Agent::builder("counter").model(model).tool(visit)
+    ///     .resource_shared(visits.clone())
+    ///     .build()?;
+    /// agent.run("Visit").await?;
+    /// assert_eq!(visits.0.load(Ordering::SeqCst), 1); // the tool used the value you kept
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn resource_shared<T: Send + Sync + 'static>(mut self, value: impl Into<Res<T>>) -> Self {
         self.resources = self.resources.with_res(value);
         self
     }
 
     /// Adds every resource of a [`Resources`] set (replacing values of the same types).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, Res, Resources, ScriptedModel};
+    ///
+    /// struct Pool { size: usize }
+    /// struct Region(&'static str);
+    ///
+    /// // One set, shared by two agents: they hold the same values.
+    /// let shared = Resources::new().with(Pool { size: 4 }).with(Region("eu-west-1"));
+    /// let support = Agent::builder("support").model(ScriptedModel::new()).resources(&shared).build()?;
+    /// let billing = Agent::builder("billing").model(ScriptedModel::new())
+    ///     .resource(Region("us-east-1"))
+    ///     .resources(&shared) // replaces the region set before
+    ///     .build()?;
+    /// let (a, b) = (support.resources().get::<Pool>().unwrap(), billing.resources().get::<Pool>().unwrap());
+    /// assert!(Res::ptr_eq(&a, &b));
+    /// assert_eq!(billing.resources().get::<Region>().unwrap().0, "eu-west-1");
+    /// # Ok::<(), phaseo_agent::AgentError>(())
+    /// ```
     pub fn resources(mut self, resources: &Resources) -> Self {
         self.resources = self.resources.merge(resources);
         self
@@ -413,48 +736,210 @@ impl AgentBuilder {
 
     /// The most model turns a run may take (default 10). A run that would take more fails with
     /// [`AgentError::MaxTurnsExceeded`].
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, AgentError, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), AgentError> {
+    /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
+    /// let model = ScriptedModel::new()
+    ///     .tool_call("call_1", "ping", json!({}))
+    ///     .tool_call("call_2", "ping", json!({}))
+    ///     .text("Done pinging.");
+    /// let agent = Agent::builder("ops").model(model).tool(ping).max_turns(2).build()?;
+    /// let failed = agent.run("Ping until it answers").await.unwrap_err();
+    /// assert_eq!(failed.error, AgentError::MaxTurnsExceeded(2));
+    /// assert_eq!(failed.state.unwrap().steps().len(), 2); // both turns' calls ran
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn max_turns(mut self, max_turns: usize) -> Self {
         self.max_turns = max_turns;
         self
     }
 
-    /// All tool execution settings at once.
+    /// All tool execution settings at once (see [`ToolExecution`] for the defaults).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, OnError, ScriptedModel, ToolExecution};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let lenient = ToolExecution {
+    ///     on_unknown_tool: OnError::ReturnToModel,
+    ///     max_calls_per_turn: 8,
+    ///     ..ToolExecution::default()
+    /// };
+    /// let model = ScriptedModel::new().tool_call("call_1", "lookup", json!({})).text("I cannot look that up.");
+    /// let agent = Agent::builder("a").model(model).tool_execution(lenient).build()?;
+    /// let done = agent.run("Look it up").await?;
+    /// assert_eq!(done.output(), Some("I cannot look that up."));
+    /// assert!(done.state.steps()[0].is_error);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn tool_execution(mut self, settings: ToolExecution) -> Self {
         self.settings = settings;
         self
     }
 
     /// How many calls of one turn run at once (values below 1 are raised to 1).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool, ToolCall};
+    /// use phaseo_agent::serde_json::json;
+    /// use tokio::sync::Barrier;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// // Each call waits for the other: one at a time, the first would wait forever.
+    /// let barrier = Arc::new(Barrier::new(2));
+    /// let meet = Tool::new_async("meet", "Wait for the other call", json!({"type": "object"}), move |_, _| {
+    ///     let barrier = barrier.clone();
+    ///     async move { barrier.wait().await; Ok(json!("met")) }
+    /// });
+    /// let model = ScriptedModel::new()
+    ///     .tool_calls([ToolCall::new("c1", "meet", json!({})), ToolCall::new("c2", "meet", json!({}))])
+    ///     .text("Both met.");
+    /// let agent = Agent::builder("a").model(model).tool(meet).tool_concurrency(2).build()?;
+    /// assert_eq!(agent.run("Meet").await?.output(), Some("Both met."));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn tool_concurrency(mut self, concurrency: usize) -> Self {
         self.settings.concurrency = concurrency.max(1);
         self
     }
 
-    /// The error policy of tools that set none.
+    /// The error policy of tools that set none (default: return the error to the model).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, AgentError, OnError, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), AgentError> {
+    /// let charge = Tool::new("charge", "Charge a card", json!({"type": "object"}),
+    ///     |_, _| Err(AgentError::tool("card declined")));
+    /// let script = ScriptedModel::new().tool_call("call_1", "charge", json!({})).text("Charged.");
+    ///
+    /// let agent = Agent::builder("billing").model(script.clone()).tool(charge.clone()).build()?;
+    /// let done = agent.run("Charge the card").await?; // the model reads the error, the run goes on
+    /// assert_eq!(done.state.tool_result("call_1"), Some(r#"{"error":"card declined"}"#));
+    ///
+    /// let script = ScriptedModel::new().tool_call("call_1", "charge", json!({})).text("Charged.");
+    /// let strict = Agent::builder("billing").model(script).tool(charge).on_error(OnError::FailRun).build()?;
+    /// let failed = strict.run("Charge the card").await.unwrap_err();
+    /// assert_eq!(failed.error, AgentError::tool("card declined"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn on_error(mut self, policy: OnError) -> Self {
         self.settings.on_error = policy;
         self
     }
 
     /// What to do with calls to unknown tools (default: fail the run).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, AgentError, OnError, ScriptedModel};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), AgentError> {
+    /// let script = || ScriptedModel::new().tool_call("call_1", "lookup", json!({})).text("No such tool.");
+    ///
+    /// let agent = Agent::builder("a").model(script()).build()?;
+    /// let failed = agent.run("Look it up").await.unwrap_err();
+    /// assert_eq!(failed.error, AgentError::UnknownTool("lookup".into()));
+    ///
+    /// let agent = Agent::builder("a").model(script()).on_unknown_tool(OnError::ReturnToModel).build()?;
+    /// let done = agent.run("Look it up").await?;
+    /// assert_eq!(done.state.tool_result("call_1"), Some(r#"{"error":"Unknown tool: lookup"}"#));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn on_unknown_tool(mut self, policy: OnError) -> Self {
         self.settings.on_unknown_tool = policy;
         self
     }
 
     /// What to do with unreadable or invalid arguments (default: tell the model).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, AgentError, OnError, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), AgentError> {
+    /// let double = Tool::new("double", "Double a number",
+    ///     json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+    ///     |input, _| Ok(json!(input["n"].as_i64().unwrap_or(0) * 2)));
+    /// let model = ScriptedModel::new().tool_call("call_1", "double", json!({"n": "two"})).text("4.");
+    /// let agent = Agent::builder("calc").model(model).tool(double)
+    ///     .on_invalid_arguments(OnError::FailRun)
+    ///     .build()?;
+    /// let failed = agent.run("Double two").await.unwrap_err();
+    /// assert!(matches!(failed.error, AgentError::InvalidInput(_)));
+    /// assert!(failed.to_string().contains("$.n"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn on_invalid_arguments(mut self, policy: OnError) -> Self {
         self.settings.on_invalid_arguments = policy;
         self
     }
 
-    /// The timeout of tools that set none.
+    /// The timeout of tools that set none (a tool's own [`Tool::timeout`] wins).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let slow = Tool::new_async("slow", "Takes its time", json!({"type": "object"}), |_, _| async {
+    ///     tokio::time::sleep(Duration::from_secs(60)).await;
+    ///     Ok(json!("too late"))
+    /// });
+    /// let model = ScriptedModel::new().tool_call("call_1", "slow", json!({})).text("It timed out.");
+    /// let agent = Agent::builder("a").model(model).tool(slow)
+    ///     .default_timeout(Duration::from_millis(20))
+    ///     .build()?;
+    /// let done = agent.run("Go").await?; // the error goes back to the model
+    /// assert_eq!(done.state.tool_result("call_1"), Some(r#"{"error":"Tool slow timed out after 20ms"}"#));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn default_timeout(mut self, timeout: Duration) -> Self {
         self.settings.default_timeout = Some(timeout);
         self
     }
 
-    /// Caps the characters of each result the model sees.
+    /// Caps the characters of each result the model sees (a tool's own
+    /// [`Tool::max_output_chars`] wins). A longer result keeps its start and its end around a
+    /// notice of how many characters were cut.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let logs = Tool::new("logs", "Read the logs", json!({"type": "object"}), |_, _| Ok(json!("x".repeat(100))));
+    /// let model = ScriptedModel::new().tool_call("call_1", "logs", json!({})).text("Lots of x.");
+    /// let agent = Agent::builder("a").model(model).tool(logs).max_output_chars(10).build()?;
+    /// let done = agent.run("Read the logs").await?;
+    /// // The JSON string `"xxx…"` is 102 characters: the first 5 and last 5 are kept.
+    /// assert_eq!(done.state.tool_result("call_1"), Some("\"xxxx\n[... 92 characters cut ...]\nxxxx\""));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn max_output_chars(mut self, max: usize) -> Self {
         self.settings.max_output_chars = Some(max);
         self
@@ -531,16 +1016,25 @@ impl AgentBuilder {
     /// approval for the call. A panic, before or inside the future, counts as "needs approval".
     ///
     /// ```
-    /// use phaseo_agent::{Agent, ScriptedModel, ToolCall, ToolContext};
+    /// use phaseo_agent::{Agent, PendingKind, ScriptedModel, Tool, ToolCall, ToolContext};
+    /// use phaseo_agent::serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let restart = Tool::new("restart", "Restart a service", json!({"type": "object"}), |v, _| Ok(v));
+    /// let model = ScriptedModel::new().tool_call("c1", "restart", json!({"service": "payments"}));
     /// let agent = Agent::builder("ops")
-    ///     .model(ScriptedModel::new())
+    ///     .model(model)
+    ///     .tool(restart)
     ///     .approval_async(|call: &ToolCall, _ctx: &ToolContext| {
     ///         let sensitive = call.arguments.contains("payments");
     ///         async move { sensitive /* or ask a policy service */ }
     ///     })
-    ///     .build();
-    /// # let _ = agent;
+    ///     .build()?;
+    /// let paused = agent.run("restart payments").await?;
+    /// assert_eq!(paused.pending()[0].kind, PendingKind::ToolApproval);
+    /// # Ok(())
+    /// # }
     /// ```
     pub fn approval_async<F, Fut>(mut self, decide: F) -> Self
     where
@@ -598,6 +1092,32 @@ impl AgentBuilder {
 
     /// [`approval_policy`](Self::approval_policy) for a policy that does I/O: it returns a future
     /// of its verdict. A panic, before or inside the future, counts as "needs approval".
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool, ToolCall, ToolContext};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+    /// let model = ScriptedModel::new().tool_calls([
+    ///     ToolCall::new("c1", "deploy", json!({"environment": "staging"})),
+    ///     ToolCall::new("c2", "deploy", json!({"environment": "production"})),
+    /// ]);
+    /// let agent = Agent::builder("ops")
+    ///     .model(model)
+    ///     .tool(deploy)
+    ///     .approval_policy_async(|call: &ToolCall, _ctx: &ToolContext, tool_says: bool| {
+    ///         let staging = call.arguments.contains("staging");
+    ///         async move { tool_says && !staging /* or ask a policy service */ }
+    ///     })
+    ///     .build()?;
+    /// let paused = agent.run("deploy both").await?;
+    /// let waiting: Vec<&str> = paused.pending().iter().map(|p| p.call.id.as_str()).collect();
+    /// assert_eq!(waiting, ["c2"]); // staging's gate waived, production's kept
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn approval_policy_async<F, Fut>(mut self, decide: F) -> Self
     where
         F: Fn(&ToolCall, &ToolContext, bool) -> Fut + Send + Sync + 'static,
@@ -613,6 +1133,30 @@ impl AgentBuilder {
 
     /// Hands the calls it selects to a person (pending kind `hitl`): they supply the output, reject
     /// the call, or approve it to run.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, Decisions, PendingKind, ScriptedModel, Tool, ToolCall, ToolContext};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let refund = Tool::new("refund", "Refund an order", json!({"type": "object"}),
+    ///     |input, _| Ok(json!({"refunded": input["amount"]})));
+    /// let model = ScriptedModel::new().tool_call("c1", "refund", json!({"amount": 900})).text("Refund sent.");
+    /// let agent = Agent::builder("billing")
+    ///     .model(model)
+    ///     .tool(refund)
+    ///     .human_review(|call: &ToolCall, _ctx: &ToolContext| call.name == "refund")
+    ///     .build()?;
+    /// let paused = agent.run("Refund order 7").await?;
+    /// assert_eq!(paused.pending()[0].kind, PendingKind::Hitl);
+    ///
+    /// // The person answers in the tool's place: it does not run.
+    /// let done = agent.resume(&paused.state, Decisions::new().output("c1", json!({"refunded": 100}))).await?;
+    /// assert_eq!(done.state.tool_result("c1"), Some(r#"{"refunded":100}"#));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn human_review(
         mut self,
         select: impl Fn(&ToolCall, &ToolContext) -> bool + Send + Sync + 'static,
@@ -660,7 +1204,27 @@ impl AgentBuilder {
         self
     }
 
-    /// Builds the agent, checking every tool definition.
+    /// Builds the agent, checking every tool definition: a tool with an invalid schema or an empty
+    /// description, two tools with one id, a tool whose resource is missing, no model or a short
+    /// [`state_key`](Self::state_key) are refused with an error that names the problem.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, AgentError, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
+    /// let agent = Agent::builder("ops").model(ScriptedModel::new()).tool(ping.clone()).build();
+    /// assert!(agent.is_ok());
+    ///
+    /// let twice = Agent::builder("ops").model(ScriptedModel::new()).tool(ping.clone()).tool(ping);
+    /// let err = twice.build().unwrap_err();
+    /// assert!(matches!(&err, AgentError::InvalidTool { tool, .. } if tool == "ping"));
+    /// assert!(err.to_string().contains("two tools have this id"));
+    ///
+    /// let silent = Tool::new("silent", " ", json!({"type": "object"}), |v, _| Ok(v));
+    /// let err = Agent::builder("ops").model(ScriptedModel::new()).tool(silent).build().unwrap_err();
+    /// assert!(err.to_string().contains("the description is empty"));
+    /// ```
     pub fn build(self) -> Result<Agent, AgentError> {
         let model = self.model.ok_or_else(|| {
             AgentError::InvalidAgent(format!(

@@ -9,11 +9,50 @@ use crate::run::state::{Decisions, RunError, RunResult, RunState};
 impl Agent {
     /// Runs the agent on a user input until the model answers without tool calls or a call pauses
     /// the run for a person.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let add = Tool::new("add", "Add two numbers", json!({"type": "object"}),
+    ///     |input, _| Ok(json!(input["a"].as_i64().unwrap_or(0) + input["b"].as_i64().unwrap_or(0))));
+    /// let model = ScriptedModel::new().tool_call("call_1", "add", json!({"a": 2, "b": 3})).text("2 + 3 = 5.");
+    /// let agent = Agent::builder("calc").model(model).tool(add).build()?;
+    /// let done = agent.run("What is 2 + 3?").await?;
+    /// assert_eq!(done.output(), Some("2 + 3 = 5."));
+    /// assert_eq!(done.state.tool_result("call_1"), Some("5"));
+    /// assert_eq!(done.state.turns(), 2); // the call, then the answer
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn run(&self, input: impl Into<String>) -> Result<RunResult, RunError> {
         self.run_with(input, RunOptions::default()).await
     }
 
-    /// [`run`](Self::run) with options (application context, run id, concurrency).
+    /// [`run`](Self::run) with options (application context, run id, concurrency, earlier
+    /// messages, first-turn overrides: see [`RunOptions`]).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, Message, RunOptions, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let model = ScriptedModel::new().text("The lamp ships tomorrow.");
+    /// let agent = Agent::builder("support").model(model.clone()).build()?;
+    /// // A conversation kept elsewhere, and a run id of your own.
+    /// let history = vec![
+    ///     Message::User { content: "I ordered a lamp.".into() },
+    ///     Message::Assistant { content: Some("Thanks, noted.".into()), tool_calls: vec![] },
+    /// ];
+    /// let options = RunOptions { history, run_id: Some("chat-9".into()), ..RunOptions::default() };
+    /// let done = agent.run_with("When does it ship?", options).await?;
+    /// assert_eq!(done.state.run_id(), "chat-9");
+    /// assert_eq!(model.requests()[0].messages.len(), 3); // the history, then the new input
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn run_with(
         &self,
         input: impl Into<String>,
@@ -28,6 +67,32 @@ impl Agent {
     /// [`Decisions::for_run`]), a missing decision, a decision for a call that is not pending, or
     /// edited arguments that fail validation return an error before anything runs. The state may
     /// come from another process (stored as JSON and read back).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, AgentError, Decisions, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), AgentError> {
+    /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}),
+    ///     |input, _| Ok(json!({"deployed": input["environment"]})))
+    ///     .require_approval();
+    /// let model = ScriptedModel::new()
+    ///     .tool_call("call_1", "deploy", json!({"environment": "staging"}))
+    ///     .text("Staging is deployed.");
+    /// let agent = Agent::builder("release").model(model).tool(deploy).build()?;
+    /// let paused = agent.run("Deploy staging").await?;
+    ///
+    /// // Refused before anything runs: no decision for call_1.
+    /// let refused = agent.resume(&paused.state, Decisions::new()).await.unwrap_err();
+    /// assert!(matches!(refused.error, AgentError::MissingDecision { .. }));
+    ///
+    /// let done = agent.resume(&paused.state, Decisions::new().approve("call_1")).await?;
+    /// assert_eq!(done.output(), Some("Staging is deployed."));
+    /// assert_eq!(done.state.tool_result("call_1"), Some(r#"{"deployed":"staging"}"#));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn resume(
         &self,
         state: &RunState,
@@ -44,6 +109,36 @@ impl Agent {
     }
 
     /// [`resume`](Self::resume) with options (only `concurrency` applies; the context is the state's).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use phaseo_agent::{Agent, Decisions, RunOptions, ScriptedModel, Tool, ToolCall};
+    /// use phaseo_agent::serde_json::json;
+    /// use tokio::sync::Barrier;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// // Each call waits for the other, so they only finish if they run at once.
+    /// let barrier = Arc::new(Barrier::new(2));
+    /// let sync = Tool::new_async("sync", "Sync a region", json!({"type": "object"}), move |_, _| {
+    ///     let barrier = barrier.clone();
+    ///     async move { barrier.wait().await; Ok(json!("synced")) }
+    /// })
+    /// .require_approval();
+    /// let model = ScriptedModel::new()
+    ///     .tool_calls([ToolCall::new("c1", "sync", json!({})), ToolCall::new("c2", "sync", json!({}))])
+    ///     .text("Both synced.");
+    /// let agent = Agent::builder("ops").model(model).tool(sync).build()?; // one call at a time
+    /// let paused = agent.run_with("Sync both", RunOptions::with_context(json!({"team": "infra"}))).await?;
+    ///
+    /// let options = RunOptions { concurrency: Some(2), ..RunOptions::with_context(json!("ignored")) };
+    /// let approved = Decisions::new().approve("c1").approve("c2");
+    /// let done = agent.resume_with(&paused.state, approved, options).await?;
+    /// assert_eq!(done.output(), Some("Both synced."));
+    /// assert_eq!(done.state.context(), &json!({"team": "infra"})); // the state's, not the options'
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn resume_with(
         &self,
         state: &RunState,
@@ -80,13 +175,52 @@ impl Agent {
     }
 
     /// [`stream`](Self::stream) with options.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use phaseo_agent::{Agent, Event, RunOptions, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let agent = Agent::builder("greeter").model(ScriptedModel::new().text("Hello!")).build()?;
+    /// let options = RunOptions { run_id: Some("run-7".into()), ..RunOptions::default() };
+    /// let events: Vec<Event> = agent.stream_with("Hi", options).collect().await;
+    /// assert!(matches!(&events[0], Event::RunStarted { run_id, resumed: false, .. } if run_id == "run-7"));
+    /// assert!(matches!(events.last(), Some(Event::Completed { output, .. }) if output == "Hello!"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn stream_with(&self, input: impl Into<String>, options: RunOptions) -> EventStream {
         let agent = self.clone();
         let input = input.into();
         EventStream::new(move |events| Box::pin(Runner::start(agent, input, options, events)))
     }
 
-    /// Resumes a paused run and streams its events.
+    /// Resumes a paused run and streams its events. A refused resume (a missing decision, a bad
+    /// signature, another agent's state, a run that is not paused) is one `run.failed` event.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use phaseo_agent::{Agent, Decisions, Event, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |_, _| Ok(json!("ok")))
+    ///     .require_approval();
+    /// let model = ScriptedModel::new().tool_call("call_1", "deploy", json!({})).text("Deployed.");
+    /// let agent = Agent::builder("ops").model(model).tool(deploy).build()?;
+    /// let paused = agent.run("Ship it").await?;
+    ///
+    /// let approved = Decisions::new().approve("call_1");
+    /// let names: Vec<&str> = agent.stream_resume(&paused.state, approved).map(|e| e.name()).collect().await;
+    /// assert_eq!(names, ["run.started", "tool.called", "tool.result", "model.turn", "run.completed"]);
+    ///
+    /// let refused: Vec<Event> = agent.stream_resume(&paused.state, Decisions::new()).collect().await;
+    /// assert!(matches!(&refused[..], [Event::Failed { error, .. }] if error.contains("Missing decision")));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn stream_resume(&self, state: &RunState, decisions: Decisions) -> EventStream {
         self.stream_resume_with(state, decisions, RunOptions::default())
     }
@@ -158,6 +292,31 @@ impl Agent {
     }
 
     /// [`retry`](Self::retry) with options (only `concurrency` applies; the context is the state's).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, AgentError, RunOptions, ScriptedModel};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), AgentError> {
+    /// let model = ScriptedModel::new();
+    /// let agent = Agent::builder("t").model(model.clone()).build()?;
+    /// let options = RunOptions::with_context(json!({"lang": "en"}));
+    /// let failed = agent.run_with("hello", options).await.unwrap_err(); // the model had nothing to say
+    /// let state = failed.state.unwrap();
+    ///
+    /// let _ = model.clone().text("Hello!"); // the model is back
+    /// let options = RunOptions { concurrency: Some(4), ..RunOptions::with_context(json!("ignored")) };
+    /// let done = agent.retry_with(&state, options).await?;
+    /// assert_eq!(done.output(), Some("Hello!"));
+    /// assert_eq!(done.state.context(), &json!({"lang": "en"})); // the state's, not the options'
+    ///
+    /// // Only a failed run is retried.
+    /// let refused = agent.retry_with(&done.state, RunOptions::default()).await.unwrap_err();
+    /// assert!(matches!(refused.error, AgentError::NotFailed { .. }));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn retry_with(
         &self,
         state: &RunState,
@@ -204,6 +363,24 @@ impl Agent {
     }
 
     /// Continues a completed run and streams its events (see [`continue_run`](Self::continue_run)).
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use phaseo_agent::{Agent, Event, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let model = ScriptedModel::new().text("Hello!").text("Fine, thanks.");
+    /// let agent = Agent::builder("chat").model(model).build()?;
+    /// let first = agent.run("Hi").await?;
+    ///
+    /// let events: Vec<Event> = agent.stream_continue(&first.state, "How are you?").collect().await;
+    /// let run_id = first.state.run_id();
+    /// assert!(matches!(&events[0], Event::RunStarted { run_id: id, resumed: true, .. } if id == run_id));
+    /// assert!(matches!(events.last(), Some(Event::Completed { output, .. }) if output == "Fine, thanks."));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn stream_continue(&self, state: &RunState, input: impl Into<String>) -> EventStream {
         let agent = self.clone();
         let state = state.clone();
@@ -221,6 +398,30 @@ impl Agent {
 
     /// Retries a failed run and streams its events (a refused retry ends the stream with one
     /// `run.failed`, as a refused resume does).
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use phaseo_agent::{Agent, Event, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let model = ScriptedModel::new();
+    /// let agent = Agent::builder("t").model(model.clone()).build()?;
+    /// let failed = agent.run("hello").await.unwrap_err(); // the model had nothing to say
+    /// let state = failed.state.unwrap();
+    ///
+    /// let _ = model.clone().text("Hello!"); // the model is back
+    /// let events: Vec<Event> = agent.stream_retry(&state).collect().await;
+    /// let names: Vec<&str> = events.iter().map(Event::name).collect();
+    /// assert_eq!(names, ["run.started", "model.turn", "run.completed"]);
+    ///
+    /// // A completed run is not retried: the stream is one `run.failed`.
+    /// let Some(Event::Completed { state: done, .. }) = events.last() else { panic!("{events:?}") };
+    /// let refused: Vec<Event> = agent.stream_retry(done).collect().await;
+    /// assert!(matches!(&refused[..], [Event::Failed { error, .. }] if error.contains("has not failed")));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn stream_retry(&self, state: &RunState) -> EventStream {
         let agent = self.clone();
         let state = state.clone();

@@ -93,6 +93,26 @@ impl ToolContext {
     /// A context that belongs to no run: for calling a tool function directly in a unit test.
     /// Progress and context updates are recorded and can be read back with [`progress`](Self::progress)
     /// and [`new_context`](Self::new_context).
+    ///
+    /// ```
+    /// use phaseo_agent::{Tool, ToolContext};
+    /// use phaseo_agent::serde_json::{Value, json};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let greet = Tool::new("greet", "Greet someone", json!({"type": "object"}), |input, ctx| {
+    ///     ctx.emit_progress("greeting")?;
+    ///     Ok(json!(format!("Hello, {}!", input["name"].as_str().unwrap_or("you"))))
+    /// });
+    /// let ctx = ToolContext::detached();
+    /// assert_eq!(greet.invoke(r#"{"name": "Ada"}"#, &ctx).await?, r#""Hello, Ada!""#);
+    /// assert_eq!(ctx.progress(), [json!("greeting")]);
+    /// // It belongs to no run: placeholder ids, the first turn, no context.
+    /// assert_eq!((ctx.run_id(), ctx.agent_id(), ctx.step_index()), ("detached", "detached", 0));
+    /// assert_eq!(ctx.context(), &Value::Null);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn detached() -> Self {
         Self::new(ScopeParts {
             run_id: "detached".into(),
@@ -108,6 +128,19 @@ impl ToolContext {
 
     /// This context with another application context (and a fresh cancellation token and record):
     /// for a unit test's detached context.
+    ///
+    /// ```
+    /// use phaseo_agent::ToolContext;
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// let ctx = ToolContext::detached();
+    /// ctx.emit_progress("started")?;
+    /// let acme = ctx.clone().with_context(json!({"tenant": "acme"}));
+    /// assert_eq!(acme.context()["tenant"], "acme");
+    /// assert!(acme.progress().is_empty()); // a fresh record
+    /// assert!(ctx.context().is_null()); // the original is unchanged
+    /// # Ok::<(), phaseo_agent::AgentError>(())
+    /// ```
     pub fn with_context(self, context: Value) -> Self {
         let scope = &self.inner;
         Self::new(ScopeParts {
@@ -140,6 +173,20 @@ impl ToolContext {
 
     /// This context with these resources in place of its own (and a fresh cancellation token and
     /// record): for a unit test's detached context.
+    ///
+    /// ```
+    /// use phaseo_agent::{Resources, ToolContext};
+    ///
+    /// struct Pool { size: usize }
+    /// struct Region(&'static str);
+    ///
+    /// let resources = Resources::new().with(Pool { size: 4 }).with(Region("eu-west-1"));
+    /// let ctx = ToolContext::detached().with_resource(7_u32).with_resources(resources);
+    /// assert_eq!(ctx.resource::<Pool>()?.size, 4);
+    /// assert_eq!(ctx.resource::<Region>()?.0, "eu-west-1");
+    /// assert!(ctx.resource::<u32>().is_err()); // replaced, not merged
+    /// # Ok::<(), phaseo_agent::AgentError>(())
+    /// ```
     pub fn with_resources(self, resources: Resources) -> Self {
         let scope = &self.inner;
         Self::new(ScopeParts {
@@ -185,48 +232,231 @@ impl ToolContext {
     }
 
     /// The resources of the agent running this call.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// struct Pool { size: usize }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let probe = Tool::new("probe", "Check the resources", json!({"type": "object"}),
+    ///     |_, ctx| Ok(json!([ctx.resources().len(), ctx.resources().contains::<Pool>()])));
+    /// let model = ScriptedModel::new().tool_call("call_1", "probe", json!({})).text("All there.");
+    /// let agent = Agent::builder("ops").model(model).tool(probe)
+    ///     .resource(Pool { size: 4 })
+    ///     .resource("eu-west-1".to_owned())
+    ///     .build()?;
+    /// let done = agent.run("Check").await?;
+    /// assert_eq!(done.state.tool_result("call_1"), Some("[2,true]"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn resources(&self) -> &Resources {
         &self.inner.resources
     }
 
-    /// The run id.
+    /// The run id: the same for every call of the run, across pauses and resumes.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, RunOptions, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let which = Tool::new("which_run", "The run id", json!({"type": "object"}),
+    ///     |_, ctx| Ok(json!(ctx.run_id())));
+    /// let model = ScriptedModel::new().tool_call("call_1", "which_run", json!({})).text("Run 42.");
+    /// let agent = Agent::builder("ops").model(model).tool(which).build()?;
+    /// let options = RunOptions { run_id: Some("run-42".into()), ..RunOptions::default() };
+    /// let done = agent.run_with("Which run is this?", options).await?;
+    /// assert_eq!(done.state.tool_result("call_1"), Some(r#""run-42""#));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn run_id(&self) -> &str {
         &self.inner.run_id
     }
 
-    /// The agent id.
+    /// The id of the agent running this call.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let whoami = Tool::new("whoami", "The agent's id", json!({"type": "object"}),
+    ///     |_, ctx| Ok(json!(ctx.agent_id())));
+    /// let model = ScriptedModel::new().tool_call("call_1", "whoami", json!({})).text("I am support.");
+    /// let agent = Agent::builder("support").model(model).tool(whoami).build()?;
+    /// let done = agent.run("Who are you?").await?;
+    /// assert_eq!(done.state.tool_result("call_1"), Some(r#""support""#));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn agent_id(&self) -> &str {
         &self.inner.agent_id
     }
 
     /// The index of the model turn that made this call (0 for the first turn).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let turn = Tool::new("turn", "Which turn is this", json!({"type": "object"}),
+    ///     |_, ctx| Ok(json!(ctx.step_index())));
+    /// let model = ScriptedModel::new()
+    ///     .tool_call("call_1", "turn", json!({}))
+    ///     .tool_call("call_2", "turn", json!({}))
+    ///     .text("Two turns.");
+    /// let agent = Agent::builder("a").model(model).tool(turn).build()?;
+    /// let done = agent.run("Count the turns").await?;
+    /// assert_eq!(done.state.tool_result("call_1"), Some("0"));
+    /// assert_eq!(done.state.tool_result("call_2"), Some("1"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn step_index(&self) -> usize {
         self.inner.step_index
     }
 
     /// The application context as it was when this turn's calls started (`Value::Null` if none was set).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, RunOptions, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let plan = Tool::new("plan", "The customer's plan", json!({"type": "object"}),
+    ///     |_, ctx| Ok(ctx.context()["plan"].clone()));
+    /// let model = ScriptedModel::new().tool_call("call_1", "plan", json!({})).text("You are on Pro.");
+    /// let agent = Agent::builder("support").model(model).tool(plan).build()?;
+    /// let options = RunOptions::with_context(json!({"customer": "acme", "plan": "pro"}));
+    /// let done = agent.run_with("Which plan am I on?", options).await?;
+    /// assert_eq!(done.state.tool_result("call_1"), Some(r#""pro""#));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn context(&self) -> &Value {
         &self.inner.context
     }
 
-    /// The application context decoded into your own type.
+    /// The application context decoded into your own type. A context that does not fit the type is
+    /// a tool error ([`AgentError::Tool`]), so `?` sends it back to the model like any other.
+    ///
+    /// ```
+    /// use phaseo_agent::ToolContext;
+    /// use phaseo_agent::serde_json::json;
+    /// use serde::Deserialize;
+    ///
+    /// #[derive(Debug, Deserialize)]
+    /// struct Customer { name: String, seats: u32 }
+    ///
+    /// let ctx = ToolContext::detached().with_context(json!({"name": "acme", "seats": 12}));
+    /// let customer: Customer = ctx.context_as()?;
+    /// assert_eq!((customer.name.as_str(), customer.seats), ("acme", 12));
+    ///
+    /// let err = ToolContext::detached().context_as::<Customer>().unwrap_err(); // no context: null
+    /// assert!(err.to_string().starts_with("application context: "));
+    /// # Ok::<(), phaseo_agent::AgentError>(())
+    /// ```
     pub fn context_as<T: DeserializeOwned>(&self) -> Result<T, AgentError> {
         T::deserialize(self.context())
             .map_err(|e| AgentError::tool(format!("application context: {e}")))
     }
 
     /// The tool call being answered (id, tool id, raw arguments).
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool, ToolCall};
+    /// use phaseo_agent::serde_json::{self, json};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let echo = Tool::new("echo", "Echo the call", json!({"type": "object"}), |_, ctx| {
+    ///     let call = ctx.tool_call();
+    ///     Ok(json!([call.id, call.name, call.arguments]))
+    /// });
+    /// let model = ScriptedModel::new()
+    ///     .tool_calls([ToolCall::raw("call_7", "echo", r#" {"x": 1} "#)])
+    ///     .text("Echoed.");
+    /// let agent = Agent::builder("a").model(model).tool(echo).build()?;
+    /// let done = agent.run("Echo").await?;
+    /// let seen: Vec<String> = serde_json::from_str(done.state.tool_result("call_7").unwrap()).unwrap();
+    /// assert_eq!(seen, ["call_7", "echo", r#" {"x": 1} "#]); // the arguments as the model sent them
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn tool_call(&self) -> &ToolCall {
         &self.inner.call
     }
 
     /// A token that is cancelled when this call times out or its run is dropped. Pass it to your own
     /// async work (`token.cancelled().await`), or check [`is_cancelled`](Self::is_cancelled) in loops.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use phaseo_agent::{Tool, ToolContext};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    /// let export = Tool::new_async("export", "Export a report", json!({"type": "object"}), move |_, ctx| {
+    ///     let tx = tx.clone();
+    ///     async move {
+    ///         // Work that outlives the call's future stops with the call.
+    ///         let token = ctx.cancellation_token().clone();
+    ///         tokio::spawn(async move {
+    ///             token.cancelled().await;
+    ///             tx.send("export stopped").ok();
+    ///         });
+    ///         tokio::time::sleep(Duration::from_secs(60)).await;
+    ///         Ok(json!("exported"))
+    ///     }
+    /// })
+    /// .timeout(Duration::from_millis(20));
+    /// let err = export.invoke("{}", &ToolContext::detached()).await.unwrap_err();
+    /// assert_eq!(err.to_string(), "Tool export timed out after 20ms");
+    /// assert_eq!(rx.recv().await, Some("export stopped"));
+    /// # }
+    /// ```
     pub fn cancellation_token(&self) -> &CancellationToken {
         &self.inner.cancel
     }
 
-    /// Whether the call has been cancelled (timed out, or its run dropped).
+    /// Whether the call has been cancelled (timed out, or its run dropped). A synchronous tool's
+    /// thread is not stopped at its timeout: a long loop should check this and return.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use phaseo_agent::{Tool, ToolContext};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    /// let crunch = Tool::new("crunch", "Crunch numbers", json!({"type": "object"}), move |_, ctx| {
+    ///     while !ctx.is_cancelled() {
+    ///         std::thread::sleep(Duration::from_millis(1)); // a slice of blocking work
+    ///     }
+    ///     tx.send("stopped").ok();
+    ///     Ok(json!("crunched"))
+    /// })
+    /// .timeout(Duration::from_millis(20));
+    /// let ctx = ToolContext::detached();
+    /// assert!(!ctx.is_cancelled());
+    /// assert!(crunch.invoke("{}", &ctx).await.is_err()); // timed out
+    /// assert!(ctx.is_cancelled());
+    /// assert_eq!(rx.recv().await, Some("stopped")); // and the thread noticed
+    /// # }
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         self.inner.cancel.is_cancelled()
     }
@@ -236,6 +466,33 @@ impl ToolContext {
     ///
     /// When the tool has an event validator, a value it rejects is not published, this returns the
     /// error, and the call fails with it (under the tool's error policy) even if you ignore it.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use phaseo_agent::{Agent, Event, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::{Value, json};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let index = Tool::new("index", "Index the docs", json!({"type": "object"}), |_, ctx| {
+    ///     for stage in ["scan", "embed"] {
+    ///         ctx.emit_progress(json!({"stage": stage}))?;
+    ///     }
+    ///     Ok(json!({"indexed": 248}))
+    /// });
+    /// let model = ScriptedModel::new().tool_call("call_1", "index", json!({})).text("Indexed.");
+    /// let agent = Agent::builder("a").model(model).tool(index).build()?;
+    /// let events: Vec<Event> = agent.stream("Index the docs").collect().await;
+    /// let progress: Vec<&Value> = events.iter().filter_map(|event| match event {
+    ///     Event::PreliminaryResult { value, .. } => Some(value),
+    ///     _ => None,
+    /// }).collect();
+    /// assert_eq!(progress, [&json!({"stage": "scan"}), &json!({"stage": "embed"})]);
+    /// let Some(Event::Completed { state, .. }) = events.last() else { panic!("{events:?}") };
+    /// assert_eq!(state.steps()[0].preliminary_results.len(), 2); // kept on the call's step
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn emit_progress(&self, value: impl Serialize) -> Result<(), AgentError> {
         let mut value = serde_json::to_value(value)
             .map_err(|e| AgentError::InvalidEvent(format!("$: cannot serialise: {e}")))?;
@@ -267,6 +524,30 @@ impl ToolContext {
     ///
     /// Calls of the same turn keep seeing the context the turn started with; when several calls of one
     /// turn set it, the last in call order wins.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let login = Tool::new("login", "Log in", json!({"type": "object"}), |input, ctx| {
+    ///     ctx.set_context(json!({"user": input["user"]}))?;
+    ///     Ok(json!("logged in"))
+    /// });
+    /// let whoami = Tool::new("whoami", "Who is logged in", json!({"type": "object"}),
+    ///     |_, ctx| Ok(ctx.context()["user"].clone()));
+    /// let model = ScriptedModel::new()
+    ///     .tool_call("call_1", "login", json!({"user": "ada"}))
+    ///     .tool_call("call_2", "whoami", json!({}))
+    ///     .text("You are ada.");
+    /// let agent = Agent::builder("a").model(model).tool(login).tool(whoami).build()?;
+    /// let done = agent.run("Log me in").await?;
+    /// assert_eq!(done.state.tool_result("call_2"), Some(r#""ada""#)); // the next turn sees it
+    /// assert_eq!(done.state.context(), &json!({"user": "ada"})); // and the state keeps it
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn set_context(&self, value: impl Serialize) -> Result<(), AgentError> {
         let value = serde_json::to_value(value)
             .map_err(|e| AgentError::tool(format!("context cannot be serialised: {e}")))?;
@@ -282,12 +563,43 @@ impl ToolContext {
         Ok(())
     }
 
-    /// The progress values published so far by this call.
+    /// The progress values published so far by this call, in order.
+    ///
+    /// ```
+    /// use phaseo_agent::ToolContext;
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// let ctx = ToolContext::detached();
+    /// assert!(ctx.progress().is_empty());
+    /// ctx.emit_progress(json!({"done": 1, "of": 3}))?;
+    /// ctx.emit_progress("almost there")?;
+    /// assert_eq!(ctx.progress(), [json!({"done": 1, "of": 3}), json!("almost there")]);
+    /// # Ok::<(), phaseo_agent::AgentError>(())
+    /// ```
     pub fn progress(&self) -> Vec<Value> {
         self.record().progress.clone()
     }
 
     /// The context this call set with [`set_context`](Self::set_context), if any.
+    ///
+    /// ```
+    /// use phaseo_agent::{Tool, ToolContext};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let remember = Tool::new("remember", "Remember a note", json!({"type": "object"}), |input, ctx| {
+    ///     ctx.set_context(json!({"note": input["note"]}))?;
+    ///     Ok(json!("noted"))
+    /// });
+    /// let ctx = ToolContext::detached();
+    /// assert_eq!(ctx.new_context(), None);
+    /// remember.invoke(r#"{"note": "call back"}"#, &ctx).await?;
+    /// assert_eq!(ctx.new_context(), Some(json!({"note": "call back"})));
+    /// assert!(ctx.context().is_null()); // the context the call started with is unchanged
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new_context(&self) -> Option<Value> {
         self.record().new_context.clone()
     }
