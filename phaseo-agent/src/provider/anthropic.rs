@@ -178,7 +178,7 @@ impl Anthropic {
     }
 
     /// A model by name, with the API key of `ANTHROPIC_API_KEY` and the base URL of
-    /// `ANTHROPIC_BASE_URL` when they are set (and not empty).
+    /// `ANTHROPIC_BASE_URL` when they are set (and not blank).
     pub fn from_env(model: impl Into<String>) -> Self {
         let mut anthropic = Anthropic::new(model);
         if let Some(key) = http::env_var("ANTHROPIC_API_KEY") {
@@ -190,7 +190,7 @@ impl Anthropic {
         anthropic
     }
 
-    /// The API key, sent as `x-api-key`.
+    /// The API key, sent as `x-api-key`. A blank key counts as none.
     ///
     /// Without a key, a request to the default base URL fails at once, and nothing is sent:
     ///
@@ -210,7 +210,8 @@ impl Anthropic {
     /// # }
     /// ```
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
+        let key = key.into();
+        self.api_key = (!key.trim().is_empty()).then_some(key);
         self
     }
 
@@ -1356,6 +1357,19 @@ mod tests {
         assert_eq!(kind("timeout_error", "x"), ModelErrorKind::Timeout);
         assert_eq!(kind("not_found_error", "x"), ModelErrorKind::BadRequest);
         assert_eq!(kind("something_new", "x"), ModelErrorKind::Other);
+    }
+
+    #[test]
+    fn a_blank_key_is_no_key() {
+        // As for OpenAI: a blank key is not sent, and the default API is not asked without one.
+        for blank in ["", "  "] {
+            let model = Anthropic::new("m").api_key(blank);
+            assert!(model.api_key.is_none(), "{blank:?}");
+            assert!(
+                !model.request_headers().iter().any(|(n, _)| *n == "x-api-key"),
+                "{blank:?}"
+            );
+        }
     }
 
     #[test]
