@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""Compile time of 100 tools, side by side: `#[tool]` functions, `Tool::typed` closures and rmcp
+`#[tool]` methods, with the same inputs and the same bodies.
+
+    python3 benches/compile_time/compile_time.py generate DIR [--tools N]
+    python3 benches/compile_time/compile_time.py measure DIR [--rounds R] [--tools N]
+
+`generate` writes three crates into DIR (each its own workspace, so nothing of this repository's
+features leaks in): `phaseo_fn` (`#[tool] async fn`), `phaseo_typed` (`Tool::typed` closures)
+and `rmcp_router` (`#[tool_router]` methods, `#[tool_handler]`). Tool i takes input shape i % 4:
+
+  0 flat:        a struct of a string, an integer and a bool
+  1 nested:      a struct holding a struct with a `Vec`, an `Option` and a unit enum
+  2 plain:       three plain arguments (`#[tool]`), the same fields as a struct elsewhere
+  3 collections: a `Vec` of structs and a `HashMap`
+
+and returns a `String` built from it with `format!`.
+
+`measure` generates the crates, builds their dependencies once (debug and release), then for each
+round, interleaving the three crates, measures the CPU time (user + system, of cargo and every
+process it starts) of:
+
+  incremental  a one-line edit of one tool's body, then `cargo build`
+  debug        `cargo clean -p CRATE`, then `cargo build` (the crate alone: dependencies are built)
+  release      `cargo clean --release -p CRATE`, then `cargo build --release`
+
+and prints each crate's median per measure and its ratio to `rmcp_router` in the same run. CPU
+time, not wall time, so other load on the machine matters less; read the ratios.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+CRATES = ["phaseo_fn", "phaseo_typed", "rmcp_router"]
+SHAPES = ["flat", "nested", "plain", "collections"]
+
+
+def fields(shape: str, i: int) -> list[tuple[str, str]]:
+    if shape == "flat":
+        return [("query", "String"), ("limit", "u32"), ("verbose", "bool")]
+    if shape == "nested":
+        return [("filter", f"Filter{i}"), ("page", "Option<u32>"), ("order", f"Order{i}")]
+    if shape == "plain":
+        return [("name", "String"), ("count", "i64"), ("dry_run", "Option<bool>")]
+    return [("items", f"Vec<Item{i}>"), ("labels", "HashMap<String, String>")]
+
+
+def body(shape: str, i: int) -> str:
+    if shape == "flat":
+        expr = 'format!("{} {} {} (tool %d)", input.query, input.limit, input.verbose)' % i
+    elif shape == "nested":
+        expr = ('format!("{} {:?} {:?} {:?} (tool %d)", input.filter.field, input.filter.values, '
+                'input.page, input.order)' % i)
+    elif shape == "plain":
+        expr = 'format!("{} {} {:?} (tool %d)", input.name, input.count, input.dry_run)' % i
+    else:
+        expr = ('format!("{} items, {} labels, first {:?} (tool %d)", input.items.len(), '
+                'input.labels.len(), input.items.first().map(|it| (it.id, it.qty)))' % i)
+    return expr
+
+
+def support_types(shape: str, i: int, derive: str) -> str:
+    if shape == "nested":
+        return (f"{derive}\npub struct Filter{i} {{\n    /// The field to filter on.\n    pub field: String,\n"
+                f"    /// The values it may take.\n    pub values: Vec<String>,\n}}\n\n"
+                f"{derive}\n#[derive(Debug)]\npub enum Order{i} {{\n    Asc,\n    Desc,\n}}\n\n")
+    if shape == "collections":
+        return (f"{derive}\npub struct Item{i} {{\n    /// The item's id.\n    pub id: u64,\n"
+                f"    /// How many.\n    pub qty: u32,\n}}\n\n")
+    return ""
+
+
+def input_struct(shape: str, i: int, derive: str) -> str:
+    out = support_types(shape, i, derive)
+    out += f"{derive}\npub struct In{i} {{\n"
+    for name, ty in fields(shape, i):
+        out += f"    /// The {name}.\n    pub {name}: {ty},\n"
+    return out + "}\n\n"
+
+
+def manifest(name: str, deps: str) -> str:
+    return (f'[package]\nname = "{name}"\nversion = "0.1.0"\nedition = "2024"\npublish = false\n\n'
+            f"[workspace]\n\n[dependencies]\n{deps}")
+
+
+PHASEO_DEPS = (f'phaseo-agent = {{ path = "{REPO / "phaseo-agent"}" }}\n'
+               'schemars = "1"\nserde = { version = "1", features = ["derive"] }\n')
+RMCP_DEPS = ('rmcp = { version = "3.11", default-features = false, features = ["server", "macros"] }\n'
+             'schemars = "1"\nserde = { version = "1", features = ["derive"] }\n')
+DERIVE = "#[derive(serde::Deserialize, schemars::JsonSchema)]"
+
+
+def gen_phaseo_fn(n: int) -> str:
+    out = "//! Generated: 100 `#[tool]` functions.\n#![allow(dead_code)]\n\nuse std::collections::HashMap;\n\nuse phaseo_agent::{IntoTool, Tool, tool};\n\n"
+    for i in range(n):
+        shape = SHAPES[i % 4]
+        if shape == "plain":
+            args = ", ".join(f"{name}: {ty}" for name, ty in fields(shape, i))
+            names = ", ".join(name for name, _ in fields(shape, i))
+            out += (f"/// Tool {i}, plain arguments.\n#[tool]\npub async fn tool_{i}({args}) -> String {{\n"
+                    f"    struct Plain {{ name: String, count: i64, dry_run: Option<bool> }}\n"
+                    f"    let input = Plain {{ {names} }};\n    {body(shape, i)}\n}}\n\n")
+        else:
+            out += input_struct(shape, i, DERIVE)
+            out += (f"/// Tool {i}, {shape} input.\n#[tool]\npub async fn tool_{i}(input: In{i}) -> String {{\n"
+                    f"    {body(shape, i)}\n}}\n\n")
+    out += "/// Every tool.\npub fn all() -> Vec<Tool> {\n    vec![\n"
+    out += "".join(f"        tool_{i}.into_tool(),\n" for i in range(n))
+    return out + "    ]\n}\n"
+
+
+def gen_phaseo_typed(n: int) -> str:
+    out = "//! Generated: 100 `Tool::typed` closures.\n#![allow(dead_code)]\n\nuse std::collections::HashMap;\nuse std::convert::Infallible;\n\nuse phaseo_agent::Tool;\n\n"
+    for i in range(n):
+        out += input_struct(SHAPES[i % 4], i, DERIVE)
+    out += "/// Every tool.\npub fn all() -> Vec<Tool> {\n    vec![\n"
+    for i in range(n):
+        shape = SHAPES[i % 4]
+        out += (f'        Tool::typed("tool_{i}", "Tool {i}, {shape} input.", |input: In{i}, _ctx| async move {{\n'
+                f"            Ok::<_, Infallible>({body(shape, i)})\n        }}),\n")
+    return out + "    ]\n}\n"
+
+
+def gen_rmcp(n: int) -> str:
+    out = ("//! Generated: 100 rmcp `#[tool]` methods.\n#![allow(dead_code)]\n\nuse std::collections::HashMap;\n\n"
+           "use rmcp::handler::server::router::tool::ToolRouter;\nuse rmcp::handler::server::wrapper::Parameters;\n"
+           "use rmcp::{ServerHandler, tool, tool_handler, tool_router};\n\n")
+    for i in range(n):
+        out += input_struct(SHAPES[i % 4], i, DERIVE)
+    out += "#[derive(Clone)]\npub struct Server {\n    tool_router: ToolRouter<Self>,\n}\n\n#[tool_router]\nimpl Server {\n"
+    out += "    pub fn new() -> Self {\n        Server { tool_router: Self::tool_router() }\n    }\n\n"
+    for i in range(n):
+        shape = SHAPES[i % 4]
+        out += (f'    #[tool(description = "Tool {i}, {shape} input.")]\n'
+                f"    async fn tool_{i}(&self, Parameters(input): Parameters<In{i}>) -> String {{\n"
+                f"        {body(shape, i)}\n    }}\n\n")
+    out += "}\n\n#[tool_handler]\nimpl ServerHandler for Server {}\n"
+    return out
+
+
+def generate(root: Path, n: int) -> None:
+    sources = {"phaseo_fn": (gen_phaseo_fn(n), PHASEO_DEPS),
+               "phaseo_typed": (gen_phaseo_typed(n), PHASEO_DEPS),
+               "rmcp_router": (gen_rmcp(n), RMCP_DEPS)}
+    for name, (source, deps) in sources.items():
+        crate = root / name
+        (crate / "src").mkdir(parents=True, exist_ok=True)
+        (crate / "Cargo.toml").write_text(manifest(name, deps))
+        (crate / "src" / "lib.rs").write_text(source)
+    # One lockfile for the phaseo crates' shared dependencies: the repository's own versions.
+    for name in ["phaseo_fn", "phaseo_typed"]:
+        shutil.copy(REPO / "Cargo.lock", root / name / "Cargo.lock")
+
+
+def cpu_of(cmd: list[str], cwd: Path, env: dict) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed in {cwd}:\n{done.stderr[-4000:]}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def edit(crate: Path, round_: int) -> None:
+    lib = crate / "src" / "lib.rs"
+    text = lib.read_text()
+    marker = "(tool 50)"
+    at = text.index(marker)
+    # The one-line edit: tool 50's string changes each round.
+    new = f"(tool 50, edit {round_})"
+    old_end = text.index(")", at) + 1
+    lib.write_text(text[:at] + new + text[old_end:])
+
+
+def measure(root: Path, rounds: int, n: int) -> None:
+    generate(root, n)
+    env = dict(os.environ)
+    env.pop("RUSTFLAGS", None)
+    for name in CRATES:
+        crate = root / name
+        env_c = dict(env, CARGO_TARGET_DIR=str(root / "target" / name))
+        print(f"[compile-time] building {name} and its dependencies (debug and release)", file=sys.stderr)
+        cpu_of(["cargo", "build", "--quiet"], crate, env_c)
+        cpu_of(["cargo", "build", "--quiet", "--release"], crate, env_c)
+    results: dict[str, dict[str, list[float]]] = {c: {"incremental": [], "debug": [], "release": []} for c in CRATES}
+    for r in range(rounds):
+        for measure_name in ["incremental", "debug", "release"]:
+            for name in CRATES:
+                crate = root / name
+                env_c = dict(env, CARGO_TARGET_DIR=str(root / "target" / name))
+                if measure_name == "incremental":
+                    edit(crate, r)
+                    t = cpu_of(["cargo", "build", "--quiet"], crate, env_c)
+                elif measure_name == "debug":
+                    cpu_of(["cargo", "clean", "--quiet", "-p", name], crate, env_c)
+                    t = cpu_of(["cargo", "build", "--quiet"], crate, env_c)
+                else:
+                    cpu_of(["cargo", "clean", "--quiet", "--release", "-p", name], crate, env_c)
+                    t = cpu_of(["cargo", "build", "--quiet", "--release"], crate, env_c)
+                results[name][measure_name].append(t)
+                print(f"[compile-time] round {r + 1}/{rounds} {measure_name:11} {name:13} {t:7.2f} s CPU", file=sys.stderr)
+    print(f"\n{n} tools, {rounds} rounds, median CPU seconds (ratio to rmcp_router in the same run)\n")
+    print(f"| crate | incremental edit | full debug | release |")
+    print(f"|---|---|---|---|")
+    base = {m: statistics.median(results["rmcp_router"][m]) for m in ["incremental", "debug", "release"]}
+    for name in CRATES:
+        cells = []
+        for m in ["incremental", "debug", "release"]:
+            med = statistics.median(results[name][m])
+            cells.append(f"{med:.2f} s ({med / base[m]:.2f}×)")
+        print(f"| `{name}` | " + " | ".join(cells) + " |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["generate", "measure"])
+    parser.add_argument("dir", type=Path)
+    parser.add_argument("--tools", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    args.dir.mkdir(parents=True, exist_ok=True)
+    if args.command == "generate":
+        generate(args.dir, args.tools)
+    else:
+        started = time.time()
+        measure(args.dir, args.rounds, args.tools)
+        print(f"\n({time.time() - started:.0f} s wall)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
