@@ -1366,7 +1366,10 @@ mod tests {
             let model = Anthropic::new("m").api_key(blank);
             assert!(model.api_key.is_none(), "{blank:?}");
             assert!(
-                !model.request_headers().iter().any(|(n, _)| *n == "x-api-key"),
+                !model
+                    .request_headers()
+                    .iter()
+                    .any(|(n, _)| *n == "x-api-key"),
                 "{blank:?}"
             );
         }
