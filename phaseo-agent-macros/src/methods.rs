@@ -41,7 +41,6 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::parse::Parser;
-use syn::spanned::Spanned;
 use syn::{Attribute, FnArg, ImplItem, ItemImpl, Path, Type};
 
 use crate::args::Args;
@@ -76,9 +75,7 @@ pub(crate) fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
     for item in std::mem::take(&mut block.items) {
         match take_tool(item) {
             Taken::Tool(tool) => {
-                if !tool.external {
-                    kept.push(ImplItem::Fn(method_without_tool(&tool.item)));
-                }
+                kept.extend(method_without_tool(&tool.item).map(ImplItem::Fn));
                 tools.push(tool);
             }
             Taken::Other(item) => kept.push(item),
@@ -212,7 +209,6 @@ struct Method {
     item: ItemTool,
     /// The tokens inside `#[tool(...)]`.
     args: TokenStream,
-    external: bool,
 }
 
 enum Taken {
@@ -252,9 +248,6 @@ fn take_tool(item: ImplItem) -> Taken {
             kept.push(attr);
         }
     }
-    let external = Args::parse(args.clone(), &mut Errors::default())
-        .external
-        .is_some();
     Taken::Tool(Method {
         item: ItemTool {
             attrs: kept,
@@ -263,28 +256,27 @@ fn take_tool(item: ImplItem) -> Taken {
             body,
         },
         args,
-        external,
     })
 }
 
 /// The method as it stays in the block: without `#[tool]` and its parameters' field attributes.
-fn method_without_tool(item: &ItemTool) -> syn::ImplItemFn {
+/// A declaration without a body (an `external` tool, or a mistake `valid::body` reports) leaves
+/// the block: it is not a method Rust accepts.
+fn method_without_tool(item: &ItemTool) -> Option<syn::ImplItemFn> {
+    let Body::Block(block) = &item.body else {
+        return None;
+    };
     let mut sig = item.sig.clone();
     for arg in &mut sig.inputs {
         if let FnArg::Typed(p) = arg {
             p.attrs.retain(|a| !Param::is_field_attr(a));
         }
     }
-    let block = match &item.body {
-        Body::Block(block) => (**block).clone(),
-        // Reported by `valid::body`; an empty body keeps the block well-formed.
-        Body::Semi(semi) => syn::parse_quote_spanned!(semi.span()=> { ::core::unimplemented!() }),
-    };
-    syn::ImplItemFn {
+    Some(syn::ImplItemFn {
         attrs: item.attrs.clone(),
         vis: item.vis.clone(),
         defaultness: None,
         sig,
-        block,
-    }
+        block: (**block).clone(),
+    })
 }
