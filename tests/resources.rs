@@ -376,21 +376,24 @@ async fn a_hand_written_tool_uses_ctx_resource_and_declares_it() {
             .is_err()
     );
     let shared = Resources::new().with(Pool::new("shared"));
+    let model = ScriptedModel::new()
+        .tool_call("c1", "pool_name", json!({}))
+        .text("ok");
     let agent = Agent::builder("desk")
-        .model(
-            ScriptedModel::new()
-                .tool_call("c1", "pool_name", json!({}))
-                .text("ok"),
-        )
+        .model(model.clone())
         .tool(declared)
         .resources(&shared)
         .build()
         .unwrap();
     agent.run("name").await.unwrap();
-    assert_eq!(
-        shared.get::<Pool>().unwrap().queries.load(Ordering::SeqCst),
-        0
+    assert!(
+        last_result(&model).contains("shared"),
+        "{}",
+        last_result(&model)
     );
+    // The agent holds the same value as the set it was given, not a copy.
+    let (from_agent, from_set) = (agent.resources().get::<Pool>(), shared.get::<Pool>());
+    assert!(Res::ptr_eq(&from_agent.unwrap(), &from_set.unwrap()));
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! One call on its way through a tool: [`Parsed`] input ready to start, the future it becomes, and
 //! what it produces. The plumbing under every kind of tool, with no `Tool` in it.
 
-use std::any::{Any, TypeId};
+use std::any::Any;
 use std::sync::Arc;
 
 use futures::FutureExt;
@@ -50,20 +50,7 @@ pub(crate) trait Prepared: Send {
 pub(crate) type CallFuture = BoxFuture<'static, Result<Produced, AgentError>>;
 
 /// The type a tool's parsed input has (checked against an approval function's).
-#[derive(Clone, Copy)]
-pub(crate) struct InputType {
-    pub(crate) id: TypeId,
-    pub(crate) name: &'static str,
-}
-
-impl InputType {
-    pub(crate) fn of<I: Any>() -> Self {
-        InputType {
-            id: TypeId::of::<I>(),
-            name: std::any::type_name::<I>(),
-        }
-    }
-}
+pub(crate) type InputType = crate::tool::resource::TypeKey;
 
 /// An executor that starts from an input of type `I`.
 pub(crate) type Exec<I> = dyn Fn(I, ToolContext, bool) -> CallFuture + Send + Sync;

@@ -142,16 +142,22 @@ impl ToolContext {
     /// # Ok::<(), phaseo_agent::AgentError>(())
     /// ```
     pub fn with_context(self, context: Value) -> Self {
+        self.remade(Arc::new(context), self.inner.resources.clone())
+    }
+
+    /// This context's scope with another application context and resources, and a fresh
+    /// cancellation token and record.
+    fn remade(&self, context: Arc<Value>, resources: Resources) -> Self {
         let scope = &self.inner;
         Self::new(ScopeParts {
             run_id: scope.run_id.clone(),
             agent_id: scope.agent_id.clone(),
             step_index: scope.step_index,
-            context: Arc::new(context),
+            context,
             call: scope.call.clone(),
             progress: scope.progress.clone(),
             event_checks: scope.event_checks.clone(),
-            resources: scope.resources.clone(),
+            resources,
         })
     }
 
@@ -188,17 +194,7 @@ impl ToolContext {
     /// # Ok::<(), phaseo_agent::AgentError>(())
     /// ```
     pub fn with_resources(self, resources: Resources) -> Self {
-        let scope = &self.inner;
-        Self::new(ScopeParts {
-            run_id: scope.run_id.clone(),
-            agent_id: scope.agent_id.clone(),
-            step_index: scope.step_index,
-            context: scope.context.clone(),
-            call: scope.call.clone(),
-            progress: scope.progress.clone(),
-            event_checks: scope.event_checks.clone(),
-            resources,
-        })
+        self.remade(self.inner.context.clone(), resources)
     }
 
     /// The resource of type `T` of the agent running this call (see

@@ -88,23 +88,26 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for Res<T> {
     }
 }
 
-/// A resource a tool needs: its type, by id and by name.
+/// A type, by id and by name: a resource a tool needs ([`Need`]), or a tool's input type.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Need {
+pub(crate) struct TypeKey {
     pub(crate) id: TypeId,
     pub(crate) name: &'static str,
 }
 
-impl Need {
+/// A resource a tool needs.
+pub(crate) type Need = TypeKey;
+
+impl TypeKey {
     pub(crate) fn of<T: Any>() -> Self {
-        Need {
+        TypeKey {
             id: TypeId::of::<T>(),
             name: type_name::<T>(),
         }
     }
 }
 
-impl fmt::Debug for Need {
+impl fmt::Debug for TypeKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name)
     }
@@ -162,16 +165,20 @@ impl Resources {
     /// assert!(Arc::ptr_eq(&resources.get::<String>().unwrap().into_arc(), &shared));
     /// ```
     pub fn with_res<T: Send + Sync + 'static>(mut self, value: impl Into<Res<T>>) -> Self {
-        let entry = Entry {
+        self.put(Entry {
             need: Need::of::<T>(),
             value: value.into().0,
-        };
+        });
+        self
+    }
+
+    /// Adds `entry`, replacing the value of the same type.
+    fn put(&mut self, entry: Entry) {
         let entries = Arc::make_mut(&mut self.entries);
         match entries.iter_mut().find(|e| e.need.id == entry.need.id) {
             Some(slot) => *slot = entry,
             None => entries.push(entry),
         }
-        self
     }
 
     /// The value of type `T`, if there is one.
@@ -189,11 +196,7 @@ impl Resources {
     /// Adds every value of `other`, replacing values of the same types.
     pub(crate) fn merge(mut self, other: &Resources) -> Self {
         for entry in other.entries.iter() {
-            let entries = Arc::make_mut(&mut self.entries);
-            match entries.iter_mut().find(|e| e.need.id == entry.need.id) {
-                Some(slot) => *slot = entry.clone(),
-                None => entries.push(entry.clone()),
-            }
+            self.put(entry.clone());
         }
         self
     }

@@ -94,7 +94,11 @@ impl Tool {
         F: Fn(I, ToolContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
-        Self::typed_async::<I, _>(id.into(), description.into(), WithContext(f))
+        Self::typed_borrowing(
+            id.into(),
+            description.into(),
+            move |input, ctx: &ToolContext| f(input, ctx.clone()),
+        )
     }
 
     /// [`Tool::typed`] for a function that does not take the context: each call skips handing one
@@ -128,7 +132,11 @@ impl Tool {
         F: Fn(I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
-        Self::typed_async::<I, _>(id.into(), description.into(), WithoutContext(f))
+        Self::typed_borrowing(
+            id.into(),
+            description.into(),
+            move |input, _: &ToolContext| f(input),
+        )
     }
 
     /// [`Tool::typed_without_context`] for a function whose future yields the output itself (what
@@ -140,7 +148,7 @@ impl Tool {
         F: Fn(I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = O> + Send + 'static,
     {
-        Self::typed_async::<I, _>(id, description, Infallible(f))
+        Self::typed_borrowing_infallible(id, description, move |input, _: &ToolContext| f(input))
     }
 
     /// A typed tool from a function of its input and a borrowed context that returns a future
@@ -356,48 +364,15 @@ fn produce<O: Serialize, E: Display>(
     }
 }
 
-/// How a typed async tool's function is called: with its context, or without.
+/// How a typed async tool's function is called: on its input and the call's context, its future
+/// yielding a `Result` or the output itself. Every typed async constructor wraps its function in
+/// one of the two, so each input type has one call path.
 trait TypedFn<I>: Send + Sync + 'static {
     type Output: ToolOutput;
     type Error: Display;
     type Future: Future<Output = Result<Self::Output, Self::Error>> + Send + 'static;
 
     fn call(&self, input: I, ctx: &ToolContext) -> Self::Future;
-}
-
-struct WithContext<F>(F);
-struct WithoutContext<F>(F);
-
-impl<I, O, E, F, Fut> TypedFn<I> for WithContext<F>
-where
-    O: ToolOutput,
-    E: Display,
-    F: Fn(I, ToolContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, E>> + Send + 'static,
-{
-    type Output = O;
-    type Error = E;
-    type Future = Fut;
-
-    fn call(&self, input: I, ctx: &ToolContext) -> Fut {
-        (self.0)(input, ctx.clone())
-    }
-}
-
-impl<I, O, E, F, Fut> TypedFn<I> for WithoutContext<F>
-where
-    O: ToolOutput,
-    E: Display,
-    F: Fn(I) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, E>> + Send + 'static,
-{
-    type Output = O;
-    type Error = E;
-    type Future = Fut;
-
-    fn call(&self, input: I, _ctx: &ToolContext) -> Fut {
-        (self.0)(input)
-    }
 }
 
 /// A function of the input and the borrowed context.
@@ -435,26 +410,6 @@ where
     fn call(&self, input: I, ctx: &ToolContext) -> AlwaysOk<Fut> {
         AlwaysOk {
             inner: (self.0)(input, ctx),
-        }
-    }
-}
-
-/// A function whose future cannot fail.
-struct Infallible<F>(F);
-
-impl<I, O, F, Fut> TypedFn<I> for Infallible<F>
-where
-    O: ToolOutput,
-    F: Fn(I) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = O> + Send + 'static,
-{
-    type Output = O;
-    type Error = std::convert::Infallible;
-    type Future = AlwaysOk<Fut>;
-
-    fn call(&self, input: I, _ctx: &ToolContext) -> AlwaysOk<Fut> {
-        AlwaysOk {
-            inner: (self.0)(input),
         }
     }
 }
