@@ -162,7 +162,7 @@
 
 // The stages, lowest first. A module uses only the modules declared before it (and its own
 // submodules); `tests/architecture.rs` checks this, and ARCHITECTURE.md explains the cut.
-// `store` and `mcp` will be declared after `run`.
+// `store` will be declared after `run`.
 mod error;
 mod model;
 pub mod schema;
@@ -170,6 +170,7 @@ pub mod provider;
 mod decode;
 mod tool;
 mod run;
+pub mod mcp;
 
 pub use error::AgentError;
 pub use error::{ModelError, ModelErrorKind};

@@ -1,0 +1,1 @@
+//! Using an MCP server's tools as tools of an agent.

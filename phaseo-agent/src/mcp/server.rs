@@ -1,0 +1,1 @@
+//! Serving a tool set as an MCP server.
