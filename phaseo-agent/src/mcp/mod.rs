@@ -8,3 +8,6 @@
 pub mod server;
 #[cfg(feature = "mcp")]
 pub mod client;
+
+#[cfg(feature = "mcp")]
+pub use client::{McpClient, McpClientError};

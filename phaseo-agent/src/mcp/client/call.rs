@@ -1,0 +1,144 @@
+//! One server tool as a [`Tool`]: its schema, and a call as a `tools/call` request whose result
+//! becomes the tool's output or error.
+
+use std::sync::Arc;
+
+use rmcp::RoleClient;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
+    CancelledNotificationParam, ClientRequest, ContentBlock, ProgressToken, RequestId,
+    ServerResult,
+};
+use rmcp::service::{Peer, PeerRequestOptions};
+use serde_json::{Map, Value};
+
+use crate::error::AgentError;
+use crate::mcp::client::observe::Router;
+use crate::schema::normalize;
+use crate::tool::context::ToolContext;
+use crate::tool::definition::Tool;
+
+/// What a server's tool needs to call it.
+#[derive(Clone)]
+pub(crate) struct Server {
+    pub(crate) peer: Peer<RoleClient>,
+    pub(crate) router: Arc<Router>,
+}
+
+/// A server's tool as a [`Tool`].
+///
+/// Its arguments are validated against the server's own input schema, in the draft its `$schema`
+/// names (2020-12 without one), before a request is sent. The model is told the schema normalised
+/// like any tool's ([`normalize`]: no `$schema`, definitions inlined).
+pub(crate) fn tool(server: &Server, listed: rmcp::model::Tool) -> Tool {
+    let name = listed.name.to_string();
+    let description = listed
+        .description
+        .map(|d| d.into_owned())
+        .or(listed.title)
+        .unwrap_or_default();
+    let schema = Value::Object(Map::clone(&listed.input_schema));
+    let server = server.clone();
+    let called = name.clone();
+    let mut tool = Tool::new_async(name, description, schema, move |input, ctx| {
+        call(server.clone(), called.clone(), input, ctx)
+    });
+    // Validation keeps the compiled schema as the server wrote it; only what the model reads is
+    // normalised.
+    tool.parameters = normalize(tool.parameters.clone());
+    tool
+}
+
+async fn call(
+    server: Server,
+    name: String,
+    input: Value,
+    ctx: ToolContext,
+) -> Result<Value, AgentError> {
+    let Value::Object(arguments) = input else {
+        // The schema's root is an object (the tool checks it): other arguments never get here.
+        return Err(AgentError::tool("tool arguments must be a JSON object"));
+    };
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new(name).with_arguments(arguments),
+    ));
+    let handle = server
+        .peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await
+        .map_err(|e| AgentError::tool(format!("the MCP server could not be reached: {e}")))?;
+    let mut pending = Pending {
+        server: server.clone(),
+        id: Some(handle.id.clone()),
+        token: handle.progress_token.clone(),
+    };
+    server.router.register(pending.token.clone(), ctx);
+    let response = handle.await_response().await;
+    pending.id = None;
+    match response {
+        Ok(ServerResult::CallToolResult(result)) => output(result),
+        Ok(_) => Err(AgentError::tool(
+            "the MCP server answered tools/call with something other than a tool result",
+        )),
+        Err(e) => Err(AgentError::tool(format!(
+            "the MCP server failed the call: {e}"
+        ))),
+    }
+}
+
+/// A request in flight: dropped before its answer (a timeout, a dropped run, a sibling that
+/// failed the run), it tells the server with `notifications/cancelled`.
+struct Pending {
+    server: Server,
+    id: Option<RequestId>,
+    token: ProgressToken,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.server.router.unregister(&self.token);
+        let Some(id) = self.id.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.server.peer.clone();
+        let params = CancelledNotificationParam::new(
+            Some(id),
+            Some("the call was abandoned (timed out, or its run ended)".into()),
+        );
+        runtime.spawn(async move {
+            let notification = CancelledNotification::new(params);
+            // The server may be gone already; there is nobody left to tell.
+            let _ = peer.send_notification(notification.into()).await;
+        });
+    }
+}
+
+/// A tool result as the tool's output: `isError` is the tool's error (its text content);
+/// otherwise `structuredContent` when the server sent it, else the text content.
+pub(crate) fn output(result: CallToolResult) -> Result<Value, AgentError> {
+    if result.is_error == Some(true) {
+        let text = text_of(&result.content)
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| "the MCP tool reported an error".into());
+        return Err(AgentError::tool(text));
+    }
+    if let Some(structured) = result.structured_content {
+        return Ok(structured);
+    }
+    match text_of(&result.content) {
+        Some(text) => Ok(Value::String(text)),
+        None => serde_json::to_value(&result.content).map_err(|e| {
+            AgentError::tool(format!("the MCP tool's content could not be read: {e}"))
+        }),
+    }
+}
+
+/// The text blocks joined by newlines, when every block is text (none is `""`).
+fn text_of(content: &[ContentBlock]) -> Option<String> {
+    let texts: Option<Vec<&str>> = content
+        .iter()
+        .map(|block| block.as_text().map(|t| t.text.as_str()))
+        .collect();
+    texts.map(|t| t.join("\n"))
+}
