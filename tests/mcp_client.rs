@@ -545,3 +545,148 @@ async fn a_server_that_never_initialises_is_an_error() {
     let err = McpClient::connect(ours).await.unwrap_err();
     assert!(matches!(err, McpClientError::Initialize(_)), "{err}");
 }
+
+/// Whether a process is gone (or a zombie nobody has reaped yet, which runs no code).
+#[cfg(target_os = "linux")]
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `pid (name) S ...`: the state follows the name's closing parenthesis.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => true,
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_server_started_from_a_command_is_ended_when_the_client_is_dropped() {
+    let client = McpClient::command(
+        env!("CARGO_BIN_EXE_mcp_stdio_server"),
+        std::iter::empty::<&str>(),
+    )
+    .await
+    .expect("the child process serves MCP");
+    let pid = client.process_id().expect("a child process has an id");
+    let echo = tool(&client, "echo");
+    let out = echo
+        .invoke(r#"{"message": "hi"}"#, &ToolContext::detached())
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        json!({"message": "hi", "pid": pid})
+    );
+    assert!(!gone(pid), "the server runs while the client lives");
+
+    drop(client);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !gone(pid) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the server process {pid} outlived its client"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Its tools now fail as tool errors, not panics.
+    let err = echo
+        .invoke(r#"{"message": "hi"}"#, &ToolContext::detached())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, AgentError::Tool(ref m) if m.starts_with("the MCP server")),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_command_that_is_not_an_mcp_server_is_an_error() {
+    let err = McpClient::command("true", std::iter::empty::<&str>())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, McpClientError::Initialize(_)), "{err}");
+}
+
+/// The fixture served over Streamable HTTP on a loopback port.
+async fn http_server() -> (String, Arc<Seen>) {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+
+    let fixture = Fixture::default();
+    let seen = fixture.seen.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(fixture.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let service = hyper_util::service::TowerToHyperService::new(service.clone());
+            tokio::spawn(async move {
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(io, service)
+                    .await;
+            });
+        }
+    });
+    (format!("http://{address}/mcp"), seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_at_a_url_over_streamable_http() {
+    let (url, seen) = http_server().await;
+    let client = McpClient::url(&url)
+        .await
+        .expect("the client connects over HTTP");
+    assert_eq!(client.tools().len(), 8);
+
+    let ctx = ToolContext::detached();
+    let out = tool(&client, "add")
+        .invoke(r#"{"a": 40, "b": 2}"#, &ctx)
+        .await
+        .unwrap();
+    assert_eq!(out, r#"{"sum":42}"#);
+    let err = tool(&client, "add")
+        .invoke(r#"{"a": 40}"#, &ctx)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AgentError::InvalidInput(_)), "{err}");
+    assert_eq!(
+        seen.calls.lock().unwrap().len(),
+        1,
+        "the invalid call was not sent"
+    );
+
+    // Progress arrives on the call's event stream, before its result.
+    let out = tool(&client, "count").invoke("{}", &ctx).await.unwrap();
+    assert_eq!(out, r#""counted""#);
+    assert_eq!(ctx.progress().len(), 3);
+    assert_eq!(
+        ctx.progress()[2],
+        json!({"progress": 3, "total": 3, "message": "step 3"})
+    );
+
+    let slow = tool(&client, "slow").timeout(Duration::from_millis(200));
+    let err = slow.invoke("{}", &ctx).await.unwrap_err();
+    assert!(matches!(err, AgentError::Timeout { .. }), "{err}");
+    tokio::time::timeout(Duration::from_secs(10), seen.cancel_arrived.notified())
+        .await
+        .expect("the server received notifications/cancelled over HTTP");
+
+    let err = tool(&client, "fail").invoke("{}", &ctx).await.unwrap_err();
+    assert_eq!(err, AgentError::tool("disk full"));
+}
+
+#[tokio::test]
+async fn a_url_with_nothing_behind_it_is_an_error() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    drop(listener);
+    let err = McpClient::url(&format!("http://{address}/mcp"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, McpClientError::Initialize(_)), "{err}");
+}

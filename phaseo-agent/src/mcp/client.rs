@@ -28,17 +28,20 @@
 
 mod observe;
 mod call;
+mod http;
 
 use std::ffi::OsStr;
 use std::sync::Arc;
 
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::{IntoTransport, TokioChildProcess, Transport};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{IntoTransport, StreamableHttpClientTransport, TokioChildProcess, Transport};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::sync::{Mutex, watch};
 
 use crate::mcp::client::call::Server;
+use crate::mcp::client::http::Http;
 use crate::mcp::client::observe::{Observed, Router};
 use crate::tool::definition::Tool;
 
@@ -213,6 +216,49 @@ impl McpClient {
         let mut client = Self::connect(child).await?;
         client.process_id = process_id;
         Ok(client)
+    }
+
+    /// Connects to the server at `url` over Streamable HTTP (MCP's HTTP transport: a POST per
+    /// message, answered with JSON or an event stream, and a session the server may give).
+    ///
+    /// The requests go through reqwest with rustls, as the providers' do; only same-origin
+    /// `307`/`308` redirects are followed.
+    ///
+    /// ```no_run
+    /// use phaseo_agent::mcp::McpClient;
+    ///
+    /// # async fn example() -> Result<(), phaseo_agent::mcp::McpClientError> {
+    /// let client = McpClient::url("http://127.0.0.1:3001/mcp").await?;
+    /// # let _ = client;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn url(url: &str) -> Result<Self, McpClientError> {
+        Self::http(StreamableHttpClientTransportConfig::with_uri(url)).await
+    }
+
+    /// [`url`](Self::url) with a bearer token, sent as `Authorization: Bearer <token>` on every
+    /// request.
+    ///
+    /// ```no_run
+    /// use phaseo_agent::mcp::McpClient;
+    ///
+    /// # async fn example() -> Result<(), phaseo_agent::mcp::McpClientError> {
+    /// let token = std::env::var("TOOLS_TOKEN").unwrap_or_default();
+    /// let client = McpClient::url_with_bearer("https://tools.example.com/mcp", &token).await?;
+    /// # let _ = client;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn url_with_bearer(url: &str, token: &str) -> Result<Self, McpClientError> {
+        Self::http(StreamableHttpClientTransportConfig::with_uri(url).auth_header(token)).await
+    }
+
+    async fn http(config: StreamableHttpClientTransportConfig) -> Result<Self, McpClientError> {
+        let client = Http::new().map_err(|e| {
+            McpClientError::Initialize(format!("the HTTP client could not be built: {e}"))
+        })?;
+        Self::connect(StreamableHttpClientTransport::with_client(client, config)).await
     }
 
     /// Connects over any rmcp client transport: one end of a `tokio::io::duplex`, a

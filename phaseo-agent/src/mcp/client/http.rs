@@ -1,0 +1,375 @@
+//! MCP's Streamable HTTP transport over the reqwest 0.12 client the providers use.
+//!
+//! rmcp speaks the protocol (sessions, the SSE reconnection, the worker) and asks an
+//! [`StreamableHttpClient`] for the HTTP requests. Its own implementation is for reqwest 0.13,
+//! which would put a second reqwest (and, with rustls, aws-lc-rs) into the tree; this is the same
+//! contract over reqwest 0.12: a POST per message answered with JSON, an event stream or `202`, a
+//! GET for the server's own stream, a DELETE to end the session, each response read within
+//! rmcp's size limits.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::stream::BoxStream;
+use futures::{StreamExt, future};
+use reqwest::header::{
+    ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE,
+};
+use reqwest::{RequestBuilder, Response, StatusCode};
+use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::common::http_header::{
+    EVENT_STREAM_MIME_TYPE, HEADER_LAST_EVENT_ID, HEADER_SESSION_ID, JSON_MIME_TYPE,
+};
+use rmcp::transport::streamable_http_client::{
+    AuthRequiredError, HttpStatusError, SseError, StreamableHttpClient, StreamableHttpError,
+    StreamableHttpPostResponse, StreamableHttpResponseLimits,
+};
+use sse_stream::{Sse, SseStream};
+
+type Failure = StreamableHttpError<reqwest::Error>;
+
+/// The largest event of a server's stream when rmcp does not say (its own default).
+const MAX_EVENT: usize = 16 * 1024 * 1024;
+
+/// A reqwest 0.12 client as rmcp's HTTP client.
+#[derive(Clone)]
+pub(crate) struct Http(pub(crate) reqwest::Client);
+
+impl Http {
+    /// A client that follows only same-origin `307`/`308` redirects (they keep the method and
+    /// body; another origin must not get the session id), and keeps no idle connections (a reused
+    /// connection whose last body was not read to the end stalls on delayed ACKs).
+    pub(crate) fn new() -> Result<Self, reqwest::Error> {
+        let redirects = reqwest::redirect::Policy::custom(|attempt| {
+            let keeps_body = matches!(
+                attempt.status(),
+                StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT
+            );
+            let same_origin = attempt
+                .previous()
+                .first()
+                .is_some_and(|first| first.origin() == attempt.url().origin());
+            if !keeps_body || !same_origin {
+                attempt.stop()
+            } else if attempt.previous().len() > 10 {
+                attempt.error("more than 10 redirects")
+            } else {
+                attempt.follow()
+            }
+        });
+        reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .redirect(redirects)
+            .build()
+            .map(Http)
+    }
+}
+
+fn headed(
+    mut request: RequestBuilder,
+    session: Option<&str>,
+    auth: Option<String>,
+    headers: HashMap<HeaderName, HeaderValue>,
+) -> RequestBuilder {
+    if let Some(session) = session {
+        request = request.header(HEADER_SESSION_ID, session);
+    }
+    if let Some(token) = auth {
+        request = request.bearer_auth(token);
+    }
+    for (name, value) in headers {
+        request = request.header(name, value);
+    }
+    request
+}
+
+fn header(response: &Response, name: impl reqwest::header::AsHeaderName) -> Option<String> {
+    response
+        .headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// Whether a `Content-Type` is `expected`, parameters and case aside.
+fn is_type(content_type: Option<&str>, expected: &str) -> bool {
+    content_type
+        .and_then(|t| t.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case(expected))
+}
+
+/// What a failed status says, before the body: a challenge, or a status worth a retry.
+fn status_failure(response: &Response) -> Option<Failure> {
+    let status = response.status();
+    if status == StatusCode::UNAUTHORIZED {
+        let challenge = header(response, WWW_AUTHENTICATE)?;
+        return Some(StreamableHttpError::AuthRequired(AuthRequiredError::new(
+            challenge,
+        )));
+    }
+    if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+        let retry_after = header(response, RETRY_AFTER).filter(|v| v.len() <= 128);
+        return Some(HttpStatusError::new(status.as_u16(), retry_after).into());
+    }
+    None
+}
+
+/// A body read to the end, refused past `max` bytes.
+async fn bounded(mut response: Response, max: usize) -> Result<Vec<u8>, Failure> {
+    if response
+        .content_length()
+        .is_some_and(|n| n > u64::try_from(max).unwrap_or(u64::MAX))
+    {
+        return Err(StreamableHttpError::ResponseBodyTooLarge { max_size: max });
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(StreamableHttpError::Client)?
+    {
+        if chunk.len() > max - body.len() {
+            return Err(StreamableHttpError::ResponseBodyTooLarge { max_size: max });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// Why a server's event stream stopped early.
+#[derive(Debug, thiserror::Error)]
+enum StreamError {
+    #[error("{0}")]
+    Http(reqwest::Error),
+    #[error("an event of the server's stream is larger than {0} bytes")]
+    TooLarge(usize),
+}
+
+/// The events of a response, none larger than `max` bytes (counted from the bytes on the wire,
+/// before they are parsed).
+fn events(response: Response, max: usize) -> BoxStream<'static, Result<Sse, SseError>> {
+    // Bytes since the last blank line (the end of an event), and whether the last byte ended a line.
+    let mut size = 0usize;
+    let mut line_ended = false;
+    let mut failed = false;
+    let limited = response.bytes_stream().scan((), move |(), chunk| {
+        if failed {
+            return future::ready(None);
+        }
+        let checked = match chunk {
+            Err(e) => Err(StreamError::Http(e)),
+            Ok(bytes) => {
+                let mut over = false;
+                for &byte in bytes.iter() {
+                    match byte {
+                        b'\r' => {}
+                        b'\n' if line_ended => size = 0,
+                        b'\n' => line_ended = true,
+                        _ => {
+                            line_ended = false;
+                            size += 1;
+                            over |= size > max;
+                        }
+                    }
+                }
+                if over {
+                    Err(StreamError::TooLarge(max))
+                } else {
+                    Ok(bytes)
+                }
+            }
+        };
+        failed = checked.is_err();
+        future::ready(Some(checked))
+    });
+    SseStream::from_bytes_stream(limited).boxed()
+}
+
+impl StreamableHttpClient for Http {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, Failure> {
+        let limits = StreamableHttpResponseLimits::default();
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        )
+        .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, Failure> {
+        let body = serde_json::to_vec(&message)?;
+        let request = self
+            .0
+            .post(uri.as_ref())
+            .header(ACCEPT, [EVENT_STREAM_MIME_TYPE, JSON_MIME_TYPE].join(", "))
+            .header(CONTENT_TYPE, JSON_MIME_TYPE)
+            .body(body);
+        let request = headed(request, session_id.as_deref(), auth_header, custom_headers);
+        let response = request.send().await.map_err(StreamableHttpError::Client)?;
+        let status = response.status();
+        if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
+            return Ok(StreamableHttpPostResponse::Accepted);
+        }
+        if status == StatusCode::NOT_FOUND && session_id.is_some() {
+            return Err(StreamableHttpError::SessionExpired);
+        }
+        // Only a request waits for an answer; a notification or response needs none.
+        let awaits_answer = matches!(message, JsonRpcMessage::Request(_));
+        let session = header(&response, HEADER_SESSION_ID);
+        let content_type = header(&response, CONTENT_TYPE);
+        if !status.is_success() {
+            return refused(response, content_type.as_deref(), session, limits).await;
+        }
+        if is_type(content_type.as_deref(), EVENT_STREAM_MIME_TYPE) {
+            let events = events(response, limits.max_sse_event_size);
+            return Ok(StreamableHttpPostResponse::Sse(events, session));
+        }
+        if is_type(content_type.as_deref(), JSON_MIME_TYPE) {
+            let body = bounded(response, limits.max_json_response_size).await?;
+            return match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
+                Ok(answer) => Ok(StreamableHttpPostResponse::Json(answer, session)),
+                Err(_) if !awaits_answer => Ok(StreamableHttpPostResponse::Accepted),
+                Err(e) => Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+                    format!("the server's JSON is not a JSON-RPC message: {e}"),
+                ))),
+            };
+        }
+        if !awaits_answer {
+            return Ok(StreamableHttpPostResponse::Accepted);
+        }
+        Err(StreamableHttpError::UnexpectedContentType(content_type))
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), Failure> {
+        let request = headed(
+            self.0.delete(uri.as_ref()),
+            Some(&session_id),
+            auth_header,
+            custom_headers,
+        );
+        let response = request.send().await.map_err(StreamableHttpError::Client)?;
+        if response.status() == StatusCode::METHOD_NOT_ALLOWED {
+            return Ok(());
+        }
+        response
+            .error_for_status()
+            .map(drop)
+            .map_err(StreamableHttpError::Client)
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Failure> {
+        self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            MAX_EVENT,
+        )
+        .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Failure> {
+        let mut request = self
+            .0
+            .get(uri.as_ref())
+            .header(ACCEPT, [EVENT_STREAM_MIME_TYPE, JSON_MIME_TYPE].join(", "));
+        if let Some(id) = last_event_id {
+            request = request.header(HEADER_LAST_EVENT_ID, id);
+        }
+        let request = headed(request, session_id.as_deref(), auth_header, custom_headers);
+        let response = request.send().await.map_err(StreamableHttpError::Client)?;
+        if response.status() == StatusCode::METHOD_NOT_ALLOWED {
+            return Err(StreamableHttpError::ServerDoesNotSupportSse);
+        }
+        if let Some(failure) = status_failure(&response) {
+            return Err(failure);
+        }
+        let response = response
+            .error_for_status()
+            .map_err(StreamableHttpError::Client)?;
+        let content_type = header(&response, CONTENT_TYPE);
+        if !is_type(content_type.as_deref(), EVENT_STREAM_MIME_TYPE)
+            && !is_type(content_type.as_deref(), JSON_MIME_TYPE)
+        {
+            return Err(StreamableHttpError::UnexpectedContentType(content_type));
+        }
+        Ok(events(response, max_sse_event_size))
+    }
+}
+
+/// A POST the server refused: its JSON-RPC error when the body is one (the protocol's answer),
+/// else the status and the start of the body.
+async fn refused(
+    response: Response,
+    content_type: Option<&str>,
+    session: Option<String>,
+    limits: StreamableHttpResponseLimits,
+) -> Result<StreamableHttpPostResponse, Failure> {
+    let status = response.status();
+    let early = match status_failure(&response) {
+        Some(auth @ StreamableHttpError::AuthRequired(_)) => return Err(auth),
+        other => other,
+    };
+    if is_type(content_type, JSON_MIME_TYPE) && status != StatusCode::TOO_MANY_REQUESTS {
+        if let Ok(body) = bounded(response, limits.max_json_response_size).await {
+            if let Ok(error @ JsonRpcMessage::Error(_)) =
+                serde_json::from_slice::<ServerJsonRpcMessage>(&body)
+            {
+                return Ok(StreamableHttpPostResponse::Json(error, session));
+            }
+            if let Some(failure) = early {
+                return Err(failure);
+            }
+            let shown = &body[..body.len().min(limits.max_error_response_size)];
+            return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+                format!("HTTP {status}: {}", String::from_utf8_lossy(shown)),
+            )));
+        }
+    }
+    Err(early.unwrap_or_else(|| {
+        StreamableHttpError::UnexpectedServerResponse(Cow::Owned(format!("HTTP {status}")))
+    }))
+}
