@@ -7,4 +7,6 @@
 #[cfg(feature = "mcp")]
 pub mod server;
 #[cfg(feature = "mcp")]
+pub mod http;
+#[cfg(feature = "mcp")]
 pub mod client;
