@@ -197,7 +197,7 @@ pub use schemars;
 /// phaseo-agent can build arguments, outputs and decisions without its own dependency.
 pub use serde_json;
 pub use tool::context::ToolContext;
-pub use tool::definition::{IntoTool, IntoTools, OnError, Tool, ToolEvent};
+pub use tool::definition::{IntoTool, IntoTools, OnError, Tool, ToolEvent, ToolHints};
 pub use tool::resource::{Res, Resources};
 pub use tool::typed::ToolOutput;
 

@@ -7,6 +7,8 @@
 #[cfg(feature = "mcp")]
 pub mod server;
 #[cfg(feature = "mcp")]
+pub mod http;
+#[cfg(feature = "mcp")]
 pub mod client;
 
 #[cfg(feature = "mcp")]

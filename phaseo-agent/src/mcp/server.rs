@@ -1,1 +1,837 @@
-//! Serving a tool set as an MCP server.
+//! Serving a tool set as an MCP server: the tools of an agent, or a list of tools with their
+//! resources, to any MCP client (desktop assistants, IDEs, other agents).
+//!
+//! ```
+//! use phaseo_agent::mcp::server::McpServer;
+//! use phaseo_agent::tool;
+//!
+//! /// Add two numbers.
+//! #[tool]
+//! fn add(a: i64, b: i64) -> i64 {
+//!     a + b
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = McpServer::new(add).name("calculator", "1.0.0");
+//! // In a real program: `server.serve_stdio().await?.wait().await?` (a desktop client launches
+//! // it), or `server.serve_http("127.0.0.1:8080").await?`. Here, over an in-memory pipe:
+//! let (ours, theirs) = tokio::io::duplex(64 * 1024);
+//! let serving = tokio::spawn(async move { server.serve(ours).await?.wait().await });
+//! # drop(theirs);
+//! # let _ = serving.await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! What a client sees, and what a call does:
+//!
+//! - **`tools/list`**: every tool that runs in this process, with its canonical parameter schema
+//!   as `inputSchema`, its title and behaviour hints ([`Tool::hints`](crate::Tool::hints), as
+//!   `title` and `annotations`), and the schema of a typed output as `outputSchema`
+//!   ([`Tool::output_type_schema`](crate::Tool::output_type_schema)). External tools
+//!   ([`Tool::external`](crate::Tool::external)) are not listed: their results come from outside
+//!   this process, so there is nothing here to run.
+//! - **`tools/call`** goes through the same path as a call in an agent's run
+//!   ([`Tool::invoke`](crate::Tool::invoke)): the arguments are checked against the schema before
+//!   any of the tool's code runs, and the tool's timeout (or the agent's default), its output
+//!   checks and its output cap (or the agent's) apply. Every failure, bad arguments included, is
+//!   a result with `isError: true` whose text is exactly what a model reads in a run
+//!   (`{"error":"Invalid tool input: $.a: \"x\" is not of type \"integer\""}`); the error policy
+//!   `fail-run` has no run to fail here, so it reads the same. A call to a tool that is not listed
+//!   is a protocol error (`-32602`), as MCP asks.
+//! - **Typed output**: a tool whose output schema is recorded answers with `structuredContent`
+//!   (the output, whole) beside its text (capped like any result, since a model reads it).
+//! - **Progress**: when the client's request carries a progress token, each value the tool
+//!   publishes ([`ToolContext::emit_progress`](crate::ToolContext::emit_progress), or a streaming
+//!   tool's [`ToolEvent::Progress`](crate::ToolEvent::Progress)) is sent at once as
+//!   `notifications/progress`: `progress` counts them (1, 2, ...), and `message` is the value (a
+//!   string as is, anything else as JSON text). Without a token, nothing is sent.
+//! - **Cancellation**: `notifications/cancelled` for a running call drops the call's future and
+//!   fires its [`ToolContext::cancellation_token`](crate::ToolContext::cancellation_token), as a
+//!   timeout does; so does a client that goes away mid-call.
+//! - **Approval**: a call that needs a person's approval (the tool's
+//!   [`require_approval`](crate::Tool::require_approval) or approval function and, for an agent's
+//!   tools, the agent's approval rule or policy and its `human_review`) is put to the person
+//!   through the client when the client can ask (MCP elicitation): the message names the tool and
+//!   shows the call's arguments, and accepting runs the call; declining or cancelling answers
+//!   `isError` with `{"error":"Rejected by a person"}`. A client that cannot ask gets `isError`
+//!   saying that the tool needs a person's approval and the client cannot ask for one; the tool
+//!   does not run. An interactive hook ([`Tool::on_tool_called`](crate::Tool::on_tool_called))
+//!   answers as in a run; a call it leaves to a person is answered with `isError`.
+//!
+//! The server speaks the MCP versions up to 2025-11-25 (asking a person needs a request from
+//! the server to the client, which the 2026-07-28 revision replaced).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model as m;
+use rmcp::service::{RequestContext, RoleServer, RunningService, ServiceExt};
+use rmcp::{ErrorData, ServerHandler};
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+
+use crate::error::AgentError;
+use crate::model::message::ToolCall;
+use crate::run::agent::{Agent, ApprovalPolicy, CallPredicate};
+use crate::tool::call::{Later, Parsed};
+use crate::tool::context::{ProgressSink, ScopeParts, ToolContext};
+use crate::tool::definition::{Approval, IntoTools, Tool};
+use crate::tool::invoke::{cap, invoke};
+use crate::tool::resource::Resources;
+
+/// What the text of a call refused for want of a person says.
+pub const NO_ELICITATION: &str = "This tool needs a person's approval before it runs, and this \
+MCP client cannot ask for one (it does not support elicitation)";
+
+/// A tool set to serve over MCP: built from a list of tools ([`McpServer::new`]) or an agent
+/// ([`McpServer::from_agent`]), then served over stdio, any byte stream, or Streamable HTTP.
+///
+/// See [the module docs](self) for what clients see.
+///
+/// ```
+/// use phaseo_agent::mcp::server::McpServer;
+/// use phaseo_agent::{Agent, ScriptedModel, Tool};
+/// use serde_json::json;
+///
+/// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
+/// let agent = Agent::builder("ops").model(ScriptedModel::new()).tool(ping).build()?;
+/// let server = McpServer::from_agent(&agent);
+/// assert_eq!(server.handler()?.tool_ids(), ["ping"]);
+/// # Ok::<(), phaseo_agent::AgentError>(())
+/// ```
+#[derive(Clone)]
+pub struct McpServer {
+    tools: Vec<Tool>,
+    resources: Resources,
+    name: String,
+    version: String,
+    instructions: Option<String>,
+    agent_id: String,
+    rules: Rules,
+}
+
+/// What an agent adds to its tools' own settings.
+#[derive(Clone, Default)]
+struct Rules {
+    approval: Option<Arc<ApprovalPolicy>>,
+    human_review: Option<Arc<CallPredicate>>,
+    default_timeout: Option<Duration>,
+    max_output_chars: Option<usize>,
+}
+
+impl McpServer {
+    /// A server of these tools (anything [`IntoTools`]: a tool, `#[tool]` functions, a tuple or
+    /// `Vec` of them). Give the resources they use with [`resource`](Self::resource).
+    ///
+    /// ```
+    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::{Tool, tool};
+    /// use serde_json::json;
+    ///
+    /// /// Add two numbers.
+    /// #[tool]
+    /// fn add(a: i64, b: i64) -> i64 {
+    ///     a + b
+    /// }
+    ///
+    /// let lookup = Tool::external("lookup", "Look a customer up", json!({"type": "object"}));
+    /// let server = McpServer::new((add, lookup));
+    /// assert_eq!(server.handler()?.tool_ids(), ["add"]); // external tools are not served
+    /// # Ok::<(), phaseo_agent::AgentError>(())
+    /// ```
+    pub fn new(tools: impl IntoTools) -> Self {
+        McpServer {
+            tools: tools.into_tools(),
+            resources: Resources::new(),
+            name: "phaseo-agent".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            instructions: None,
+            agent_id: "mcp".into(),
+            rules: Rules::default(),
+        }
+    }
+
+    /// A server of an agent's tools, with what the agent adds to them: its resources, its
+    /// approval rule or policy and `human_review` (both ask the person, see the module docs), its
+    /// default timeout and output cap. The server is named after the agent.
+    ///
+    /// ```
+    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
+    /// use serde_json::json;
+    ///
+    /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
+    /// let agent = Agent::builder("ops").model(ScriptedModel::new()).tool(ping).build()?;
+    /// assert_eq!(McpServer::from_agent(&agent).handler()?.tool_ids(), ["ping"]);
+    /// # Ok::<(), phaseo_agent::AgentError>(())
+    /// ```
+    pub fn from_agent(agent: &Agent) -> Self {
+        let inner = &agent.inner;
+        McpServer {
+            tools: inner.tools.clone(),
+            resources: inner.resources.clone(),
+            name: inner.id.clone(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            instructions: None,
+            agent_id: inner.id.clone(),
+            rules: Rules {
+                approval: inner.approval.clone(),
+                human_review: inner.human_review.clone(),
+                default_timeout: inner.settings.default_timeout,
+                max_output_chars: inner.settings.max_output_chars,
+            },
+        }
+    }
+
+    /// Lends the tools a resource of type `T` (see
+    /// [`AgentBuilder::resource`](crate::AgentBuilder::resource)); a value of the same type is
+    /// replaced.
+    ///
+    /// ```
+    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// struct Pool { size: usize }
+    ///
+    /// let size = Tool::new("pool_size", "The size of the pool", json!({"type": "object"}),
+    ///     |_, ctx| Ok(json!(ctx.resource::<Pool>()?.size)))
+    ///     .needs_resource::<Pool>();
+    /// assert!(McpServer::new(size.clone()).handler().is_err()); // says which resource is missing
+    /// assert!(McpServer::new(size).resource(Pool { size: 4 }).handler().is_ok());
+    /// ```
+    pub fn resource<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.resources = self.resources.with(value);
+        self
+    }
+
+    /// Lends the tools these resources, added to (and replacing by type) those given before.
+    ///
+    /// ```
+    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::{Resources, Tool};
+    /// use serde_json::json;
+    ///
+    /// struct Region(&'static str);
+    ///
+    /// let region = Tool::new("region", "Our region", json!({"type": "object"}),
+    ///     |_, ctx| Ok(json!(ctx.resource::<Region>()?.0)))
+    ///     .needs_resource::<Region>();
+    /// let shared = Resources::new().with(Region("eu-west-1"));
+    /// assert!(McpServer::new(region).resources(&shared).handler().is_ok());
+    /// ```
+    pub fn resources(mut self, resources: &Resources) -> Self {
+        self.resources = self.resources.merge(resources);
+        self
+    }
+
+    /// The name and version the server gives clients (`serverInfo`); by default `phaseo-agent`
+    /// (or the agent's id) and this crate's version.
+    ///
+    /// ```
+    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
+    /// let server = McpServer::new(ping).name("ops-tools", "2.1.0");
+    /// # let _ = server;
+    /// ```
+    pub fn name(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.name = name.into();
+        self.version = version.into();
+        self
+    }
+
+    /// Instructions the client may show its model (`instructions` of the `initialize` result).
+    ///
+    /// ```
+    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
+    /// let server = McpServer::new(ping).instructions("Ping before anything else.");
+    /// # let _ = server;
+    /// ```
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Checks the tools and makes the handler that serves them (an rmcp `ServerHandler`): for a
+    /// transport of rmcp's that the `serve` methods here do not cover.
+    ///
+    /// Fails with [`AgentError::InvalidTool`] when a tool is invalid (a bad id, a schema that does
+    /// not compile, ...) or needs a resource the server was not given, and
+    /// [`AgentError::InvalidAgent`] when two tools share an id.
+    ///
+    /// ```
+    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// let a = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
+    /// let err = McpServer::new((a.clone(), a)).handler().unwrap_err();
+    /// assert!(err.to_string().contains("ping"));
+    /// ```
+    pub fn handler(&self) -> Result<McpHandler, AgentError> {
+        let mut index = HashMap::new();
+        let mut tools = Vec::new();
+        let mut listed = Vec::new();
+        for tool in self.tools.iter().filter(|tool| !tool.is_external()) {
+            if let Some(reason) = &tool.definition_error {
+                return Err(AgentError::InvalidTool {
+                    tool: tool.id.clone(),
+                    reason: reason.clone(),
+                });
+            }
+            if let Some(need) = self.resources.missing(&tool.needs) {
+                return Err(AgentError::InvalidTool {
+                    tool: tool.id.clone(),
+                    reason: self.resources.missing_message(need),
+                });
+            }
+            if index.insert(tool.id.clone(), tools.len()).is_some() {
+                return Err(AgentError::InvalidAgent(format!(
+                    "two tools have the id `{}`: MCP clients call tools by id",
+                    tool.id
+                )));
+            }
+            let definition = definition(tool);
+            let structured = definition.output_schema.is_some();
+            listed.push(definition);
+            tools.push(Served {
+                tool: tool.clone(),
+                structured,
+            });
+        }
+        let info = m::ServerConfig::new(m::ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(m::Implementation::new(&self.name, &self.version))
+            .with_protocol_version(MAX_VERSION);
+        let info = match &self.instructions {
+            Some(text) => info.with_instructions(text),
+            None => info,
+        };
+        Ok(McpHandler {
+            inner: Arc::new(Inner {
+                tools,
+                index,
+                listed,
+                info,
+                resources: self.resources.clone(),
+                agent_id: self.agent_id.clone(),
+                rules: self.rules.clone(),
+            }),
+        })
+    }
+
+    /// Serves the tools over a byte stream (a pipe, a socket, `tokio::io::duplex`), as MCP's stdio
+    /// transport frames it (one JSON-RPC message a line). Returns once the client has initialised
+    /// the session; [`Serving::wait`] for its end.
+    ///
+    /// ```
+    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
+    /// let (ours, theirs) = tokio::io::duplex(4096);
+    /// drop(theirs); // the client went away before initialising
+    /// assert!(McpServer::new(ping).serve(ours).await.is_err());
+    /// # }
+    /// ```
+    pub async fn serve<T>(&self, transport: T) -> Result<Serving, ServeError>
+    where
+        T: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+    {
+        let handler = self.handler()?;
+        let running = handler
+            .serve(transport)
+            .await
+            .map_err(|e| ServeError::Initialize(e.to_string()))?;
+        Ok(Serving { running })
+    }
+
+    /// Serves the tools on this process's stdin and stdout: what a desktop client that launches
+    /// the server expects. Write logs to stderr (stdout carries the protocol).
+    ///
+    /// ```no_run
+    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main]
+    /// # async fn main() -> Result<(), phaseo_agent::mcp::server::ServeError> {
+    /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
+    /// McpServer::new(ping).serve_stdio().await?.wait().await
+    /// # }
+    /// ```
+    pub async fn serve_stdio(&self) -> Result<Serving, ServeError> {
+        let handler = self.handler()?;
+        let running = handler
+            .serve(rmcp::transport::io::stdio())
+            .await
+            .map_err(|e| ServeError::Initialize(e.to_string()))?;
+        Ok(Serving { running })
+    }
+}
+
+/// The newest MCP revision served: the last one in which a server may send requests (asking a
+/// person to approve) to the client.
+const MAX_VERSION: m::ProtocolVersion = m::ProtocolVersion::V_2025_11_25;
+
+/// A session being served ([`McpServer::serve`], [`McpServer::serve_stdio`]).
+pub struct Serving {
+    running: RunningService<RoleServer, McpHandler>,
+}
+
+impl Serving {
+    /// Waits until the session ends (the client closed it, or the stream ended).
+    ///
+    /// An example is on [`McpServer::serve`].
+    pub async fn wait(self) -> Result<(), ServeError> {
+        self.running
+            .waiting()
+            .await
+            .map(drop)
+            .map_err(|e| ServeError::Task(e.to_string()))
+    }
+
+    /// Ends the session from this side.
+    ///
+    /// An example is on [`McpServer::serve`].
+    pub async fn close(self) -> Result<(), ServeError> {
+        self.running
+            .cancel()
+            .await
+            .map(drop)
+            .map_err(|e| ServeError::Task(e.to_string()))
+    }
+}
+
+/// Why a server could not be served.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// A tool cannot be served (see [`McpServer::handler`]).
+    #[error(transparent)]
+    Tools(#[from] AgentError),
+    /// The session did not start: the client went away or did not initialise.
+    #[error("the MCP session did not start: {0}")]
+    Initialize(String),
+    /// The listener could not be bound or accept.
+    #[error("MCP over HTTP: {0}")]
+    Io(#[from] std::io::Error),
+    /// The task serving the session failed.
+    #[error("the MCP session failed: {0}")]
+    Task(String),
+}
+
+/// The MCP server handler of a tool set ([`McpServer::handler`]): an rmcp `ServerHandler`.
+/// Cheap to clone (one `Arc`).
+#[derive(Clone)]
+pub struct McpHandler {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    tools: Vec<Served>,
+    index: HashMap<String, usize>,
+    listed: Vec<m::Tool>,
+    info: m::ServerConfig,
+    resources: Resources,
+    agent_id: String,
+    rules: Rules,
+}
+
+struct Served {
+    tool: Tool,
+    /// It advertises an output schema: its results carry `structuredContent`.
+    structured: bool,
+}
+
+impl std::fmt::Debug for McpHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHandler")
+            .field("tools", &self.tool_ids())
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ids: Vec<&str> = self.tools.iter().map(Tool::id).collect();
+        f.debug_struct("McpServer")
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .field("tools", &ids)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpHandler {
+    /// The ids of the tools served, in order.
+    ///
+    /// ```
+    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
+    /// assert_eq!(McpServer::new(ping).handler()?.tool_ids(), ["ping"]);
+    /// # Ok::<(), phaseo_agent::AgentError>(())
+    /// ```
+    pub fn tool_ids(&self) -> Vec<&str> {
+        self.inner.tools.iter().map(|s| s.tool.id()).collect()
+    }
+}
+
+/// A tool as `tools/list` shows it.
+fn definition(tool: &Tool) -> m::Tool {
+    let schema = match &tool.parameters {
+        Value::Object(map) => map.clone(),
+        _ => serde_json::Map::new(),
+    };
+    let mut listed = m::Tool::new(tool.id.clone(), tool.description.clone(), Arc::new(schema));
+    let hints = &tool.hints;
+    listed.title.clone_from(&hints.title);
+    let said = [
+        hints.read_only,
+        hints.destructive,
+        hints.idempotent,
+        hints.open_world,
+    ];
+    if hints.title.is_some() || said.iter().any(Option::is_some) {
+        listed.annotations = Some(m::ToolAnnotations::from_raw(
+            hints.title.clone(),
+            hints.read_only,
+            hints.destructive,
+            hints.idempotent,
+            hints.open_world,
+        ));
+    }
+    if let Some(Value::Object(schema)) = tool.output_type_schema() {
+        listed.output_schema = Some(Arc::new(schema));
+    }
+    listed
+}
+
+impl ServerHandler for McpHandler {
+    fn get_info(&self) -> m::ServerConfig {
+        self.inner.info.clone()
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [m::ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(m::ProtocolVersion::known_up_to(&MAX_VERSION))
+    }
+
+    fn list_tools(
+        &self,
+        _request: Option<m::PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<m::ListToolsResult, ErrorData>> + Send + '_ {
+        std::future::ready(Ok(m::ListToolsResult::with_all_items(
+            self.inner.listed.clone(),
+        )))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<m::Tool> {
+        let index = *self.inner.index.get(name)?;
+        self.inner.listed.get(index).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: m::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<m::CallToolResponse, ErrorData> {
+        let result = self.inner.call(request, context).await?;
+        Ok(m::CallToolResponse::Complete(result))
+    }
+}
+
+/// What the approval step decided.
+enum Gate {
+    Run,
+    Refused(m::CallToolResult),
+}
+
+impl Inner {
+    /// One `tools/call`: parse and check, approval, then the tool through `tool::invoke`.
+    async fn call(
+        &self,
+        request: m::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<m::CallToolResult, ErrorData> {
+        let Some(&index) = self.index.get(request.name.as_ref()) else {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool: {}", request.name),
+                None,
+            ));
+        };
+        let served = &self.tools[index];
+        let tool = &served.tool;
+        let arguments = match request.arguments {
+            Some(map) => Value::Object(map).to_string(),
+            None => "{}".to_owned(),
+        };
+        let parsed = match tool.parse_call(&arguments) {
+            Ok(parsed) => parsed,
+            Err(error) => return Ok(failed(&error)),
+        };
+        let (sink, progress) = progress_channel(&context);
+        let ctx = ToolContext::new(ScopeParts {
+            run_id: format!("mcp-{}", context.id),
+            agent_id: self.agent_id.clone(),
+            step_index: 0,
+            context: Arc::new(Value::Null),
+            call: ToolCall::raw(context.id.to_string(), tool.id.clone(), arguments),
+            progress: sink,
+            event_checks: tool.event_checks.clone(),
+            resources: self.resources.clone(),
+        });
+        // A call dropped before it ends (the client cancelled, or went away) fires its token.
+        let guard = ctx.cancellation_token().clone().drop_guard();
+        let tool_says = verdict_of(tool, &parsed, &ctx);
+        if self.needs_approval(tool_says, &ctx).await {
+            if let Gate::Refused(result) = ask(tool, &ctx, &context).await {
+                guard.disarm();
+                return Ok(result);
+            }
+        }
+        let result = if let Some(hook) = &tool.on_tool_called {
+            answer_by_hook(tool, hook.as_ref(), &ctx).await
+        } else {
+            self.run(served, parsed, &ctx, &context, progress).await
+        };
+        guard.disarm();
+        Ok(result)
+    }
+
+    /// Runs the call, sending its progress as it comes; a cancellation from the client drops it.
+    async fn run(
+        &self,
+        served: &Served,
+        parsed: Parsed,
+        ctx: &ToolContext,
+        context: &RequestContext<RoleServer>,
+        mut progress: Option<Progress>,
+    ) -> m::CallToolResult {
+        let tool = &served.tool;
+        let limit = tool.max_output_chars.or(self.rules.max_output_chars);
+        // A structured result keeps the whole output as data: the cap applies to its text.
+        let inner_cap = if served.structured { None } else { limit };
+        let call = invoke(tool, parsed, ctx, self.rules.default_timeout, inner_cap);
+        let mut call = std::pin::pin!(call);
+        let outcome = loop {
+            let next = async {
+                match progress.as_mut() {
+                    Some(p) => p.receiver.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                outcome = &mut call => break Some(outcome),
+                Some(value) = next => {
+                    if let Some(p) = progress.as_mut() {
+                        p.send(value, &context.peer).await;
+                    }
+                }
+                () = context.ct.cancelled() => break None,
+            }
+        };
+        if let Some(p) = progress.as_mut() {
+            // What the tool published before it returned goes out before the result.
+            while let Ok(value) = p.receiver.try_recv() {
+                p.send(value, &context.peer).await;
+            }
+        }
+        let Some(outcome) = outcome else {
+            ctx.cancellation_token().cancel();
+            return failed(&AgentError::tool(format!(
+                "Tool {} was cancelled by the client",
+                tool.id
+            )));
+        };
+        match outcome {
+            Ok(text) if served.structured => structured(text, limit),
+            Ok(text) => m::CallToolResult::success(vec![m::ContentBlock::text(text)]),
+            Err(error) => failed(&error),
+        }
+    }
+
+    /// The tool's own verdict, then the agent's rule and review; a panic in any counts as "ask".
+    async fn needs_approval(&self, tool_says: Later<bool>, ctx: &ToolContext) -> bool {
+        let mut verdict = tool_says.get(true).await;
+        if let Some(decide) = &self.rules.approval {
+            let rule = Later::run(|| decide(ctx.tool_call(), ctx, verdict), true);
+            verdict = rule.get(true).await;
+        }
+        if !verdict {
+            if let Some(review) = &self.rules.human_review {
+                let asks = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    review(ctx.tool_call(), ctx)
+                }));
+                verdict = asks.unwrap_or(true);
+            }
+        }
+        verdict
+    }
+}
+
+/// The tool's own verdict on a call (`require_approval`, or its approval function).
+fn verdict_of(tool: &Tool, parsed: &Parsed, ctx: &ToolContext) -> Later<bool> {
+    match &tool.approval {
+        Approval::Never => Later::Now(false),
+        Approval::Always => Later::Now(true),
+        Approval::When(decide) => Later::run(|| decide(parsed, ctx), true),
+    }
+}
+
+/// Asks the person through the client (MCP elicitation) whether the call may run.
+async fn ask(tool: &Tool, ctx: &ToolContext, context: &RequestContext<RoleServer>) -> Gate {
+    let can_ask = context
+        .client_capabilities()
+        .is_some_and(|caps| caps.elicitation.is_some());
+    if !can_ask {
+        return Gate::Refused(failed(&AgentError::tool(NO_ELICITATION)));
+    }
+    let arguments = tool.input_value(&ctx.tool_call().arguments);
+    let shown = serde_json::to_string_pretty(&arguments).unwrap_or_default();
+    let name = tool.hints.title.as_deref().unwrap_or(&tool.id);
+    let message = format!(
+        "Allow the tool \"{name}\" ({}) to run with these arguments?\n{shown}\nAccept to run it; decline to refuse.",
+        tool.id
+    );
+    let params = m::ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema: m::ElicitationSchema::new(Default::default()),
+    };
+    let answer = tokio::select! {
+        answer = context.peer.create_elicitation(params) => answer,
+        () = context.ct.cancelled() => {
+            return Gate::Refused(failed(&AgentError::tool(format!(
+                "Tool {} was cancelled by the client", tool.id
+            ))));
+        }
+    };
+    match answer {
+        Ok(result) if result.action == m::ElicitationAction::Accept => Gate::Run,
+        Ok(_) => Gate::Refused(failed(&AgentError::tool("Rejected by a person"))),
+        Err(e) => Gate::Refused(failed(&AgentError::tool(format!(
+            "{NO_ELICITATION}: asking failed: {e}"
+        )))),
+    }
+}
+
+/// An interactive hook's answer, checked like a tool's output; a call it leaves to a person is
+/// refused, since no person can supply an output over MCP.
+async fn answer_by_hook(
+    tool: &Tool,
+    hook: &crate::tool::definition::OnCalledFn,
+    ctx: &ToolContext,
+) -> m::CallToolResult {
+    let input = tool.input_value(&ctx.tool_call().arguments);
+    let answer = Later::run(|| hook(&input, ctx), None).get(None).await;
+    let Some(value) = answer else {
+        return failed(&AgentError::tool(
+            "This call needs a person to supply its output, which an MCP client cannot do",
+        ));
+    };
+    let record = ctx.take_record();
+    let checked = match record.event_error {
+        Some(error) => Err(error),
+        None => tool.check_output(value),
+    };
+    match checked {
+        Ok(value) => m::CallToolResult::success(vec![m::ContentBlock::text(value.to_string())]),
+        Err(error) => failed(&error),
+    }
+}
+
+/// A result with `isError`, whose text is what a model reads for the error.
+fn failed(error: &AgentError) -> m::CallToolResult {
+    m::CallToolResult::error(vec![m::ContentBlock::text(error.content())])
+}
+
+/// A typed tool's result: the output as `structuredContent`, its text capped.
+fn structured(text: String, limit: Option<usize>) -> m::CallToolResult {
+    let value = serde_json::from_str::<Value>(&text).ok();
+    let mut result = m::CallToolResult::success(vec![m::ContentBlock::text(cap(text, limit))]);
+    // An output schema is an object schema: only an object is structured content.
+    result.structured_content = value.filter(Value::is_object);
+    result
+}
+
+/// The progress of one call: published values, sent as `notifications/progress`.
+struct Progress {
+    token: m::ProgressToken,
+    receiver: mpsc::UnboundedReceiver<Value>,
+    sent: u32,
+}
+
+impl Progress {
+    async fn send(&mut self, value: Value, peer: &rmcp::Peer<RoleServer>) {
+        self.sent += 1;
+        let message = match value {
+            Value::String(text) => text,
+            other => other.to_string(),
+        };
+        let mut param = m::ProgressNotificationParam::new(self.token.clone(), f64::from(self.sent));
+        param.message = Some(message);
+        // A client that went away misses its progress; the call's result tells the rest.
+        let _ = peer.notify_progress(param).await;
+    }
+}
+
+/// A sink for the call's context and the receiving end, when the client asked for progress.
+fn progress_channel(
+    context: &RequestContext<RoleServer>,
+) -> (Option<Arc<ProgressSink>>, Option<Progress>) {
+    let Some(token) = context.meta.get_progress_token() else {
+        return (None, None);
+    };
+    let (sender, receiver) = mpsc::unbounded_channel();
+    let sink: Arc<ProgressSink> = Arc::new(move |_call: &ToolCall, value: &Value| {
+        let _ = sender.send(value.clone());
+    });
+    let progress = Progress {
+        token,
+        receiver,
+        sent: 0,
+    };
+    (Some(sink), Some(progress))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_structured_result_keeps_the_whole_output_and_caps_its_text() {
+        let text = json!({"letters": "abcdefghijklmnopqrstuvwxyz"}).to_string();
+        let result = structured(text, Some(10));
+        assert_eq!(
+            result.structured_content,
+            Some(json!({"letters": "abcdefghijklmnopqrstuvwxyz"}))
+        );
+        let shown = serde_json::to_value(&result.content).unwrap();
+        assert!(
+            shown[0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("characters cut")
+        );
+    }
+}

@@ -92,6 +92,42 @@ pub enum ToolEvent {
     Result(Value),
 }
 
+/// What a tool tells people and clients about itself beyond its description: a human-readable
+/// title, and hints about its behaviour. MCP clients read them (`title` and the tool's
+/// annotations); the agent loop does not act on them. `None` is "not said" (MCP's defaults then
+/// apply: not read-only, destructive, not idempotent, open-world).
+///
+/// Set them with [`Tool::title`], [`Tool::read_only`], [`Tool::destructive`],
+/// [`Tool::idempotent`] and [`Tool::open_world`] (or the `#[tool(...)]` keys of the same names);
+/// read them with [`Tool::hints`].
+///
+/// ```
+/// use phaseo_agent::{Tool, ToolHints};
+/// use serde_json::json;
+///
+/// let status = Tool::new("get_status", "Get a service's status", json!({"type": "object"}),
+///     |_, _| Ok(json!("up")))
+///     .title("Service status")
+///     .read_only(true);
+/// let hints: &ToolHints = status.hints();
+/// assert_eq!(hints.title.as_deref(), Some("Service status"));
+/// assert_eq!((hints.read_only, hints.destructive), (Some(true), None));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolHints {
+    /// A human-readable name for the tool, for people (the id is for the model).
+    pub title: Option<String>,
+    /// The tool does not change its environment.
+    pub read_only: Option<bool>,
+    /// The tool may destroy or overwrite (meaningful when it is not read-only).
+    pub destructive: Option<bool>,
+    /// Calling it again with the same arguments has no further effect.
+    pub idempotent: Option<bool>,
+    /// The tool reaches an open world of outside entities (the web), not a closed one (its own store).
+    pub open_world: Option<bool>,
+}
+
 #[derive(Clone)]
 pub(crate) enum Approval {
     Never,
@@ -151,6 +187,10 @@ pub struct Tool {
     pub(crate) max_output_chars: Option<usize>,
     /// The resources the tool's calls use, checked against the agent's when it is built.
     pub(crate) needs: Vec<Need>,
+    /// A title and behaviour hints for people and clients (what MCP calls `title` and annotations).
+    pub(crate) hints: ToolHints,
+    /// The JSON Schema of a typed output, generated when asked (`Tool::structured_output`).
+    pub(crate) output_type: Option<fn() -> Option<Value>>,
     pub(crate) definition_error: Option<String>,
 }
 
@@ -399,6 +439,8 @@ impl Tool {
             strict: false,
             max_output_chars: None,
             needs: Vec::new(),
+            hints: ToolHints::default(),
+            output_type: None,
             definition_error,
         }
     }

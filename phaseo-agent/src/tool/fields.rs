@@ -9,10 +9,11 @@ use serde_json::Value;
 
 use crate::model::request::TurnParams;
 use crate::schema::dialect::{Dialect, convert};
+use crate::schema::generate::schema_for;
 use crate::schema::validate::{CheckFn, Validator};
 use crate::tool::call::Later;
 use crate::tool::context::ToolContext;
-use crate::tool::definition::Tool;
+use crate::tool::definition::{Tool, ToolHints};
 
 /// A closure validator as an internal check: its error becomes `$: <reason>`.
 fn check<E: Display>(
@@ -439,4 +440,152 @@ impl Tool {
         self.max_output_chars = Some(max);
         self
     }
+
+    /// A human-readable title for people choosing or approving the tool (MCP clients show it in
+    /// place of the id). See [`ToolHints`].
+    ///
+    /// ```
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// let deploy = Tool::new("deploy", "Deploy an environment", json!({"type": "object"}), |v, _| Ok(v))
+    ///     .title("Deploy an environment");
+    /// assert_eq!(deploy.hints().title.as_deref(), Some("Deploy an environment"));
+    /// ```
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.hints.title = Some(title.into());
+        self
+    }
+
+    /// Says whether the tool leaves its environment unchanged (a hint for clients: MCP's
+    /// `readOnlyHint`).
+    ///
+    /// ```
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// let status = Tool::new("status", "Service status", json!({"type": "object"}), |_, _| Ok(json!("up")))
+    ///     .read_only(true);
+    /// assert_eq!(status.hints().read_only, Some(true));
+    /// ```
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.hints.read_only = Some(read_only);
+        self
+    }
+
+    /// Says whether the tool may destroy or overwrite (a hint for clients: MCP's
+    /// `destructiveHint`, which clients assume when it is not said).
+    ///
+    /// ```
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// let append = Tool::new("append_note", "Append a note", json!({"type": "object"}), |_, _| Ok(json!("ok")))
+    ///     .destructive(false);
+    /// assert_eq!(append.hints().destructive, Some(false));
+    /// ```
+    pub fn destructive(mut self, destructive: bool) -> Self {
+        self.hints.destructive = Some(destructive);
+        self
+    }
+
+    /// Says whether a second call with the same arguments has no further effect (a hint for
+    /// clients: MCP's `idempotentHint`).
+    ///
+    /// ```
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// let set = Tool::new("set_flag", "Set a feature flag", json!({"type": "object"}), |_, _| Ok(json!("set")))
+    ///     .idempotent(true);
+    /// assert_eq!(set.hints().idempotent, Some(true));
+    /// ```
+    pub fn idempotent(mut self, idempotent: bool) -> Self {
+        self.hints.idempotent = Some(idempotent);
+        self
+    }
+
+    /// Says whether the tool reaches an open world of outside entities, such as the web (a hint
+    /// for clients: MCP's `openWorldHint`, which clients assume when it is not said).
+    ///
+    /// ```
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// let search = Tool::new("web_search", "Search the web", json!({"type": "object"}), |_, _| Ok(json!([])))
+    ///     .open_world(true);
+    /// assert_eq!(search.hints().open_world, Some(true));
+    /// ```
+    pub fn open_world(mut self, open_world: bool) -> Self {
+        self.hints.open_world = Some(open_world);
+        self
+    }
+
+    /// The tool's title and behaviour hints (see [`ToolHints`]).
+    ///
+    /// ```
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
+    /// assert_eq!(ping.hints().title, None); // nothing said
+    /// ```
+    pub fn hints(&self) -> &ToolHints {
+        &self.hints
+    }
+
+    /// Records that the tool's output is an `O`, so that its JSON Schema can be advertised (as
+    /// MCP's `outputSchema`) and its results sent as structured data. `#[tool]` records it by
+    /// itself for a function whose output type implements `JsonSchema`; call this for a
+    /// [`Tool::typed`] tool. Only a type whose schema is an object is recorded (MCP's
+    /// `outputSchema` must be one); for another, this does nothing.
+    ///
+    /// ```
+    /// use phaseo_agent::{Tool, ToolContext};
+    /// use serde_json::json;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Add { a: i64, b: i64 }
+    ///
+    /// #[derive(serde::Serialize, schemars::JsonSchema)]
+    /// struct Sum { sum: i64 }
+    ///
+    /// let add = Tool::typed("add", "Add two numbers", |input: Add, _ctx: ToolContext| async move {
+    ///     Ok::<_, String>(Sum { sum: input.a + input.b })
+    /// })
+    /// .structured_output::<Sum>();
+    /// assert_eq!(add.output_type_schema(), Some(json!({
+    ///     "type": "object",
+    ///     "properties": {"sum": {"type": "integer", "format": "int64"}},
+    ///     "required": ["sum"]
+    /// })));
+    /// ```
+    pub fn structured_output<O: schemars::JsonSchema>(mut self) -> Self {
+        self.output_type = Some(object_schema_of::<O>);
+        self
+    }
+
+    /// The JSON Schema of the tool's output, when it was recorded ([`Tool::structured_output`],
+    /// or `#[tool]` with an output type that implements `JsonSchema`) and is an object schema.
+    /// Generated on each call.
+    ///
+    /// ```
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
+    /// assert_eq!(ping.output_type_schema(), None);
+    /// // A number is not an object: not recorded.
+    /// assert_eq!(ping.structured_output::<i64>().output_type_schema(), None);
+    /// ```
+    pub fn output_type_schema(&self) -> Option<Value> {
+        self.output_type.and_then(|schema| schema())
+    }
+}
+
+/// The normalised schema of `O` when schemars describes it as an object.
+fn object_schema_of<O: schemars::JsonSchema>() -> Option<Value> {
+    let raw = schemars::SchemaGenerator::default().into_root_schema_for::<O>();
+    let is_object = raw.get("type").and_then(Value::as_str) == Some("object");
+    is_object.then(schema_for::<O>)
 }
