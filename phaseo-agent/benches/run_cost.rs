@@ -16,7 +16,11 @@
 //!   decoded and checked against the schema, the function run, its output serialised;
 //! - `one_call_run`: `Agent::run` with a model that answers at once: turn 1 calls the tool
 //!   above, turn 2 answers in text; no listener. Its heap allocations are counted (and bounded)
-//!   by the root package's `tests/run_allocations.rs`.
+//!   by the root package's `tests/run_allocations.rs`. Driven by a current-thread tokio runtime's
+//!   `block_on`, as an application's `main` would;
+//! - `one_call_run_polled`: the same run polled by the minimal executor `tool_macro` uses (the
+//!   run needs no runtime: no timeout, no retry), so that neither side of its ratio to
+//!   `tool_macro` pays for entering a runtime.
 //!
 //! Criterion measures one variant after another, so on a shared machine a change of load between
 //! them moves the ratios. The `interleaved` step that follows measures the three in turn, about a
@@ -71,6 +75,9 @@ fn run_cost(c: &mut Criterion) {
     group.bench_function("one_call_run", |b| {
         b.iter(|| runtime.block_on(pin!(one_call::run_once(black_box(&agent)))))
     });
+    group.bench_function("one_call_run_polled", |b| {
+        b.iter(|| block_on(one_call::run_once(black_box(&agent))))
+    });
     group.finish();
 }
 
@@ -107,13 +114,21 @@ fn interleaved(_: &mut Criterion) {
         black_box(block_on(tool.invoke(black_box(ARGS), &ctx)).unwrap());
     };
     let run = || runtime.block_on(pin!(one_call::run_once(black_box(&agent))));
-    let (mut typed_ratios, mut run_ratios) = (Vec::new(), Vec::new());
+    let polled = || block_on(one_call::run_once(black_box(&agent)));
+    let (mut typed_ratios, mut run_ratios, mut polled_ratios) =
+        (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
         let base = per_call(2_000, floor);
         typed_ratios.push(per_call(500, typed) / base);
         run_ratios.push(per_call(40, run) / base);
+        polled_ratios.push(per_call(40, polled) / base);
     }
-    for (name, ratios) in [("tool_macro", typed_ratios), ("one_call_run", run_ratios)] {
+    let all = [
+        ("tool_macro", typed_ratios),
+        ("one_call_run", run_ratios),
+        ("one_call_run_polled", polled_ratios),
+    ];
+    for (name, ratios) in all {
         let (median, low, high) = quartiles(ratios);
         println!(
             "interleaved, {ROUNDS} rounds: {name} / floor = {median:.2}x (quartiles {low:.2}-{high:.2})"

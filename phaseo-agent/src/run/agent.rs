@@ -72,6 +72,18 @@ pub(crate) struct AgentInner {
     pub(crate) resources: Resources,
 }
 
+impl AgentInner {
+    /// The index of the tool with this id. A few tools are found by comparing ids, which is
+    /// quicker than hashing the name; many by the map.
+    pub(crate) fn tool_index(&self, id: &str) -> Option<usize> {
+        if self.tools.len() <= 8 {
+            self.tools.iter().position(|tool| tool.id == id)
+        } else {
+            self.index.get(id).copied()
+        }
+    }
+}
+
 /// How the agent retries a model request that failed with a retryable error
 /// ([`ModelError::is_retryable`]: rate limits, overload, transport failures, timeouts, empty
 /// responses).

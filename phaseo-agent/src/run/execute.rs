@@ -51,18 +51,11 @@ impl Execution<'_> {
     /// Once a call fails the run (`fail-run`), the turn stops: no call that has not started starts,
     /// and the calls still running are dropped and their cancellation tokens fired. Both are
     /// recorded as cancelled ([`AgentError::Cancelled`]).
-    pub(crate) async fn run_all(&self, mut runs: Vec<Run>) -> Vec<(usize, Outcome)> {
+    pub(crate) async fn run_all(&self, runs: Vec<Run>) -> Vec<(usize, Outcome)> {
         let tools = &self.inner.tools;
         // A lone call has no sibling to stop: no stop token for it.
         let stop = Stop::new(runs.len() > 1);
         let mut out = Vec::with_capacity(runs.len());
-        if runs.len() == 1
-            && let Some(run) = runs.pop()
-        {
-            // The usual turn: no batch to gather.
-            out.push(self.run_one(run, &stop).await);
-            return out;
-        }
         let mut batch = Vec::new();
         for run in runs {
             if tools[run.1].exclusive {
@@ -75,6 +68,11 @@ impl Execution<'_> {
         }
         self.run_batch(batch, &stop, &mut out).await;
         out
+    }
+
+    /// Runs a turn's only call: no sibling to stop, no batch to gather.
+    pub(crate) async fn run_alone(&self, run: Run) -> (usize, Outcome) {
+        self.run_one(run, &Stop::new(false)).await
     }
 
     /// Runs calls that may run side by side, appending their outcomes to `out` in call order.

@@ -22,7 +22,7 @@ use crate::model::request::{
 };
 use crate::run::agent::{Agent, AgentInner, RunOptions};
 use crate::run::event::{Emitter, Event};
-use crate::run::execute::{Effects, Execution, Outcome};
+use crate::run::execute::{Effects, Execution, Outcome, Run};
 use crate::run::signing;
 use crate::run::state::{
     Decisions, PausedTurn, PendingCall, PendingKind, RunError, RunResult, RunState, RunStatus,
@@ -154,7 +154,7 @@ impl Runner {
             .concurrency
             .unwrap_or(agent.inner.settings.concurrency);
         Runner {
-            context: Arc::new(std::mem::take(&mut state.context)),
+            context: shared_context(std::mem::take(&mut state.context)),
             agent,
             state,
             events,
@@ -451,7 +451,7 @@ impl Runner {
         offered: Option<&[bool]>,
     ) -> Result<Plan, AgentError> {
         let inner = self.inner();
-        let found = inner.index.get(&call.name).copied();
+        let found = inner.tool_index(&call.name);
         let Some(index) = found.filter(|&i| offered.is_none_or(|offered| offered[i])) else {
             let error = AgentError::UnknownTool(call.name.clone());
             return self.refuse(step_index, &call, error, inner.settings.on_unknown_tool);
@@ -665,10 +665,11 @@ impl Runner {
         plans: Vec<(usize, Plan)>,
     ) -> Result<(), AgentError> {
         let mut pending = Vec::new();
-        let mut runs = Vec::new();
         let mut effects = Vec::new();
-        for (slot, plan) in plans {
-            match plan {
+        // The calls to run take the plans' place (collected in place: no new list).
+        let mut runs: Vec<Run> = plans
+            .into_iter()
+            .filter_map(|(slot, plan)| match plan {
                 Plan::Done {
                     mut step,
                     error,
@@ -692,8 +693,12 @@ impl Runner {
                         },
                     });
                     turn.results[slot] = Some(step);
+                    None
                 }
-                Plan::Pending(p) => pending.push(p),
+                Plan::Pending(p) => {
+                    pending.push(p);
+                    None
+                }
                 Plan::Run { tool, parsed, ctx } => {
                     // Only a resumed turn lists its calls; only a person's decision edits one.
                     let edited = turn
@@ -703,19 +708,27 @@ impl Runner {
                     if edited {
                         self.record_edited_arguments(&mut turn, slot, ctx.tool_call());
                     }
-                    runs.push((slot, tool, parsed, ctx));
+                    Some((slot, tool, parsed, ctx))
                 }
-            }
-        }
-        let outcomes = Execution {
+            })
+            .collect();
+        let execution = Execution {
             inner: &self.agent.inner,
             events: &self.events,
             concurrency: self.concurrency,
+        };
+        // The usual turn runs one call: no list of outcomes for it.
+        let mut lone = None;
+        let mut outcomes = Vec::new();
+        if runs.len() == 1 {
+            if let Some(run) = runs.pop() {
+                lone = Some(execution.run_alone(run).await);
+            }
+        } else {
+            outcomes = execution.run_all(runs).await;
         }
-        .run_all(runs)
-        .await;
         let mut failure = None;
-        for (slot, outcome) in outcomes {
+        for (slot, outcome) in lone.into_iter().chain(outcomes) {
             let Outcome {
                 step,
                 effects: ran,
@@ -903,6 +916,18 @@ pub(crate) fn rejection_content(message: &str) -> String {
     serde_json::json!({ "error": format!("Rejected by a person: {message}") }).to_string()
 }
 
+/// The application context, shared by the calls of a run. A run without one (`null`, the usual
+/// case) shares one `null` for the whole process instead of allocating its own.
+fn shared_context(context: serde_json::Value) -> Arc<serde_json::Value> {
+    static NULL: std::sync::LazyLock<Arc<serde_json::Value>> =
+        std::sync::LazyLock::new(|| Arc::new(serde_json::Value::Null));
+    if context.is_null() {
+        NULL.clone()
+    } else {
+        Arc::new(context)
+    }
+}
+
 /// Signs `state` with `key`, when the agent has one.
 fn sign(key: Option<&[u8]>, state: &mut RunState) {
     state.signature = None;
@@ -914,9 +939,10 @@ fn sign(key: Option<&[u8]>, state: &mut RunState) {
 fn new_run_id() -> String {
     use std::fmt::Write;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
+    // Nanoseconds fit a `u64` until the year 2554, and a `u64` formats much faster than a `u128`.
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     // Written into one buffer of the right size: `format!` grows its buffer as it goes.
     let mut id = String::with_capacity(64);
     let _ = write!(
