@@ -334,13 +334,14 @@ async fn connection(mut socket: TcpStream, writes: Arc<Vec<Vec<u8>>>) {
 
 // The readers.
 
-fn phaseo_request() -> ModelRequest {
+fn phaseo_request() -> ModelRequest<'static> {
     ModelRequest {
         model: None,
         instructions: "You are an operations assistant. Be brief.".into(),
         messages: vec![Message::User {
             content: "Summarise the deploy into deploy-summary.txt and search the docs.".into(),
-        }],
+        }]
+        .into(),
         tools: vec![
             ToolDefinition {
                 name: "write_file".into(),
@@ -366,7 +367,8 @@ fn phaseo_request() -> ModelRequest {
                 }),
                 strict: false,
             },
-        ],
+        ]
+        .into(),
         temperature: None,
         max_output_tokens: None,
         tool_choice: ToolChoice::Auto,
@@ -401,7 +403,7 @@ fn check(recorded: &Recorded, response: &ModelResponse, deltas: usize, text_len:
     assert_eq!(response.id.as_deref(), Some(CHUNK_ID));
 }
 
-async fn phaseo_once(model: &OpenAi, request: &ModelRequest, recorded: &Recorded) {
+async fn phaseo_once(model: &OpenAi, request: &ModelRequest<'_>, recorded: &Recorded) {
     let deltas = AtomicUsize::new(0);
     let text_len = AtomicUsize::new(0);
     let send = |delta: ModelDelta| {
@@ -592,7 +594,7 @@ struct Setup {
     // client (and a connection pool) of its own.
     phaseo: Arc<OpenAi>,
     async_openai: Arc<async_openai::Client<OpenAIConfig>>,
-    phaseo_request: Arc<ModelRequest>,
+    phaseo_request: Arc<ModelRequest<'static>>,
     async_openai_request: Arc<CreateChatCompletionRequest>,
 }
 

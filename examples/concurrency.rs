@@ -145,6 +145,7 @@ fn result_order(model: &ScriptedModel) -> Vec<String> {
 
 fn four_fetches() -> ScriptedModel {
     ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             call("call_1", "fetch", "orders", 300),
             call("call_2", "fetch", "customers", 50),
@@ -205,6 +206,7 @@ async fn main() -> Result<(), AgentError> {
 
     println!("\n== 3. `.exclusive()`: the migration runs alone, between the calls around it");
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             call("call_1", "fetch", "orders", 100),
             call("call_2", "fetch", "customers", 100),
@@ -276,6 +278,7 @@ async fn main() -> Result<(), AgentError> {
         |input, _ctx| Ok(json!({ "runbook": format!("How to fix {}", input["topic"]) })),
     );
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("call_1", "escalate", json!({ "reason": "data loss" })),
             ToolCall::new("call_2", "budget", json!({ "tokens": 200 })),

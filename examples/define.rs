@@ -147,6 +147,7 @@ async fn main() -> Result<(), AgentError> {
 
     // What the model will do (a real model decides this itself): one turn of six calls, then an answer.
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("call_1", "get_status", json!({ "service": "checkout" })),
             // `input_schema` trims this query before the executor sees it.

@@ -86,6 +86,7 @@ async fn main() -> Result<(), AgentError> {
 
     println!("== 1. By default every failure goes back to the model, and the run goes on");
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("call_1", "lookup_order", json!({ "order_id": "A-1" })),
             ToolCall::new("call_2", "lookup_order", json!({ "order_id": "A-9" })),
@@ -168,6 +169,7 @@ async fn main() -> Result<(), AgentError> {
 
     println!("\n== 2. `.on_error(OnError::FailRun)` on one tool: its failure fails the run");
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("call_1", "lookup_order", json!({ "order_id": "A-9" })),
             ToolCall::new("call_2", "charge_card", json!({ "order_id": "A-1" })),
@@ -182,6 +184,7 @@ async fn main() -> Result<(), AgentError> {
 
     println!("\n== 3. Agent-wide `.on_error(OnError::FailRun)`; one tool opts back out");
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("call_1", "lookup_order", json!({ "order_id": "A-9" }))
         .tool_call("call_2", "charge_card", json!({ "order_id": "A-1" }))
         .text("unreachable");
@@ -216,6 +219,7 @@ async fn main() -> Result<(), AgentError> {
     println!("\n== 4. Unknown tools fail the run by default, or go back to the model");
     let script = || {
         ScriptedModel::new()
+            .record_requests()
             .tool_call("call_1", "fly", json!({ "to": "the moon" }))
             .text("I cannot fly; here is what I can do instead.")
     };
@@ -247,6 +251,7 @@ async fn main() -> Result<(), AgentError> {
 
     println!("\n== 5. `.on_invalid_arguments(OnError::FailRun)`: bad arguments fail the run");
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("call_1", "lookup_order", json!({ "order": "A-1" }))
         .text("unreachable");
     let err = builder("support", &model)
@@ -282,6 +287,7 @@ async fn main() -> Result<(), AgentError> {
         .max_output_chars(24)
     };
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("call_1", "read_log", json!({})),
             ToolCall::new("call_2", "read_trace", json!({})),
@@ -325,6 +331,7 @@ async fn main() -> Result<(), AgentError> {
 
     println!("\n== 7. The turn limit: a model that keeps calling tools");
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("call_1", "lookup_order", json!({ "order_id": "A-1" }))
         .tool_call("call_2", "lookup_order", json!({ "order_id": "A-1" }))
         .tool_call("call_3", "lookup_order", json!({ "order_id": "A-1" }))

@@ -191,6 +191,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await;
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("call_1", "order_status", json!({"order_id": 1042}))
         .tool_call("call_2", "track_parcel", json!({"tracking": "ZX-881"}))
         .tool_call("call_3", "open_orders", json!({}))
@@ -203,7 +204,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // A tool that needs a resource the agent lacks is refused when the agent is built.
     let missing = Agent::builder("helpdesk")
-        .model(ScriptedModel::new())
+        .model(ScriptedModel::new().record_requests())
         .tool(open_orders)
         .build()
         .unwrap_err();

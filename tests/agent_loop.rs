@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 async fn a_tool_call_runs_and_its_result_reaches_the_next_turn() {
     let runs = Counter::default();
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("call_1", "get_status", json!({"service": "api"}))
         .text("The API is healthy.");
     let agent = Agent::builder("ops")
@@ -48,6 +49,7 @@ async fn a_tool_call_runs_and_its_result_reaches_the_next_turn() {
 async fn results_reach_the_model_in_call_order() {
     let runs = Counter::default();
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "get_status", json!({"service": "a"})),
             ToolCall::new("c2", "get_status", json!({"service": "b"})),
@@ -82,6 +84,7 @@ async fn an_async_tool_sees_its_context() {
         },
     );
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("call_1", "whoami", json!({}))
         .tool_call("call_2", "whoami", json!({}))
         .text("done");
@@ -139,6 +142,7 @@ async fn a_typed_tool_advertises_its_generated_schema_and_decodes_its_input() {
         })
     );
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c", "add", json!({"a": 2, "b": 40}))
         .text("42");
     let agent = Agent::builder("calc")
@@ -171,6 +175,7 @@ async fn a_typed_tool_with_no_parameters_advertises_an_empty_object() {
 
     // Models send "" for "no arguments": it means {}.
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::raw("c1", "now", ""),
             ToolCall::raw("c2", "ping", "  "),
@@ -212,6 +217,7 @@ async fn a_blocking_typed_tool_runs_off_the_async_workers() {
         move |_, _| Ok(json!(std::thread::current().id() != runtime_thread)),
     );
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c", "slow_add", json!({"a": 1, "b": 2})),
             ToolCall::new("j", "blocking_json", json!({})),
@@ -246,6 +252,7 @@ async fn an_executor_error_goes_back_to_the_model_and_the_run_goes_on() {
         Err::<Sum, _>("the adder is broken")
     });
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "fetch", json!({"id": "T-1"})),
             ToolCall::new("c2", "typed_fail", json!({"a": 1, "b": 1})),
@@ -275,6 +282,7 @@ async fn an_executor_error_goes_back_to_the_model_and_the_run_goes_on() {
 async fn an_unknown_tool_fails_the_run() {
     let runs = Counter::default();
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "launch_rockets", json!({}))
         .text("unreachable");
     let agent = Agent::builder("ops")
@@ -352,6 +360,7 @@ async fn bad_arguments_are_answered_with_path_and_reason_and_never_run_the_tool(
         ),
     ];
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls(
             cases
                 .iter()
@@ -396,6 +405,7 @@ async fn no_argument_text_from_a_model_panics_the_runtime() {
         &"[".repeat(10_000),
     ];
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls(
             texts
                 .iter()
@@ -417,7 +427,7 @@ async fn no_argument_text_from_a_model_panics_the_runtime() {
 #[tokio::test]
 async fn the_turn_limit_stops_a_model_that_never_finishes() {
     let runs = Counter::default();
-    let mut model = ScriptedModel::new();
+    let mut model = ScriptedModel::new().record_requests();
     for i in 0..10 {
         model = model.tool_call(&format!("c{i}"), "get_status", json!({"service": "api"}));
     }
@@ -437,7 +447,7 @@ async fn the_turn_limit_stops_a_model_that_never_finishes() {
 #[tokio::test]
 async fn a_model_error_fails_the_run() {
     let agent = Agent::builder("ops")
-        .model(ScriptedModel::new())
+        .model(ScriptedModel::new().record_requests())
         .build()
         .unwrap();
     let err = agent.run("hello").await.unwrap_err();
@@ -451,7 +461,7 @@ async fn building_rejects_bad_definitions() {
 
     let bad_id = Tool::new("bad id!", "desc", json!({"type": "object"}), |v, _| Ok(v));
     let err = Agent::builder("x")
-        .model(ScriptedModel::new())
+        .model(ScriptedModel::new().record_requests())
         .tool(bad_id)
         .build()
         .err()
@@ -468,7 +478,7 @@ async fn building_rejects_bad_definitions() {
         |v, _| Ok(v),
     );
     let err = Agent::builder("x")
-        .model(ScriptedModel::new())
+        .model(ScriptedModel::new().record_requests())
         .tool(bad_schema)
         .build()
         .err()
@@ -477,7 +487,7 @@ async fn building_rejects_bad_definitions() {
 
     let dup = || Tool::new("t", "desc", json!({"type": "object"}), |v, _| Ok(v));
     let err = Agent::builder("x")
-        .model(ScriptedModel::new())
+        .model(ScriptedModel::new().record_requests())
         .tool(dup())
         .tool(dup())
         .build()
@@ -490,7 +500,7 @@ async fn building_rejects_bad_definitions() {
     })
     .approval(|_: &Value, _| true);
     let err = Agent::builder("x")
-        .model(ScriptedModel::new())
+        .model(ScriptedModel::new().record_requests())
         .tool(wrong_approval)
         .build()
         .err()
@@ -502,6 +512,7 @@ async fn building_rejects_bad_definitions() {
 async fn the_event_stream_tells_the_run_in_order() {
     let runs = Counter::default();
     let model = ScriptedModel::new()
+        .record_requests()
         .turn(ModelResponse {
             text: Some("Checking.".into()),
             tool_calls: vec![ToolCall::new("c1", "get_status", json!({"service": "api"}))],
@@ -547,6 +558,7 @@ async fn the_event_stream_reports_tool_errors_and_failures() {
         Err(AgentError::tool("boom"))
     });
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "f", json!({}))
         .tool_call("c2", "nope", json!({}));
     let agent = Agent::builder("ops")
@@ -579,6 +591,7 @@ async fn the_event_stream_reports_tool_errors_and_failures() {
 async fn the_conversation_is_kept_in_the_state() {
     let runs = Counter::default();
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "get_status", json!({"service": "api"}))
         .text("fine");
     let agent = Agent::builder("ops")
@@ -604,7 +617,7 @@ async fn the_conversation_is_kept_in_the_state() {
 #[tokio::test]
 async fn a_turn_with_repeated_call_ids_is_refused_and_empty_ids_are_filled_in() {
     let runs = Counter::default();
-    let model = ScriptedModel::new().tool_calls([
+    let model = ScriptedModel::new().record_requests().tool_calls([
         ToolCall::new("same", "get_status", json!({"service": "a"})),
         ToolCall::new("same", "get_status", json!({"service": "b"})),
     ]);
@@ -621,6 +634,7 @@ async fn a_turn_with_repeated_call_ids_is_refused_and_empty_ids_are_filled_in() 
     assert_eq!(runs.get(), 0);
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("", "get_status", json!({"service": "a"})),
             ToolCall::new("", "get_status", json!({"service": "b"})),
@@ -651,7 +665,7 @@ async fn a_typed_input_that_is_not_an_object_is_refused_when_the_agent_is_built(
         },
     );
     let err = Agent::builder("t")
-        .model(ScriptedModel::new())
+        .model(ScriptedModel::new().record_requests())
         .tool(tool)
         .build()
         .err()
@@ -661,7 +675,7 @@ async fn a_typed_input_that_is_not_an_object_is_refused_when_the_agent_is_built(
         Ok::<_, AgentError>(n)
     });
     let err = Agent::builder("t")
-        .model(ScriptedModel::new())
+        .model(ScriptedModel::new().record_requests())
         .tool(scalar)
         .build()
         .err()

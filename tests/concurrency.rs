@@ -56,6 +56,7 @@ async fn calls_run_concurrently_up_to_the_limit_and_results_keep_call_order() {
     let flight = InFlight::default();
     // The first calls take longest, so they finish last.
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls(calls(8, "sleep", |i| 100 - 10 * i as u64))
         .text("ok");
     let agent = Agent::builder("t")
@@ -80,6 +81,7 @@ async fn calls_run_concurrently_up_to_the_limit_and_results_keep_call_order() {
 async fn a_later_call_that_finishes_first_still_comes_second() {
     let flight = InFlight::default();
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("slow", "sleep", json!({"ms": 200})),
             ToolCall::new("fast", "sleep", json!({"ms": 1})),
@@ -112,6 +114,7 @@ async fn the_default_runs_one_call_at_a_time_and_a_run_can_override_the_limit() 
     let flight = InFlight::default();
     let script = || {
         ScriptedModel::new()
+            .record_requests()
             .tool_calls(calls(6, "sleep", |_| 10))
             .text("ok")
     };
@@ -161,7 +164,10 @@ async fn an_exclusive_tool_runs_alone() {
     let mut turn = calls(3, "sleep", |_| 50);
     turn.push(ToolCall::new("m", "migrate", json!({})));
     turn.extend((3..6).map(|i| ToolCall::new(format!("c{i}"), "sleep", json!({"ms": 50}))));
-    let model = ScriptedModel::new().tool_calls(turn).text("ok");
+    let model = ScriptedModel::new()
+        .record_requests()
+        .tool_calls(turn)
+        .text("ok");
     let agent = Agent::builder("t")
         .model(model.clone())
         .tool(flight.tool("sleep"))
@@ -195,6 +201,7 @@ fn echo(id: &str) -> Tool {
 
 async fn capped(text: &str, max: usize) -> String {
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c", "echo", json!({"text": text}))
         .text("ok");
     let agent = Agent::builder("t")
@@ -242,6 +249,7 @@ async fn output_caps_cut_at_the_exact_boundaries() {
 #[tokio::test]
 async fn a_tool_cap_overrides_the_agent_cap() {
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "wide", json!({"text": "0123456789"})),
             ToolCall::new("c2", "narrow", json!({"text": "0123456789"})),
@@ -276,6 +284,7 @@ fn override_tool(
 #[tokio::test]
 async fn next_turn_overrides_change_only_the_next_request_in_call_order() {
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "escalate", json!({"model": "big"})),
             ToolCall::new("c2", "focus", json!({})),
@@ -330,6 +339,7 @@ async fn next_turn_overrides_change_only_the_next_request_in_call_order() {
 #[tokio::test]
 async fn next_turn_overrides_are_kept_in_the_state_across_a_pause() {
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "escalate", json!({})),
             ToolCall::new("c2", "gated", json!({})),
@@ -359,6 +369,7 @@ async fn next_turn_overrides_are_kept_in_the_state_across_a_pause() {
 async fn a_call_that_finished_early_frees_its_place_at_once() {
     let flight = InFlight::default();
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("a", "sleep", json!({"ms": 300})),
             ToolCall::new("b", "sleep", json!({"ms": 50})),

@@ -16,6 +16,7 @@ fn failing(id: &str) -> Tool {
 #[tokio::test]
 async fn fail_run_on_a_tool_fails_the_run_with_its_error() {
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "f", json!({}))
         .text("unreachable");
     let agent = Agent::builder("t")
@@ -31,6 +32,7 @@ async fn fail_run_on_a_tool_fails_the_run_with_its_error() {
 #[tokio::test]
 async fn the_agent_wide_policy_applies_to_tools_without_their_own() {
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "own", json!({})),
             ToolCall::new("c2", "inherits", json!({})),
@@ -48,6 +50,7 @@ async fn the_agent_wide_policy_applies_to_tools_without_their_own() {
 
     // With only the tool that returns to the model, the run goes on.
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "own", json!({}))
         .text("recovered");
     let agent = Agent::builder("t")
@@ -63,6 +66,7 @@ async fn the_agent_wide_policy_applies_to_tools_without_their_own() {
 async fn unknown_tools_can_be_answered_to_the_model() {
     let runs = Counter::default();
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "get_stats", json!({})),
             ToolCall::new("c2", "get_status", json!({"service": "db"})),
@@ -88,11 +92,13 @@ async fn unknown_tools_can_be_answered_to_the_model() {
 async fn unreadable_arguments_can_fail_the_run() {
     let runs = Counter::default();
     let model =
-        ScriptedModel::new().turn(phaseo_agent::ModelResponse::tool_calls([ToolCall::raw(
-            "c1",
-            "get_status",
-            "{oops",
-        )]));
+        ScriptedModel::new()
+            .record_requests()
+            .turn(phaseo_agent::ModelResponse::tool_calls([ToolCall::raw(
+                "c1",
+                "get_status",
+                "{oops",
+            )]));
     let agent = Agent::builder("t")
         .model(model)
         .tool(status_tool(&runs))
@@ -122,6 +128,7 @@ async fn a_panicking_tool_beside_two_healthy_ones_becomes_a_tool_error() {
         panic!("the sync tool fell over");
     });
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "get_status", json!({"service": "a"})),
             ToolCall::new("c2", "boom_async", json!({})),
@@ -177,7 +184,11 @@ async fn a_panicking_tool_beside_two_healthy_ones_becomes_a_tool_error() {
 async fn a_panicking_approval_function_fails_closed() {
     let runs = Counter::default();
     let tool = status_tool(&runs).approval(|_: &serde_json::Value, _| panic!("bug in the policy"));
-    let model = ScriptedModel::new().tool_call("c1", "get_status", json!({"service": "a"}));
+    let model = ScriptedModel::new().record_requests().tool_call(
+        "c1",
+        "get_status",
+        json!({"service": "a"}),
+    );
     let agent = Agent::builder("t").model(model).tool(tool).build().unwrap();
     let result = agent.run("go").await.unwrap();
     assert_eq!(
@@ -206,7 +217,7 @@ async fn a_fail_run_error_cancels_a_sibling_that_is_still_running() {
             }
         },
     );
-    let model = ScriptedModel::new().tool_calls([
+    let model = ScriptedModel::new().record_requests().tool_calls([
         ToolCall::new("c1", "f", json!({})),
         ToolCall::new("c2", "slow", json!({})),
     ]);

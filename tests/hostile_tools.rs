@@ -21,6 +21,7 @@ fn echo(id: &str) -> Tool {
 /// Runs one call of `tool` with `args` through an agent and returns the result text the model saw.
 async fn result_of(tool: Tool, args: Value) -> String {
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", tool.id(), args)
         .text("done");
     let agent = Agent::builder("t").model(model).tool(tool).build().unwrap();
@@ -105,6 +106,7 @@ async fn a_panicking_next_turn_function_is_a_tool_error_and_changes_nothing() {
     })
     .next_turn(|_, _| -> TurnParams { panic!("override bug") });
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "t", json!({}))
         .text("done");
     let agent = Agent::builder("t")
@@ -194,7 +196,7 @@ fn a_hand_written_schema_whose_root_is_not_an_object_is_refused_at_build() {
     ] {
         let tool = Tool::new("t", "A tool", schema.clone(), |input, _| Ok(input));
         let built = Agent::builder("a")
-            .model(ScriptedModel::new())
+            .model(ScriptedModel::new().record_requests())
             .tool(tool)
             .build();
         let Err(err) = built else {
@@ -237,6 +239,7 @@ async fn a_panicking_on_response_received_refuses_the_decision_and_changes_nothi
     let tool = Tool::external("t", "Answered from outside", json!({"type": "object"}))
         .on_response_received(|_: Value| -> Result<Value, String> { panic!("transform bug") });
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "t", json!({}))
         .text("done");
     let agent = Agent::builder("t").model(model).tool(tool).build().unwrap();

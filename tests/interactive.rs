@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 async fn an_agent_level_approval_policy_can_waive_a_tools_own_setting_on_purpose() {
     let (status_runs, deploy_runs) = (Counter::default(), Counter::default());
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "get_status", json!({"service": "payments"})),
             ToolCall::new("c2", "deploy", json!({"environment": "staging"})),
@@ -66,6 +67,7 @@ async fn a_per_call_approval_function_of_the_typed_input_pauses_only_the_calls_i
     )
     .approval(|input: &Deploy, _ctx| input.environment == "production");
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "deploy", json!({"environment": "staging"})),
             ToolCall::new("c2", "deploy", json!({"environment": "production"})),
@@ -101,6 +103,7 @@ fn refund_tool() -> Tool {
 #[tokio::test]
 async fn an_interactive_hook_answers_at_once_or_pauses_with_kind_hitl() {
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("small", "refund", json!({"amount": 5})),
             ToolCall::new("large", "refund", json!({"amount": 500})),
@@ -154,6 +157,7 @@ async fn an_interactive_hook_answers_at_once_or_pauses_with_kind_hitl() {
 async fn human_review_hands_selected_calls_to_a_person_who_may_answer_or_let_them_run() {
     let runs = Counter::default();
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "get_status", json!({"service": "billing"})),
             ToolCall::new("c2", "get_status", json!({"service": "search"})),
@@ -192,6 +196,7 @@ async fn human_review_hands_selected_calls_to_a_person_who_may_answer_or_let_the
 #[tokio::test]
 async fn an_approved_interactive_call_goes_on_to_its_hook() {
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "refund", json!({"amount": 500}))
         .text("ok");
     let agent = Agent::builder("t")
@@ -224,6 +229,7 @@ async fn an_approved_interactive_call_goes_on_to_its_hook() {
 async fn approve_always_holds_even_under_an_agent_level_approval_function() {
     let runs = Counter::default();
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "get_status", json!({"service": "a"}))
         .tool_call("c2", "get_status", json!({"service": "b"}))
         .text("ok");
@@ -248,7 +254,7 @@ async fn approve_always_holds_even_under_an_agent_level_approval_function() {
 #[tokio::test]
 async fn a_paused_state_shows_the_results_that_already_ran_in_its_turn() {
     let (status_runs, deploy_runs) = (Counter::default(), Counter::default());
-    let model = ScriptedModel::new().tool_calls([
+    let model = ScriptedModel::new().record_requests().tool_calls([
         ToolCall::new("c1", "get_status", json!({"service": "api"})),
         ToolCall::new("c2", "deploy", json!({"environment": "production"})),
     ]);
@@ -289,6 +295,7 @@ async fn hooks_and_pending_calls_see_the_input_after_the_custom_validators() {
         (input["name"] == "ana").then(|| json!({"hello": input["name"]}))
     });
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "greet", json!({"name": "ANA"})),
             ToolCall::new("c2", "greet", json!({"name": "BO"})),

@@ -20,6 +20,7 @@ async fn require_approval_as_a_flag_pauses_every_call() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("call_1", "restart", json!({"service": "api"}))
         .text("Restarted.");
     let agent = Agent::builder("ops")
@@ -68,6 +69,7 @@ async fn require_approval_as_a_function_of_the_typed_input_pauses_only_what_it_s
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("call_1", "deploy", json!({"environment": "staging"})),
             ToolCall::new("call_2", "deploy", json!({"environment": "production"})),
@@ -121,6 +123,7 @@ async fn require_approval_as_a_function_of_the_generated_arguments() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("call_1", "transfer", json!({"amount": 5_000})),
             ToolCall::new("call_2", "transfer", json!({"amount": 10, "note": "lunch"})),
@@ -169,6 +172,7 @@ async fn an_external_tool_pauses_for_its_output() {
     async fn ticket_lookup(input: Lookup) -> Ticket;
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("call_1", "ticket_lookup", json!({"ticket_id": "T-7"}))
         .text("The printer is on fire.");
     let agent = Agent::builder("support")
@@ -224,6 +228,7 @@ async fn an_external_tool_with_plain_arguments_and_approval() {
     ) -> serde_json::Value;
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("call_1", "crm-lookup", json!({"email": "ada@example.com"}))
         .text("Found.");
     let agent = Agent::builder("crm")

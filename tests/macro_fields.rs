@@ -24,6 +24,7 @@ async fn timeout_ms_abandons_a_call_at_its_deadline() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("slow", "nap", json!({"ms": 10_000})),
             ToolCall::new("fast", "nap", json!({"ms": 49})),
@@ -55,6 +56,7 @@ async fn timeout_ms_overrides_the_agents_default() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "nap", json!({"ms": 500}))
         .text("ok");
     let agent = Agent::builder("t")
@@ -76,6 +78,7 @@ async fn on_error_fail_run_fails_the_run_with_the_tools_error() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "query", json!({}))
         .text("unreachable");
     let agent = Agent::builder("t")
@@ -97,6 +100,7 @@ async fn on_error_return_to_model_overrides_an_agent_that_fails_runs() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "query", json!({}))
         .text("recovered");
     let agent = Agent::builder("t")
@@ -143,7 +147,10 @@ async fn exclusive_runs_a_call_alone() {
         .collect();
     turn.push(ToolCall::new("m", "migrate", json!({})));
     turn.extend((3..6).map(|i| ToolCall::new(format!("c{i}"), "nap", json!({}))));
-    let model = ScriptedModel::new().tool_calls(turn).text("ok");
+    let model = ScriptedModel::new()
+        .record_requests()
+        .tool_calls(turn)
+        .text("ok");
     let agent = Agent::builder("t")
         .model(model.clone())
         .tool(nap)
@@ -167,6 +174,7 @@ async fn max_output_chars_cuts_the_result_and_overrides_the_agents_cap() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("long", "echo", json!({"text": "abcdefgh"})),
             ToolCall::new("short", "echo", json!({"text": "abcdefg"})),
@@ -219,6 +227,7 @@ async fn input_schema_transforms_the_arguments_before_decoding_or_refuses_them()
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("ok", "search", json!({"query": "  printer  "})),
             ToolCall::new("blank", "search", json!({"query": "   "})),
@@ -261,6 +270,7 @@ async fn output_schema_checks_and_transforms_each_result() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("ok", "add", json!({"a": 2, "b": 3})),
             ToolCall::new("bad", "add", json!({"a": 2, "b": -3})),
@@ -301,6 +311,7 @@ async fn event_schema_checks_each_progress_value() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("ok", "index", json!({"steps": [50, 100]})),
             ToolCall::new("bad", "index", json!({"steps": [50, 150, 100]})),
@@ -364,6 +375,7 @@ async fn on_tool_called_answers_at_once_or_hands_the_call_to_a_person() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("small", "refund", json!({"amount": 5.0})),
             ToolCall::new("large", "refund", json!({"amount": 500.0})),
@@ -435,6 +447,7 @@ async fn next_turn_changes_the_next_model_request() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "escalate", json!({"reason": "angry customer"}))
         .text("Hello from the senior model.");
     let agent = Agent::builder("t")
@@ -467,6 +480,7 @@ async fn require_approval_takes_a_function_of_the_input_and_the_context() {
 
     let run = |role: &str| {
         let model = ScriptedModel::new()
+            .record_requests()
             .tool_calls([
                 ToolCall::new("tmp", "delete", json!({"path": "/tmp/x"})),
                 ToolCall::new("etc", "delete", json!({"path": "/etc/hosts"})),
@@ -533,6 +547,7 @@ async fn the_keys_combine_on_an_external_tool_with_a_typed_input() {
     assert_eq!(tool.id(), "crm-lookup");
     assert!(tool.is_external());
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "crm-lookup", json!({"email": "ada@example.com"})),
             ToolCall::new("c2", "crm-lookup", json!({"email": "ada"})),

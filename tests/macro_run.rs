@@ -44,6 +44,7 @@ async fn async_tool_with_a_typed_input_and_the_context() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("call_1", "fetch-ticket", json!({"ticket_id": "T-42"}))
         .text("It is on fire.");
     let agent = Agent::builder("support")
@@ -95,6 +96,7 @@ async fn sync_tool_with_plain_arguments_runs_off_the_async_thread() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("call_1", "add", json!({"a": 2, "b": 40}))
         .text("42");
     let agent = Agent::builder("math")
@@ -130,6 +132,7 @@ async fn plain_arguments_become_the_advertised_schema() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             phaseo_agent::ToolCall::new("call_1", "greet", json!({"name": "Ada", "exclaim": true})),
             phaseo_agent::ToolCall::new(
@@ -187,6 +190,7 @@ async fn a_tool_without_parameters_takes_an_empty_object() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .turn(phaseo_agent::ModelResponse::tool_calls([
             phaseo_agent::ToolCall::raw("call_1", "status", ""),
         ]))
@@ -218,6 +222,7 @@ async fn an_error_reaches_the_model() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("call_1", "divide", json!({"a": 1.0, "b": 0.0}))
         .text("Division by zero.");
     let agent = Agent::builder("math")
@@ -243,6 +248,7 @@ async fn a_sync_error_of_another_result_type_reaches_the_model() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call(
             "call_1",
             "file_size",
@@ -270,6 +276,7 @@ async fn invalid_arguments_never_reach_the_function() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("call_1", "add", json!({"a": "two", "b": 2}))
         .text("Oops.");
     let agent = Agent::builder("math")
@@ -293,6 +300,7 @@ async fn a_unit_returning_tool_sends_null() {
     }
 
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("call_1", "remember", json!({"note": "buy milk"}))
         .text("Noted.");
     let agent = Agent::builder("notes")

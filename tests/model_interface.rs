@@ -38,6 +38,7 @@ fn model_error(error: &AgentError) -> &ModelError {
 #[tokio::test(start_paused = true)]
 async fn a_rate_limited_request_is_retried_after_the_wait_the_provider_asked_for() {
     let model = ScriptedModel::new()
+        .record_requests()
         .error(ModelError::from_status(429, "slow down").with_retry_after(Duration::from_secs(7)))
         .text("Hello!");
     let agent = Agent::builder("a").model(model.clone()).build().unwrap();
@@ -67,6 +68,7 @@ async fn a_rate_limited_request_is_retried_after_the_wait_the_provider_asked_for
 async fn retries_back_off_exponentially_and_give_up_after_the_limit() {
     let overloaded = || ModelError::from_status(529, "overloaded");
     let model = ScriptedModel::new()
+        .record_requests()
         .error(overloaded())
         .error(overloaded())
         .error(overloaded())
@@ -106,7 +108,10 @@ async fn errors_that_fail_the_same_way_again_are_not_retried() {
         ),
         (ModelError::other("custom failure"), ModelErrorKind::Other),
     ] {
-        let model = ScriptedModel::new().error(error).text("unused");
+        let model = ScriptedModel::new()
+            .record_requests()
+            .error(error)
+            .text("unused");
         let agent = Agent::builder("a").model(model.clone()).build().unwrap();
         let failed = agent.run("Hi").await.unwrap_err();
         assert_eq!(model_error(&failed.error).kind, kind);
@@ -117,6 +122,7 @@ async fn errors_that_fail_the_same_way_again_are_not_retried() {
 #[tokio::test(start_paused = true)]
 async fn a_retry_after_longer_than_the_policy_allows_fails_at_once() {
     let model = ScriptedModel::new()
+        .record_requests()
         .error(ModelError::from_status(429, "quota").with_retry_after(Duration::from_secs(3_600)))
         .text("unused");
     let agent = Agent::builder("a").model(model.clone()).build().unwrap();
@@ -130,6 +136,7 @@ async fn a_retry_after_longer_than_the_policy_allows_fails_at_once() {
 #[tokio::test(start_paused = true)]
 async fn retries_can_be_turned_off() {
     let model = ScriptedModel::new()
+        .record_requests()
         .error(ModelError::from_status(503, "unavailable"))
         .text("unused");
     let agent = Agent::builder("a")
@@ -196,11 +203,15 @@ async fn an_empty_answer_is_an_error_of_its_own_kind_and_is_retried() {
         finish_reason: Some(FinishReason::Length),
         ..ModelResponse::default()
     };
-    let model = ScriptedModel::new().turn(empty()).text("Hello!");
+    let model = ScriptedModel::new()
+        .record_requests()
+        .turn(empty())
+        .text("Hello!");
     let agent = Agent::builder("a").model(model.clone()).build().unwrap();
     assert_eq!(agent.run("Hi").await.unwrap().output(), Some("Hello!"));
 
     let model = ScriptedModel::new()
+        .record_requests()
         .turn(empty())
         .turn(ModelResponse::text("  "))
         .turn(empty())
@@ -223,6 +234,7 @@ async fn an_empty_answer_is_an_error_of_its_own_kind_and_is_retried() {
 async fn usage_is_on_each_turn_and_summed_over_the_run_across_a_pause() {
     let runs = Counter::default();
     let model = ScriptedModel::new()
+        .record_requests()
         .turn(
             ModelResponse::tool_calls([ToolCall::new(
                 "c1",
@@ -285,7 +297,7 @@ async fn usage_is_on_each_turn_and_summed_over_the_run_across_a_pause() {
 #[tokio::test]
 async fn a_state_without_usage_loads_with_zero() {
     let agent = Agent::builder("a")
-        .model(ScriptedModel::new().text("Hi"))
+        .model(ScriptedModel::new().record_requests().text("Hi"))
         .build()
         .unwrap();
     let done = agent.run("Hi").await.unwrap();
@@ -301,6 +313,7 @@ async fn a_state_without_usage_loads_with_zero() {
 async fn each_request_names_its_run_agent_and_turn() {
     let runs = Counter::default();
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "get_status", json!({"service": "api"}))
         .text("Up.");
     let agent = Agent::builder("ops")
@@ -328,6 +341,7 @@ async fn each_request_names_its_run_agent_and_turn() {
 async fn a_streaming_model_sends_deltas_before_its_turn() {
     let runs = Counter::default();
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call(
             "c1",
             "get_status",
@@ -436,7 +450,9 @@ async fn a_run_without_a_listener_does_not_stream() {
 
 #[tokio::test]
 async fn a_run_starts_from_a_conversation() {
-    let model = ScriptedModel::new().text("You said your name is Ada.");
+    let model = ScriptedModel::new()
+        .record_requests()
+        .text("You said your name is Ada.");
     let agent = Agent::builder("chat").model(model.clone()).build().unwrap();
     let history = vec![
         Message::User {
@@ -462,6 +478,7 @@ async fn a_run_starts_from_a_conversation() {
 async fn a_completed_run_continues_with_a_fresh_turn_budget() {
     let runs = Counter::default();
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "get_status", json!({"service": "api"}))
         .text("Up.")
         .tool_call("c2", "get_status", json!({"service": "db"}))
@@ -485,7 +502,11 @@ async fn a_completed_run_continues_with_a_fresh_turn_budget() {
 
     // Only a completed run continues, and an edited one is refused.
     let paused_agent = Agent::builder("ops")
-        .model(ScriptedModel::new().tool_call("c1", "deploy", json!({"environment": "prod"})))
+        .model(ScriptedModel::new().record_requests().tool_call(
+            "c1",
+            "deploy",
+            json!({"environment": "prod"}),
+        ))
         .tool(deploy_tool(&runs))
         .build()
         .unwrap();
@@ -509,7 +530,10 @@ async fn a_completed_run_continues_with_a_fresh_turn_budget() {
 
 #[tokio::test]
 async fn the_first_request_can_be_changed_like_a_next_turn() {
-    let model = ScriptedModel::new().text("ok").text("again");
+    let model = ScriptedModel::new()
+        .record_requests()
+        .text("ok")
+        .text("again");
     let agent = Agent::builder("a").model(model.clone()).build().unwrap();
     let options = RunOptions {
         first_turn: phaseo_agent::TurnParams {
@@ -532,7 +556,7 @@ async fn the_first_request_can_be_changed_like_a_next_turn() {
 
 #[tokio::test]
 async fn requests_carry_the_agents_parallel_tool_calls_setting() {
-    let model = ScriptedModel::new().text("a").text("b");
+    let model = ScriptedModel::new().record_requests().text("a").text("b");
     let agent = Agent::builder("a").model(model.clone()).build().unwrap();
     agent.run("go").await.unwrap();
     assert_eq!(model.requests()[0].parallel_tool_calls, None);

@@ -24,6 +24,7 @@ fn agent(model: &ScriptedModel, status_runs: &Counter, deploy_runs: &Counter) ->
 /// A turn with an automatic call, a gated call and an external call.
 fn mixed_turn() -> ScriptedModel {
     ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "get_status", json!({"service": "api"})),
             ToolCall::new("c2", "deploy", json!({"environment": "production"})),
@@ -36,6 +37,7 @@ fn mixed_turn() -> ScriptedModel {
 async fn a_gated_call_pauses_the_run_for_approval() {
     let (status, deploy) = (Counter::default(), Counter::default());
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "deploy", json!({"environment": "staging"}))
         .text("done");
     let result = agent(&model, &status, &deploy).run("ship").await.unwrap();
@@ -58,6 +60,7 @@ async fn a_gated_call_pauses_the_run_for_approval() {
 async fn an_external_call_pauses_for_its_output_and_the_output_reaches_the_model() {
     let (status, deploy) = (Counter::default(), Counter::default());
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "ticket_lookup", json!({"ticket_id": "T-7"}))
         .text("It is about the printer.");
     let agent = agent(&model, &status, &deploy);
@@ -136,6 +139,7 @@ async fn in_a_mixed_turn_automatic_results_are_kept_across_the_pause() {
 async fn a_rejection_never_runs_the_call_and_its_message_reaches_the_model() {
     let (status, deploy) = (Counter::default(), Counter::default());
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "deploy", json!({"environment": "production"}))
         .text("Understood, not deploying.");
     let agent = agent(&model, &status, &deploy);
@@ -286,7 +290,7 @@ async fn a_state_round_trips_through_json_into_a_freshly_built_agent() {
     // "Process one": run until the pause, keep only the JSON text.
     let json = {
         let (status, deploy) = (Counter::default(), Counter::default());
-        let model = ScriptedModel::new().tool_calls([
+        let model = ScriptedModel::new().record_requests().tool_calls([
             ToolCall::new("c1", "get_status", json!({"service": "api"})),
             ToolCall::new("c2", "deploy", json!({"environment": "production"})),
         ]);
@@ -297,7 +301,9 @@ async fn a_state_round_trips_through_json_into_a_freshly_built_agent() {
 
     // "Process two": a new agent, a new model with the rest of the script, the state from JSON.
     let (status, deploy) = (Counter::default(), Counter::default());
-    let model = ScriptedModel::new().text("Production is deployed.");
+    let model = ScriptedModel::new()
+        .record_requests()
+        .text("Production is deployed.");
     let fresh = agent(&model, &status, &deploy);
     let state: RunState = serde_json::from_str(&json).unwrap();
     let done = fresh
@@ -325,6 +331,7 @@ async fn a_state_round_trips_through_json_into_a_freshly_built_agent() {
 async fn a_run_can_pause_more_than_once() {
     let (status, deploy) = (Counter::default(), Counter::default());
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "deploy", json!({"environment": "staging"}))
         .tool_call("c2", "deploy", json!({"environment": "production"}))
         .text("Both deployed.");
@@ -354,7 +361,11 @@ async fn a_run_can_pause_more_than_once() {
 #[tokio::test]
 async fn states_of_unknown_versions_or_shapes_are_clear_errors() {
     let (status, deploy) = (Counter::default(), Counter::default());
-    let model = ScriptedModel::new().tool_call("c1", "deploy", json!({"environment": "qa"}));
+    let model = ScriptedModel::new().record_requests().tool_call(
+        "c1",
+        "deploy",
+        json!({"environment": "qa"}),
+    );
     let paused = agent(&model, &status, &deploy).run("ship").await.unwrap();
     let mut value: Value = serde_json::from_str(&paused.state.to_json()).unwrap();
 
@@ -395,6 +406,7 @@ async fn states_of_unknown_versions_or_shapes_are_clear_errors() {
 async fn approving_with_edited_arguments_runs_the_edit_and_records_it() {
     let (status, deploy) = (Counter::default(), Counter::default());
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "deploy", json!({"environment": "production"}))
         .text("Deployed to staging instead.");
     let agent = agent(&model, &status, &deploy);
@@ -428,6 +440,7 @@ async fn approving_with_edited_arguments_runs_the_edit_and_records_it() {
 async fn edited_arguments_that_fail_validation_are_refused_before_anything_runs() {
     let (status, deploy) = (Counter::default(), Counter::default());
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "deploy", json!({"environment": "production"}))
         .text("ok");
     let agent = agent(&model, &status, &deploy);
@@ -467,6 +480,7 @@ async fn edited_arguments_go_through_the_tools_custom_input_validator_too() {
         _ => Ok(input),
     });
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "deploy", json!({"environment": "staging"}))
         .text("ok");
     let agent = Agent::builder("release")
@@ -496,6 +510,7 @@ async fn edited_arguments_go_through_the_tools_custom_input_validator_too() {
 async fn approve_always_covers_later_calls_of_the_same_tool_in_the_run() {
     let (status, deploy) = (Counter::default(), Counter::default());
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "deploy", json!({"environment": "staging"}))
         .tool_call("c2", "deploy", json!({"environment": "qa"}))
         .text("done");
@@ -511,7 +526,11 @@ async fn approve_always_covers_later_calls_of_the_same_tool_in_the_run() {
     assert_eq!(done.status(), RunStatus::Completed, "c2 did not pause");
     assert_eq!(deploy.get(), 2);
     // Another run starts with no standing approval.
-    let model2 = ScriptedModel::new().tool_call("d1", "deploy", json!({"environment": "qa"}));
+    let model2 = ScriptedModel::new().record_requests().tool_call(
+        "d1",
+        "deploy",
+        json!({"environment": "qa"}),
+    );
     let again = Agent::builder("release")
         .model(model2)
         .tool(deploy_tool(&deploy))
@@ -523,10 +542,14 @@ async fn approve_always_covers_later_calls_of_the_same_tool_in_the_run() {
 #[tokio::test]
 async fn a_state_from_another_agent_is_refused() {
     let (status, deploy) = (Counter::default(), Counter::default());
-    let model = ScriptedModel::new().tool_call("c1", "deploy", json!({"environment": "qa"}));
+    let model = ScriptedModel::new().record_requests().tool_call(
+        "c1",
+        "deploy",
+        json!({"environment": "qa"}),
+    );
     let paused = agent(&model, &status, &deploy).run("ship").await.unwrap();
     let other = Agent::builder("other")
-        .model(ScriptedModel::new())
+        .model(ScriptedModel::new().record_requests())
         .tool(deploy_tool(&deploy))
         .build()
         .unwrap();
@@ -551,6 +574,7 @@ async fn a_signed_state_resumes_in_a_fresh_agent_with_the_same_key_and_refuses_a
     const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
     let deploy = Counter::default();
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "deploy", json!({"environment": "staging"}))
         .text("done");
     let paused = signed_agent(&model, &deploy, KEY)
@@ -626,7 +650,11 @@ async fn a_signed_state_resumes_in_a_fresh_agent_with_the_same_key_and_refuses_a
 #[tokio::test]
 async fn an_agent_with_a_state_key_refuses_unsigned_states() {
     let deploy = Counter::default();
-    let model = ScriptedModel::new().tool_call("c1", "deploy", json!({"environment": "qa"}));
+    let model = ScriptedModel::new().record_requests().tool_call(
+        "c1",
+        "deploy",
+        json!({"environment": "qa"}),
+    );
     let paused = agent(&model, &Counter::default(), &deploy)
         .run("ship")
         .await
@@ -655,6 +683,7 @@ async fn a_resumed_stream_reports_what_the_resumed_calls_do() {
     .require_approval();
     let lookup = lookup_tool().max_output_chars(4);
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "index", json!({})),
             ToolCall::new("c2", "ticket_lookup", json!({"ticket_id": "T-1"})),

@@ -26,6 +26,7 @@ fn indexer() -> Tool {
 #[tokio::test]
 async fn progress_becomes_preliminary_result_events_in_order_and_is_kept_on_the_step() {
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "index", json!({}))
         .text("Indexed.");
     let agent = Agent::builder("t")
@@ -78,6 +79,7 @@ async fn progress_becomes_preliminary_result_events_in_order_and_is_kept_on_the_
 #[tokio::test]
 async fn progress_is_kept_on_the_step_without_a_listener() {
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "index", json!({}))
         .text("Indexed.");
     let agent = Agent::builder("t")
@@ -108,6 +110,7 @@ async fn a_streaming_tool_yields_progress_then_its_result() {
         |_, _| futures::stream::empty(),
     );
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "index", json!({})),
             ToolCall::new("c2", "empty", json!({})),
@@ -149,6 +152,7 @@ async fn an_event_validator_rejects_bad_progress_and_fails_the_call() {
     })
     .event_json_schema(json!({"type": "object", "properties": {"phase": {"type": "string"}}, "required": ["phase"]}));
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "index", json!({}))
         .text("ok");
     let agent = Agent::builder("t")
@@ -197,6 +201,7 @@ fn context_tools() -> Vec<Tool> {
 #[tokio::test]
 async fn set_context_is_seen_by_the_next_turn_and_survives_a_pause_and_a_json_round_trip() {
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "set", json!({"indexed": true})),
             ToolCall::new("c2", "read", json!({})),
@@ -258,6 +263,7 @@ async fn among_concurrent_calls_the_last_in_call_order_wins() {
         },
     );
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "set", json!({"by": "first", "ms": 1})),
             ToolCall::new("c2", "set", json!({"by": "second", "ms": 50})),

@@ -159,14 +159,15 @@ fn model_error(error: &AgentError) -> &ModelError {
     }
 }
 
-fn simple_request(text: &str) -> ModelRequest {
+fn simple_request(text: &str) -> ModelRequest<'static> {
     ModelRequest {
         model: None,
-        instructions: String::new(),
+        instructions: String::new().into(),
         messages: vec![Message::User {
             content: text.into(),
-        }],
-        tools: Vec::new(),
+        }]
+        .into(),
+        tools: Vec::new().into(),
         temperature: None,
         max_output_tokens: None,
         tool_choice: ToolChoice::Auto,
@@ -178,7 +179,7 @@ fn simple_request(text: &str) -> ModelRequest {
 /// Streams `request` from `model`, collecting the deltas.
 async fn stream_model(
     model: &Anthropic,
-    request: &ModelRequest,
+    request: &ModelRequest<'_>,
 ) -> (
     Result<phaseo_agent::ModelResponse, ModelError>,
     Vec<ModelDelta>,
@@ -793,7 +794,7 @@ fn the_assembler_fails_on_an_error_event_and_on_a_cut_stream() {
 fn request_body_maps_a_conversation_with_malformed_arguments_and_choices() {
     let request = ModelRequest {
         model: None,
-        instructions: String::new(),
+        instructions: String::new().into(),
         messages: vec![
             Message::User {
                 content: "Deploy".into(),
@@ -807,13 +808,15 @@ fn request_body_maps_a_conversation_with_malformed_arguments_and_choices() {
                 name: "deploy".into(),
                 content: json!({"error": "Invalid tool input: EOF while parsing"}).to_string(),
             },
-        ],
+        ]
+        .into(),
         tools: vec![ToolDefinition {
             name: "deploy".into(),
             description: String::new(),
             parameters: json!({"properties": {"env": {"type": "string"}}}),
             strict: false,
-        }],
+        }]
+        .into(),
         temperature: None,
         max_output_tokens: None,
         tool_choice: ToolChoice::Tool("deploy".into()),

@@ -653,7 +653,8 @@ async fn retry_after_in_seconds_is_read() {
     let request = ModelRequest {
         messages: vec![Message::User {
             content: "Hi".into(),
-        }],
+        }]
+        .into(),
         ..request()
     };
     let error = model(&server).respond(&request).await.unwrap_err();
@@ -805,12 +806,12 @@ async fn local_failures_are_not_sent_or_retried() {
 
 // Requests, directly.
 
-fn request() -> ModelRequest {
+fn request() -> ModelRequest<'static> {
     ModelRequest {
         model: None,
-        instructions: String::new(),
-        messages: Vec::new(),
-        tools: Vec::new(),
+        instructions: String::new().into(),
+        messages: Vec::new().into(),
+        tools: Vec::new().into(),
         temperature: None,
         max_output_tokens: None,
         tool_choice: ToolChoice::Auto,
@@ -819,11 +820,12 @@ fn request() -> ModelRequest {
     }
 }
 
-fn user_request() -> ModelRequest {
+fn user_request() -> ModelRequest<'static> {
     ModelRequest {
         messages: vec![Message::User {
             content: "Hi".into(),
-        }],
+        }]
+        .into(),
         ..request()
     }
 }
@@ -846,7 +848,7 @@ fn tool_choice_and_parallel_calls_are_sent_with_tools_only() {
     let local = OpenAi::new("m").base_url("http://localhost:8080/v1");
     let body = |request: &ModelRequest| request_body(request, &local, false).expect("a body");
     let with_tools = ModelRequest {
-        tools: vec![tool_definition("get_status", false)],
+        tools: vec![tool_definition("get_status", false)].into(),
         parallel_tool_calls: Some(false),
         ..request()
     };
@@ -876,7 +878,8 @@ fn tool_choice_and_parallel_calls_are_sent_with_tools_only() {
         tools: vec![
             tool_definition("get_status", false),
             tool_definition("deploy", false),
-        ],
+        ]
+        .into(),
         tool_choice: ToolChoice::Required,
         ..request()
     };
@@ -894,7 +897,7 @@ fn tool_choice_and_parallel_calls_are_sent_with_tools_only() {
         let tools = if matches!(choice, ToolChoice::Tool(_)) {
             with_tools.tools.clone()
         } else {
-            Vec::new()
+            Vec::new().into()
         };
         let error = request_body(
             &ModelRequest {
@@ -943,7 +946,8 @@ fn a_strict_tool_is_sent_in_the_strict_dialect() {
         tools: vec![
             tool_definition("get_status", true),
             tool_definition("loose", false),
-        ],
+        ]
+        .into(),
         ..user_request()
     };
     let body = request_body(&request, &OpenAi::new("gpt-4.1"), false).expect("body");
@@ -971,7 +975,7 @@ fn a_strict_tool_is_sent_in_the_strict_dialect() {
     };
     let body = request_body(
         &ModelRequest {
-            tools: vec![map.clone()],
+            tools: vec![map.clone()].into(),
             ..user_request()
         },
         &OpenAi::new("gpt-4.1"),
@@ -1035,7 +1039,8 @@ fn the_conversation_maps_to_messages() {
                 content: Some("Done.".into()),
                 tool_calls: vec![],
             },
-        ],
+        ]
+        .into(),
         ..request()
     };
     let body = request_body(&request, &OpenAi::new("m"), false).expect("body");

@@ -151,6 +151,7 @@ fn last_result(model: &ScriptedModel) -> String {
 #[tokio::test]
 async fn a_free_tool_gets_the_agents_resource() {
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "lookup", json!({"id": 7}))
         .text("done");
     let agent = Agent::builder("desk")
@@ -172,7 +173,7 @@ async fn a_free_tool_gets_the_agents_resource() {
 #[tokio::test]
 async fn a_missing_resource_is_an_error_at_build_naming_the_tool_and_the_type() {
     let err = Agent::builder("desk")
-        .model(ScriptedModel::new())
+        .model(ScriptedModel::new().record_requests())
         .tool(whereami)
         .resource(Pool::new("primary"))
         .build()
@@ -190,7 +191,7 @@ async fn a_missing_resource_is_an_error_at_build_naming_the_tool_and_the_type() 
 
     // A method tool's resources are checked the same way.
     let err = Agent::builder("desk")
-        .model(ScriptedModel::new())
+        .model(ScriptedModel::new().record_requests())
         .tools(helpdesk())
         .build()
         .unwrap_err();
@@ -203,6 +204,7 @@ async fn a_missing_resource_is_an_error_at_build_naming_the_tool_and_the_type() 
 #[tokio::test]
 async fn resources_with_the_context_and_sync_tools() {
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "whereami", json!({}))
         .tool_call("c2", "queries", json!({"plus": 10}))
         .text("done");
@@ -230,6 +232,7 @@ async fn resources_with_the_context_and_sync_tools() {
 async fn the_tools_of_a_method_set_share_one_value() {
     let desk = Arc::new(helpdesk());
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "greet", json!({"name": "Ada"}))
         .tool_call("c2", "fetch-ticket", json!({"id": 3}))
         .tool_call("c3", "refund", json!({"amount": 20}))
@@ -284,6 +287,7 @@ async fn the_tools_of_a_method_set_share_one_value() {
 #[tokio::test]
 async fn method_keys_apply_and_a_resumed_run_gets_the_resuming_agents_resources() {
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "refund", json!({"amount": 500}))
         .tool_call("c2", "fetch-ticket", json!({"id": 9}))
         .text("done");
@@ -353,6 +357,7 @@ async fn a_hand_written_tool_uses_ctx_resource_and_declares_it() {
     );
     // Undeclared: the agent builds, and the call fails with a tool error the model reads.
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "pool_name", json!({}))
         .text("done");
     let agent = Agent::builder("desk")
@@ -370,13 +375,14 @@ async fn a_hand_written_tool_uses_ctx_resource_and_declares_it() {
     let declared = tool.needs_resource::<Pool>();
     assert!(
         Agent::builder("desk")
-            .model(ScriptedModel::new())
+            .model(ScriptedModel::new().record_requests())
             .tool(declared.clone())
             .build()
             .is_err()
     );
     let shared = Resources::new().with(Pool::new("shared"));
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "pool_name", json!({}))
         .text("ok");
     let agent = Agent::builder("desk")

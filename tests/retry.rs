@@ -53,6 +53,7 @@ impl Model for Flaky {
 async fn a_model_failure_after_an_approved_call_is_retried_without_running_the_tool_again() {
     let runs = Counter::default();
     let script = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "deploy", json!({"environment": "prod"}))
         .text("Deployed.");
     // Request 0 asks for the deploy; request 1 (after the approved deploy ran) fails.
@@ -96,6 +97,7 @@ async fn a_fail_run_turn_is_retried_with_its_results_and_no_call_runs_twice() {
     })
     .on_error(OnError::FailRun);
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "get_status", json!({"service": "api"})),
             ToolCall::new("c2", "f", json!({})),
@@ -135,7 +137,7 @@ async fn a_fail_run_turn_is_retried_with_its_results_and_no_call_runs_twice() {
 #[tokio::test]
 async fn only_a_failed_run_can_be_retried() {
     let agent = Agent::builder("t")
-        .model(ScriptedModel::new().text("hi"))
+        .model(ScriptedModel::new().record_requests().text("hi"))
         .build()
         .unwrap();
     let done = agent.run("hello").await.unwrap();
@@ -147,7 +149,7 @@ async fn only_a_failed_run_can_be_retried() {
 #[tokio::test]
 async fn a_failed_state_from_a_signing_agent_is_signed_and_checked_on_retry() {
     let key = b"a secret of 32 bytes or more....";
-    let model = Flaky::new(ScriptedModel::new().text("late"), &[0]);
+    let model = Flaky::new(ScriptedModel::new().record_requests().text("late"), &[0]);
     let agent = Agent::builder("t")
         .model(model)
         .state_key(key)
@@ -165,7 +167,7 @@ async fn a_failed_state_from_a_signing_agent_is_signed_and_checked_on_retry() {
 
 #[tokio::test]
 async fn a_retry_streams_its_events() {
-    let model = Flaky::new(ScriptedModel::new().text("late"), &[0]);
+    let model = Flaky::new(ScriptedModel::new().record_requests().text("late"), &[0]);
     let agent = Agent::builder("t").model(model).build().unwrap();
     let state = agent.run("go").await.unwrap_err().state.unwrap();
     let names: Vec<&str> = agent.stream_retry(&state).map(|e| e.name()).collect().await;
@@ -183,6 +185,7 @@ async fn a_plain_run_shows_operators_a_panics_text_on_the_step() {
         },
     );
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "flaky", json!({}))
         .text("sorry");
     let agent = Agent::builder("t")
@@ -205,7 +208,9 @@ async fn a_plain_run_shows_operators_a_panics_text_on_the_step() {
 
 #[tokio::test]
 async fn a_plain_run_that_fails_returns_its_state_with_the_error() {
-    let model = ScriptedModel::new().tool_call("c1", "nope", json!({}));
+    let model = ScriptedModel::new()
+        .record_requests()
+        .tool_call("c1", "nope", json!({}));
     let agent = Agent::builder("t").model(model).build().unwrap();
     let failed = agent.run("go").await.unwrap_err();
     assert_eq!(failed, AgentError::UnknownTool("nope".into()));
@@ -233,7 +238,7 @@ async fn a_run_error_converts_into_an_agent_error_with_the_question_mark() {
             .to_string())
     }
     let agent = Agent::builder("t")
-        .model(ScriptedModel::new())
+        .model(ScriptedModel::new().record_requests())
         .build()
         .unwrap();
     assert!(matches!(ship(&agent).await, Err(AgentError::Model(_))));

@@ -55,7 +55,7 @@ async fn stream_end(stream: phaseo_agent::EventStream) -> (Vec<&'static str>, Op
 async fn fail_run_stops_the_turn_at_concurrency_one() {
     let (started, finished, cancelled) =
         (Counter::default(), Counter::default(), Counter::default());
-    let model = ScriptedModel::new().tool_calls([
+    let model = ScriptedModel::new().record_requests().tool_calls([
         ToolCall::new("c1", "f", json!({})),
         ToolCall::new("c2", "slow", json!({})),
         ToolCall::new("c3", "slow", json!({})),
@@ -98,7 +98,7 @@ async fn fail_run_cancels_running_siblings_and_starts_no_queued_call_at_concurre
     calls.push(ToolCall::new("c1", "f", json!({})));
     calls.extend((2..6).map(|i| ToolCall::new(format!("c{i}"), "slow", json!({}))));
     let agent = Agent::builder("t")
-        .model(ScriptedModel::new().tool_calls(calls))
+        .model(ScriptedModel::new().record_requests().tool_calls(calls))
         .tool(failing("f").on_error(OnError::FailRun))
         .tool(slow("slow", 50, &started, &finished, &cancelled))
         .tool_concurrency(4)
@@ -132,6 +132,7 @@ async fn a_tool_hidden_by_active_tools_is_treated_as_unknown() {
         ..params.clone()
     });
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "narrow", json!({}))
         .tool_call("c2", "get_status", json!({"service": "api"}))
         .text("done");
@@ -166,6 +167,7 @@ async fn a_call_under_tool_choice_none_is_treated_as_unknown_and_its_policy_appl
         ..params.clone()
     });
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "quiet", json!({}))
         .tool_call("c2", "get_status", json!({"service": "api"}))
         .text("done");
@@ -188,7 +190,7 @@ async fn a_call_under_tool_choice_none_is_treated_as_unknown_and_its_policy_appl
 #[tokio::test]
 async fn an_agent_level_approval_rule_adds_to_a_tools_own_gate_and_never_removes_it() {
     let (status_runs, deploy_runs) = (Counter::default(), Counter::default());
-    let model = ScriptedModel::new().tool_calls([
+    let model = ScriptedModel::new().record_requests().tool_calls([
         ToolCall::new("c1", "get_status", json!({"service": "payments"})),
         ToolCall::new("c2", "deploy", json!({"environment": "staging"})),
     ]);
@@ -224,6 +226,7 @@ async fn an_agent_level_approval_rule_adds_to_a_tools_own_gate_and_never_removes
 async fn an_approval_policy_sees_the_tools_own_verdict_and_decides() {
     let (status_runs, deploy_runs) = (Counter::default(), Counter::default());
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "get_status", json!({"service": "payments"})),
             ToolCall::new("c2", "deploy", json!({"environment": "staging"})),
@@ -253,7 +256,11 @@ async fn an_approval_policy_sees_the_tools_own_verdict_and_decides() {
 #[tokio::test]
 async fn a_panicking_approval_policy_fails_closed() {
     let runs = Counter::default();
-    let model = ScriptedModel::new().tool_call("c1", "get_status", json!({"service": "api"}));
+    let model = ScriptedModel::new().record_requests().tool_call(
+        "c1",
+        "get_status",
+        json!({"service": "api"}),
+    );
     let agent = Agent::builder("t")
         .model(model)
         .tool(status_tool(&runs))
@@ -274,6 +281,7 @@ async fn paused(agent: &Agent) -> RunState {
 
 fn gated_agent(id: &str, key: Option<&[u8]>) -> Agent {
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "deploy", json!({"environment": "prod"}))
         .text("done");
     let builder = Agent::builder(id)
@@ -344,7 +352,7 @@ async fn a_resume_by_another_agent_is_refused_on_the_stream() {
 #[tokio::test]
 async fn a_resume_of_a_run_that_is_not_paused_is_refused_on_the_stream() {
     let agent = Agent::builder("t")
-        .model(ScriptedModel::new().text("hi"))
+        .model(ScriptedModel::new().record_requests().text("hi"))
         .build()
         .unwrap();
     let done = agent.run("hello").await.unwrap().state;

@@ -91,7 +91,7 @@ async fn the_canonical_schema_is_still_enforced() {
 
 #[tokio::test]
 async fn requests_mark_strict_tools() {
-    let model = ScriptedModel::new().text("ok");
+    let model = ScriptedModel::new().record_requests().text("ok");
     let plain = Tool::new(
         "plain",
         "A plain tool",
@@ -125,7 +125,7 @@ async fn a_strict_tool_without_a_strict_form_fails_the_build_naming_the_path() {
     })
     .strict();
     let error = Agent::builder("a")
-        .model(ScriptedModel::new())
+        .model(ScriptedModel::new().record_requests())
         .tool(tool)
         .build()
         .expect_err("refused");

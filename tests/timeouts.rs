@@ -60,6 +60,7 @@ async fn a_tool_that_ignores_cancellation_is_abandoned_at_its_deadline() {
     )
     .timeout(Duration::from_millis(100));
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "sleeper", json!({}))
         .text("moved on");
     let agent = Agent::builder("t")
@@ -106,6 +107,7 @@ async fn a_blocking_tool_cannot_be_stopped_but_the_run_does_not_wait_for_it() {
     )
     .timeout(Duration::from_millis(100));
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "blocking", json!({}))
         .text("moved on");
     let agent = Agent::builder("t")
@@ -154,6 +156,7 @@ async fn time_queued_behind_the_concurrency_limit_does_not_count() {
     )
     .timeout(Duration::from_millis(200));
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "slow", json!({})),
             ToolCall::new("c2", "quick", json!({})),
@@ -196,6 +199,7 @@ async fn the_agent_default_timeout_applies_to_tools_without_one_and_a_tool_timeo
         )
     };
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "default", json!({})),
             ToolCall::new("c2", "own", json!({})),
@@ -231,6 +235,7 @@ async fn a_timeout_under_fail_run_fails_the_run() {
     .timeout(Duration::from_millis(10))
     .on_error(OnError::FailRun);
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "sleepy", json!({}))
         .text("unreachable");
     let agent = Agent::builder("t").model(model).tool(tool).build().unwrap();
@@ -293,6 +298,7 @@ async fn dropping_a_run_fires_the_tokens_of_its_running_calls() {
         },
     );
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "long", json!({}))
         .text("unreachable");
     let agent = Agent::builder("t").model(model).tool(tool).build().unwrap();
@@ -329,6 +335,7 @@ async fn a_tool_that_uses_up_its_cooperative_budget_still_times_out() {
     )
     .timeout(Duration::from_millis(50));
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "busy", json!({}))
         .text("moved on");
     let agent = Agent::builder("t")

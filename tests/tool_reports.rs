@@ -37,6 +37,7 @@ async fn context_and_progress_set_inside_on_tool_called_are_kept() {
         Some(json!("from cache"))
     });
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "lookup", json!({}))
         .tool_call("c2", "probe", json!({}))
         .text("done");
@@ -75,6 +76,7 @@ async fn next_turn_runs_for_a_call_answered_by_the_hook() {
         .on_tool_called(|_, _| Some(json!("hooked"))),
     );
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "t", json!({}))
         .text("done");
     let agent = Agent::builder("t")
@@ -94,6 +96,7 @@ async fn next_turn_runs_for_a_call_answered_by_a_person() {
         json!({"type": "object"}),
     ));
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "t", json!({}))
         .text("done");
     let agent = Agent::builder("t")
@@ -121,6 +124,7 @@ async fn next_turn_does_not_run_for_a_rejected_call() {
         .require_approval(),
     );
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "t", json!({}))
         .text("done");
     let agent = Agent::builder("t")
@@ -152,6 +156,7 @@ async fn the_context_a_failing_call_set_is_dropped() {
         },
     );
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "f", json!({}))
         .tool_call("c2", "probe", json!({}))
         .text("done");
@@ -185,7 +190,7 @@ async fn an_async_approval_function_decides_after_its_io() {
             service == "payments"
         }
     });
-    let model = ScriptedModel::new().tool_calls([
+    let model = ScriptedModel::new().record_requests().tool_calls([
         ToolCall::new("c1", "get_status", json!({"service": "payments"})),
         ToolCall::new("c2", "get_status", json!({"service": "search"})),
     ]);
@@ -206,7 +211,11 @@ async fn a_panicking_async_approval_function_fails_closed() {
     let tool = status_tool(&runs).approval_async(|_: &Value, _: &ToolContext| async {
         panic!("the policy service client panicked")
     });
-    let model = ScriptedModel::new().tool_call("c1", "get_status", json!({"service": "api"}));
+    let model = ScriptedModel::new().record_requests().tool_call(
+        "c1",
+        "get_status",
+        json!({"service": "api"}),
+    );
     let agent = Agent::builder("t").model(model).tool(tool).build().unwrap();
     let paused = agent.run("go").await.unwrap();
     assert_eq!(paused.status(), RunStatus::WaitingForHuman);
@@ -216,7 +225,11 @@ async fn a_panicking_async_approval_function_fails_closed() {
 #[tokio::test]
 async fn an_async_agent_level_rule_adds_a_gate() {
     let runs = Counter::default();
-    let model = ScriptedModel::new().tool_call("c1", "get_status", json!({"service": "payments"}));
+    let model = ScriptedModel::new().record_requests().tool_call(
+        "c1",
+        "get_status",
+        json!({"service": "payments"}),
+    );
     let agent = Agent::builder("t")
         .model(model)
         .tool(status_tool(&runs))
@@ -241,7 +254,7 @@ async fn an_async_hook_answers_or_defers_after_its_io() {
             (service == "api").then(|| json!({"service": "api", "status": "cached"}))
         }
     });
-    let model = ScriptedModel::new().tool_calls([
+    let model = ScriptedModel::new().record_requests().tool_calls([
         ToolCall::new("c1", "get_status", json!({"service": "api"})),
         ToolCall::new("c2", "get_status", json!({"service": "db"})),
     ]);

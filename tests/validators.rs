@@ -35,6 +35,7 @@ async fn the_draft_is_chosen_by_dollar_schema() {
     let runs2020 = Counter::default();
     let runs_default = Counter::default();
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "pair7", json!({"pair": [5]})),
             ToolCall::new("c2", "pair2020", json!({"pair": [5]})),
@@ -83,6 +84,7 @@ async fn a_custom_input_validator_runs_after_the_schema_and_may_transform() {
         Ok(input)
     });
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "search", json!({"query": "  Printer "})),
             ToolCall::new("c2", "search", json!({"query": "   "})),
@@ -155,6 +157,7 @@ async fn output_validators_check_results_under_the_error_policy() {
     };
     let schema = json!({"type": "object", "properties": {"status": {"enum": ["up", "down"]}}, "required": ["status"]});
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_calls([
             ToolCall::new("c1", "good", json!({})),
             ToolCall::new("c2", "bad", json!({})),
@@ -190,6 +193,7 @@ async fn output_validators_check_results_under_the_error_policy() {
 
     // Under fail-run, an invalid output fails the run.
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "bad", json!({}))
         .text("unreachable");
     let agent = Agent::builder("t")
@@ -212,6 +216,7 @@ async fn a_supplied_output_is_checked_and_a_bad_one_is_refused_without_changing_
     let lookup = Tool::external("lookup", "Load a ticket", json!({"type": "object"}))
         .output_json_schema(json!({"type": "object", "required": ["title"]}));
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "lookup", json!({}))
         .text("ok");
     let agent = Agent::builder("t")
@@ -259,6 +264,7 @@ async fn a_typed_external_tool_checks_the_supplied_output_against_its_type() {
     let tool = Tool::external_typed::<Lookup, Ticket>("lookup", "Load a ticket");
     assert_eq!(tool.parameters()["required"], json!(["ticket_id"]));
     let model = ScriptedModel::new()
+        .record_requests()
         .tool_call("c1", "lookup", json!({"ticket_id": "T-1"}))
         .text("ok");
     let agent = Agent::builder("t").model(model).tool(tool).build().unwrap();
@@ -291,7 +297,7 @@ async fn a_schema_that_does_not_compile_is_refused_when_the_agent_is_built() {
     let tool = Tool::new("t", "d", json!({"type": "object"}), |v, _| Ok(v))
         .output_json_schema(json!({"type": "object", "properties": {"a": {"pattern": "(["}}}));
     let err = Agent::builder("a")
-        .model(ScriptedModel::new())
+        .model(ScriptedModel::new().record_requests())
         .tool(tool)
         .build()
         .err()

@@ -62,7 +62,7 @@ use proc_macro::TokenStream;
 /// assert_eq!(add(2, 3), 5);
 ///
 /// // An agent takes them by name.
-/// let model = ScriptedModel::new()
+/// let model = ScriptedModel::new().record_requests()
 ///     .tool_call("call_1", "add", serde_json::json!({"a": 2, "b": 3}))
 ///     .text("2 + 3 = 5");
 /// let agent = Agent::builder("helper").model(model).tool(fetch_ticket).tool(add).build()?;
@@ -195,7 +195,7 @@ use proc_macro::TokenStream;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), AgentError> {
-/// let model = ScriptedModel::new()
+/// let model = ScriptedModel::new().record_requests()
 ///     .tool_call("call_1", "search", json!({"query": "  printer on fire  "}))
 ///     .tool_call("call_2", "migrate", json!({"version": 7}))
 ///     .text("unreachable");
@@ -238,7 +238,7 @@ use proc_macro::TokenStream;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-/// let model = ScriptedModel::new()
+/// let model = ScriptedModel::new().record_requests()
 ///     .tool_call("call_1", "deploy", json!({"environment": "production"}))
 ///     .text("Deployed.");
 /// let agent = Agent::builder("ops").model(model).tool(deploy).tool(crm_lookup).build()?;

@@ -1,6 +1,7 @@
 //! One model turn: the [`Model`] trait, [`ModelRequest`] and [`ModelResponse`], the tools as the
 //! model sees them, and [`TurnParams`], the changes tools make to the next request.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -20,7 +21,7 @@ use crate::model::message::{Message, ToolCall};
 /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
 /// let ping = Tool::new("ping", "Check that a host answers",
 ///     json!({"type": "object", "properties": {"host": {"type": "string"}}}), |_, _| Ok(json!("pong")));
-/// let model = ScriptedModel::new().text("Nothing to ping.");
+/// let model = ScriptedModel::new().text("Nothing to ping.").record_requests();
 /// let agent = Agent::builder("ops").model(model.clone()).tool(ping).build()?;
 /// agent.run("Hello").await?;
 /// // What the model was told about the tool.
@@ -82,12 +83,20 @@ pub enum ToolChoice {
 /// A [`Model`] gets one per turn: the agent's instructions, the conversation so far and the tools
 /// offered, with the turn's settings (after any next-turn overrides).
 ///
+/// The request borrows what the run already holds: the conversation from the run's state, the
+/// tool definitions the agent built once, the instructions and ids from the agent; nothing is
+/// copied per turn (issue 14). Its text and list fields are [`Cow`]s, so a request can also own
+/// its data: one built by hand (for a provider's pure mapping functions, say) or kept after the
+/// run with [`into_owned`](ModelRequest::into_owned), as
+/// [`ScriptedModel::record_requests`](crate::ScriptedModel::record_requests) does. A `Cow` reads
+/// like what it holds (`&str`, `&[Message]`) and compares with it.
+///
 /// ```
 /// use phaseo_agent::{Agent, Message, ScriptedModel, ToolChoice};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-/// let model = ScriptedModel::new().text("Hello!");
+/// let model = ScriptedModel::new().text("Hello!").record_requests();
 /// let agent = Agent::builder("greeter").instructions("Be brief.").model(model.clone()).build()?;
 /// agent.run("Hi").await?;
 ///
@@ -99,16 +108,32 @@ pub enum ToolChoice {
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ModelRequest {
+///
+/// Built by hand, a request owns its fields (`.into()` turns a `String`, `&str` or `Vec` into a
+/// `Cow`):
+///
+/// ```
+/// use phaseo_agent::{Message, ModelRequest};
+///
+/// let request = ModelRequest {
+///     instructions: "Be brief.".into(),
+///     messages: vec![Message::User { content: "Hi".into() }].into(),
+///     ..ModelRequest::default()
+/// };
+/// assert_eq!(request.messages.len(), 1);
+/// let kept: ModelRequest<'static> = request.into_owned();
+/// assert_eq!(kept.instructions, "Be brief.");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelRequest<'a> {
     /// A model name override for this turn, if any (see next-turn overrides).
-    pub model: Option<String>,
+    pub model: Option<Cow<'a, str>>,
     /// The agent's instructions (system prompt).
-    pub instructions: String,
+    pub instructions: Cow<'a, str>,
     /// The conversation so far.
-    pub messages: Vec<Message>,
+    pub messages: Cow<'a, [Message]>,
     /// The tools the model may call.
-    pub tools: Vec<ToolDefinition>,
+    pub tools: Cow<'a, [ToolDefinition]>,
     /// Sampling temperature, if set.
     pub temperature: Option<f32>,
     /// Maximum output tokens, if set.
@@ -121,12 +146,40 @@ pub struct ModelRequest {
     pub parallel_tool_calls: Option<bool>,
     /// Which run, agent and turn this request is for: for provider metadata and tracing.
     #[serde(default)]
-    pub meta: RequestMeta,
+    pub meta: RequestMeta<'a>,
+}
+
+impl ModelRequest<'_> {
+    /// The same request, owning all its data (a deep copy of whatever it borrows), so it can be
+    /// kept after the run goes on.
+    ///
+    /// ```
+    /// use phaseo_agent::{Message, ModelRequest};
+    ///
+    /// let conversation = vec![Message::User { content: "Hi".into() }];
+    /// let borrowed = ModelRequest { messages: conversation.as_slice().into(), ..ModelRequest::default() };
+    /// let kept = borrowed.into_owned();
+    /// drop(conversation);
+    /// assert_eq!(kept.messages, vec![Message::User { content: "Hi".into() }]);
+    /// ```
+    pub fn into_owned(self) -> ModelRequest<'static> {
+        ModelRequest {
+            model: self.model.map(|m| Cow::Owned(m.into_owned())),
+            instructions: Cow::Owned(self.instructions.into_owned()),
+            messages: Cow::Owned(self.messages.into_owned()),
+            tools: Cow::Owned(self.tools.into_owned()),
+            temperature: self.temperature,
+            max_output_tokens: self.max_output_tokens,
+            tool_choice: self.tool_choice,
+            parallel_tool_calls: self.parallel_tool_calls,
+            meta: self.meta.into_owned(),
+        }
+    }
 }
 
 /// Which run, agent and turn a [`ModelRequest`] is for. Providers may send it as request
 /// metadata (the OpenAI provider sends `user` only if you ask; see its docs); custom models and
-/// tracing can read it.
+/// tracing can read it. Its ids are borrowed from the run, like the rest of the request.
 ///
 /// ```
 /// use phaseo_agent::{Agent, ScriptedModel, Tool};
@@ -135,7 +188,10 @@ pub struct ModelRequest {
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
 /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
-/// let model = ScriptedModel::new().tool_call("call_1", "ping", json!({})).text("It answers.");
+/// let model = ScriptedModel::new()
+///     .tool_call("call_1", "ping", json!({}))
+///     .text("It answers.")
+///     .record_requests();
 /// let agent = Agent::builder("ops").model(model.clone()).tool(ping).build()?;
 /// let done = agent.run("Ping it").await?;
 ///
@@ -147,13 +203,34 @@ pub struct ModelRequest {
 /// # }
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RequestMeta {
+pub struct RequestMeta<'a> {
     /// The run's id.
-    pub run_id: String,
+    pub run_id: Cow<'a, str>,
     /// The agent's id.
-    pub agent_id: String,
+    pub agent_id: Cow<'a, str>,
     /// The turn's index in the run (0 for the first).
     pub turn: usize,
+}
+
+impl RequestMeta<'_> {
+    /// The same ids, owned.
+    ///
+    /// ```
+    /// use phaseo_agent::RequestMeta;
+    ///
+    /// let run_id = String::from("run_1");
+    /// let meta = RequestMeta { run_id: run_id.as_str().into(), agent_id: "ops".into(), turn: 0 };
+    /// let kept: RequestMeta<'static> = meta.into_owned();
+    /// drop(run_id);
+    /// assert_eq!(kept.run_id, "run_1");
+    /// ```
+    pub fn into_owned(self) -> RequestMeta<'static> {
+        RequestMeta {
+            run_id: Cow::Owned(self.run_id.into_owned()),
+            agent_id: Cow::Owned(self.agent_id.into_owned()),
+            turn: self.turn,
+        }
+    }
 }
 
 /// Why the model stopped.
@@ -425,7 +502,7 @@ impl std::fmt::Debug for DeltaSink<'_> {
 /// struct Echo;
 ///
 /// impl Model for Echo {
-///     fn respond<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+///     fn respond<'a>(&'a self, request: &'a ModelRequest<'a>) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
 ///         Box::pin(async move { Ok(ModelResponse::text(format!("{} messages", request.messages.len()))) })
 ///     }
 /// }
@@ -434,7 +511,7 @@ pub trait Model: Send + Sync {
     /// Answers one request.
     fn respond<'a>(
         &'a self,
-        request: &'a ModelRequest,
+        request: &'a ModelRequest<'a>,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>>;
 
     /// Answers one request, sending text and tool-call deltas to `deltas` as they arrive, and
@@ -443,7 +520,7 @@ pub trait Model: Send + Sync {
     /// [`respond`](Model::respond). The default sends nothing and answers whole.
     fn respond_streaming<'a>(
         &'a self,
-        request: &'a ModelRequest,
+        request: &'a ModelRequest<'a>,
         deltas: &'a DeltaSink<'a>,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         let _ = deltas;
@@ -457,14 +534,14 @@ macro_rules! forward_model {
         impl<M: Model + ?Sized> Model for $pointer<M> {
             fn respond<'a>(
                 &'a self,
-                request: &'a ModelRequest,
+                request: &'a ModelRequest<'a>,
             ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
                 (**self).respond(request)
             }
 
             fn respond_streaming<'a>(
                 &'a self,
-                request: &'a ModelRequest,
+                request: &'a ModelRequest<'a>,
                 deltas: &'a DeltaSink<'a>,
             ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
                 (**self).respond_streaming(request, deltas)

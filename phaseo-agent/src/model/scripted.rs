@@ -10,7 +10,8 @@ use crate::error::{ModelError, ModelErrorKind};
 use crate::model::message::ToolCall;
 use crate::model::request::{DeltaSink, Model, ModelDelta, ModelRequest, ModelResponse};
 
-/// A model that replays scripted turns and records every request it receives.
+/// A model that replays scripted turns, and records the requests it receives when asked to
+/// ([`record_requests`](ScriptedModel::record_requests)).
 ///
 /// Clones share the script and the record, so a test can keep one handle and give another to the agent.
 /// When the script runs out, `respond` fails with a [`ModelError`] of kind `other`. A scripted
@@ -26,7 +27,6 @@ use crate::model::request::{DeltaSink, Model, ModelDelta, ModelRequest, ModelRes
 ///     .tool_call("call_1", "get_status", json!({"service": "api"}))
 ///     .text("The API is healthy.");
 /// assert_eq!(model.remaining(), 2);
-/// assert!(model.requests().is_empty());
 /// ```
 #[derive(Clone, Default)]
 pub struct ScriptedModel {
@@ -37,7 +37,8 @@ pub struct ScriptedModel {
 struct Script {
     streaming: bool,
     turns: VecDeque<Result<ModelResponse, ModelError>>,
-    requests: Vec<ModelRequest>,
+    /// The requests received, when recording is on (`None`: off).
+    requests: Option<Vec<ModelRequest<'static>>>,
 }
 
 impl ScriptedModel {
@@ -181,14 +182,18 @@ impl ScriptedModel {
         self.turn(ModelResponse::tool_calls(calls))
     }
 
-    /// Every request received so far, in order.
+    /// Keeps a copy of every request from now on, for [`requests`](ScriptedModel::requests) to
+    /// read. Off by default: a request borrows the run's conversation, so keeping it means a deep
+    /// copy of the whole conversation and every tool's schema on each turn, which a test that
+    /// only needs the script should not pay for.
     ///
     /// ```
     /// use phaseo_agent::{Agent, Message, ScriptedModel};
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let model = ScriptedModel::new().text("Hello!");
+    /// let model = ScriptedModel::new().text("Hello!").record_requests();
+    /// assert!(model.requests().is_empty());
     /// let agent = Agent::builder("a").model(model.clone()).build()?; // clones share the record
     /// agent.run("Hi").await?;
     /// assert_eq!(model.requests().len(), 1);
@@ -196,8 +201,31 @@ impl ScriptedModel {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn requests(&self) -> Vec<ModelRequest> {
-        self.lock().requests.clone()
+    pub fn record_requests(self) -> Self {
+        self.lock().requests.get_or_insert_with(Vec::new);
+        self
+    }
+
+    /// Every request received since [`record_requests`](ScriptedModel::record_requests), in order.
+    ///
+    /// # Panics
+    ///
+    /// When the model does not record requests: a test that reads them must ask for them, and
+    /// an empty list would read as "the model was never asked".
+    ///
+    /// ```should_panic
+    /// use phaseo_agent::ScriptedModel;
+    ///
+    /// let model = ScriptedModel::new().text("Hello!");
+    /// model.requests(); // panics: build it with `.record_requests()`
+    /// ```
+    pub fn requests(&self) -> Vec<ModelRequest<'static>> {
+        match &self.lock().requests {
+            Some(requests) => requests.clone(),
+            None => panic!(
+                "this ScriptedModel does not record requests: build it with `.record_requests()`"
+            ),
+        }
     }
 
     /// How many scripted turns are left.
@@ -225,9 +253,11 @@ impl ScriptedModel {
 }
 
 impl ScriptedModel {
-    fn next(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
+    fn next(&self, request: &ModelRequest<'_>) -> Result<ModelResponse, ModelError> {
         let mut script = self.lock();
-        script.requests.push(request.clone());
+        if let Some(requests) = &mut script.requests {
+            requests.push(request.clone().into_owned());
+        }
         script.turns.pop_front().unwrap_or_else(|| {
             Err(ModelError::new(
                 ModelErrorKind::Other,
@@ -240,14 +270,14 @@ impl ScriptedModel {
 impl Model for ScriptedModel {
     fn respond<'a>(
         &'a self,
-        request: &'a ModelRequest,
+        request: &'a ModelRequest<'a>,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         Box::pin(futures::future::ready(self.next(request)))
     }
 
     fn respond_streaming<'a>(
         &'a self,
-        request: &'a ModelRequest,
+        request: &'a ModelRequest<'a>,
         deltas: &'a DeltaSink<'a>,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         let streaming = self.lock().streaming;

@@ -265,7 +265,7 @@ impl Anthropic {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// // A request as an agent makes it (recorded by a scripted model).
-    /// let scripted = ScriptedModel::new().text("Hello!");
+    /// let scripted = ScriptedModel::new().record_requests().text("Hello!");
     /// Agent::builder("helper").model(scripted.clone()).build()?.run("Hi").await?;
     ///
     /// let model = Anthropic::new("claude-sonnet-4-5").max_tokens(8_192);
@@ -348,7 +348,7 @@ impl Anthropic {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// // A request as an agent makes it (recorded by a scripted model).
-    /// let scripted = ScriptedModel::new().text("Hello!");
+    /// let scripted = ScriptedModel::new().record_requests().text("Hello!");
     /// let done = Agent::builder("helper").model(scripted.clone()).build()?.run("Hi").await?;
     /// let request = &scripted.requests()[0];
     ///
@@ -442,7 +442,7 @@ impl fmt::Debug for Anthropic {
 impl Model for Anthropic {
     fn respond<'a>(
         &'a self,
-        request: &'a ModelRequest,
+        request: &'a ModelRequest<'a>,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         Box::pin(async move {
             let body = request_body(request, self, false)?;
@@ -454,7 +454,7 @@ impl Model for Anthropic {
 
     fn respond_streaming<'a>(
         &'a self,
-        request: &'a ModelRequest,
+        request: &'a ModelRequest<'a>,
         deltas: &'a DeltaSink<'a>,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         Box::pin(async move {
@@ -505,13 +505,15 @@ impl Model for Anthropic {
 ///         },
 ///         Message::Tool { call_id: "toolu_1".into(), name: "get_status".into(), content: r#"{"status":"up"}"#.into() },
 ///         Message::Tool { call_id: "toolu_2".into(), name: "get_status".into(), content: r#"{"error":"timed out"}"#.into() },
-///     ],
+///     ]
+///     .into(),
 ///     tools: vec![ToolDefinition {
 ///         name: "get_status".into(),
 ///         description: "Get a service's status".into(),
 ///         parameters: json!({"type": "object", "properties": {"service": {"type": "string"}}}),
 ///         strict: false,
-///     }],
+///     }]
+///     .into(),
 ///     temperature: None,
 ///     max_output_tokens: None,
 ///     tool_choice: ToolChoice::Auto,
@@ -529,7 +531,7 @@ impl Model for Anthropic {
 /// ]}));
 /// ```
 pub fn request_body(
-    request: &ModelRequest,
+    request: &ModelRequest<'_>,
     config: &Anthropic,
     stream: bool,
 ) -> Result<Value, ModelError> {
@@ -1152,12 +1154,12 @@ mod tests {
     use super::*;
     use crate::model::request::{RequestMeta, ToolDefinition};
 
-    fn request(messages: Vec<Message>) -> ModelRequest {
+    fn request(messages: Vec<Message>) -> ModelRequest<'static> {
         ModelRequest {
             model: None,
-            instructions: String::new(),
-            messages,
-            tools: Vec::new(),
+            instructions: "".into(),
+            messages: messages.into(),
+            tools: Vec::new().into(),
             temperature: None,
             max_output_tokens: None,
             tool_choice: ToolChoice::Auto,
@@ -1166,7 +1168,7 @@ mod tests {
         }
     }
 
-    fn body(request: &ModelRequest) -> Value {
+    fn body(request: &ModelRequest<'_>) -> Value {
         request_body(request, &Anthropic::new("claude-test"), false).unwrap()
     }
 
@@ -1235,7 +1237,7 @@ mod tests {
     #[test]
     fn a_root_union_schema_is_refused_before_sending() {
         let mut r = request(vec![]);
-        r.tools.push(ToolDefinition {
+        r.tools.to_mut().push(ToolDefinition {
             name: "pick".into(),
             description: String::new(),
             parameters: json!({"oneOf": [{"type": "object"}, {"type": "object"}]}),

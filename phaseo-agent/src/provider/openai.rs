@@ -416,7 +416,7 @@ impl OpenAi {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// // A request as an agent makes it (recorded by a scripted model).
-    /// let scripted = ScriptedModel::new().text("Hello!");
+    /// let scripted = ScriptedModel::new().record_requests().text("Hello!");
     /// let done = Agent::builder("helper").model(scripted.clone()).build()?.run("Hi").await?;
     /// let request = &scripted.requests()[0];
     ///
@@ -509,7 +509,7 @@ impl fmt::Debug for OpenAi {
 impl Model for OpenAi {
     fn respond<'a>(
         &'a self,
-        request: &'a ModelRequest,
+        request: &'a ModelRequest<'a>,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         Box::pin(async move {
             let body = request_body(request, self, false)?;
@@ -521,7 +521,7 @@ impl Model for OpenAi {
 
     fn respond_streaming<'a>(
         &'a self,
-        request: &'a ModelRequest,
+        request: &'a ModelRequest<'a>,
         deltas: &'a DeltaSink<'a>,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         Box::pin(async move {
@@ -612,13 +612,15 @@ fn whole_deltas(response: &ModelResponse) -> Vec<ModelDelta> {
 ///         },
 ///         Message::Tool { call_id: "call_1".into(), name: "get_status".into(), content: r#"{"status":"up"}"#.into() },
 ///         Message::Tool { call_id: "call_2".into(), name: "get_status".into(), content: r#"{"status":"up"}"#.into() },
-///     ],
+///     ]
+///     .into(),
 ///     tools: vec![ToolDefinition {
 ///         name: "get_status".into(),
 ///         description: "Get a service's status".into(),
 ///         parameters: json!({"type": "object", "properties": {"service": {"type": "string"}}}),
 ///         strict: false,
-///     }],
+///     }]
+///     .into(),
 ///     temperature: Some(0.2),
 ///     max_output_tokens: Some(500),
 ///     tool_choice: ToolChoice::Auto,
@@ -637,7 +639,7 @@ fn whole_deltas(response: &ModelResponse) -> Vec<ModelDelta> {
 /// assert_eq!(body["max_tokens"], 500); // not OpenAI's URL: `max_tokens`
 /// ```
 pub fn request_body(
-    request: &ModelRequest,
+    request: &ModelRequest<'_>,
     config: &OpenAi,
     stream: bool,
 ) -> Result<Value, ModelError> {
@@ -694,7 +696,7 @@ pub fn request_body(
             ToolChoice::None => json!("none"),
             // With one tool, "a call to some tool" is a call to that tool: the named form, which
             // more servers know (llama-cpp-python refuses "required").
-            ToolChoice::Required => match request.tools.as_slice() {
+            ToolChoice::Required => match &*request.tools {
                 [only] => json!({"type": "function", "function": {"name": only.name}}),
                 _ => json!("required"),
             },

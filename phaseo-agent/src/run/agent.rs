@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::error::{AgentError, ModelError};
 use crate::model::message::{Message, ToolCall};
-use crate::model::request::{Model, TurnParams};
+use crate::model::request::{Model, ToolDefinition, TurnParams};
 use crate::tool::call::Later;
 use crate::tool::context::ToolContext;
 use crate::tool::definition::{IntoTool, IntoTools, OnError, Tool};
@@ -58,6 +58,9 @@ pub(crate) struct AgentInner {
     pub(crate) model: Arc<dyn Model>,
     pub(crate) model_name: Option<String>,
     pub(crate) tools: Vec<Tool>,
+    /// The tools as the model sees them, in the same order: built once, borrowed by every model
+    /// request (issue 14).
+    pub(crate) definitions: Vec<ToolDefinition>,
     pub(crate) index: HashMap<String, usize>,
     pub(crate) settings: ToolExecution,
     pub(crate) approval: Option<Arc<ApprovalPolicy>>,
@@ -67,6 +70,18 @@ pub(crate) struct AgentInner {
     pub(crate) retries: RetryPolicy,
     pub(crate) parallel_tool_calls: Option<bool>,
     pub(crate) resources: Resources,
+}
+
+impl AgentInner {
+    /// The index of the tool with this id. A few tools are found by comparing ids, which is
+    /// quicker than hashing the name; many by the map.
+    pub(crate) fn tool_index(&self, id: &str) -> Option<usize> {
+        if self.tools.len() <= 8 {
+            self.tools.iter().position(|tool| tool.id == id)
+        } else {
+            self.index.get(id).copied()
+        }
+    }
 }
 
 /// How the agent retries a model request that failed with a retryable error
@@ -129,7 +144,7 @@ impl RetryPolicy {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), AgentError> {
-    /// let model = ScriptedModel::new().error(ModelError::from_status(529, "overloaded")).text("Hello!");
+    /// let model = ScriptedModel::new().record_requests().error(ModelError::from_status(529, "overloaded")).text("Hello!");
     /// let agent = Agent::builder("a").model(model.clone()).model_retries(RetryPolicy::none()).build()?;
     /// let failed = agent.run("Hi").await.unwrap_err();
     /// assert!(matches!(failed.error, AgentError::Model(_)));
@@ -251,7 +266,7 @@ impl ToolExecution {
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-/// let model = ScriptedModel::new().text("Hello, Acme!");
+/// let model = ScriptedModel::new().record_requests().text("Hello, Acme!");
 /// let agent = Agent::builder("support").model(model.clone()).build()?;
 /// let options = RunOptions {
 ///     run_id: Some("ticket-42".into()),
@@ -317,7 +332,7 @@ impl Agent {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let model = ScriptedModel::new().text("Hello!");
+    /// let model = ScriptedModel::new().record_requests().text("Hello!");
     /// let agent = Agent::builder("greeter").model(model.clone()).build()?;
     /// assert_eq!(agent.run("Hi").await?.output(), Some("Hello!"));
     /// let request = &model.requests()[0];
@@ -429,7 +444,7 @@ impl std::fmt::Debug for Agent {
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-/// let model = ScriptedModel::new().text("It is up.");
+/// let model = ScriptedModel::new().record_requests().text("It is up.");
 /// let agent = house_style(Agent::builder("ops")).model(model.clone()).build()?;
 /// agent.run("Is the API up?").await?;
 /// assert_eq!(model.requests()[0].instructions, "Answer in one sentence.");
@@ -464,13 +479,13 @@ impl AgentBuilder {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let model = ScriptedModel::new().text("One at a time.");
+    /// let model = ScriptedModel::new().record_requests().text("One at a time.");
     /// let agent = Agent::builder("a").model(model.clone()).parallel_tool_calls(false).build()?;
     /// agent.run("Hi").await?;
     /// assert_eq!(model.requests()[0].parallel_tool_calls, Some(false));
     ///
     /// // Unset, the request leaves it to the provider.
-    /// let model = ScriptedModel::new().text("Any way you like.");
+    /// let model = ScriptedModel::new().record_requests().text("Any way you like.");
     /// Agent::builder("a").model(model.clone()).build()?.run("Hi").await?;
     /// assert_eq!(model.requests()[0].parallel_tool_calls, None);
     /// # Ok(())
@@ -490,7 +505,7 @@ impl AgentBuilder {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let model = ScriptedModel::new()
+    /// let model = ScriptedModel::new().record_requests()
     ///     .error(ModelError::from_status(429, "slow down"))
     ///     .error(ModelError::from_status(529, "overloaded"))
     ///     .text("Hello!");
@@ -513,7 +528,7 @@ impl AgentBuilder {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let model = ScriptedModel::new().text("Hi.");
+    /// let model = ScriptedModel::new().record_requests().text("Hi.");
     /// let agent = Agent::builder("a").model(model.clone()).instructions("Be brief.").build()?;
     /// agent.run("Hello there!").await?;
     /// assert_eq!(model.requests()[0].instructions, "Be brief.");
@@ -554,7 +569,7 @@ impl AgentBuilder {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let model = ScriptedModel::new().text("Hello!");
+    /// let model = ScriptedModel::new().record_requests().text("Hello!");
     /// let agent = Agent::builder("a").model(model.clone()).model_name("gpt-4o-mini").build()?;
     /// agent.run("Hi").await?;
     /// assert_eq!(model.requests()[0].model.as_deref(), Some("gpt-4o-mini"));
@@ -582,7 +597,7 @@ impl AgentBuilder {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// let status = Tool::new("get_status", "Service status", json!({"type": "object"}), |_, _| Ok(json!("up")));
-    /// let model = ScriptedModel::new().tool_call("call_1", "add", json!({"a": 2, "b": 3})).text("5.");
+    /// let model = ScriptedModel::new().record_requests().tool_call("call_1", "add", json!({"a": 2, "b": 3})).text("5.");
     /// let agent = Agent::builder("calc").model(model.clone()).tool(add).tool(status).build()?;
     /// let done = agent.run("What is 2 + 3?").await?;
     /// assert_eq!(done.state.tool_result("call_1"), Some("5"));
@@ -657,7 +672,7 @@ impl AgentBuilder {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let model = ScriptedModel::new().tool_call("call_1", "stock", json!({})).text("7 left.");
+    /// let model = ScriptedModel::new().record_requests().tool_call("call_1", "stock", json!({})).text("7 left.");
     /// let agent = Agent::builder("shop").model(model.clone()).tool(stock)
     ///     .resource(Inventory { stock: 7 })
     ///     .build()?;
@@ -665,7 +680,7 @@ impl AgentBuilder {
     /// assert!(format!("{:?}", model.requests()[1].messages).contains("7"));
     ///
     /// // Without the resource, the agent is not built.
-    /// let err = Agent::builder("shop").model(ScriptedModel::new()).tool(stock).build().unwrap_err();
+    /// let err = Agent::builder("shop").model(ScriptedModel::new().record_requests()).tool(stock).build().unwrap_err();
     /// assert!(err.to_string().contains("Inventory"));
     /// # Ok(())
     /// # }
@@ -1262,6 +1277,16 @@ impl AgentBuilder {
                 });
             }
         }
+        let definitions = self
+            .tools
+            .iter()
+            .map(|t| ToolDefinition {
+                name: t.id.clone(),
+                description: t.description.clone(),
+                parameters: t.parameters.clone(),
+                strict: t.strict,
+            })
+            .collect();
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 id: self.id,
@@ -1269,6 +1294,7 @@ impl AgentBuilder {
                 model,
                 model_name: self.model_name,
                 tools: self.tools,
+                definitions,
                 index,
                 settings: self.settings,
                 approval: self.approval,

@@ -39,7 +39,7 @@ impl Agent {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let model = ScriptedModel::new().text("The lamp ships tomorrow.");
+    /// let model = ScriptedModel::new().record_requests().text("The lamp ships tomorrow.");
     /// let agent = Agent::builder("support").model(model.clone()).build()?;
     /// // A conversation kept elsewhere, and a run id of your own.
     /// let history = vec![
@@ -337,7 +337,7 @@ impl Agent {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
-    /// let model = ScriptedModel::new().text("Hello!").text("Fine, thanks.");
+    /// let model = ScriptedModel::new().record_requests().text("Hello!").text("Fine, thanks.");
     /// let agent = Agent::builder("chat").model(model.clone()).build().unwrap();
     /// let first = agent.run("Hi").await.unwrap();
     /// let second = agent.continue_run(&first.state, "How are you?").await.unwrap();

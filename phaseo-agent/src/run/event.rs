@@ -192,7 +192,8 @@ impl Event {
 }
 
 /// The run's end of its event stream. Without a listener (a plain `run()`) it holds nothing, and
-/// nobody builds an event for it: callers check [`Emitter::is_listening`] before costly ones.
+/// no event is built for it: [`Emitter::emit`] takes a function that builds the event, called
+/// only when someone listens, so a plain run clones no payload (issue 14).
 #[derive(Clone, Default)]
 pub(crate) struct Emitter {
     events: Option<UnboundedSender<Event>>,
@@ -223,10 +224,11 @@ impl Emitter {
         self.events.is_some()
     }
 
-    pub(crate) fn emit(&self, event: Event) {
+    /// Sends the event `make` builds, when someone listens; otherwise `make` is not called.
+    pub(crate) fn emit(&self, make: impl FnOnce() -> Event) {
         if let Some(events) = &self.events {
             // The receiver is gone when nobody listens any more; the run itself goes on.
-            let _ = events.send(event);
+            let _ = events.send(make());
         }
     }
 

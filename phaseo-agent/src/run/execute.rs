@@ -53,43 +53,60 @@ impl Execution<'_> {
     /// recorded as cancelled ([`AgentError::Cancelled`]).
     pub(crate) async fn run_all(&self, runs: Vec<Run>) -> Vec<(usize, Outcome)> {
         let tools = &self.inner.tools;
-        let stop = Stop::default();
+        // A lone call has no sibling to stop: no stop token for it.
+        let stop = Stop::new(runs.len() > 1);
         let mut out = Vec::with_capacity(runs.len());
         let mut batch = Vec::new();
         for run in runs {
             if tools[run.1].exclusive {
-                out.extend(self.run_batch(std::mem::take(&mut batch), &stop).await);
+                self.run_batch(std::mem::take(&mut batch), &stop, &mut out)
+                    .await;
                 out.push(self.run_one(run, &stop).await);
             } else {
                 batch.push(run);
             }
         }
-        out.extend(self.run_batch(batch, &stop).await);
+        self.run_batch(batch, &stop, &mut out).await;
         out
     }
 
-    async fn run_batch(&self, batch: Vec<Run>, stop: &Stop) -> Vec<(usize, Outcome)> {
+    /// Runs a turn's only call: no sibling to stop, no batch to gather.
+    pub(crate) async fn run_alone(&self, run: Run) -> (usize, Outcome) {
+        self.run_one(run, &Stop::new(false)).await
+    }
+
+    /// Runs calls that may run side by side, appending their outcomes to `out` in call order.
+    async fn run_batch(&self, mut batch: Vec<Run>, stop: &Stop, out: &mut Vec<(usize, Outcome)>) {
+        if batch.len() <= 1 {
+            // Nothing to run beside it: no stream to schedule it on.
+            if let Some(run) = batch.pop() {
+                out.push(self.run_one(run, stop).await);
+            }
+            return;
+        }
         // `buffer_unordered` starts a call as soon as any place is free (`buffered` would keep a place
         // taken by a call that finished before an earlier one), and only then, so a call's timeout
         // never counts time spent queued. Outcomes are put back in call order.
-        let mut outcomes: Vec<(usize, Outcome)> = futures::stream::iter(batch)
+        let start = out.len();
+        let mut outcomes = futures::stream::iter(batch)
             .map(|run| self.run_one(run, stop))
-            .buffer_unordered(self.concurrency)
-            .collect()
-            .await;
-        outcomes.sort_unstable_by_key(|(slot, _)| *slot);
-        outcomes
+            .buffer_unordered(self.concurrency);
+        while let Some(outcome) = outcomes.next().await {
+            out.push(outcome);
+        }
+        out[start..].sort_unstable_by_key(|(slot, _)| *slot);
     }
 
     async fn run_one(&self, (slot, index, parsed, ctx): Run, stop: &Stop) -> (usize, Outcome) {
         let inner = self.inner;
         let tool = &inner.tools[index];
-        let call = ctx.tool_call().clone();
+        let call = ctx.tool_call();
         if let Some(by) = stop.failed_by() {
             // Queued behind the call that failed the run: it never starts.
             return (slot, self.cancelled(&ctx, by));
         }
-        self.events.emit(Event::ToolCalled { call: call.clone() });
+        self.events
+            .emit(|| Event::ToolCalled { call: call.clone() });
         // If the run is dropped mid-call, the guard fires the call's cancellation token.
         let guard = ctx.cancellation_token().clone().drop_guard();
         let max_chars = inner.settings.max_output_chars_of(Some(tool));
@@ -101,10 +118,15 @@ impl Execution<'_> {
                 inner.settings.default_timeout,
                 max_chars,
             ));
-            let stopped = std::pin::pin!(stop.token.cancelled());
-            match select(running, stopped).await {
-                Either::Left((result, _)) => Some(result),
-                Either::Right(_) => None,
+            match &stop.token {
+                Some(token) => {
+                    let stopped = std::pin::pin!(token.cancelled());
+                    match select(running, stopped).await {
+                        Either::Left((result, _)) => Some(result),
+                        Either::Right(_) => None,
+                    }
+                }
+                None => Some(running.await),
             }
             // The call's future is dropped here, before its token fires below.
         };
@@ -138,26 +160,26 @@ impl Execution<'_> {
         };
         match result {
             Ok(content) => {
-                self.events.emit(Event::ToolResult {
+                self.events.emit(|| Event::ToolResult {
                     call_id: call.id.clone(),
                     tool: call.name.clone(),
                     content: content.clone(),
                 });
                 outcome.step.content = content;
-                outcome.effects = Effects::of(index, tool, &call, record.new_context);
+                outcome.effects = Effects::of(index, tool, call, record.new_context);
             }
             Err(error) => match tool.on_error.unwrap_or(inner.settings.on_error) {
                 OnError::ReturnToModel => {
                     outcome.step.error = Some(error.to_string());
                     let content = error.content();
                     self.events
-                        .emit(Event::tool_error(&call, &error, Some(content.clone())));
+                        .emit(|| Event::tool_error(call, &error, Some(content.clone())));
                     outcome.step.content = content;
                     outcome.step.is_error = true;
                 }
                 OnError::FailRun => {
                     outcome.step.error = Some(error.to_string());
-                    self.events.emit(Event::tool_error(&call, &error, None));
+                    self.events.emit(|| Event::tool_error(call, &error, None));
                     outcome.step.content = error.content();
                     outcome.step.is_error = true;
                     if !matches!(error, AgentError::Cancelled { .. }) {
@@ -179,7 +201,7 @@ impl Execution<'_> {
         };
         let content = error.content();
         self.events
-            .emit(Event::tool_error(call, &error, Some(content.clone())));
+            .emit(|| Event::tool_error(call, &error, Some(content.clone())));
         Outcome {
             step: ToolStep {
                 step_index: ctx.step_index(),
@@ -196,17 +218,26 @@ impl Execution<'_> {
     }
 }
 
-/// The turn's stop signal: fired by the first call that fails the run.
-#[derive(Default)]
+/// The turn's stop signal: fired by the first call that fails the run. Its token stops the calls
+/// running beside that one; a turn of one call has none.
 struct Stop {
-    token: CancellationToken,
+    token: Option<CancellationToken>,
     by: std::sync::OnceLock<String>,
 }
 
 impl Stop {
+    fn new(with_token: bool) -> Self {
+        Stop {
+            token: with_token.then(CancellationToken::new),
+            by: std::sync::OnceLock::new(),
+        }
+    }
+
     fn fail(&self, call_id: &str) {
         let _ = self.by.set(call_id.to_owned());
-        self.token.cancel();
+        if let Some(token) = &self.token {
+            token.cancel();
+        }
     }
 
     /// The id of the call that failed the run, once one has.
@@ -216,6 +247,11 @@ impl Stop {
 }
 
 impl Effects {
+    /// Whether the call changes nothing for the rest of the run.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.new_context.is_none() && self.next_turn.is_none()
+    }
+
     /// The effects of a call of `tool` (at `index`) that produced a result.
     pub(crate) fn of(
         index: usize,

@@ -10,6 +10,7 @@
 //! any pending ─► pause with the automatic results kept ─► decisions by call id ─► resume
 //! ```
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -17,11 +18,11 @@ use crate::decode::text::{MAX_STORED_DEPTH, TOO_DEEP_TO_STORE, deeper_than, drop
 use crate::error::{AgentError, ModelError, ModelErrorKind};
 use crate::model::message::{Message, ToolCall};
 use crate::model::request::{
-    DeltaSink, ModelDelta, ModelRequest, ModelResponse, RequestMeta, ToolChoice, ToolDefinition,
+    DeltaSink, ModelDelta, ModelRequest, ModelResponse, RequestMeta, ToolChoice, TurnParams,
 };
 use crate::run::agent::{Agent, AgentInner, RunOptions};
 use crate::run::event::{Emitter, Event};
-use crate::run::execute::{Effects, Execution, Outcome};
+use crate::run::execute::{Effects, Execution, Outcome, Run};
 use crate::run::signing;
 use crate::run::state::{
     Decisions, PausedTurn, PendingCall, PendingKind, RunError, RunResult, RunState, RunStatus,
@@ -99,7 +100,11 @@ impl Runner {
         };
         runner.emit_started(true);
         let result = async {
-            runner.finish_turn(plans).await?;
+            let Some(turn) = runner.state.paused_turn.take() else {
+                return Err(AgentError::InvalidState("no turn to finish".into()));
+            };
+            let plans = slotted(&turn, plans)?;
+            runner.finish_turn(turn, plans).await?;
             if runner.state.status == RunStatus::WaitingForHuman {
                 return Ok(());
             }
@@ -149,7 +154,7 @@ impl Runner {
             .concurrency
             .unwrap_or(agent.inner.settings.concurrency);
         Runner {
-            context: Arc::new(std::mem::take(&mut state.context)),
+            context: shared_context(std::mem::take(&mut state.context)),
             agent,
             state,
             events,
@@ -182,68 +187,66 @@ impl Runner {
         &self.agent.inner
     }
 
-    pub(crate) fn emit(&self, event: Event) {
-        self.events.emit(event);
+    /// Sends the event `make` builds, when someone listens (see [`Emitter::emit`]).
+    pub(crate) fn emit(&self, make: impl FnOnce() -> Event) {
+        self.events.emit(make);
     }
 
     pub(crate) fn emit_started(&self, resumed: bool) {
-        self.emit(Event::RunStarted {
+        self.emit(|| Event::RunStarted {
             run_id: self.state.run_id.clone(),
             agent_id: self.state.agent_id.clone(),
             resumed,
         });
     }
 
-    pub(crate) fn finish(mut self, result: Result<(), AgentError>) -> Result<RunResult, RunError> {
-        // The application context lives in `self.context` while the run goes (tools share it);
-        // the state gets it back here, before it is signed or reported.
-        let context = std::mem::replace(&mut self.context, Arc::new(serde_json::Value::Null));
-        self.state.context = Arc::unwrap_or_clone(context);
+    pub(crate) fn finish(self, result: Result<(), AgentError>) -> Result<RunResult, RunError> {
+        let Runner {
+            agent,
+            mut state,
+            events,
+            context,
+            ..
+        } = self;
+        // The application context lives in `context` while the run goes (tools share it); the
+        // state gets it back here, before it is signed or reported.
+        state.context = Arc::unwrap_or_clone(context);
+        let key = agent.inner.state_key.as_deref();
         match result {
             Ok(()) => {
-                self.sign();
+                sign(key, &mut state);
                 // The last event carries a copy of the state: made only when someone listens.
-                if self.events.is_listening() {
-                    let state = Box::new(self.state.clone());
-                    self.emit(match self.state.status {
+                events.emit(|| {
+                    let copy = Box::new(state.clone());
+                    match state.status {
                         RunStatus::WaitingForHuman => Event::Paused {
-                            pending: self.state.pending.clone(),
-                            state,
+                            pending: state.pending.clone(),
+                            state: copy,
                         },
                         _ => Event::Completed {
-                            output: self.state.output.clone().unwrap_or_default(),
-                            state,
+                            output: state.output.clone().unwrap_or_default(),
+                            state: copy,
                         },
-                    });
-                }
-                Ok(RunResult { state: self.state })
+                    }
+                });
+                Ok(RunResult { state })
             }
             Err(error) => {
                 // A failed state records what ran (see `finish_turn`) and waits for nothing: it
                 // can be retried, not resumed.
-                self.state.status = RunStatus::Failed;
-                self.state.pending.clear();
-                self.state.paused_turn = None;
-                self.sign();
-                if self.events.is_listening() {
-                    self.emit(Event::Failed {
-                        error: error.to_string(),
-                        state: Box::new(self.state.clone()),
-                    });
-                }
+                state.status = RunStatus::Failed;
+                state.pending.clear();
+                state.paused_turn = None;
+                sign(key, &mut state);
+                events.emit(|| Event::Failed {
+                    error: error.to_string(),
+                    state: Box::new(state.clone()),
+                });
                 Err(RunError {
                     error,
-                    state: Some(Box::new(self.state)),
+                    state: Some(Box::new(state)),
                 })
             }
-        }
-    }
-
-    /// Signs the state, when the agent has a key.
-    fn sign(&mut self) {
-        self.state.signature = None;
-        if let Some(key) = &self.agent.inner.state_key {
-            self.state.signature = Some(signing::sign(key, &self.state));
         }
     }
 
@@ -254,10 +257,14 @@ impl Runner {
             if self.state.turns - self.state.turn_base.min(self.state.turns) >= max_turns {
                 return Err(AgentError::MaxTurnsExceeded(max_turns));
             }
-            let (request, offered) = self.request();
+            let params = std::mem::take(&mut self.state.next_turn);
             let step_index = self.state.turns;
-            let response = self.ask_model(&request, step_index).await?;
-            drop(request);
+            let (response, offered) = {
+                // The request borrows the conversation, the agent's tool definitions and ids:
+                // nothing is copied for it (issue 14).
+                let (request, offered) = self.request(&params);
+                (self.ask_model(&request, step_index).await?, offered)
+            };
             self.state.turns += 1;
             if let Some(usage) = response.usage {
                 self.state.usage += usage;
@@ -269,87 +276,105 @@ impl Runner {
                     limit,
                 });
             }
-            let calls = normalise_calls(step_index, response.tool_calls)?;
-            self.emit(Event::ModelTurn {
+            let mut calls = response.tool_calls;
+            normalise_calls(step_index, &mut calls)?;
+            self.emit(|| Event::ModelTurn {
                 step_index,
                 text: response.text.clone(),
                 tool_calls: calls.clone(),
                 finish_reason: response.finish_reason.clone(),
                 usage: response.usage,
             });
-            self.state.messages.push(Message::Assistant {
-                content: response.text.clone(),
-                tool_calls: calls.clone(),
-            });
             if calls.is_empty() {
                 self.state.status = RunStatus::Completed;
-                self.state.output = Some(response.text.unwrap_or_default());
+                self.state.output = Some(response.text.clone().unwrap_or_default());
+                self.state.messages.push(Message::Assistant {
+                    content: response.text,
+                    tool_calls: calls,
+                });
                 return Ok(());
             }
-            self.state.paused_turn = Some(PausedTurn {
-                step_index,
-                results: vec![None; calls.len()],
-                calls: calls.clone(),
+            let count = calls.len();
+            // The conversation owns the calls; each plan gets a copy for its call's context, and
+            // the turn's own list is filled only if the turn pauses (see `finish_turn`).
+            self.state.messages.push(Message::Assistant {
+                content: response.text,
+                tool_calls: calls,
             });
-            let mut plans = Vec::with_capacity(calls.len());
-            for call in calls {
-                let plan = self.plan_call(step_index, call.clone(), &offered).await?;
-                plans.push((call.id.clone(), plan));
+            let turn = PausedTurn {
+                step_index,
+                results: vec![None; count],
+                calls: Vec::new(),
+            };
+            let mut plans = Vec::with_capacity(count);
+            for slot in 0..count {
+                let call = self.turn_calls()[slot].clone();
+                let plan = self.plan_call(step_index, call, offered.as_deref()).await?;
+                plans.push((slot, plan));
             }
-            self.finish_turn(plans).await?;
+            self.finish_turn(turn, plans).await?;
             if self.state.status == RunStatus::WaitingForHuman {
                 return Ok(());
             }
         }
     }
 
-    /// The next model request: instructions, conversation, active tools, and pending next-turn
-    /// overrides; and which tools it offers (none under `ToolChoice::None`), by index.
-    fn request(&mut self) -> (ModelRequest, Vec<bool>) {
+    /// The calls of the turn being planned: those of the conversation's last message.
+    fn turn_calls(&self) -> &[ToolCall] {
+        match self.state.messages.last() {
+            Some(Message::Assistant { tool_calls, .. }) => tool_calls,
+            _ => &[],
+        }
+    }
+
+    /// The next model request, under the turn's next-turn overrides (`params`): instructions,
+    /// conversation, active tools; and which tools it offers by index (`None`: all of them; none
+    /// under `ToolChoice::None`).
+    fn request<'a>(&'a self, params: &'a TurnParams) -> (ModelRequest<'a>, Option<Vec<bool>>) {
         let inner = &self.agent.inner;
-        let params = std::mem::take(&mut self.state.next_turn);
-        let listed: Vec<bool> = inner
-            .tools
-            .iter()
-            .map(|t| {
-                params
-                    .active_tools
-                    .as_ref()
-                    .is_none_or(|active| active.iter().any(|id| id == &t.id))
-            })
-            .collect();
-        let tools = inner
-            .tools
-            .iter()
-            .zip(&listed)
-            .filter(|(_, listed)| **listed)
-            .map(|(t, _)| ToolDefinition {
-                name: t.id.clone(),
-                description: t.description.clone(),
-                parameters: t.parameters.clone(),
-                strict: t.strict,
-            })
-            .collect();
+        let listed: Option<Vec<bool>> = params.active_tools.as_ref().map(|active| {
+            let listed = |t: &crate::tool::definition::Tool| active.iter().any(|id| id == &t.id);
+            inner.tools.iter().map(listed).collect()
+        });
+        let tools = match &listed {
+            None => Cow::Borrowed(inner.definitions.as_slice()),
+            Some(listed) => Cow::Owned(
+                inner
+                    .definitions
+                    .iter()
+                    .zip(listed)
+                    .filter(|(_, listed)| **listed)
+                    .map(|(definition, _)| definition.clone())
+                    .collect(),
+            ),
+        };
         // Under `ToolChoice::None` the tools stay listed (the conversation may mention them), but
         // none may be called.
-        let mut offered = listed;
-        if params.tool_choice == Some(ToolChoice::None) {
-            offered.fill(false);
-        }
+        let offered = match params.tool_choice {
+            Some(ToolChoice::None) => Some(vec![false; inner.tools.len()]),
+            _ => listed,
+        };
         let request = ModelRequest {
-            model: params.model.or_else(|| inner.model_name.clone()),
-            instructions: params
-                .instructions
-                .unwrap_or_else(|| inner.instructions.clone()),
-            messages: self.state.messages.clone(),
+            model: params
+                .model
+                .as_deref()
+                .or(inner.model_name.as_deref())
+                .map(Cow::Borrowed),
+            instructions: Cow::Borrowed(
+                params
+                    .instructions
+                    .as_deref()
+                    .unwrap_or(&inner.instructions),
+            ),
+            messages: Cow::Borrowed(&self.state.messages),
             tools,
             temperature: params.temperature,
             max_output_tokens: params.max_output_tokens,
-            tool_choice: params.tool_choice.unwrap_or_default(),
+            tool_choice: params.tool_choice.clone().unwrap_or_default(),
             parallel_tool_calls: inner.parallel_tool_calls,
             meta: RequestMeta {
-                run_id: self.state.run_id.clone(),
-                agent_id: inner.id.clone(),
+                run_id: Cow::Borrowed(&self.state.run_id),
+                agent_id: Cow::Borrowed(&inner.id),
                 turn: self.state.turns,
             },
         };
@@ -361,7 +386,7 @@ impl Runner {
     /// someone listens.
     async fn ask_model(
         &self,
-        request: &ModelRequest,
+        request: &ModelRequest<'_>,
         step_index: usize,
     ) -> Result<ModelResponse, AgentError> {
         let inner = self.inner();
@@ -370,7 +395,7 @@ impl Runner {
             let result = if self.events.is_listening() {
                 let events = self.events.clone();
                 let send = move |delta: ModelDelta| {
-                    events.emit(Event::ModelDelta { step_index, delta });
+                    events.emit(|| Event::ModelDelta { step_index, delta });
                 };
                 let sink = DeltaSink::new(&send);
                 inner.model.respond_streaming(request, &sink).await
@@ -386,7 +411,7 @@ impl Runner {
                 return Err(AgentError::Model(error));
             };
             attempt += 1;
-            self.emit(Event::ModelRetry {
+            self.emit(|| Event::ModelRetry {
                 step_index,
                 attempt,
                 error: error.to_string(),
@@ -423,11 +448,11 @@ impl Runner {
         &self,
         step_index: usize,
         call: ToolCall,
-        offered: &[bool],
+        offered: Option<&[bool]>,
     ) -> Result<Plan, AgentError> {
         let inner = self.inner();
-        let found = inner.index.get(&call.name).copied();
-        let Some(index) = found.filter(|&i| offered[i]) else {
+        let found = inner.tool_index(&call.name);
+        let Some(index) = found.filter(|&i| offered.is_none_or(|offered| offered[i])) else {
             let error = AgentError::UnknownTool(call.name.clone());
             return self.refuse(step_index, &call, error, inner.settings.on_unknown_tool);
         };
@@ -439,14 +464,19 @@ impl Runner {
                 return self.refuse(step_index, &call, error, policy);
             }
         };
-        let ctx = self.context_for(step_index, call.clone(), Some(index));
+        let ctx = self.context_for(step_index, call, Some(index));
         // A person's standing approval for this run (`Decision::ApproveAlways`) is a decision, not a
         // setting: it holds whatever the functions would say, and it was this tool's review.
         let standing = self.state.approved_tools.contains(&tool.id);
         if !standing {
             let tool_says = self.tool_verdict(index, &parsed, &ctx);
             if self.needs_approval(tool_says, &ctx).await {
-                return self.pause(step_index, index, &call, PendingKind::ToolApproval);
+                return self.pause(
+                    step_index,
+                    index,
+                    ctx.tool_call(),
+                    PendingKind::ToolApproval,
+                );
             }
         }
         self.after_approval(index, parsed, ctx, standing).await
@@ -624,44 +654,32 @@ impl Runner {
         }
     }
 
-    /// Runs the planned calls, fills the paused turn's slots, and either pauses (some calls still
-    /// pending) or appends every result in call order.
-    async fn finish_turn(&mut self, plans: Vec<(String, Plan)>) -> Result<(), AgentError> {
-        let Some(mut turn) = self.state.paused_turn.take() else {
-            return Err(AgentError::InvalidState("no turn to finish".into()));
-        };
-        // Each plan's slot in the turn, found by id in one pass (a turn may have many calls).
-        let slots: Vec<usize> = {
-            let by_id: std::collections::HashMap<&str, usize> = turn
-                .calls
-                .iter()
-                .enumerate()
-                .map(|(slot, call)| (call.id.as_str(), slot))
-                .collect();
-            plans
-                .iter()
-                .map(|(call_id, _)| {
-                    by_id.get(call_id.as_str()).copied().ok_or_else(|| {
-                        AgentError::InvalidState(format!(
-                            "call `{call_id}` is not in the paused turn"
-                        ))
-                    })
-                })
-                .collect::<Result<_, _>>()?
-        };
+    /// Runs the planned calls (each with its slot in `turn`), fills the turn's slots, and either
+    /// pauses (some calls still pending) or appends every result in call order.
+    ///
+    /// A fresh turn comes with no list of calls (`turn.calls` empty): the conversation's last
+    /// message holds them, and they are copied into the turn only if it pauses.
+    async fn finish_turn(
+        &mut self,
+        mut turn: PausedTurn,
+        plans: Vec<(usize, Plan)>,
+    ) -> Result<(), AgentError> {
         let mut pending = Vec::new();
-        let mut runs = Vec::new();
         let mut effects = Vec::new();
-        for (slot, (_, plan)) in slots.into_iter().zip(plans) {
-            match plan {
+        // The calls to run take the plans' place (collected in place: no new list).
+        let mut runs: Vec<Run> = plans
+            .into_iter()
+            .filter_map(|(slot, plan)| match plan {
                 Plan::Done {
                     mut step,
                     error,
                     effects: done,
                 } => {
                     step.error.clone_from(&error);
-                    effects.push((slot, done));
-                    self.emit(match error {
+                    if !done.is_empty() {
+                        effects.push((slot, done));
+                    }
+                    self.emit(|| match error {
                         Some(error) => Event::ToolError {
                             call_id: step.call_id.clone(),
                             tool: step.tool.clone(),
@@ -675,31 +693,50 @@ impl Runner {
                         },
                     });
                     turn.results[slot] = Some(step);
+                    None
                 }
-                Plan::Pending(p) => pending.push(p),
+                Plan::Pending(p) => {
+                    pending.push(p);
+                    None
+                }
                 Plan::Run { tool, parsed, ctx } => {
-                    if ctx.tool_call().arguments != turn.calls[slot].arguments {
+                    // Only a resumed turn lists its calls; only a person's decision edits one.
+                    let edited = turn
+                        .calls
+                        .get(slot)
+                        .is_some_and(|call| call.arguments != ctx.tool_call().arguments);
+                    if edited {
                         self.record_edited_arguments(&mut turn, slot, ctx.tool_call());
                     }
-                    runs.push((slot, tool, parsed, ctx));
+                    Some((slot, tool, parsed, ctx))
                 }
-            }
-        }
-        let outcomes = Execution {
+            })
+            .collect();
+        let execution = Execution {
             inner: &self.agent.inner,
             events: &self.events,
             concurrency: self.concurrency,
+        };
+        // The usual turn runs one call: no list of outcomes for it.
+        let mut lone = None;
+        let mut outcomes = Vec::new();
+        if runs.len() == 1 {
+            if let Some(run) = runs.pop() {
+                lone = Some(execution.run_alone(run).await);
+            }
+        } else {
+            outcomes = execution.run_all(runs).await;
         }
-        .run_all(runs)
-        .await;
         let mut failure = None;
-        for (slot, outcome) in outcomes {
+        for (slot, outcome) in lone.into_iter().chain(outcomes) {
             let Outcome {
                 step,
                 effects: ran,
                 fail,
             } = outcome;
-            effects.push((slot, ran));
+            if !ran.is_empty() {
+                effects.push((slot, ran));
+            }
             if failure.is_none() {
                 failure = fail;
             }
@@ -721,7 +758,7 @@ impl Runner {
                 step.content = error.content();
                 step.is_error = true;
                 step.error = Some(error.to_string());
-                self.emit(Event::ToolError {
+                self.emit(|| Event::ToolError {
                     call_id: step.call_id.clone(),
                     tool: step.tool.clone(),
                     error: error.to_string(),
@@ -739,6 +776,9 @@ impl Runner {
             return Err(error);
         }
         if !pending.is_empty() {
+            if turn.calls.is_empty() {
+                turn.calls = self.turn_calls().to_vec();
+            }
             self.state.pending = pending;
             self.state.paused_turn = Some(turn);
             self.state.status = RunStatus::WaitingForHuman;
@@ -791,7 +831,7 @@ impl Runner {
 /// and the state as it was `given`.
 pub(crate) fn refuse(error: AgentError, given: Option<RunState>, events: &Emitter) -> RunError {
     if let Some(state) = given {
-        events.emit(Event::Failed {
+        events.emit(|| Event::Failed {
             error: error.to_string(),
             state: Box::new(state),
         });
@@ -806,14 +846,16 @@ fn guarded<T>(f: impl FnOnce() -> T, on_panic: T) -> T {
 
 /// Fills in ids a model left empty, and refuses a turn whose call ids repeat (decisions are bound to
 /// call ids, so two calls with one id could not be told apart).
-fn normalise_calls(step_index: usize, calls: Vec<ToolCall>) -> Result<Vec<ToolCall>, AgentError> {
-    let mut seen = std::collections::HashSet::new();
-    let mut out = Vec::with_capacity(calls.len());
-    for (i, mut call) in calls.into_iter().enumerate() {
+fn normalise_calls(step_index: usize, calls: &mut [ToolCall]) -> Result<(), AgentError> {
+    for (i, call) in calls.iter_mut().enumerate() {
         if call.id.is_empty() {
             call.id = format!("call_{step_index}_{i}");
         }
-        if !seen.insert(call.id.clone()) {
+    }
+    // One call cannot repeat an id: no set to build.
+    if calls.len() > 1 {
+        let mut seen = std::collections::HashSet::with_capacity(calls.len());
+        if let Some(call) = calls.iter().find(|call| !seen.insert(call.id.as_str())) {
             return Err(AgentError::Model(ModelError::new(
                 ModelErrorKind::InvalidResponse,
                 format!(
@@ -822,9 +864,31 @@ fn normalise_calls(step_index: usize, calls: Vec<ToolCall>) -> Result<Vec<ToolCa
                 ),
             )));
         }
-        out.push(call);
     }
-    Ok(out)
+    Ok(())
+}
+
+/// The plans of a resumed turn, each with its call's slot in `turn` (found by id in one pass: a
+/// turn may have many calls).
+fn slotted(
+    turn: &PausedTurn,
+    plans: Vec<(String, Plan)>,
+) -> Result<Vec<(usize, Plan)>, AgentError> {
+    let by_id: std::collections::HashMap<&str, usize> = turn
+        .calls
+        .iter()
+        .enumerate()
+        .map(|(slot, call)| (call.id.as_str(), slot))
+        .collect();
+    plans
+        .into_iter()
+        .map(|(call_id, plan)| match by_id.get(call_id.as_str()) {
+            Some(&slot) => Ok((slot, plan)),
+            None => Err(AgentError::InvalidState(format!(
+                "call `{call_id}` is not in the paused turn"
+            ))),
+        })
+        .collect()
 }
 
 /// The error of a response with neither text nor tool calls.
@@ -852,10 +916,39 @@ pub(crate) fn rejection_content(message: &str) -> String {
     serde_json::json!({ "error": format!("Rejected by a person: {message}") }).to_string()
 }
 
+/// The application context, shared by the calls of a run. A run without one (`null`, the usual
+/// case) shares one `null` for the whole process instead of allocating its own.
+fn shared_context(context: serde_json::Value) -> Arc<serde_json::Value> {
+    static NULL: std::sync::LazyLock<Arc<serde_json::Value>> =
+        std::sync::LazyLock::new(|| Arc::new(serde_json::Value::Null));
+    if context.is_null() {
+        NULL.clone()
+    } else {
+        Arc::new(context)
+    }
+}
+
+/// Signs `state` with `key`, when the agent has one.
+fn sign(key: Option<&[u8]>, state: &mut RunState) {
+    state.signature = None;
+    if let Some(key) = key {
+        state.signature = Some(signing::sign(key, state));
+    }
+}
+
 fn new_run_id() -> String {
+    use std::fmt::Write;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
+    // Nanoseconds fit a `u64` until the year 2554, and a `u64` formats much faster than a `u128`.
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("run_{nanos:x}_{}", COUNTER.fetch_add(1, Ordering::Relaxed))
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    // Written into one buffer of the right size: `format!` grows its buffer as it goes.
+    let mut id = String::with_capacity(64);
+    let _ = write!(
+        id,
+        "run_{nanos:x}_{}",
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    id
 }

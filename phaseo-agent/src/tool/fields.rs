@@ -320,7 +320,7 @@ impl Tool {
     ///         temperature: Some(0.0),
     ///         ..current.clone()
     ///     });
-    /// let model = ScriptedModel::new().tool_call("call_1", "escalate", json!({})).text("Escalated.");
+    /// let model = ScriptedModel::new().record_requests().tool_call("call_1", "escalate", json!({})).text("Escalated.");
     /// let agent = Agent::builder("support").model(model.clone()).tool(escalate).build()?;
     /// agent.run("I want to speak to someone senior").await?;
     /// let requests = model.requests();

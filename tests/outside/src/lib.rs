@@ -71,7 +71,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_method_tool_set_with_resources_runs() {
-        let model = ScriptedModel::new()
+        let model = ScriptedModel::new().record_requests()
             .tool_call("c1", "open_ticket", json!({"title": "Printer on fire"}))
             .tool_call("c2", "greet", json!({"name": "Ada"}))
             .tool_call("c3", "count_tickets", json!({}))
@@ -103,7 +103,7 @@ mod tests {
     #[test]
     fn a_missing_resource_is_refused_at_build() {
         let err = Agent::builder("desk")
-            .model(ScriptedModel::new())
+            .model(ScriptedModel::new().record_requests())
             .tools(Helpdesk {
                 greeting: "Hello".into(),
             })

@@ -83,6 +83,7 @@ mod tests {
     #[test]
     fn plain_argument_tools_run_through_an_agent() {
         let model = ScriptedModel::new()
+            .record_requests()
             .turn(call("call_1", "add", r#"{"a": 2, "b": 40}"#))
             .turn(call("call_2", "greet", r#"{"name": "Ada"}"#))
             .text("Done.");
@@ -107,6 +108,7 @@ mod tests {
     #[test]
     fn approval_and_external_calls_pause() {
         let model = ScriptedModel::new()
+            .record_requests()
             .turn(ModelResponse::tool_calls([
                 ToolCall::raw("call_1", "greet", r#"{"name": "Bo", "loud": true}"#),
                 ToolCall::raw("call_2", "ask", r#"{"question": "Why?"}"#),
