@@ -5,8 +5,9 @@
 //! own client calling the same server (`Peer::call_tool` with the arguments already a JSON
 //! object, no validation). Each side has its own server, written with rmcp's API.
 //!
-//! After criterion's report, a summary prints each side's median time per call over the measured
-//! samples and the ratio of ours to rmcp's. Run with `cargo bench --bench mcp_client`.
+//! After criterion's report, a summary prints each side's median time per call over every sample
+//! criterion took (warm-up included) and the ratio of ours to rmcp's. Run with
+//! `cargo bench --bench mcp_client`.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -23,7 +24,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
-/// Per-call durations of each side, one entry per criterion sample.
+/// Per-call durations of each side, one entry per criterion sample (warm-up included).
 static RECORD: Mutex<Vec<(&'static str, Duration)>> = Mutex::new(Vec::new());
 
 struct Adder;
