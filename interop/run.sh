@@ -8,9 +8,12 @@
 # of them comes at the end):
 #   1. aimock start   the OpenAI/Anthropic wire-format mock, fixtures interop/fixtures/aimock
 #   2. llama start    llama-cpp-python serving SmolLM2-135M-Instruct (real model, tool calling)
-#   3. cargo interop  cargo test --workspace --all-features --no-fail-fast --test 'interop_*' -- --ignored --test-threads=1
-#                     with PHASEO_INTEROP_AIMOCK_URL and PHASEO_INTEROP_LLAMA_URL set
-#   4. strict schemas interop/strict_check.py tests/golden/dialects/openai_strict_all.json
+#   3. mcp everything install the reference MCP server (npm @modelcontextprotocol/server-everything),
+#                     which tests/interop_mcp_client.rs starts as its client's child process
+#   4. cargo interop  cargo test --workspace --all-features --no-fail-fast --test 'interop_*' -- --ignored --test-threads=1
+#                     with PHASEO_INTEROP_AIMOCK_URL, PHASEO_INTEROP_LLAMA_URL and
+#                     PHASEO_INTEROP_MCP_EVERYTHING (the server's entry point, run as `node PATH stdio`) set
+#   5. strict schemas interop/strict_check.py tests/golden/dialects/openai_strict_all.json
 # Both servers are stopped on exit, whatever happened. Exit code 0 only if
 # every step passed.
 #
@@ -32,7 +35,7 @@ if [[ "$SKIP_LLAMA" == 0 ]]; then SKIP_LLAMA=""; fi
 check_port "$AIMOCK_PORT"
 check_port "$LLAMA_PORT"
 # Only the servers this run starts count; never a URL left in the environment.
-unset PHASEO_INTEROP_AIMOCK_URL PHASEO_INTEROP_LLAMA_URL
+unset PHASEO_INTEROP_AIMOCK_URL PHASEO_INTEROP_LLAMA_URL PHASEO_INTEROP_MCP_EVERYTHING
 
 banner() {
     printf '\n[interop] %s\n' "################################################################" >&2
@@ -118,7 +121,16 @@ else
     record FAIL "llama start" "$t0" "log: $INTEROP_RUN/llama.$LLAMA_PORT.log"
 fi
 
-# --- 3. the Rust interop tests --------------------------------------------------
+# --- 3. server-everything (started and ended by the tests' MCP client) ---------
+t0="$(now)"
+if EVERYTHING_JS="$("$INTEROP_DIR/mcp_everything.sh" install)"; then
+    export PHASEO_INTEROP_MCP_EVERYTHING="$EVERYTHING_JS"
+    record PASS "mcp everything" "$t0" "node $EVERYTHING_JS stdio"
+else
+    record FAIL "mcp everything" "$t0" "could not install @modelcontextprotocol/server-everything"
+fi
+
+# --- 4. the Rust interop tests --------------------------------------------------
 t0="$(now)"
 shopt -s nullglob
 TEST_FILES=(tests/interop_*.rs)
@@ -158,7 +170,7 @@ else
     fi
 fi
 
-# --- 4. strict-mode oracle on the golden schemas -------------------------------
+# --- 5. strict-mode oracle on the golden schemas -------------------------------
 t0="$(now)"
 if [[ ! -f "$STRICT_FILE" ]]; then
     banner "FAIL: $STRICT_FILE does not exist." \

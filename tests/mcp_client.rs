@@ -96,6 +96,18 @@ fn listed() -> Vec<rmcp::model::Tool> {
             "Answer with an image",
             schema(json!({"type": "object"})),
         ),
+        rmcp::model::Tool::new(
+            "fail_silently",
+            "Fails with no text",
+            schema(json!({"type": "object"})),
+        ),
+        // A title and no description.
+        {
+            let mut whoami =
+                rmcp::model::Tool::new_with_raw("whoami", None, schema(json!({"type": "object"})));
+            whoami.title = Some("Who is calling".into());
+            whoami
+        },
     ]
 }
 
@@ -175,6 +187,23 @@ impl ServerHandler for Fixture {
                 context.peer.notify_tool_list_changed().await.ok();
                 CallToolResult::success(vec![ContentBlock::text("grown")])
             }
+            "fail_silently" => CallToolResult::error(Vec::new()),
+            "whoami" => {
+                // Over HTTP, rmcp hands the request's head to the handler.
+                let authorization = context
+                    .extensions
+                    .get::<hyper::http::request::Parts>()
+                    .and_then(|parts| parts.headers.get("authorization"))
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                let client = context
+                    .peer
+                    .peer_info()
+                    .map(|info| info.client_info.name.clone());
+                CallToolResult::structured(
+                    json!({"authorization": authorization, "client": client}),
+                )
+            }
             "mixed" => CallToolResult::success(vec![
                 ContentBlock::text("a picture:"),
                 ContentBlock::image("aGVsbG8=", "image/png"),
@@ -226,9 +255,25 @@ async fn the_server_tools_are_listed_as_tools() {
     assert_eq!(
         ids,
         [
-            "add", "echo", "pair", "fail", "count", "slow", "grow", "mixed"
+            "add",
+            "echo",
+            "pair",
+            "fail",
+            "count",
+            "slow",
+            "grow",
+            "mixed",
+            "fail_silently",
+            "whoami"
         ]
     );
+    // Without a description, the title is what the model reads.
+    assert_eq!(tool(&client, "whoami").description(), "Who is calling");
+    let who = tool(&client, "whoami")
+        .invoke("{}", &ToolContext::detached())
+        .await
+        .unwrap();
+    assert_eq!(who, r#"{"authorization":null,"client":"phaseo-agent"}"#);
     let add = tool(&client, "add");
     assert_eq!(add.description(), "Add two integers");
     assert_eq!(
@@ -344,6 +389,11 @@ async fn is_error_is_a_tool_error_under_the_tools_policy() {
         .await
         .unwrap_err();
     assert_eq!(err, AgentError::tool("disk full"));
+    let err = tool(&client, "fail_silently")
+        .invoke("{}", &ToolContext::detached())
+        .await
+        .unwrap_err();
+    assert_eq!(err, AgentError::tool("the MCP tool reported an error"));
 
     // The default policy: the model reads the error and the run goes on.
     let model = ScriptedModel::new()
@@ -494,7 +544,7 @@ async fn list_changed_refreshes_the_tools() {
         .await
         .unwrap();
     assert_eq!(out, r#""Echo: new\n(done)""#);
-    assert_eq!(client.refresh().await.unwrap().len(), 9);
+    assert_eq!(client.refresh().await.unwrap().len(), 11);
 }
 
 #[tokio::test]
@@ -641,7 +691,7 @@ async fn a_server_at_a_url_over_streamable_http() {
     let client = McpClient::url(&url)
         .await
         .expect("the client connects over HTTP");
-    assert_eq!(client.tools().len(), 8);
+    assert_eq!(client.tools().len(), 10);
 
     let ctx = ToolContext::detached();
     let out = tool(&client, "add")
@@ -678,6 +728,22 @@ async fn a_server_at_a_url_over_streamable_http() {
 
     let err = tool(&client, "fail").invoke("{}", &ctx).await.unwrap_err();
     assert_eq!(err, AgentError::tool("disk full"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bearer_token_goes_with_every_request() {
+    let (url, _) = http_server().await;
+    let client = McpClient::url_with_bearer(&url, "s3cret")
+        .await
+        .expect("the client connects");
+    let who = tool(&client, "whoami")
+        .invoke("{}", &ToolContext::detached())
+        .await
+        .unwrap();
+    assert_eq!(
+        who,
+        r#"{"authorization":"Bearer s3cret","client":"phaseo-agent"}"#
+    );
 }
 
 #[tokio::test]

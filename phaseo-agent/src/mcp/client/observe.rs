@@ -93,11 +93,9 @@ fn publish(ctx: &ToolContext, params: &ProgressNotificationParam) {
 
 /// A whole number as an integer (`2`, not `2.0`); others as they are.
 fn number(n: f64) -> Value {
-    #[allow(clippy::cast_possible_truncation)]
-    let whole = n as i64;
-    #[allow(clippy::cast_precision_loss)]
-    if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 && whole as f64 == n {
-        return Value::from(whole);
+    // Below 2^53 a whole `f64` converts to `i64` exactly.
+    if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 {
+        return Value::from(n as i64);
     }
     serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
 }
@@ -130,5 +128,45 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Observed<T> {
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
         self.inner.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn whole_progress_is_an_integer_and_the_rest_is_kept() {
+        assert_eq!(number(2.0), json!(2));
+        assert_eq!(number(-3.0), json!(-3));
+        assert_eq!(number(0.5), json!(0.5));
+        assert_eq!(number(1e300), json!(1e300));
+        assert_eq!(number(f64::NAN), Value::Null);
+    }
+
+    #[test]
+    fn progress_that_comes_before_its_call_registers_is_kept_for_it() {
+        let router = Router::default();
+        let token = ProgressToken(rmcp::model::NumberOrString::Number(7));
+        let mut early = ProgressNotificationParam::new(token.clone(), 1.0);
+        early.message = Some("queued".into());
+        router.progress(early);
+        router.progress(ProgressNotificationParam::new(
+            ProgressToken(rmcp::model::NumberOrString::Number(8)),
+            1.0,
+        ));
+        let ctx = ToolContext::detached();
+        router.register(token.clone(), ctx.clone());
+        router.progress(ProgressNotificationParam::new(token.clone(), 2.0));
+        router.unregister(&token);
+        router.progress(ProgressNotificationParam::new(token, 3.0));
+        assert_eq!(
+            ctx.progress(),
+            [
+                json!({"progress": 1, "message": "queued"}),
+                json!({"progress": 2})
+            ]
+        );
     }
 }
