@@ -6,7 +6,7 @@
 //! use phaseo_agent::tool;
 //!
 //! /// Add two numbers.
-//! #[tool]
+//! #[tool(title = "Add", read_only, idempotent)]
 //! fn add(a: i64, b: i64) -> i64 {
 //!     a + b
 //! }
