@@ -14,6 +14,11 @@
 #                     with PHASEO_INTEROP_AIMOCK_URL, PHASEO_INTEROP_LLAMA_URL and
 #                     PHASEO_INTEROP_MCP_EVERYTHING (the server's entry point, run as `node PATH stdio`) set
 #   5. strict schemas interop/strict_check.py tests/golden/dialects/openai_strict_all.json
+#   6. mcp build      cargo build --example mcp_server (our MCP server, served on stdio)
+#   7. mcp python     interop/mcp_server.sh python BINARY: the official Python MCP client
+#                     (PyPI mcp) initialises it, calls every tool, gets progress, cancels a
+#                     long call (the tool observes it), sees isError for bad arguments
+#   8. mcp inspector  interop/mcp_server.sh inspector BINARY: the MCP Inspector CLI lists its tools
 # Both servers are stopped on exit, whatever happened. Exit code 0 only if
 # every step passed.
 #
@@ -182,6 +187,28 @@ elif "$INTEROP_DIR/strict_check.py" "$STRICT_FILE"; then
 else
     record FAIL "strict schemas" "$t0" "$STRICT_FILE: see the CHANGED/ERROR lines above"
 fi
+
+# --- 5-7. our MCP server against the official MCP clients -----------------------
+t0="$(now)"
+MCP_BINARY=""
+if cargo build --quiet --example mcp_server; then
+    TARGET_DIR="$(cargo metadata --format-version 1 --no-deps |
+        "$INTEROP_PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+    MCP_BINARY="$TARGET_DIR/debug/examples/mcp_server"
+    record PASS "mcp build" "$t0" "$MCP_BINARY"
+else
+    record FAIL "mcp build" "$t0" "cargo build --example mcp_server failed"
+fi
+for client in python inspector; do
+    t0="$(now)"
+    if [[ -z "$MCP_BINARY" ]]; then
+        record FAIL "mcp $client" "$t0" "not run: the example did not build"
+    elif "$INTEROP_DIR/mcp_server.sh" "$client" "$MCP_BINARY"; then
+        record PASS "mcp $client" "$t0"
+    else
+        record FAIL "mcp $client" "$t0" "see the lines above"
+    fi
+done
 
 # --- summary (stdout) -----------------------------------------------------------
 printf '\ninterop summary:\n'

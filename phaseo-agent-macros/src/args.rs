@@ -32,6 +32,11 @@ pub(crate) const KEYS: &[&str] = &[
     "on_tool_called",
     "on_response_received",
     "next_turn",
+    "title",
+    "read_only",
+    "destructive",
+    "idempotent",
+    "open_world",
     "crate",
 ];
 
@@ -58,6 +63,14 @@ pub(crate) struct Args {
     pub(crate) max_output_chars: Option<LitInt>,
     /// The keys that take a function's path, in the order written, each once.
     pub(crate) hooks: Vec<(Hook, Path)>,
+    /// `title = "..."`: a title for people (MCP clients show it).
+    pub(crate) title: Option<LitStr>,
+    /// The behaviour hints, `read_only`, `destructive`, `idempotent`, `open_world`: the span of
+    /// each key written.
+    pub(crate) read_only: Option<Span>,
+    pub(crate) destructive: Option<Span>,
+    pub(crate) idempotent: Option<Span>,
+    pub(crate) open_world: Option<Span>,
     /// `crate = path`.
     pub(crate) krate: Option<Path>,
     /// Every known key written, valid or not: a key written with a bad value is reported once, not
@@ -136,6 +149,17 @@ impl Args {
                 let value = parse_flag(meta, key)?;
                 set(&mut self.strict, key, key.span()).and(value)
             }
+            "title" => parse_title(meta)?.and_then(|v| set(&mut self.title, key, v)),
+            "read_only" | "destructive" | "idempotent" | "open_world" => {
+                let value = parse_flag(meta, key)?;
+                let slot = match key.to_string().as_str() {
+                    "read_only" => &mut self.read_only,
+                    "destructive" => &mut self.destructive,
+                    "idempotent" => &mut self.idempotent,
+                    _ => &mut self.open_world,
+                };
+                set(slot, key, key.span()).and(value)
+            }
             "timeout_ms" => {
                 parse_count(meta, key, &TIMEOUT)?.and_then(|v| set(&mut self.timeout_ms, key, v))
             }
@@ -212,6 +236,20 @@ fn suggestion(name: &str) -> Option<&'static str> {
 
 fn parse_id(meta: &ParseNestedMeta) -> syn::Result<syn::Result<LitStr>> {
     const HOW: &str = "`id` takes a string, as in `id = \"fetch-ticket\"`";
+    let expr = match value(meta, HOW)? {
+        Ok(expr) => expr,
+        Err(e) => return Ok(Err(e)),
+    };
+    Ok(match expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(lit), ..
+        }) => Ok(lit),
+        other => Err(syn::Error::new_spanned(other, HOW)),
+    })
+}
+
+fn parse_title(meta: &ParseNestedMeta) -> syn::Result<syn::Result<LitStr>> {
+    const HOW: &str = "`title` takes a string, as in `title = \"Deploy an environment\"`";
     let expr = match value(meta, HOW)? {
         Ok(expr) => expr,
         Err(e) => return Ok(Err(e)),
@@ -358,7 +396,8 @@ mod tests {
         let accepts = "`#[tool]` accepts `id`, `description`, `require_approval`, `external`, \
                        `timeout_ms`, `on_error`, `exclusive`, `strict`, `max_output_chars`, \
                        `input_schema`, `output_schema`, `event_schema`, `on_tool_called`, \
-                       `on_response_received`, `next_turn`, `crate`";
+                       `on_response_received`, `next_turn`, `title`, `read_only`, `destructive`, \
+                       `idempotent`, `open_world`, `crate`";
         assert_eq!(
             errors,
             [
@@ -381,6 +420,34 @@ mod tests {
         );
         assert!(args.given("id") && args.id.is_none());
         assert!(!args.given("idd"));
+    }
+
+    #[test]
+    fn title_and_hint_keys() {
+        let (args, errors) = parse(quote!(
+            title = "Ship an order",
+            read_only,
+            idempotent,
+            open_world
+        ));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(args.title.unwrap().value(), "Ship an order");
+        assert!(args.read_only.is_some() && args.idempotent.is_some());
+        assert!(args.open_world.is_some() && args.destructive.is_none());
+        let (_, errors) = parse(quote!(
+            title = 3,
+            destructive = true,
+            title = "a",
+            title = "b"
+        ));
+        assert_eq!(
+            errors,
+            [
+                "`title` takes a string, as in `title = \"Deploy an environment\"`",
+                "`destructive` takes no value: write `#[tool(destructive)]`",
+                "duplicate argument `title`: give it once",
+            ]
+        );
     }
 
     #[test]

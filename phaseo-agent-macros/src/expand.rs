@@ -604,6 +604,22 @@ impl<'a> Expansion<'a> {
         if let Some(max) = &args.max_output_chars {
             steps.push(quote!(#p::Tool::max_output_chars(__tool, #max)));
         }
+        if let Some(title) = &args.title {
+            steps.push(quote!(#p::Tool::title(__tool, #title)));
+        }
+        let hints = [
+            (args.read_only, "read_only"),
+            (args.destructive, "destructive"),
+            (args.idempotent, "idempotent"),
+            (args.open_world, "open_world"),
+        ];
+        for (_, hint) in hints.iter().filter(|(given, _)| given.is_some()) {
+            let method = Ident::new(hint, Span::call_site());
+            steps.push(quote!(#p::Tool::#method(__tool, true)));
+        }
+        if let Some(output) = self.structured_output() {
+            steps.push(output);
+        }
         for (hook, path) in &args.hooks {
             // The whole call at the path: the compiler's notes about it underline the path alone.
             let p = respan(p.clone(), path.span());
@@ -719,6 +735,22 @@ impl<'a> Expansion<'a> {
                     move |__input: #input| { #this async move { #unpack #result } })
             }
         }
+    }
+
+    /// The step that records the output type's schema when the type implements `JsonSchema`
+    /// (`Tool::structured_output`), chosen by autoref specialisation on the concrete type; none
+    /// for an external tool, a `()` output or one the return type does not spell.
+    fn structured_output(&self) -> Option<TokenStream> {
+        let p = &self.private;
+        let output = match self.tool.returns {
+            _ if self.args.external.is_some() => return None,
+            Returns::Value(ty) | Returns::Result { ok: Some(ty), .. } => ty,
+            _ => return None,
+        };
+        Some(quote! {{
+            use #p::{StructuredOutput as _, UnstructuredOutput as _};
+            (&&#p::OutputType::<#output>::new()).__phaseo_structured_output(__tool)
+        }})
     }
 
     /// The tool's output and error types for the constructor's turbofish, with the user's spans (so a

@@ -130,6 +130,10 @@ use proc_macro::TokenStream;
 /// reaches the model as `{"error": "..."}` (the runtime's error policy applies). Any other return type
 /// `T: Serialize` is an infallible output; no return type is `()`, sent as `null`.
 ///
+/// When the output type also implements `JsonSchema` and its schema is an object, the tool
+/// records it (`Tool::structured_output`): an MCP server advertises it as the tool's
+/// `outputSchema` and sends each result as `structuredContent` too.
+///
 /// # Arguments of `#[tool(...)]`
 ///
 /// Each key but `id`, `description`, `external` and `crate` is one builder method of the runtime's
@@ -153,6 +157,8 @@ use proc_macro::TokenStream;
 /// | `on_tool_called = path` | `fn(&Value, &ToolContext) -> Option<Value>`, run instead of the function: `Some(result)` answers at once, `None` pauses the run with pending kind `hitl` until a person supplies the output. | `on_tool_called` |
 /// | `on_response_received = path` | `fn(Value) -> Result<Value, E>`: transforms an output supplied for a paused call, or refuses it (`resume` returns the error). | `on_response_received` |
 /// | `next_turn = path` | `fn(&Value, &TurnParams) -> TurnParams`: after a successful call, changes the next model request (model, temperature, instructions, tool choice, active tools) from the call's arguments. | `next_turn` |
+/// | `title = "..."` | a title for people (MCP clients show it in place of the id). | `title` |
+/// | `read_only`, `destructive`, `idempotent`, `open_world` | behaviour hints for clients (MCP's tool annotations): the tool changes nothing; it may destroy or overwrite; a repeated call has no further effect; it reaches outside entities. `read_only` and `destructive` together are an error. | `read_only(true)`, ... |
 /// | `crate = path` | the path phaseo-agent is reached by, for a renamed dependency (`crate = my_agent`). | |
 ///
 /// In the signatures, `Value` is `serde_json::Value`, which phaseo-agent re-exports as

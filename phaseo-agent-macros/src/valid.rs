@@ -49,6 +49,24 @@ pub(crate) fn signature(tool: &ToolFn, args: &Args, errors: &mut Errors) {
     params(tool, args, errors);
     returns(tool, args, errors);
     body(tool, args, errors);
+    hints(args, errors);
+}
+
+/// A title says something, and the behaviour hints do not contradict each other.
+fn hints(args: &Args, errors: &mut Errors) {
+    if let Some(title) = args.title.as_ref().filter(|t| t.value().trim().is_empty()) {
+        errors.push(error(
+            title,
+            "the title is empty: write a title for people, as in `title = \"Deploy an \
+             environment\"`, or leave `title` out",
+        ));
+    }
+    if let (Some(_), Some(destructive)) = (args.read_only, args.destructive) {
+        errors.push(syn::Error::new(
+            destructive,
+            "a `read_only` tool changes nothing, so it cannot be `destructive`: remove one of the two",
+        ));
+    }
 }
 
 /// A method takes `&self` or `self: Arc<Self>`, and only in a `#[tools]` impl block.
@@ -459,6 +477,23 @@ mod tests {
         id(&tool, &args, &mut errors);
         description(&tool, &args, &mut errors);
         errors.into_vec().iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn a_blank_title_and_read_only_with_destructive_are_refused() {
+        let item: ItemTool = parse_quote! {
+            /// Ship.
+            fn ship() {}
+        };
+        let errors = check(item, quote!(title = " ", read_only, destructive));
+        assert_eq!(
+            errors,
+            [
+                "the title is empty: write a title for people, as in `title = \"Deploy an \
+                 environment\"`, or leave `title` out",
+                "a `read_only` tool changes nothing, so it cannot be `destructive`: remove one of the two",
+            ]
+        );
     }
 
     #[test]

@@ -51,6 +51,8 @@
 //! | progress and context | [`ToolContext::emit_progress`], [`Tool::streaming`], [`ToolContext::set_context`] | a `ctx: &ToolContext` parameter |
 //! | concurrency | [`AgentBuilder::tool_concurrency`], [`RunOptions::concurrency`], [`Tool::exclusive`] | `exclusive` |
 //! | output caps | [`Tool::max_output_chars`], [`AgentBuilder::max_output_chars`] | `max_output_chars = 2_000` |
+//! | title and behaviour hints (for MCP clients) | [`Tool::title`], [`Tool::read_only`], [`Tool::destructive`], [`Tool::idempotent`], [`Tool::open_world`], read with [`Tool::hints`] | `title = "..."`, `read_only`, `destructive`, `idempotent`, `open_world` |
+//! | output schema (MCP's `outputSchema`) | [`Tool::structured_output`], read with [`Tool::output_type_schema`] | recorded when the output type implements `JsonSchema` |
 //!
 //! ## Choices this crate makes
 //!
@@ -156,8 +158,10 @@
 //! - `run`: [`Agent`], the loop, pausing and resuming ([`RunState`], [`Decisions`]), signed states,
 //!   [`Event`]s. Uses every stage above.
 //!
-//! Two later stages will follow `run`: `store` (durable run stores) and `mcp` (serving tools
-//! over MCP and using MCP servers' tools).
+//! - [`mcp`] (feature `mcp`): serving tools over MCP (`mcp::server::McpServer`) and using MCP
+//!   servers' tools. Uses every stage above.
+//!
+//! A later stage will follow: `store` (durable run stores).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The stages, lowest first. A module uses only the modules declared before it (and its own
@@ -225,6 +229,7 @@ pub mod __private {
         event_schema, external, input_schema, next_turn, on_response_received, on_tool_called,
         output_schema, typed, typed_blocking, typed_infallible, typed_without_context,
     };
+    pub use crate::tool::macro_support::{OutputType, StructuredOutput, UnstructuredOutput};
     pub use crate::tool::macro_support::{
         Resource, declare, must_be_send, typed_borrowing, typed_borrowing_infallible,
     };

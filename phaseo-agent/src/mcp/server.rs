@@ -6,7 +6,7 @@
 //! use phaseo_agent::tool;
 //!
 //! /// Add two numbers.
-//! #[tool]
+//! #[tool(title = "Add", read_only, idempotent)]
 //! fn add(a: i64, b: i64) -> i64 {
 //!     a + b
 //! }
@@ -553,7 +553,9 @@ impl ServerHandler for McpHandler {
         request: m::CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<m::CallToolResponse, ErrorData> {
-        let result = self.inner.call(request, context).await?;
+        // Boxed: rmcp spawns a task per request whose future holds the largest handler's future,
+        // and moves it; a call's state (the tool's future, its context) stays behind one pointer.
+        let result = Box::pin(self.inner.call(request, context)).await?;
         Ok(m::CallToolResponse::Complete(result))
     }
 }

@@ -345,3 +345,40 @@ where
 {
     Box::pin(future)
 }
+
+/// The output type of a `#[tool]` function, for the expansion to record its schema when it has
+/// one: `(&&OutputType::<O>::new()).__phaseo_structured_output(tool)` finds
+/// [`StructuredOutput`] when `O: JsonSchema` (one reference fewer to take), else
+/// [`UnstructuredOutput`], which leaves the tool as it is. The type is concrete where the
+/// expansion writes it, so the choice is made there.
+pub struct OutputType<O>(core::marker::PhantomData<fn() -> O>);
+
+impl<O> OutputType<O> {
+    /// The probe.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        OutputType(core::marker::PhantomData)
+    }
+}
+
+/// The output type implements `JsonSchema`: [`Tool::structured_output`].
+pub trait StructuredOutput {
+    /// Records the output type on the tool.
+    fn __phaseo_structured_output(&self, tool: Tool) -> Tool;
+}
+
+impl<O: schemars::JsonSchema> StructuredOutput for &OutputType<O> {
+    fn __phaseo_structured_output(&self, tool: Tool) -> Tool {
+        tool.structured_output::<O>()
+    }
+}
+
+/// The output type does not implement `JsonSchema`: nothing to record.
+pub trait UnstructuredOutput {
+    /// Leaves the tool as it is.
+    fn __phaseo_structured_output(&self, tool: Tool) -> Tool {
+        tool
+    }
+}
+
+impl<O> UnstructuredOutput for OutputType<O> {}

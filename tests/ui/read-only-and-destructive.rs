@@ -1,0 +1,9 @@
+use phaseo_agent::tool;
+
+/// Delete a file.
+#[tool(read_only, destructive)]
+async fn delete(path: String) -> String {
+    path
+}
+
+fn main() {}
