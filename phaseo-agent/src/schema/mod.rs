@@ -17,7 +17,7 @@
 //!
 //! Stage 2, above `error`; uses no other stage of the crate.
 
-mod generate;
+pub(crate) mod generate;
 pub(crate) mod validate;
 pub mod dialect;
 

@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::decode::{self, ToolInput};
 use crate::error::AgentError;
 use crate::schema;
+use crate::schema::validate::Validator;
 use crate::tool::call::{CallFuture, Eager, Exec, InputType, Parsed, Prepared, Produced, blocking};
 use crate::tool::context::ToolContext;
 use crate::tool::definition::{FromValueFn, ParseFn, Tool};
@@ -284,33 +285,49 @@ impl Tool {
     }
 
     /// The parts every typed tool shares: the schema generated from `I` (once), the decoder compiled
-    /// from it (once), and `wrap`, which makes a decoded input a call ready to start.
+    /// from it (once), and `wrap`, which makes a decoded input a call ready to start. Only the
+    /// schema's generation and the two parse functions depend on `I`; the rest is
+    /// [`Tool::typed_from_parts`], compiled once.
     fn typed_parts<I: ToolInput>(
         id: String,
         description: String,
         executable: bool,
         wrap: impl Fn(I) -> Parsed + Send + Sync + 'static,
     ) -> Self {
-        let parameters = schema::schema_for::<I>();
-        let mut params_validator = None;
-        let (parse, from_value, error): (Arc<ParseFn>, Arc<FromValueFn>, _) =
-            match decode::Decoder::<I>::new(&parameters) {
-                Ok(decoder) => {
-                    params_validator = Some(decoder.validator().clone());
-                    let decoder = Arc::new(decoder);
-                    let wrap = Arc::new(wrap);
-                    let (by_text, by_value) = (decoder.clone(), wrap.clone());
-                    (
-                        Arc::new(move |args: &str| by_text.decode(args).map(&*wrap)),
-                        Arc::new(move |value: Value| decoder.decode_value(&value).map(&*by_value)),
-                        None,
-                    )
-                }
+        let (parameters, unit_like) = schema::generate::parameters_for::<I>();
+        let parse = decode::Decoder::<I>::with_unit_like(&parameters, unit_like).map(|decoder| {
+            let validator = decoder.validator().clone();
+            let typed = Arc::new((decoder, wrap));
+            let by_value = typed.clone();
+            let parse: Arc<ParseFn> =
+                Arc::new(move |args: &str| typed.0.decode(args).map(&typed.1));
+            let from_value: Arc<FromValueFn> =
+                Arc::new(move |value: Value| by_value.0.decode_value(&value).map(&by_value.1));
+            (parse, from_value, validator)
+        });
+        let input = (InputType::of::<I>(), std::any::type_name::<I>());
+        Self::typed_from_parts(id, description, parameters, input, parse, executable)
+    }
+
+    /// The typed tool from its parts, or (when the decoder did not compile) a tool whose calls are
+    /// refused and whose definition error says why.
+    fn typed_from_parts(
+        id: String,
+        description: String,
+        parameters: Value,
+        (input_type, type_name): (InputType, &str),
+        parse: Result<(Arc<ParseFn>, Arc<FromValueFn>, Validator), String>,
+        executable: bool,
+    ) -> Self {
+        let (parse, from_value, validator, error): (Arc<ParseFn>, Arc<FromValueFn>, _, _) =
+            match parse {
+                Ok((parse, from_value, validator)) => (parse, from_value, Some(validator), None),
                 Err(e) => {
                     let unusable = "$: the tool is unusable";
                     (
                         Arc::new(move |_: &str| Err(unusable.to_owned())),
                         Arc::new(move |_: Value| Err(unusable.to_owned())),
+                        None,
                         Some(e),
                     )
                 }
@@ -319,27 +336,26 @@ impl Tool {
             id,
             description,
             parameters,
-            InputType::of::<I>(),
+            input_type,
             parse,
             from_value,
             executable,
         );
-        tool.params_validator = params_validator;
+        tool.params_validator = validator;
         tool.definition_error = tool
             .definition_error
             .or(error)
-            .or_else(|| object_input::<I>(&tool.parameters));
+            .or_else(|| object_input(type_name, &tool.parameters));
         tool
     }
 }
 
 /// Tool arguments are a JSON object: a typed input must describe one.
-fn object_input<I>(parameters: &Value) -> Option<String> {
+fn object_input(type_name: &str, parameters: &Value) -> Option<String> {
     match parameters.get("type") {
         Some(Value::String(t)) if t == "object" => None,
         other => Some(format!(
-            "the input type `{}` is not a JSON object (its schema's type is {}): a typed input must be a struct, a map or an enum of structs; wrap other types in a struct, or take plain arguments with `#[tool]`",
-            std::any::type_name::<I>(),
+            "the input type `{type_name}` is not a JSON object (its schema's type is {}): a typed input must be a struct, a map or an enum of structs; wrap other types in a struct, or take plain arguments with `#[tool]`",
             other.map_or_else(|| "not set".to_owned(), Value::to_string)
         )),
     }
@@ -433,6 +449,15 @@ impl<F: Future> Future for AlwaysOk<F> {
     }
 }
 
+/// The future of a call that cannot start (outside any tool's generic code).
+#[cold]
+fn cannot_start() -> CallFuture {
+    futures::future::ready(Err(AgentError::tool(
+        "the call cannot start: it was started before, or its tool has no function",
+    )))
+    .boxed()
+}
+
 pin_project_lite::pin_project! {
     /// A typed async call, in one allocation made when its arguments were decoded: the input, then
     /// (once started) the tool's own future in the same place.
@@ -469,10 +494,7 @@ where
             TypedCall::Running { .. } => None,
         };
         let (Some(call), Some(input)) = (call, input) else {
-            return futures::future::ready(Err(AgentError::tool(
-                "the call cannot start: it was started before, or its tool has no function",
-            )))
-            .boxed();
+            return cannot_start();
         };
         // Not pinned yet: the tool's future takes the input's place in the same allocation.
         *self = TypedCall::Running {
