@@ -30,8 +30,13 @@ pub fn schema_for<T: JsonSchema + ?Sized>() -> Value {
 /// generation.
 pub(crate) fn parameters_for<T: JsonSchema + ?Sized>() -> (Value, bool) {
     let (raw, name) = generate::<T>();
-    let null = raw.get("type") == Some(&Value::String("null".into()));
-    (finish(raw, &name), null)
+    parameters(raw, &name)
+}
+
+/// [`parameters_for`] past the generation, compiled once.
+fn parameters(raw: Value, name: &str) -> (Value, bool) {
+    let null = raw.get("type").and_then(Value::as_str) == Some("null");
+    (finish(raw, name), null)
 }
 
 /// The type's schema as schemars writes it, and its name: the only part that depends on the type.

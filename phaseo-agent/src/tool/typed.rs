@@ -95,10 +95,10 @@ impl Tool {
         F: Fn(I, ToolContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
-        Self::typed_borrowing(
+        Self::typed_async::<I, _>(
             id.into(),
             description.into(),
-            move |input, ctx: &ToolContext| f(input, ctx.clone()),
+            Borrowing(move |input, ctx: &ToolContext| f(input, ctx.clone())),
         )
     }
 
@@ -133,10 +133,10 @@ impl Tool {
         F: Fn(I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
-        Self::typed_borrowing(
+        Self::typed_async::<I, _>(
             id.into(),
             description.into(),
-            move |input, _: &ToolContext| f(input),
+            Borrowing(move |input, _: &ToolContext| f(input)),
         )
     }
 
@@ -149,7 +149,11 @@ impl Tool {
         F: Fn(I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = O> + Send + 'static,
     {
-        Self::typed_borrowing_infallible(id, description, move |input, _: &ToolContext| f(input))
+        Self::typed_async::<I, _>(
+            id,
+            description,
+            BorrowingInfallible(move |input, _: &ToolContext| f(input)),
+        )
     }
 
     /// A typed tool from a function of its input and a borrowed context that returns a future
@@ -286,7 +290,7 @@ impl Tool {
 
     /// The parts every typed tool shares: the schema generated from `I` (once), the decoder compiled
     /// from it (once), and `wrap`, which makes a decoded input a call ready to start. Only the
-    /// schema's generation and the two parse functions depend on `I`; the rest is
+    /// schema's generation and [`TypedParse`] depend on `I`; the rest is
     /// [`Tool::typed_from_parts`], compiled once.
     fn typed_parts<I: ToolInput>(
         id: String,
@@ -295,16 +299,14 @@ impl Tool {
         wrap: impl Fn(I) -> Parsed + Send + Sync + 'static,
     ) -> Self {
         let (parameters, unit_like) = schema::generate::parameters_for::<I>();
-        let parse = decode::Decoder::<I>::with_unit_like(&parameters, unit_like).map(|decoder| {
-            let validator = decoder.validator().clone();
-            let typed = Arc::new((decoder, wrap));
-            let by_value = typed.clone();
-            let parse: Arc<ParseFn> =
-                Arc::new(move |args: &str| typed.0.decode(args).map(&typed.1));
-            let from_value: Arc<FromValueFn> =
-                Arc::new(move |value: Value| by_value.0.decode_value(&value).map(&by_value.1));
-            (parse, from_value, validator)
-        });
+        let parse = match decode::Decoder::<I>::with_unit_like(&parameters, unit_like) {
+            Ok(decoder) => {
+                let validator = decoder.validator().clone();
+                let parse: Arc<dyn ParseArgs> = Arc::new(TypedParse { decoder, wrap });
+                Ok((parse, validator))
+            }
+            Err(e) => Err(e),
+        };
         let input = (InputType::of::<I>(), std::any::type_name::<I>());
         Self::typed_from_parts(id, description, parameters, input, parse, executable)
     }
@@ -316,12 +318,20 @@ impl Tool {
         description: String,
         parameters: Value,
         (input_type, type_name): (InputType, &str),
-        parse: Result<(Arc<ParseFn>, Arc<FromValueFn>, Validator), String>,
+        parse: Result<(Arc<dyn ParseArgs>, Validator), String>,
         executable: bool,
     ) -> Self {
         let (parse, from_value, validator, error): (Arc<ParseFn>, Arc<FromValueFn>, _, _) =
             match parse {
-                Ok((parse, from_value, validator)) => (parse, from_value, Some(validator), None),
+                Ok((parse, validator)) => {
+                    let by_value = parse.clone();
+                    (
+                        Arc::new(move |args: &str| parse.text(args)),
+                        Arc::new(move |value: Value| by_value.value(value)),
+                        Some(validator),
+                        None,
+                    )
+                }
                 Err(e) => {
                     let unusable = "$: the tool is unusable";
                     (
@@ -347,6 +357,30 @@ impl Tool {
             .or(error)
             .or_else(|| object_input(type_name, &tool.parameters));
         tool
+    }
+}
+
+/// A typed tool's argument parsing, without its type: what the tool's parse functions call.
+trait ParseArgs: Send + Sync {
+    /// Decodes the argument text into a call ready to start.
+    fn text(&self, args: &str) -> Result<Parsed, String>;
+    /// Decodes a value that passed the schema into a call ready to start.
+    fn value(&self, value: Value) -> Result<Parsed, String>;
+}
+
+/// The decoder of `I`, and what makes a decoded input a call.
+struct TypedParse<I, W> {
+    decoder: decode::Decoder<I>,
+    wrap: W,
+}
+
+impl<I: ToolInput, W: Fn(I) -> Parsed + Send + Sync> ParseArgs for TypedParse<I, W> {
+    fn text(&self, args: &str) -> Result<Parsed, String> {
+        self.decoder.decode(args).map(&self.wrap)
+    }
+
+    fn value(&self, value: Value) -> Result<Parsed, String> {
+        self.decoder.decode_value(&value).map(&self.wrap)
     }
 }
 

@@ -470,27 +470,15 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for StrictVisitor<'_, V> {
 
     #[inline(always)]
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
-        let Some(checks) = self.at().typed(types::ARRAY, "an array")? else {
-            let count = Cell::new(0);
-            return self.inner.visit_seq(StrictSeq {
-                seq,
-                cx: self.cx,
-                checks: None,
-                count: &count,
-            });
-        };
+        let checks = self.at().typed(types::ARRAY, "an array")?;
         let count = Cell::new(0);
         let value = self.inner.visit_seq(StrictSeq {
             seq,
             cx: self.cx,
-            checks: Some(checks),
+            checks,
             count: &count,
         })?;
-        let n = count.get() as u64;
-        let array = &checks.array;
-        if array.min_items.is_some_and(|m| n < m) || array.max_items.is_some_and(|m| n > m) {
-            return Err(reject("an array of this length"));
-        }
+        array_length(checks, count.get()).map_err(reject)?;
         Ok(value)
     }
 
@@ -508,11 +496,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for StrictVisitor<'_, V> {
                 ..Slot::default()
             },
         })?;
-        if let Some(c) = checks {
-            if c.object.required & !seen.get() != 0 {
-                return Err(reject("an object without a required property"));
-            }
-        }
+        required_seen(checks, seen.get()).map_err(reject)?;
         Ok(value)
     }
 
@@ -520,6 +504,29 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for StrictVisitor<'_, V> {
     fn visit_enum<A: EnumAccess<'de>>(self, _data: A) -> Result<V::Value, A::Error> {
         // Reached only through a deserializer other than serde_json's text reader.
         Err(reject("an enum the strict decoder cannot see into"))
+    }
+}
+
+/// An array's length against its node's checks, once its elements are read (not generic: compiled
+/// once, issue 14).
+#[inline]
+fn array_length(checks: Option<&Checks>, count: usize) -> Result<(), &'static str> {
+    let Some(array) = checks.map(|c| &c.array) else {
+        return Ok(());
+    };
+    let n = count as u64;
+    if array.min_items.is_some_and(|m| n < m) || array.max_items.is_some_and(|m| n > m) {
+        return Err("an array of this length");
+    }
+    Ok(())
+}
+
+/// An object's required properties against those seen, once its entries are read.
+#[inline]
+fn required_seen(checks: Option<&Checks>, seen: u64) -> Result<(), &'static str> {
+    match checks {
+        Some(c) if c.object.required & !seen != 0 => Err("an object without a required property"),
+        _ => Ok(()),
     }
 }
 
