@@ -109,6 +109,13 @@ impl<I: ToolInput> Decoder<I> {
 
     /// Decodes one call's argument text; `""` (some models send it for no arguments) means `{}`.
     pub(crate) fn decode(&self, args: &str) -> Result<I, String> {
+        // The fast path, here rather than through `Core::decode`'s `dyn` reader: a call that takes
+        // it (most calls) pays no indirection. The same instantiation of `decode_text` either way.
+        if let Some(text) = self.core.fast_text(args) {
+            if let Ok(input) = decode_text::<I>(text, self.core.cx(), self.core.shape.root()) {
+                return Ok(input);
+            }
+        }
         let mut slot = None;
         self.core.decode(args, &mut reader(&mut slot))?;
         slot.ok_or_else(nothing_decoded)
@@ -181,6 +188,7 @@ impl Core {
         })
     }
 
+    #[inline]
     fn cx(&self) -> strict::Cx<'_> {
         strict::Cx {
             shape: &self.shape,
@@ -188,19 +196,25 @@ impl Core {
         }
     }
 
+    /// The text the typed shell decodes on the fast path itself, if calls take it (an exact shape,
+    /// an input that is not unit-like).
+    #[inline]
+    fn fast_text<'a>(&self, args: &'a str) -> Option<&'a str> {
+        let text = if is_blank(args) { "{}" } else { args };
+        (self.exact && !self.unit_like).then_some(text)
+    }
+
+    /// Decodes one call's argument text (the slow path, and the fast one for a unit-like input:
+    /// the typed shell tried the fast path for other inputs).
     fn decode(&self, args: &str, read: &mut Read<'_>) -> Result<(), String> {
         let text = if is_blank(args) { "{}" } else { args };
         let root = self.shape.root();
-        if self.exact {
-            let fast = if self.unit_like {
-                decode_strict::<IgnoredAny>(&self.shape, text).is_ok()
-                    && read("null", self.cx(), shape::ANY).is_ok()
-            } else {
-                read(text, self.cx(), root).is_ok()
-            };
-            if fast {
-                return Ok(());
-            }
+        if self.exact
+            && self.unit_like
+            && decode_strict::<IgnoredAny>(&self.shape, text).is_ok()
+            && read("null", self.cx(), shape::ANY).is_ok()
+        {
+            return Ok(());
         }
         let value = parse_arguments(text)?;
         self.validator.check(&value)?;

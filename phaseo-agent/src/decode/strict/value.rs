@@ -190,8 +190,18 @@ impl<'s> At<'s> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn null<E: de::Error>(&self) -> Result<(), E> {
+        // The common case (a node that checks only the type) inline; the rest out of line.
+        if self.shape.plain(self.node, types::NULL) {
+            Ok(())
+        } else {
+            self.null_checks()
+        }
+    }
+
+    #[inline]
+    fn null_checks<E: de::Error>(&self) -> Result<(), E> {
         let shape = self.shape;
         if shape.plain(self.node, types::NULL) {
             return Ok(());
@@ -209,8 +219,18 @@ impl<'s> At<'s> {
         if ok { Ok(()) } else { Err(reject("null")) }
     }
 
-    #[inline]
+    #[inline(always)]
     fn boolean<E: de::Error>(&self, v: bool) -> Result<(), E> {
+        // The common case (a node that checks only the type) inline; the rest out of line.
+        if self.shape.plain(self.node, types::BOOLEAN) {
+            Ok(())
+        } else {
+            self.boolean_checks(v)
+        }
+    }
+
+    #[inline]
+    fn boolean_checks<E: de::Error>(&self, v: bool) -> Result<(), E> {
         if self.shape.plain(self.node, types::BOOLEAN) {
             return Ok(());
         }
@@ -227,8 +247,18 @@ impl<'s> At<'s> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn integer<E: de::Error>(&self, v: i128) -> Result<(), E> {
+        // The common case (a node that checks only the type) inline; the rest out of line.
+        if self.shape.plain(self.node, types::INTEGER | types::NUMBER) {
+            Ok(())
+        } else {
+            self.integer_checks(v)
+        }
+    }
+
+    #[inline]
+    fn integer_checks<E: de::Error>(&self, v: i128) -> Result<(), E> {
         if self.shape.plain(self.node, types::INTEGER | types::NUMBER) {
             return Ok(());
         }
@@ -282,8 +312,18 @@ impl<'s> At<'s> {
         )
     }
 
-    #[inline]
+    #[inline(always)]
     fn string<E: de::Error>(&self, v: &str) -> Result<(), E> {
+        // The common case (a node that checks only the type) inline; the rest out of line.
+        if self.shape.plain(self.node, types::STRING) {
+            Ok(())
+        } else {
+            self.string_checks(v)
+        }
+    }
+
+    #[inline]
+    fn string_checks<E: de::Error>(&self, v: &str) -> Result<(), E> {
         if self.shape.plain(self.node, types::STRING) {
             return Ok(());
         }
