@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -185,12 +186,12 @@ def cpu_of(cmd: list[str], cwd: Path, env: dict) -> float:
 def edit(crate: Path, round_: int) -> None:
     lib = crate / "src" / "lib.rs"
     text = lib.read_text()
-    marker = "(tool 50)"
-    at = text.index(marker)
-    # The one-line edit: tool 50's string changes each round.
-    new = f"(tool 50, edit {round_})"
-    old_end = text.index(")", at) + 1
-    lib.write_text(text[:at] + new + text[old_end:])
+    # The one-line edit: tool 50's string changes each round (`(tool 50)`, then
+    # `(tool 50, edit R)`).
+    found = re.search(r"\(tool 50(, edit \d+)?\)", text)
+    if found is None:
+        sys.exit(f"{lib}: tool 50's string is not there to edit (was it generated with --tools > 50?)")
+    lib.write_text(text[:found.start()] + f"(tool 50, edit {round_})" + text[found.end():])
 
 
 def measure(root: Path, rounds: int, n: int, crates: list[str], before: Path | None) -> None:
