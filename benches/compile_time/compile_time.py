@@ -2,8 +2,9 @@
 """Compile time of 100 tools, side by side: `#[tool]` functions, `Tool::typed` closures and rmcp
 `#[tool]` methods, with the same inputs and the same bodies.
 
-    python3 benches/compile_time/compile_time.py generate DIR [--tools N]
+    python3 benches/compile_time/compile_time.py generate DIR [--tools N] [--before REPO]
     python3 benches/compile_time/compile_time.py measure DIR [--rounds R] [--tools N]
+        [--before REPO] [--crates phaseo_fn,rmcp_router,...]
 
 `generate` writes three crates into DIR (each its own workspace, so nothing of this repository's
 features leaks in): `phaseo_fn` (`#[tool] async fn`), `phaseo_typed` (`Tool::typed` closures)
@@ -15,6 +16,11 @@ and `rmcp_router` (`#[tool_router]` methods, `#[tool_handler]`). Tool i takes in
   3 collections: a `Vec` of structs and a `HashMap`
 
 and returns a `String` built from it with `format!`.
+
+`--before REPO` adds a fourth crate, `phaseo_fn_before`: the same `#[tool]` functions built
+against another checkout of this repository (say, `git worktree add /tmp/before main`), so a
+change is measured against the code before it in the same run. `--crates` measures only the
+crates listed (`rmcp_router` is always measured: ratios are to it).
 
 `measure` generates the crates, builds their dependencies once (debug and release), then for each
 round, interleaving the three crates, measures the CPU time (user + system, of cargo and every
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -147,18 +154,24 @@ def gen_rmcp(n: int) -> str:
     return out
 
 
-def generate(root: Path, n: int) -> None:
-    sources = {"phaseo_fn": (gen_phaseo_fn(n), PHASEO_DEPS),
-               "phaseo_typed": (gen_phaseo_typed(n), PHASEO_DEPS),
-               "rmcp_router": (gen_rmcp(n), RMCP_DEPS)}
-    for name, (source, deps) in sources.items():
+def phaseo_deps(repo: Path) -> str:
+    return PHASEO_DEPS.replace(str(REPO / "phaseo-agent"), str(repo / "phaseo-agent"))
+
+
+def generate(root: Path, n: int, before: Path | None = None) -> None:
+    sources = {"phaseo_fn": (gen_phaseo_fn(n), PHASEO_DEPS, REPO),
+               "phaseo_typed": (gen_phaseo_typed(n), PHASEO_DEPS, REPO),
+               "rmcp_router": (gen_rmcp(n), RMCP_DEPS, None)}
+    if before is not None:
+        sources["phaseo_fn_before"] = (gen_phaseo_fn(n), phaseo_deps(before), before)
+    for name, (source, deps, repo) in sources.items():
         crate = root / name
         (crate / "src").mkdir(parents=True, exist_ok=True)
         (crate / "Cargo.toml").write_text(manifest(name, deps))
         (crate / "src" / "lib.rs").write_text(source)
-    # One lockfile for the phaseo crates' shared dependencies: the repository's own versions.
-    for name in ["phaseo_fn", "phaseo_typed"]:
-        shutil.copy(REPO / "Cargo.lock", root / name / "Cargo.lock")
+        # One lockfile for the phaseo crates' shared dependencies: the repository's own versions.
+        if repo is not None:
+            shutil.copy(repo / "Cargo.lock", crate / "Cargo.lock")
 
 
 def cpu_of(cmd: list[str], cwd: Path, env: dict) -> float:
@@ -173,28 +186,28 @@ def cpu_of(cmd: list[str], cwd: Path, env: dict) -> float:
 def edit(crate: Path, round_: int) -> None:
     lib = crate / "src" / "lib.rs"
     text = lib.read_text()
-    marker = "(tool 50)"
-    at = text.index(marker)
-    # The one-line edit: tool 50's string changes each round.
-    new = f"(tool 50, edit {round_})"
-    old_end = text.index(")", at) + 1
-    lib.write_text(text[:at] + new + text[old_end:])
+    # The one-line edit: tool 50's string changes each round (`(tool 50)`, then
+    # `(tool 50, edit R)`).
+    found = re.search(r"\(tool 50(, edit \d+)?\)", text)
+    if found is None:
+        sys.exit(f"{lib}: tool 50's string is not there to edit (was it generated with --tools > 50?)")
+    lib.write_text(text[:found.start()] + f"(tool 50, edit {round_})" + text[found.end():])
 
 
-def measure(root: Path, rounds: int, n: int) -> None:
-    generate(root, n)
+def measure(root: Path, rounds: int, n: int, crates: list[str], before: Path | None) -> None:
+    generate(root, n, before)
     env = dict(os.environ)
     env.pop("RUSTFLAGS", None)
-    for name in CRATES:
+    for name in crates:
         crate = root / name
         env_c = dict(env, CARGO_TARGET_DIR=str(root / "target" / name))
         print(f"[compile-time] building {name} and its dependencies (debug and release)", file=sys.stderr)
         cpu_of(["cargo", "build", "--quiet"], crate, env_c)
         cpu_of(["cargo", "build", "--quiet", "--release"], crate, env_c)
-    results: dict[str, dict[str, list[float]]] = {c: {"incremental": [], "debug": [], "release": []} for c in CRATES}
+    results: dict[str, dict[str, list[float]]] = {c: {"incremental": [], "debug": [], "release": []} for c in crates}
     for r in range(rounds):
         for measure_name in ["incremental", "debug", "release"]:
-            for name in CRATES:
+            for name in crates:
                 crate = root / name
                 env_c = dict(env, CARGO_TARGET_DIR=str(root / "target" / name))
                 if measure_name == "incremental":
@@ -212,7 +225,7 @@ def measure(root: Path, rounds: int, n: int) -> None:
     print(f"| crate | incremental edit | full debug | release |")
     print(f"|---|---|---|---|")
     base = {m: statistics.median(results["rmcp_router"][m]) for m in ["incremental", "debug", "release"]}
-    for name in CRATES:
+    for name in crates:
         cells = []
         for m in ["incremental", "debug", "release"]:
             med = statistics.median(results[name][m])
@@ -226,13 +239,24 @@ def main() -> None:
     parser.add_argument("dir", type=Path)
     parser.add_argument("--tools", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--before", type=Path, help="another checkout of this repository")
+    parser.add_argument("--crates", help="comma-separated crates to measure (default: all)")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
+    before = args.before.resolve() if args.before else None
+    if before is not None and not (before / "phaseo-agent" / "Cargo.toml").is_file():
+        sys.exit(f"--before {before}: not a checkout of this repository (no phaseo-agent/Cargo.toml)")
+    known = CRATES + (["phaseo_fn_before"] if before is not None else [])
+    crates = args.crates.split(",") if args.crates else known
+    unknown = [c for c in crates if c not in known]
+    if unknown:
+        sys.exit(f"--crates: unknown {', '.join(unknown)} (known: {', '.join(known)})")
+    crates = [c for c in known if c in crates and c != "rmcp_router"] + ["rmcp_router"]
     if args.command == "generate":
-        generate(args.dir, args.tools)
+        generate(args.dir, args.tools, before)
     else:
         started = time.time()
-        measure(args.dir, args.rounds, args.tools)
+        measure(args.dir, args.rounds, args.tools, crates, before)
         print(f"\n({time.time() - started:.0f} s wall)", file=sys.stderr)
 
 

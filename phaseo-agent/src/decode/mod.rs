@@ -10,9 +10,14 @@
 //!   built; the schema is enforced exactly, including where serde is looser than the schema.
 //! - **Slow**: when the fast path fails (or the schema has keywords it does not check, such as
 //!   `oneOf` or `pattern`), the text is parsed to a `Value`, checked with the full JSON Schema
-//!   validator (whose error reads `<path>: <reason>`), and decoded from the `Value`, through the
-//!   same wrapper over the part of the schema it can check ([`Shape::compile_partial`]). A
-//!   decoding error after the validator accepted reads `<path>: <serde's message>`.
+//!   validator (whose error reads `<path>: <reason>`), and decoded through the same wrapper over
+//!   the part of the schema it can check ([`Shape::compile_partial`]): from the text itself when
+//!   the fast path was not tried, or else from the checked `Value`'s text (so a duplicate key
+//!   keeps its last value). A decoding error after the validator accepted reads
+//!   `<path>: <serde's message>`.
+//!
+//! Every path decodes from a text through the one wrapper, so an input type's `Deserialize` is
+//! compiled once per tool, not once per path (issue 14: the compile time of 100 tools).
 //!
 //! A schema with an `anyOf` whose branches overlap (an untagged enum whose variants read the same
 //! kind of JSON value) is refused when the decoder is made: serde's choice of variant cannot be
@@ -32,7 +37,7 @@ use serde_json::Value;
 use crate::schema::validate::Validator;
 use text::{is_blank, parse_arguments};
 
-pub(crate) use shape::Shape;
+pub(crate) use shape::{NodeId, Shape};
 
 /// The input of a typed tool: decoded from the model's arguments, with a JSON Schema to advertise.
 ///
@@ -75,33 +80,23 @@ pub(crate) use shape::Shape;
 pub trait ToolInput: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static {}
 impl<T: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static> ToolInput for T {}
 
-/// A typed decoder for one input type and its normalised schema, compiled once.
+/// A typed decoder for one input type and its normalised schema, compiled once: a thin typed shell
+/// over [`Core`], which holds everything that does not depend on `I`.
 pub(crate) struct Decoder<I> {
-    validator: Validator,
-    /// The schema as the strict decoder checks it: all of it when `exact` (calls may then take the
-    /// fast path), or the part it can check ([`Shape::compile_partial`]), which the slow path's
-    /// serde step still reads through.
-    shape: Shape,
-    exact: bool,
-    /// `I` decodes from `null` (`()`, a unit struct) but advertises an empty object.
-    unit_like: bool,
+    core: Core,
     _input: std::marker::PhantomData<fn() -> I>,
 }
 
 impl<I: ToolInput> Decoder<I> {
     /// Compiles the validator (and, when the strict decoder can check the whole schema, its shape).
     pub(crate) fn new(schema: &Value) -> Result<Self, String> {
-        let validator = Validator::new(schema)?;
-        shape::check_untagged(schema)?;
-        let (shape, exact) = match Shape::compile(schema) {
-            Ok(shape) => (shape, true),
-            Err(_) => (Shape::compile_partial(schema), false),
-        };
+        Self::with_unit_like(schema, is_unit_like::<I>())
+    }
+
+    /// [`new`](Self::new), told whether `I` is unit-like (see [`is_unit_like`]).
+    pub(crate) fn with_unit_like(schema: &Value, unit_like: bool) -> Result<Self, String> {
         Ok(Decoder {
-            validator,
-            shape,
-            exact,
-            unit_like: is_unit_like::<I>(),
+            core: Core::new(schema, unit_like)?,
             _input: std::marker::PhantomData,
         })
     }
@@ -109,33 +104,26 @@ impl<I: ToolInput> Decoder<I> {
     /// Whether calls can take the fast path.
     #[cfg(test)]
     pub(crate) fn is_fast(&self) -> bool {
-        self.exact
+        self.core.exact
     }
 
     /// Decodes one call's argument text; `""` (some models send it for no arguments) means `{}`.
     pub(crate) fn decode(&self, args: &str) -> Result<I, String> {
-        let text = if is_blank(args) { "{}" } else { args };
-        if self.exact {
-            let shape = &self.shape;
-            let fast = if self.unit_like {
-                decode_strict::<IgnoredAny>(shape, text)
-                    .ok()
-                    .and_then(|_| I::deserialize(Value::Null).ok())
-            } else {
-                decode_strict::<I>(shape, text).ok()
-            };
-            if let Some(input) = fast {
+        // The fast path, here rather than through `Core::decode`'s `dyn` reader: a call that takes
+        // it (most calls) pays no indirection. The same instantiation of `decode_text` either way.
+        if let Some(text) = self.core.fast_text(args) {
+            if let Ok(input) = decode_text::<I>(text, self.core.cx(), self.core.shape.root()) {
                 return Ok(input);
             }
         }
-        let value = parse_arguments(text)?;
-        self.validator.check(&value)?;
-        from_value(&self.shape, &value, self.unit_like)
+        let mut slot = None;
+        self.core.decode(args, &mut reader(&mut slot))?;
+        slot.ok_or_else(nothing_decoded)
     }
 
     /// The compiled parameter schema.
     pub(crate) fn validator(&self) -> &Validator {
-        &self.validator
+        &self.core.validator
     }
 
     /// Decodes a value that already passed the tool's schema (edited arguments, arguments a custom
@@ -143,23 +131,164 @@ impl<I: ToolInput> Decoder<I> {
     /// from any object, and a failure reads `<path>: <serde's message>`. It does not validate
     /// against the schema, but reads through the strict wrapper, as the slow path does.
     pub(crate) fn decode_value(&self, value: &Value) -> Result<I, String> {
-        from_value(&self.shape, value, self.unit_like)
+        let mut slot = None;
+        self.core.decode_value(value, &mut reader(&mut slot))?;
+        slot.ok_or_else(nothing_decoded)
     }
+}
+
+/// How [`Core`] has a text decoded into the input type: through the strict wrapper with the given
+/// context, checking the value at the given node, into a slot the typed shell owns.
+type Read<'r> = dyn FnMut(&str, strict::Cx<'_>, NodeId) -> Result<(), serde_json::Error> + 'r;
+
+/// The only code instantiated per input type: `I`'s `Deserialize` over one deserializer type (the
+/// text reader inside the strict wrapper). The fast path, the slow path (which decodes the checked
+/// value's text), a unit-like input (decoded from `null`) and the tracked retry that finds an
+/// error's path all come here, so each input's decoding is compiled once (issue 14).
+fn reader<I: DeserializeOwned>(
+    slot: &mut Option<I>,
+) -> impl FnMut(&str, strict::Cx<'_>, NodeId) -> Result<(), serde_json::Error> + '_ {
+    move |text, cx, node| {
+        *slot = Some(decode_text::<I>(text, cx, node)?);
+        Ok(())
+    }
+}
+
+#[cold]
+fn nothing_decoded() -> String {
+    "$: the input was not decoded".to_owned()
+}
+
+/// The decoder without its type: the compiled schema, the shape the strict wrapper checks, and the
+/// paths a call takes (see the module docs).
+pub(crate) struct Core {
+    validator: Validator,
+    /// The schema as the strict decoder checks it: all of it when `exact` (calls may then take the
+    /// fast path), or the part it can check ([`Shape::compile_partial`]), which the slow path's
+    /// serde step still reads through.
+    shape: Shape,
+    exact: bool,
+    /// The input decodes from `null` (`()`, a unit struct) but advertises an empty object.
+    unit_like: bool,
+}
+
+impl Core {
+    fn new(schema: &Value, unit_like: bool) -> Result<Self, String> {
+        let validator = Validator::new(schema)?;
+        shape::check_untagged(schema)?;
+        let (shape, exact) = match Shape::compile(schema) {
+            Ok(shape) => (shape, true),
+            Err(_) => (Shape::compile_partial(schema), false),
+        };
+        Ok(Core {
+            validator,
+            shape,
+            exact,
+            unit_like,
+        })
+    }
+
+    #[inline]
+    fn cx(&self) -> strict::Cx<'_> {
+        strict::Cx {
+            shape: &self.shape,
+            track: None,
+        }
+    }
+
+    /// The text the typed shell decodes on the fast path itself, if calls take it (an exact shape,
+    /// an input that is not unit-like).
+    #[inline]
+    fn fast_text<'a>(&self, args: &'a str) -> Option<&'a str> {
+        let text = if is_blank(args) { "{}" } else { args };
+        (self.exact && !self.unit_like).then_some(text)
+    }
+
+    /// Decodes one call's argument text (the slow path, and the fast one for a unit-like input:
+    /// the typed shell tried the fast path for other inputs).
+    fn decode(&self, args: &str, read: &mut Read<'_>) -> Result<(), String> {
+        let text = if is_blank(args) { "{}" } else { args };
+        let root = self.shape.root();
+        if self.exact
+            && self.unit_like
+            && decode_strict::<IgnoredAny>(&self.shape, text).is_ok()
+            && read("null", self.cx(), shape::ANY).is_ok()
+        {
+            return Ok(());
+        }
+        let value = parse_arguments(text)?;
+        self.validator.check(&value)?;
+        // The schema has keywords the wrapper does not check, and the validator passed: the text
+        // itself decodes as on the fast path (in its own key order), unless the wrapper is
+        // stricter than the schema (a duplicate key); the checked value then decides.
+        if !self.exact && !self.unit_like && read(text, self.cx(), root).is_ok() {
+            return Ok(());
+        }
+        self.decode_value(&value, read)
+    }
+
+    /// Decodes a validated value: its text, through the strict wrapper over `shape` (the whole
+    /// schema, or the part the wrapper can check): its checks pass, as the validator passed, but
+    /// what the wrapper adds to them holds on this path too (an alias is refused, an
+    /// integer-valued float reads as an integer, an `f32` must hold its number). `float_roundtrip`
+    /// makes every number read back as the one the value holds. On failure, says where, as a JSON
+    /// path.
+    fn decode_value(&self, value: &Value, read: &mut Read<'_>) -> Result<(), String> {
+        if self.unit_like && value.is_object() {
+            // Decodes from `null`: there are no fields to check.
+            return read("null", self.cx(), shape::ANY).map_err(|e| format!("$: {}", message(&e)));
+        }
+        let text = value.to_string();
+        let root = self.shape.root();
+        let Err(error) = read(&text, self.cx(), root) else {
+            return Ok(());
+        };
+        // Decode again, tracking the path, to say where it failed.
+        let track = strict::Track::default();
+        let cx = strict::Cx {
+            shape: &self.shape,
+            track: Some(&track),
+        };
+        Err(match read(&text, cx, root) {
+            Err(tracked) => format!("{}: {}", track.path(), message(&tracked)),
+            Ok(()) => format!("$: {}", message(&error)),
+        })
+    }
+}
+
+/// serde's message, without the position serde_json adds for a text (the text is the value's,
+/// not the model's).
+fn message(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    if error.line() == 0 {
+        return text;
+    }
+    let position = format!(" at line {} column {}", error.line(), error.column());
+    match text.strip_suffix(&position) {
+        Some(message) => message.to_owned(),
+        None => text,
+    }
+}
+
+/// Decodes `I` from the text through the strict wrapper, checking the value at `node`.
+fn decode_text<I: DeserializeOwned>(
+    text: &str,
+    cx: strict::Cx<'_>,
+    node: NodeId,
+) -> Result<I, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let input = I::deserialize(strict::Strict {
+        de: &mut de,
+        cx,
+        node,
+    })?;
+    de.end()?;
+    Ok(input)
 }
 
 /// Decodes `I` from the text through the strict wrapper: `Ok` only if the schema accepts the text.
 fn decode_strict<I: DeserializeOwned>(shape: &Shape, text: &str) -> Result<I, serde_json::Error> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let input = I::deserialize(strict::Strict {
-        de: &mut de,
-        cx: strict::Cx {
-            shape,
-            track: strict::NoTrack,
-        },
-        node: shape.root(),
-    })?;
-    de.end()?;
-    Ok(input)
+    decode_text(text, strict::Cx { shape, track: None }, shape.root())
 }
 
 /// Whether the strict decoder accepts a text for a schema, decoding a `Value` and an `IgnoredAny`.
@@ -174,41 +303,6 @@ pub(crate) fn strict_accepts(schema: &Value, text: &str) -> Result<bool, String>
             "as a Value: {as_value}, ignored: {ignored}, for {text}"
         ))
     }
-}
-
-/// Decodes a validated value, through the strict wrapper over `shape` (the whole schema, or the
-/// part the wrapper can check): its checks pass, as the validator passed, but what the wrapper adds
-/// to them holds on this path too (an alias is refused, an integer-valued float reads as an
-/// integer, an `f32` must hold its number). On failure, says where, as a JSON path.
-fn from_value<I: ToolInput>(shape: &Shape, value: &Value, unit_like: bool) -> Result<I, String> {
-    if unit_like && value.is_object() {
-        // Decodes from `null`: there are no fields to check.
-        return I::deserialize(&Value::Null).map_err(|error| format!("$: {error}"));
-    }
-    I::deserialize(strict::Strict {
-        de: value,
-        cx: strict::Cx {
-            shape,
-            track: strict::NoTrack,
-        },
-        node: shape.root(),
-    })
-    .map_err(|error| {
-        // Decode again, tracking the path, to say where it failed.
-        let track = strict::Track::default();
-        let tracked = I::deserialize(strict::Strict {
-            de: value,
-            cx: strict::Cx {
-                shape,
-                track: &track,
-            },
-            node: shape.root(),
-        });
-        match tracked {
-            Err(tracked) => format!("{}: {tracked}", track.path()),
-            Ok(_) => format!("$: {error}"),
-        }
-    })
 }
 
 /// Whether `I` is unit-like: its schema is `{"type": "null"}` (so the advertised schema is an empty

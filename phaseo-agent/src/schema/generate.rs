@@ -21,18 +21,48 @@ use serde_json::{Map, Value, json};
 /// }));
 /// ```
 pub fn schema_for<T: JsonSchema + ?Sized>() -> Value {
-    let generator = SchemaSettings::draft2020_12()
+    let (raw, name) = generate::<T>();
+    finish(raw, &name)
+}
+
+/// The normalised parameter schema of a Rust input type, and whether the type's own schema is
+/// `{"type": "null"}` (`()`, a unit struct: such an input advertises an empty object), from one
+/// generation.
+pub(crate) fn parameters_for<T: JsonSchema + ?Sized>() -> (Value, bool) {
+    let (raw, name) = generate::<T>();
+    parameters(raw, &name)
+}
+
+/// [`parameters_for`] past the generation, compiled once.
+fn parameters(raw: Value, name: &str) -> (Value, bool) {
+    let null = raw.get("type").and_then(Value::as_str) == Some("null");
+    (finish(raw, name), null)
+}
+
+/// The type's schema as schemars writes it, and its name: the only part that depends on the type.
+fn generate<T: JsonSchema + ?Sized>() -> (Value, std::borrow::Cow<'static, str>) {
+    (
+        generator().into_root_schema_for::<T>().to_value(),
+        T::schema_name(),
+    )
+}
+
+fn generator() -> schemars::SchemaGenerator {
+    SchemaSettings::draft2020_12()
         .with(|s| {
             s.inline_subschemas = true;
             s.meta_schema = None;
         })
-        .into_generator();
-    let mut schema = generator.into_root_schema_for::<T>().to_value();
+        .into_generator()
+}
+
+/// The type's raw schema, normalised.
+fn finish(mut schema: Value, name: &str) -> Value {
     if let Value::Object(root) = &mut schema {
         // schemars titles the root with the type's name unless a doc comment of more than one
         // paragraph gave it a title (its first paragraph): that one is text for the model.
         match root.remove("title") {
-            Some(Value::String(title)) if title != T::schema_name() => {
+            Some(Value::String(title)) if title != name => {
                 fold_title(root, title);
             }
             _ => {}

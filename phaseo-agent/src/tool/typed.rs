@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::decode::{self, ToolInput};
 use crate::error::AgentError;
 use crate::schema;
+use crate::schema::validate::Validator;
 use crate::tool::call::{CallFuture, Eager, Exec, InputType, Parsed, Prepared, Produced, blocking};
 use crate::tool::context::ToolContext;
 use crate::tool::definition::{FromValueFn, ParseFn, Tool};
@@ -94,10 +95,10 @@ impl Tool {
         F: Fn(I, ToolContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
-        Self::typed_borrowing(
+        Self::typed_async::<I, _>(
             id.into(),
             description.into(),
-            move |input, ctx: &ToolContext| f(input, ctx.clone()),
+            Borrowing(move |input, ctx: &ToolContext| f(input, ctx.clone())),
         )
     }
 
@@ -132,10 +133,10 @@ impl Tool {
         F: Fn(I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
-        Self::typed_borrowing(
+        Self::typed_async::<I, _>(
             id.into(),
             description.into(),
-            move |input, _: &ToolContext| f(input),
+            Borrowing(move |input, _: &ToolContext| f(input)),
         )
     }
 
@@ -148,7 +149,11 @@ impl Tool {
         F: Fn(I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = O> + Send + 'static,
     {
-        Self::typed_borrowing_infallible(id, description, move |input, _: &ToolContext| f(input))
+        Self::typed_async::<I, _>(
+            id,
+            description,
+            BorrowingInfallible(move |input, _: &ToolContext| f(input)),
+        )
     }
 
     /// A typed tool from a function of its input and a borrowed context that returns a future
@@ -284,25 +289,46 @@ impl Tool {
     }
 
     /// The parts every typed tool shares: the schema generated from `I` (once), the decoder compiled
-    /// from it (once), and `wrap`, which makes a decoded input a call ready to start.
+    /// from it (once), and `wrap`, which makes a decoded input a call ready to start. Only the
+    /// schema's generation and [`TypedParse`] depend on `I`; the rest is
+    /// [`Tool::typed_from_parts`], compiled once.
     fn typed_parts<I: ToolInput>(
         id: String,
         description: String,
         executable: bool,
         wrap: impl Fn(I) -> Parsed + Send + Sync + 'static,
     ) -> Self {
-        let parameters = schema::schema_for::<I>();
-        let mut params_validator = None;
-        let (parse, from_value, error): (Arc<ParseFn>, Arc<FromValueFn>, _) =
-            match decode::Decoder::<I>::new(&parameters) {
-                Ok(decoder) => {
-                    params_validator = Some(decoder.validator().clone());
-                    let decoder = Arc::new(decoder);
-                    let wrap = Arc::new(wrap);
-                    let (by_text, by_value) = (decoder.clone(), wrap.clone());
+        let (parameters, unit_like) = schema::generate::parameters_for::<I>();
+        let parse = match decode::Decoder::<I>::with_unit_like(&parameters, unit_like) {
+            Ok(decoder) => {
+                let validator = decoder.validator().clone();
+                let parse: Arc<dyn ParseArgs> = Arc::new(TypedParse { decoder, wrap });
+                Ok((parse, validator))
+            }
+            Err(e) => Err(e),
+        };
+        let input = (InputType::of::<I>(), std::any::type_name::<I>());
+        Self::typed_from_parts(id, description, parameters, input, parse, executable)
+    }
+
+    /// The typed tool from its parts, or (when the decoder did not compile) a tool whose calls are
+    /// refused and whose definition error says why.
+    fn typed_from_parts(
+        id: String,
+        description: String,
+        parameters: Value,
+        (input_type, type_name): (InputType, &str),
+        parse: Result<(Arc<dyn ParseArgs>, Validator), String>,
+        executable: bool,
+    ) -> Self {
+        let (parse, from_value, validator, error): (Arc<ParseFn>, Arc<FromValueFn>, _, _) =
+            match parse {
+                Ok((parse, validator)) => {
+                    let by_value = parse.clone();
                     (
-                        Arc::new(move |args: &str| by_text.decode(args).map(&*wrap)),
-                        Arc::new(move |value: Value| decoder.decode_value(&value).map(&*by_value)),
+                        Arc::new(move |args: &str| parse.text(args)),
+                        Arc::new(move |value: Value| by_value.value(value)),
+                        Some(validator),
                         None,
                     )
                 }
@@ -311,6 +337,7 @@ impl Tool {
                     (
                         Arc::new(move |_: &str| Err(unusable.to_owned())),
                         Arc::new(move |_: Value| Err(unusable.to_owned())),
+                        None,
                         Some(e),
                     )
                 }
@@ -319,27 +346,50 @@ impl Tool {
             id,
             description,
             parameters,
-            InputType::of::<I>(),
+            input_type,
             parse,
             from_value,
             executable,
         );
-        tool.params_validator = params_validator;
+        tool.params_validator = validator;
         tool.definition_error = tool
             .definition_error
             .or(error)
-            .or_else(|| object_input::<I>(&tool.parameters));
+            .or_else(|| object_input(type_name, &tool.parameters));
         tool
     }
 }
 
+/// A typed tool's argument parsing, without its type: what the tool's parse functions call.
+trait ParseArgs: Send + Sync {
+    /// Decodes the argument text into a call ready to start.
+    fn text(&self, args: &str) -> Result<Parsed, String>;
+    /// Decodes a value that passed the schema into a call ready to start.
+    fn value(&self, value: Value) -> Result<Parsed, String>;
+}
+
+/// The decoder of `I`, and what makes a decoded input a call.
+struct TypedParse<I, W> {
+    decoder: decode::Decoder<I>,
+    wrap: W,
+}
+
+impl<I: ToolInput, W: Fn(I) -> Parsed + Send + Sync> ParseArgs for TypedParse<I, W> {
+    fn text(&self, args: &str) -> Result<Parsed, String> {
+        self.decoder.decode(args).map(&self.wrap)
+    }
+
+    fn value(&self, value: Value) -> Result<Parsed, String> {
+        self.decoder.decode_value(&value).map(&self.wrap)
+    }
+}
+
 /// Tool arguments are a JSON object: a typed input must describe one.
-fn object_input<I>(parameters: &Value) -> Option<String> {
+fn object_input(type_name: &str, parameters: &Value) -> Option<String> {
     match parameters.get("type") {
         Some(Value::String(t)) if t == "object" => None,
         other => Some(format!(
-            "the input type `{}` is not a JSON object (its schema's type is {}): a typed input must be a struct, a map or an enum of structs; wrap other types in a struct, or take plain arguments with `#[tool]`",
-            std::any::type_name::<I>(),
+            "the input type `{type_name}` is not a JSON object (its schema's type is {}): a typed input must be a struct, a map or an enum of structs; wrap other types in a struct, or take plain arguments with `#[tool]`",
             other.map_or_else(|| "not set".to_owned(), Value::to_string)
         )),
     }
@@ -433,6 +483,15 @@ impl<F: Future> Future for AlwaysOk<F> {
     }
 }
 
+/// The future of a call that cannot start (outside any tool's generic code).
+#[cold]
+fn cannot_start() -> CallFuture {
+    futures::future::ready(Err(AgentError::tool(
+        "the call cannot start: it was started before, or its tool has no function",
+    )))
+    .boxed()
+}
+
 pin_project_lite::pin_project! {
     /// A typed async call, in one allocation made when its arguments were decoded: the input, then
     /// (once started) the tool's own future in the same place.
@@ -469,10 +528,7 @@ where
             TypedCall::Running { .. } => None,
         };
         let (Some(call), Some(input)) = (call, input) else {
-            return futures::future::ready(Err(AgentError::tool(
-                "the call cannot start: it was started before, or its tool has no function",
-            )))
-            .boxed();
+            return cannot_start();
         };
         // Not pinned yet: the tool's future takes the input's place in the same allocation.
         *self = TypedCall::Running {

@@ -83,6 +83,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for KeyDe<'_, '_, D> {
 
     forward_key! {
         deserialize_enum(name: &'static str, variants: &'static [&'static str]);
+        deserialize_struct(name: &'static str, fields: &'static [&'static str]);
         deserialize_ignored_any();
         deserialize_f32();
         deserialize_bytes();
@@ -105,12 +106,19 @@ struct KeyVisitor<'s, 'c, V> {
 impl<V> KeyVisitor<'_, '_, V> {
     #[inline(always)]
     fn read(&mut self, key: &str) {
-        self.slot.unread = false;
-        self.slot.property = self
-            .checks
-            .and_then(|c| c.object.find(key, self.slot.previous));
-        if self.track {
-            self.slot.key = Some(key.to_owned());
+        self.slot.read(key, self.checks, self.track);
+    }
+}
+
+impl Slot {
+    /// Records the key just read: the property it is, if any, and (when tracking) its text. Not a
+    /// method of the visitor, so it is compiled once, whatever reads the key (issue 14).
+    #[inline]
+    fn read(&mut self, key: &str, checks: Option<&Checks>, track: bool) {
+        self.unread = false;
+        self.property = checks.and_then(|c| c.object.find(key, self.previous));
+        if track {
+            self.key = Some(key.to_owned());
         }
     }
 }

@@ -5,7 +5,8 @@
 //! it (`visit_str` for a string, `visit_map` for an object, ...), so it checks what the text holds,
 //! whatever the input type asked for. That closes the gaps where serde is looser than the schema:
 //!
-//! - a struct decoded from a JSON array (serde_json allows it): an array is checked as an array;
+//! - a struct decoded from a JSON array (serde_json allows it): a struct is read from an object only,
+//!   and an array is checked as an array;
 //! - a key serde accepts for a field but the schema does not list (a `#[serde(alias)]`): in an
 //!   object whose schema lists properties, the value of a key it does not list may be skipped or
 //!   read whole (a `#[serde(flatten)]` map), not read as a field, so an alias is refused; and the
@@ -23,15 +24,17 @@
 //! (a duplicate key), decodes the value. The slow path decodes the parsed value through this
 //! wrapper too, so what the wrapper adds to the schema (aliases, integers, `f32`) holds there.
 //!
-//! With a [`Track`], the wrapper also records where an error happened, as a JSON path.
+//! With a [`Track`], the wrapper also records where an error happened, as a JSON path (a value in
+//! [`Cx`], not a type: each input type's decoding is instantiated once).
 //!
 //! Files, lowest first: `track` (the error path, and what the wrappers carry down), `key` (the key
 //! reader of objects), `value` (the wrapper around a value and around arrays and maps inside it,
 //! one recursive unit).
 
 /// The `Deserializer` methods both wrappers (this one and the key reader) forward with a wrapped
-/// visitor; each handles `deserialize_enum`, `deserialize_ignored_any`, `deserialize_f32` and the
-/// bytes methods on its own (the value wrapper reads those through stricter methods).
+/// visitor; each handles `deserialize_enum`, `deserialize_struct`, `deserialize_ignored_any`,
+/// `deserialize_f32` and the bytes methods on its own (the value wrapper reads those through
+/// stricter methods).
 macro_rules! forward_methods {
     ($forward:ident) => {
         $forward! {
@@ -59,7 +62,6 @@ macro_rules! forward_methods {
             deserialize_tuple(len: usize);
             deserialize_tuple_struct(name: &'static str, len: usize);
             deserialize_map();
-            deserialize_struct(name: &'static str, fields: &'static [&'static str]);
             deserialize_identifier();
         }
     };
@@ -69,5 +71,5 @@ mod track;
 mod key;
 mod value;
 
-pub(crate) use track::{Cx, NoTrack, Track};
+pub(crate) use track::{Cx, Track};
 pub(crate) use value::Strict;

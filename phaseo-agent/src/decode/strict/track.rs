@@ -36,35 +36,23 @@ impl Track {
     }
 }
 
-/// Records the path of an error, or (for the fast path) does nothing at no cost.
-pub(crate) trait Tracker: Copy {
-    /// Whether paths are recorded (keys are then kept as they are read).
-    const ON: bool;
-    fn push(self, segment: impl FnOnce() -> Segment);
-}
-
-/// The fast path's tracker: records nothing.
+/// What the wrapper carries down: the shape, and where to record the path of an error (`None` on
+/// the fast path, which records nothing). A value, not a type parameter: the input type's
+/// `Deserialize` is instantiated once for both (issue 14: one copy of each input's decoding).
 #[derive(Clone, Copy)]
-pub(crate) struct NoTrack;
-
-impl Tracker for NoTrack {
-    const ON: bool = false;
-    #[inline(always)]
-    fn push(self, _: impl FnOnce() -> Segment) {}
-}
-
-impl Tracker for &Track {
-    const ON: bool = true;
-    fn push(self, segment: impl FnOnce() -> Segment) {
-        Track::push(self, segment());
-    }
-}
-
-/// What the wrapper carries down: the shape, and the path tracker.
-#[derive(Clone, Copy)]
-pub(crate) struct Cx<'s, T> {
+pub(crate) struct Cx<'s> {
     pub(crate) shape: &'s Shape,
-    pub(crate) track: T,
+    pub(crate) track: Option<&'s Track>,
+}
+
+impl Cx<'_> {
+    /// Records a segment of an error's path, when tracking.
+    #[inline(always)]
+    pub(super) fn push(&self, segment: impl FnOnce() -> Segment) {
+        if let Some(track) = self.track {
+            track.push(segment());
+        }
+    }
 }
 
 /// Why a value fails its node (only the slow path's message reaches the model).

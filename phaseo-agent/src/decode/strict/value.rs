@@ -10,24 +10,24 @@ use serde::de::{
 };
 
 use super::key::{KeySeed, Slot};
-use super::track::{Cx, Segment, Tracker, reject};
-use crate::decode::shape::{self, Checks, Node, NodeId, Object, Scalar, types};
+use super::track::{Cx, Segment, reject};
+use crate::decode::shape::{self, Checks, Node, NodeId, Object, Scalar, Shape, types};
 
 /// The wrapper around a deserializer, checking the value at `node`.
-pub(crate) struct Strict<'s, D, T> {
+pub(crate) struct Strict<'s, D> {
     pub(crate) de: D,
-    pub(crate) cx: Cx<'s, T>,
+    pub(crate) cx: Cx<'s>,
     pub(crate) node: NodeId,
 }
 
 /// The same around a seed (a map value, an array element, an `Option`'s content).
-struct StrictSeed<'s, S, T> {
+struct StrictSeed<'s, S> {
     seed: S,
-    cx: Cx<'s, T>,
+    cx: Cx<'s>,
     node: NodeId,
 }
 
-impl<'de, S: DeserializeSeed<'de>, T: Tracker> DeserializeSeed<'de> for StrictSeed<'_, S, T> {
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for StrictSeed<'_, S> {
     type Value = S::Value;
 
     #[inline(always)]
@@ -40,9 +40,9 @@ impl<'de, S: DeserializeSeed<'de>, T: Tracker> DeserializeSeed<'de> for StrictSe
     }
 }
 
-impl<'s, D, T: Tracker> Strict<'s, D, T> {
+impl<'s, D> Strict<'s, D> {
     #[inline(always)]
-    fn visitor<V>(&self, inner: V) -> StrictVisitor<'s, V, T> {
+    fn visitor<V>(&self, inner: V) -> StrictVisitor<'s, V> {
         StrictVisitor {
             inner,
             cx: self.cx,
@@ -63,7 +63,7 @@ macro_rules! forward {
     )*};
 }
 
-impl<'de, D: Deserializer<'de>, T: Tracker> Deserializer<'de> for Strict<'_, D, T> {
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for Strict<'_, D> {
     type Error = D::Error;
 
     forward_methods!(forward);
@@ -87,7 +87,22 @@ impl<'de, D: Deserializer<'de>, T: Tracker> Deserializer<'de> for Strict<'_, D, 
             return self.de.deserialize_enum(name, variants, visitor);
         }
         let visitor = EnumVisitor(self.visitor(visitor));
-        self.de.deserialize_any(visitor)
+        self.de.deserialize_str(visitor)
+    }
+
+    /// A struct is read from an object only: serde_json also reads one from an array, which a
+    /// struct's schema (an object) rejects. Asking for a map rather than a struct also leaves out
+    /// the array branch, and with it a second decoding of every struct from its fields' positions
+    /// (issue 14: compile time).
+    #[inline(always)]
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, D::Error> {
+        let visitor = self.visitor(visitor);
+        self.de.deserialize_map(visitor)
     }
 
     /// A skipped value is still read and checked, and read in full: serde_json skips a value
@@ -129,17 +144,36 @@ impl<'de, D: Deserializer<'de>, T: Tracker> Deserializer<'de> for Strict<'_, D, 
 }
 
 /// The visitor wrapper: checks the value the deserializer found, then hands it on.
-struct StrictVisitor<'s, V, T> {
+struct StrictVisitor<'s, V> {
     inner: V,
-    cx: Cx<'s, T>,
+    cx: Cx<'s>,
     node: NodeId,
 }
 
-impl<'s, V, T> StrictVisitor<'s, V, T> {
-    /// The checks for a value that is not `null`, or `Err` if the node rejects every such value.
+impl<'s, V> StrictVisitor<'s, V> {
+    /// Where this value is checked, for the checks below (which do not depend on the visitor).
     #[inline(always)]
+    fn at(&self) -> At<'s> {
+        At {
+            shape: self.cx.shape,
+            node: self.node,
+        }
+    }
+}
+
+/// A node of a shape: what the checks of a value need. The checks are methods of this type, not of
+/// the visitor wrapper, so they are compiled once rather than once per visitor type (issue 14).
+#[derive(Clone, Copy)]
+struct At<'s> {
+    shape: &'s Shape,
+    node: NodeId,
+}
+
+impl<'s> At<'s> {
+    /// The checks for a value that is not `null`, or `Err` if the node rejects every such value.
+    #[inline]
     fn checks<E: de::Error>(&self, what: &str) -> Result<Option<&'s Checks>, E> {
-        let shape = self.cx.shape;
+        let shape = self.shape;
         match shape.node(shape.non_null(self.node)) {
             Node::Any => Ok(None),
             Node::Check(checks) => Ok(Some(checks)),
@@ -148,7 +182,7 @@ impl<'s, V, T> StrictVisitor<'s, V, T> {
     }
 
     /// Checks a value of one JSON type against the node's `type` (and that `enum` has no say on it).
-    #[inline(always)]
+    #[inline]
     fn typed<E: de::Error>(&self, bit: u8, what: &str) -> Result<Option<&'s Checks>, E> {
         match self.checks(what)? {
             Some(c) if c.types & bit == 0 || c.one_of.is_some() => Err(reject(what)),
@@ -158,7 +192,17 @@ impl<'s, V, T> StrictVisitor<'s, V, T> {
 
     #[inline(always)]
     fn null<E: de::Error>(&self) -> Result<(), E> {
-        let shape = self.cx.shape;
+        // The common case (a node that checks only the type) inline; the rest out of line.
+        if self.shape.plain(self.node, types::NULL) {
+            Ok(())
+        } else {
+            self.null_checks()
+        }
+    }
+
+    #[inline]
+    fn null_checks<E: de::Error>(&self) -> Result<(), E> {
+        let shape = self.shape;
         if shape.plain(self.node, types::NULL) {
             return Ok(());
         }
@@ -177,7 +221,17 @@ impl<'s, V, T> StrictVisitor<'s, V, T> {
 
     #[inline(always)]
     fn boolean<E: de::Error>(&self, v: bool) -> Result<(), E> {
-        if self.cx.shape.plain(self.node, types::BOOLEAN) {
+        // The common case (a node that checks only the type) inline; the rest out of line.
+        if self.shape.plain(self.node, types::BOOLEAN) {
+            Ok(())
+        } else {
+            self.boolean_checks(v)
+        }
+    }
+
+    #[inline]
+    fn boolean_checks<E: de::Error>(&self, v: bool) -> Result<(), E> {
+        if self.shape.plain(self.node, types::BOOLEAN) {
             return Ok(());
         }
         match self.checks("a boolean")? {
@@ -195,11 +249,17 @@ impl<'s, V, T> StrictVisitor<'s, V, T> {
 
     #[inline(always)]
     fn integer<E: de::Error>(&self, v: i128) -> Result<(), E> {
-        if self
-            .cx
-            .shape
-            .plain(self.node, types::INTEGER | types::NUMBER)
-        {
+        // The common case (a node that checks only the type) inline; the rest out of line.
+        if self.shape.plain(self.node, types::INTEGER | types::NUMBER) {
+            Ok(())
+        } else {
+            self.integer_checks(v)
+        }
+    }
+
+    #[inline]
+    fn integer_checks<E: de::Error>(&self, v: i128) -> Result<(), E> {
+        if self.shape.plain(self.node, types::INTEGER | types::NUMBER) {
             return Ok(());
         }
         let Some(c) = self.typed(types::INTEGER | types::NUMBER, "a number")? else {
@@ -216,7 +276,7 @@ impl<'s, V, T> StrictVisitor<'s, V, T> {
         }
     }
 
-    #[inline(always)]
+    #[inline]
     fn float<E: de::Error>(&self, v: f64) -> Result<(), E> {
         let integral = v.is_finite() && v.fract() == 0.0;
         let bits = if integral {
@@ -224,7 +284,7 @@ impl<'s, V, T> StrictVisitor<'s, V, T> {
         } else {
             types::NUMBER
         };
-        if v.is_finite() && self.cx.shape.plain(self.node, bits) {
+        if v.is_finite() && self.shape.plain(self.node, bits) {
             return Ok(());
         }
         let Some(c) = self.typed(bits, "a number")? else {
@@ -243,9 +303,9 @@ impl<'s, V, T> StrictVisitor<'s, V, T> {
     }
 
     /// Whether the node (past `null`) admits integers but not other numbers.
-    #[inline(always)]
+    #[inline]
     fn integers_only(&self) -> bool {
-        let shape = self.cx.shape;
+        let shape = self.shape;
         matches!(
             shape.node(shape.non_null(self.node)),
             Node::Check(c) if c.types & (types::INTEGER | types::NUMBER) == types::INTEGER
@@ -254,7 +314,17 @@ impl<'s, V, T> StrictVisitor<'s, V, T> {
 
     #[inline(always)]
     fn string<E: de::Error>(&self, v: &str) -> Result<(), E> {
-        if self.cx.shape.plain(self.node, types::STRING) {
+        // The common case (a node that checks only the type) inline; the rest out of line.
+        if self.shape.plain(self.node, types::STRING) {
+            Ok(())
+        } else {
+            self.string_checks(v)
+        }
+    }
+
+    #[inline]
+    fn string_checks<E: de::Error>(&self, v: &str) -> Result<(), E> {
+        if self.shape.plain(self.node, types::STRING) {
             return Ok(());
         }
         let Some(c) = self.checks("a string")? else {
@@ -283,7 +353,7 @@ impl<'s, V, T> StrictVisitor<'s, V, T> {
         Ok(())
     }
 
-    #[inline(always)]
+    #[inline]
     fn bytes<E: de::Error>(&self, v: &[u8]) -> Result<(), E> {
         // serde_json hands a string's content as bytes when the type asks for bytes.
         match std::str::from_utf8(v) {
@@ -297,13 +367,13 @@ macro_rules! visit_int {
     ($($method:ident: $ty:ty;)*) => {$(
         #[inline(always)]
         fn $method<E: de::Error>(self, v: $ty) -> Result<V::Value, E> {
-            self.integer(v as i128)?;
+            self.at().integer(v as i128)?;
             self.inner.$method(v)
         }
     )*};
 }
 
-impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for StrictVisitor<'_, V, T> {
+impl<'de, V: Visitor<'de>> Visitor<'de> for StrictVisitor<'_, V> {
     type Value = V::Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -323,19 +393,20 @@ impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for StrictVisitor<'_, V, T> 
 
     #[inline(always)]
     fn visit_i128<E: de::Error>(self, v: i128) -> Result<V::Value, E> {
-        self.integer(v)?;
+        self.at().integer(v)?;
         self.inner.visit_i128(v)
     }
 
     #[inline(always)]
     fn visit_u128<E: de::Error>(self, v: u128) -> Result<V::Value, E> {
-        self.integer(i128::try_from(v).map_err(|_| reject::<E>("this number"))?)?;
+        self.at()
+            .integer(i128::try_from(v).map_err(|_| reject::<E>("this number"))?)?;
         self.inner.visit_u128(v)
     }
 
     #[inline(always)]
     fn visit_f32<E: de::Error>(self, v: f32) -> Result<V::Value, E> {
-        self.float(v.into())?;
+        self.at().float(v.into())?;
         self.inner.visit_f32(v)
     }
 
@@ -345,9 +416,9 @@ impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for StrictVisitor<'_, V, T> 
     /// float -2^63, which must not become `i64::MIN`.
     #[inline(always)]
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<V::Value, E> {
-        self.float(v)?;
+        self.at().float(v)?;
         const EXACT: f64 = (1u64 << 53) as f64;
-        if v.fract() == 0.0 && (-EXACT..=EXACT).contains(&v) && self.integers_only() {
+        if v.fract() == 0.0 && (-EXACT..=EXACT).contains(&v) && self.at().integers_only() {
             return if v >= 0.0 {
                 self.inner.visit_u64(v as u64)
             } else {
@@ -359,62 +430,62 @@ impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for StrictVisitor<'_, V, T> 
 
     #[inline(always)]
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<V::Value, E> {
-        self.boolean(v)?;
+        self.at().boolean(v)?;
         self.inner.visit_bool(v)
     }
 
     #[inline(always)]
     fn visit_char<E: de::Error>(self, v: char) -> Result<V::Value, E> {
-        self.string(v.encode_utf8(&mut [0; 4]))?;
+        self.at().string(v.encode_utf8(&mut [0; 4]))?;
         self.inner.visit_char(v)
     }
 
     #[inline(always)]
     fn visit_str<E: de::Error>(self, v: &str) -> Result<V::Value, E> {
-        self.string(v)?;
+        self.at().string(v)?;
         self.inner.visit_str(v)
     }
 
     #[inline(always)]
     fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<V::Value, E> {
-        self.string(v)?;
+        self.at().string(v)?;
         self.inner.visit_borrowed_str(v)
     }
 
     #[inline(always)]
     fn visit_string<E: de::Error>(self, v: String) -> Result<V::Value, E> {
-        self.string(&v)?;
+        self.at().string(&v)?;
         self.inner.visit_string(v)
     }
 
     #[inline(always)]
     fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<V::Value, E> {
-        self.bytes(v)?;
+        self.at().bytes(v)?;
         self.inner.visit_bytes(v)
     }
 
     #[inline(always)]
     fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<V::Value, E> {
-        self.bytes(v)?;
+        self.at().bytes(v)?;
         self.inner.visit_borrowed_bytes(v)
     }
 
     #[inline(always)]
     fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<V::Value, E> {
-        self.bytes(&v)?;
+        self.at().bytes(&v)?;
         self.inner.visit_byte_buf(v)
     }
 
     #[inline(always)]
     fn visit_none<E: de::Error>(self) -> Result<V::Value, E> {
-        self.null()?;
+        self.at().null()?;
         self.inner.visit_none()
     }
 
     /// `null`, as serde_json reports it to `()` and to `deserialize_any`.
     #[inline(always)]
     fn visit_unit<E: de::Error>(self) -> Result<V::Value, E> {
-        self.null()?;
+        self.at().null()?;
         self.inner.visit_unit()
     }
 
@@ -439,33 +510,21 @@ impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for StrictVisitor<'_, V, T> 
 
     #[inline(always)]
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
-        let Some(checks) = self.typed(types::ARRAY, "an array")? else {
-            let count = Cell::new(0);
-            return self.inner.visit_seq(StrictSeq {
-                seq,
-                cx: self.cx,
-                checks: None,
-                count: &count,
-            });
-        };
+        let checks = self.at().typed(types::ARRAY, "an array")?;
         let count = Cell::new(0);
         let value = self.inner.visit_seq(StrictSeq {
             seq,
             cx: self.cx,
-            checks: Some(checks),
+            checks,
             count: &count,
         })?;
-        let n = count.get() as u64;
-        let array = &checks.array;
-        if array.min_items.is_some_and(|m| n < m) || array.max_items.is_some_and(|m| n > m) {
-            return Err(reject("an array of this length"));
-        }
+        array_length(checks, count.get()).map_err(reject)?;
         Ok(value)
     }
 
     #[inline(always)]
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
-        let checks = self.typed(types::OBJECT, "an object")?;
+        let checks = self.at().typed(types::OBJECT, "an object")?;
         let seen = Cell::new(0);
         let value = self.inner.visit_map(StrictMap {
             map,
@@ -477,11 +536,7 @@ impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for StrictVisitor<'_, V, T> 
                 ..Slot::default()
             },
         })?;
-        if let Some(c) = checks {
-            if c.object.required & !seen.get() != 0 {
-                return Err(reject("an object without a required property"));
-            }
-        }
+        required_seen(checks, seen.get()).map_err(reject)?;
         Ok(value)
     }
 
@@ -492,10 +547,33 @@ impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for StrictVisitor<'_, V, T> 
     }
 }
 
-/// Reads an enum from a string, checked like any string.
-struct EnumVisitor<'s, V, T>(StrictVisitor<'s, V, T>);
+/// An array's length against its node's checks, once its elements are read (not generic: compiled
+/// once, issue 14).
+#[inline]
+fn array_length(checks: Option<&Checks>, count: usize) -> Result<(), &'static str> {
+    let Some(array) = checks.map(|c| &c.array) else {
+        return Ok(());
+    };
+    let n = count as u64;
+    if array.min_items.is_some_and(|m| n < m) || array.max_items.is_some_and(|m| n > m) {
+        return Err("an array of this length");
+    }
+    Ok(())
+}
 
-impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for EnumVisitor<'_, V, T> {
+/// An object's required properties against those seen, once its entries are read.
+#[inline]
+fn required_seen(checks: Option<&Checks>, seen: u64) -> Result<(), &'static str> {
+    match checks {
+        Some(c) if c.object.required & !seen != 0 => Err("an object without a required property"),
+        _ => Ok(()),
+    }
+}
+
+/// Reads an enum from a string, checked like any string.
+struct EnumVisitor<'s, V>(StrictVisitor<'s, V>);
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for EnumVisitor<'_, V> {
     type Value = V::Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -504,13 +582,13 @@ impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for EnumVisitor<'_, V, T> {
 
     #[inline(always)]
     fn visit_str<E: de::Error>(self, v: &str) -> Result<V::Value, E> {
-        self.0.string(v)?;
+        self.0.at().string(v)?;
         self.0.inner.visit_enum(v.into_deserializer())
     }
 
     #[inline(always)]
     fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<V::Value, E> {
-        self.0.string(v)?;
+        self.0.at().string(v)?;
         self.0
             .inner
             .visit_enum(de::value::BorrowedStrDeserializer::new(v))
@@ -518,7 +596,7 @@ impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for EnumVisitor<'_, V, T> {
 
     #[inline(always)]
     fn visit_string<E: de::Error>(self, v: String) -> Result<V::Value, E> {
-        self.0.string(&v)?;
+        self.0.at().string(&v)?;
         self.0.inner.visit_enum(v.into_deserializer())
     }
 }
@@ -586,9 +664,9 @@ macro_rules! delegate_common {
 
 /// Reads bytes from a string (checked like any string) or from whatever else the input type
 /// takes bytes from (an array of numbers).
-struct BytesVisitor<'s, V, T>(StrictVisitor<'s, V, T>);
+struct BytesVisitor<'s, V>(StrictVisitor<'s, V>);
 
-impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for BytesVisitor<'_, V, T> {
+impl<'de, V: Visitor<'de>> Visitor<'de> for BytesVisitor<'_, V> {
     type Value = V::Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -603,27 +681,27 @@ impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for BytesVisitor<'_, V, T> {
 
     #[inline(always)]
     fn visit_str<E: de::Error>(self, v: &str) -> Result<V::Value, E> {
-        self.0.string(v)?;
+        self.0.at().string(v)?;
         self.0.inner.visit_bytes(v.as_bytes())
     }
 
     #[inline(always)]
     fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<V::Value, E> {
-        self.0.string(v)?;
+        self.0.at().string(v)?;
         self.0.inner.visit_borrowed_bytes(v.as_bytes())
     }
 
     #[inline(always)]
     fn visit_string<E: de::Error>(self, v: String) -> Result<V::Value, E> {
-        self.0.string(&v)?;
+        self.0.at().string(&v)?;
         self.0.inner.visit_byte_buf(v.into_bytes())
     }
 }
 
 /// Reads an `f32` from an `f64`, refusing what `f32` cannot hold.
-struct F32Visitor<'s, V, T>(StrictVisitor<'s, V, T>);
+struct F32Visitor<'s, V>(StrictVisitor<'s, V>);
 
-impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for F32Visitor<'_, V, T> {
+impl<'de, V: Visitor<'de>> Visitor<'de> for F32Visitor<'_, V> {
     type Value = V::Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -657,12 +735,12 @@ fn out_of_f32<E: de::Error>(v: f64) -> E {
 }
 
 /// An enum where the schema allows anything: its content is still read through the wrapper.
-struct AnyEnumVisitor<'s, V, T> {
+struct AnyEnumVisitor<'s, V> {
     inner: V,
-    cx: Cx<'s, T>,
+    cx: Cx<'s>,
 }
 
-impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for AnyEnumVisitor<'_, V, T> {
+impl<'de, V: Visitor<'de>> Visitor<'de> for AnyEnumVisitor<'_, V> {
     type Value = V::Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -674,14 +752,14 @@ impl<'de, V: Visitor<'de>, T: Tracker> Visitor<'de> for AnyEnumVisitor<'_, V, T>
     }
 }
 
-struct StrictEnum<'s, A, T> {
+struct StrictEnum<'s, A> {
     data: A,
-    cx: Cx<'s, T>,
+    cx: Cx<'s>,
 }
 
-impl<'de, 's, A: EnumAccess<'de>, T: Tracker> EnumAccess<'de> for StrictEnum<'s, A, T> {
+impl<'de, 's, A: EnumAccess<'de>> EnumAccess<'de> for StrictEnum<'s, A> {
     type Error = A::Error;
-    type Variant = StrictEnum<'s, A::Variant, T>;
+    type Variant = StrictEnum<'s, A::Variant>;
 
     fn variant_seed<S: DeserializeSeed<'de>>(
         self,
@@ -692,7 +770,7 @@ impl<'de, 's, A: EnumAccess<'de>, T: Tracker> EnumAccess<'de> for StrictEnum<'s,
     }
 }
 
-impl<'de, A: VariantAccess<'de>, T: Tracker> VariantAccess<'de> for StrictEnum<'_, A, T> {
+impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for StrictEnum<'_, A> {
     type Error = A::Error;
 
     fn unit_variant(self) -> Result<(), A::Error> {
@@ -731,14 +809,14 @@ impl<'de, A: VariantAccess<'de>, T: Tracker> VariantAccess<'de> for StrictEnum<'
 }
 
 /// The array wrapper: each element is checked against its item node; the count is kept.
-pub(super) struct StrictSeq<'s, 'c, A, T> {
+pub(super) struct StrictSeq<'s, 'c, A> {
     pub(super) seq: A,
-    pub(super) cx: Cx<'s, T>,
+    pub(super) cx: Cx<'s>,
     pub(super) checks: Option<&'s Checks>,
     pub(super) count: &'c Cell<usize>,
 }
 
-impl<'de, A: SeqAccess<'de>, T: Tracker> SeqAccess<'de> for StrictSeq<'_, '_, A, T> {
+impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for StrictSeq<'_, '_, A> {
     type Error = A::Error;
 
     #[inline(always)]
@@ -763,7 +841,7 @@ impl<'de, A: SeqAccess<'de>, T: Tracker> SeqAccess<'de> for StrictSeq<'_, '_, A,
             }
             Ok(None) => Ok(None),
             Err(e) => {
-                self.cx.track.push(|| Segment::Index(index));
+                self.cx.push(|| Segment::Index(index));
                 Err(e)
             }
         }
@@ -776,15 +854,15 @@ impl<'de, A: SeqAccess<'de>, T: Tracker> SeqAccess<'de> for StrictSeq<'_, '_, A,
 
 /// The object wrapper: each key selects a property (or the additional-properties node), each
 /// value is checked against it, and the properties seen are recorded for `required`.
-pub(super) struct StrictMap<'s, 'c, A, T> {
+pub(super) struct StrictMap<'s, 'c, A> {
     pub(super) map: A,
-    pub(super) cx: Cx<'s, T>,
+    pub(super) cx: Cx<'s>,
     pub(super) checks: Option<&'s Checks>,
     pub(super) seen: &'c Cell<u64>,
     pub(super) current: Slot,
 }
 
-impl<'de, A: MapAccess<'de>, T: Tracker> MapAccess<'de> for StrictMap<'_, '_, A, T> {
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for StrictMap<'_, '_, A> {
     type Error = A::Error;
 
     #[inline(always)]
@@ -796,31 +874,14 @@ impl<'de, A: MapAccess<'de>, T: Tracker> MapAccess<'de> for StrictMap<'_, '_, A,
         let seed = KeySeed {
             seed,
             checks: self.checks,
-            track: T::ON,
+            track: self.cx.track.is_some(),
             slot: &mut self.current,
         };
         let key = self.map.next_key_seed(seed)?;
         if key.is_some() {
-            let slot = &mut self.current;
-            slot.stranger = false;
-            match (self.checks, slot.unread) {
-                (None, _) => slot.node = shape::ANY,
-                (Some(c), false) => match slot.property {
-                    Some(i) => {
-                        slot.node = c.object.properties[i].1;
-                        slot.previous = i;
-                        self.seen.set(self.seen.get() | 1 << i);
-                    }
-                    None => {
-                        slot.node = c.object.additional;
-                        slot.stranger = !c.object.properties.is_empty();
-                    }
-                },
-                (Some(c), true) if c.object.properties.is_empty() => {
-                    slot.node = c.object.additional
-                }
-                (Some(_), true) => return Err(reject("a key the strict decoder cannot read")),
-            }
+            self.current
+                .select(self.checks, self.seen)
+                .map_err(reject)?;
         }
         Ok(key)
     }
@@ -840,7 +901,6 @@ impl<'de, A: MapAccess<'de>, T: Tracker> MapAccess<'de> for StrictMap<'_, '_, A,
         value.inspect_err(|_| {
             let key = &mut self.current.key;
             self.cx
-                .track
                 .push(|| Segment::Key(key.take().unwrap_or_default()));
         })
     }
@@ -850,13 +910,39 @@ impl<'de, A: MapAccess<'de>, T: Tracker> MapAccess<'de> for StrictMap<'_, '_, A,
     }
 }
 
+impl Slot {
+    /// After a key is read: the node its value is checked at, and the property it is recorded as
+    /// seen; `Err` says what is refused. Not generic, so compiled once (issue 14).
+    #[inline]
+    fn select(&mut self, checks: Option<&Checks>, seen: &Cell<u64>) -> Result<(), &'static str> {
+        self.stranger = false;
+        match (checks, self.unread) {
+            (None, _) => self.node = shape::ANY,
+            (Some(c), false) => match self.property {
+                Some(i) => {
+                    self.node = c.object.properties[i].1;
+                    self.previous = i;
+                    seen.set(seen.get() | 1 << i);
+                }
+                None => {
+                    self.node = c.object.additional;
+                    self.stranger = !c.object.properties.is_empty();
+                }
+            },
+            (Some(c), true) if c.object.properties.is_empty() => self.node = c.object.additional,
+            (Some(_), true) => return Err("a key the strict decoder cannot read"),
+        }
+        Ok(())
+    }
+}
+
 /// The value of a key the schema does not list, in an object whose schema lists properties: the
 /// schema checks it as an additional property, so the input type may skip it, or read it whole as
 /// serde reads a value it keeps aside (a `#[serde(flatten)]` map), but not read it as one of its
 /// fields, which is what a `#[serde(alias)]` does: the field's own schema would never see it.
-struct StrangerSeed<'s, S, T>(StrictSeed<'s, S, T>);
+struct StrangerSeed<'s, S>(StrictSeed<'s, S>);
 
-impl<'de, S: DeserializeSeed<'de>, T: Tracker> DeserializeSeed<'de> for StrangerSeed<'_, S, T> {
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for StrangerSeed<'_, S> {
     type Value = S::Value;
 
     fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<S::Value, D::Error> {
@@ -865,7 +951,7 @@ impl<'de, S: DeserializeSeed<'de>, T: Tracker> DeserializeSeed<'de> for Stranger
     }
 }
 
-struct Stranger<'s, D, T>(Strict<'s, D, T>);
+struct Stranger<'s, D>(Strict<'s, D>);
 
 macro_rules! refuse_field {
     ($($method:ident($($arg:ident: $ty:ty),*);)*) => {$(
@@ -875,7 +961,7 @@ macro_rules! refuse_field {
     )*};
 }
 
-impl<'de, D: Deserializer<'de>, T: Tracker> Deserializer<'de> for Stranger<'_, D, T> {
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for Stranger<'_, D> {
     type Error = D::Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
