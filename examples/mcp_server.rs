@@ -200,7 +200,7 @@ async fn check_in_process() -> Result<(), Box<dyn std::error::Error>> {
     println!("progress: {:?}", person.progress.lock().unwrap());
 
     let deployed = call("deploy", json!({"environment": "staging"})).await?;
-    assert_eq!(text(&deployed), r#""staging deployed""#);
+    assert_eq!(text(&deployed), "staging deployed");
     assert_eq!(text(&call("add", json!({"a": 2, "b": 3})).await?), "5");
 
     // A long call, cancelled by the client: the tool's token fires (it says so on stderr).

@@ -98,7 +98,7 @@ async def run(binary: str, errlog) -> None:
             )
 
             deployed = await session.call_tool("deploy", {"environment": "staging"})
-            check(text_of(deployed) == '"staging deployed"', "call deploy (approved)", deployed)
+            check(text_of(deployed) == 'staging deployed', "call deploy (approved)", deployed)
             check(
                 len(ASKED) == 1 and '"environment": "staging"' in ASKED[0],
                 "deploy asked the person with the arguments",

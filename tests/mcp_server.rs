@@ -317,7 +317,8 @@ async fn a_tool_error_timeout_and_cap_are_as_in_a_run() {
 
     let capped = call(&client, "alphabet", json!({})).await;
     assert_eq!(capped.is_error, Some(false));
-    assert_eq!(text(&capped), "\"abcd\n[... 18 characters cut ...]\nwxyz\"");
+    // A string output is its text, capped as the string (not as its JSON text, quotes and all).
+    assert_eq!(text(&capped), "abcde\n[... 16 characters cut ...]\nvwxyz");
     client.cancel().await.ok();
 }
 

@@ -40,6 +40,9 @@
 //!   (`{"error":"Invalid tool input: $.a: \"x\" is not of type \"integer\""}`); the error policy
 //!   `fail-run` has no run to fail here, so it reads the same. A call to a tool that is not listed
 //!   is a protocol error (`-32602`), as MCP asks.
+//! - **Output as text**: an output that is a JSON string is sent as that string (`deployed`, not
+//!   `"deployed"`), since a client shows text content to its model as it is; any other output is
+//!   its JSON text. The cap counts the characters of that text.
 //! - **Typed output**: a tool whose output schema is recorded answers with `structuredContent`
 //!   (the output, whole) beside its text (capped like any result, since a model reads it).
 //! - **Progress**: when the client's request carries a progress token, each value the tool
@@ -629,9 +632,9 @@ impl Inner {
     ) -> m::CallToolResult {
         let tool = &served.tool;
         let limit = tool.max_output_chars.or(self.rules.max_output_chars);
-        // A structured result keeps the whole output as data: the cap applies to its text.
-        let inner_cap = if served.structured { None } else { limit };
-        let call = invoke(tool, parsed, ctx, self.rules.default_timeout, inner_cap);
+        // The cap applies to the text a client reads (a structured result keeps the whole output
+        // as data; a string output is capped as the string, not its JSON text): see `plain`.
+        let call = invoke(tool, parsed, ctx, self.rules.default_timeout, None);
         let mut call = std::pin::pin!(call);
         let outcome = loop {
             let next = async {
@@ -666,7 +669,7 @@ impl Inner {
         };
         match outcome {
             Ok(text) if served.structured => structured(text, limit),
-            Ok(text) => m::CallToolResult::success(vec![m::ContentBlock::text(text)]),
+            Ok(text) => plain(text, limit),
             Err(error) => failed(&error),
         }
     }
@@ -756,9 +759,21 @@ async fn answer_by_hook(
         None => tool.check_output(value),
     };
     match checked {
-        Ok(value) => m::CallToolResult::success(vec![m::ContentBlock::text(value.to_string())]),
+        Ok(value) => plain(value.to_string(), None),
         Err(error) => failed(&error),
     }
+}
+
+/// A result of text content: an output that is a JSON string is that string (`staging deployed`,
+/// not `"staging deployed"`), as a client shows text to its model, and any other output its JSON
+/// text; then capped at `limit` characters.
+fn plain(text: String, limit: Option<usize>) -> m::CallToolResult {
+    let text = if text.starts_with('"') {
+        serde_json::from_str::<String>(&text).unwrap_or(text)
+    } else {
+        text
+    };
+    m::CallToolResult::success(vec![m::ContentBlock::text(cap(text, limit))])
 }
 
 /// A result with `isError`, whose text is what a model reads for the error.
