@@ -149,24 +149,25 @@
 //!
 //! - `error`: [`AgentError`]. Uses nothing.
 //! - `model`: the conversation ([`Message`], [`ToolCall`]), the [`Model`] interface and one turn's
-//!   request and response, [`ScriptedModel`]. Uses `error`. Providers will live here.
+//!   request and response, [`ScriptedModel`]. Uses `error`.
 //! - [`schema`]: schemas generated from Rust types and normalised, compiled [`Validator`](schema::Validator)s.
 //!   Uses `error`.
+//! - [`provider`]: real models over HTTP (features `openai`, `anthropic`). Uses `error`, `model`
+//!   and `schema`.
 //! - `decode`: argument text to typed input, enforcing the schema ([`ToolInput`]). Uses `schema`.
 //! - `tool`: [`Tool`], [`ToolContext`], typed tools, the one per-call path ([`Tool::invoke`]), and
 //!   what `#[tool]` expands to. Uses the stages above.
 //! - `run`: [`Agent`], the loop, pausing and resuming ([`RunState`], [`Decisions`]), signed states,
 //!   [`Event`]s. Uses every stage above.
-//!
 //! - [`mcp`] (feature `mcp`): serving tools over MCP (`mcp::server::McpServer`) and using MCP
-//!   servers' tools. Uses every stage above.
+//!   servers' tools (`mcp::McpClient`). Uses every stage above.
 //!
 //! A later stage will follow: `store` (durable run stores).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The stages, lowest first. A module uses only the modules declared before it (and its own
 // submodules); `tests/architecture.rs` checks this, and ARCHITECTURE.md explains the cut.
-// `store` will be declared after `run`.
+// `store` will be declared after `run` (and before `mcp`).
 mod error;
 mod model;
 pub mod schema;
