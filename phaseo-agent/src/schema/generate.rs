@@ -33,6 +33,19 @@ pub(crate) fn parameters_for<T: JsonSchema + ?Sized>() -> (Value, bool) {
     parameters(raw, &name)
 }
 
+/// The normalised schema of an output type when schemars describes it as an object (MCP's
+/// `outputSchema` must be one), from one generation.
+pub(crate) fn object_schema_for<T: JsonSchema + ?Sized>() -> Option<Value> {
+    let (raw, name) = generate::<T>();
+    object_schema(raw, &name)
+}
+
+/// [`object_schema_for`] past the generation, compiled once.
+fn object_schema(raw: Value, name: &str) -> Option<Value> {
+    let is_object = raw.get("type").and_then(Value::as_str) == Some("object");
+    is_object.then(|| finish(raw, name))
+}
+
 /// [`parameters_for`] past the generation, compiled once.
 fn parameters(raw: Value, name: &str) -> (Value, bool) {
     let null = raw.get("type").and_then(Value::as_str) == Some("null");

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::model::request::TurnParams;
 use crate::schema::dialect::{Dialect, convert};
-use crate::schema::generate::schema_for;
+use crate::schema::generate::object_schema_for;
 use crate::schema::validate::{CheckFn, Validator};
 use crate::tool::call::Later;
 use crate::tool::context::ToolContext;
@@ -561,7 +561,7 @@ impl Tool {
     /// })));
     /// ```
     pub fn structured_output<O: schemars::JsonSchema>(mut self) -> Self {
-        self.output_type = Some(object_schema_of::<O>);
+        self.output_type = Some(object_schema_for::<O>);
         self
     }
 
@@ -581,11 +581,4 @@ impl Tool {
     pub fn output_type_schema(&self) -> Option<Value> {
         self.output_type.and_then(|schema| schema())
     }
-}
-
-/// The normalised schema of `O` when schemars describes it as an object.
-fn object_schema_of<O: schemars::JsonSchema>() -> Option<Value> {
-    let raw = schemars::SchemaGenerator::default().into_root_schema_for::<O>();
-    let is_object = raw.get("type").and_then(Value::as_str) == Some("object");
-    is_object.then(schema_for::<O>)
 }
