@@ -1,11 +1,10 @@
 //! Our MCP client against our MCP server, over an in-process pipe: a `#[tool]` served by
-//! `McpServer` is, through `McpClient`, a tool of another agent, with its schema, its typed
+//! `McpServer` is, through `McpClient`, a tool of another process, with its schema, its typed
 //! output, its progress, its errors and its approval gate carried across.
 
-use futures::StreamExt;
 use phaseo_agent::mcp::McpClient;
 use phaseo_agent::mcp::server::{McpServer, NO_ELICITATION, Serving};
-use phaseo_agent::{Agent, AgentError, Event, IntoTool, ScriptedModel, Tool, ToolContext, tool};
+use phaseo_agent::{AgentError, IntoTool, Tool, ToolContext, tool};
 use serde_json::{Value, json};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -133,31 +132,16 @@ async fn a_gated_tool_is_refused_to_a_client_that_cannot_ask_a_person() {
 }
 
 #[tokio::test]
-async fn progress_crosses_in_order_into_the_other_agents_events() {
+async fn progress_crosses_in_order_and_before_the_result() {
+    // How the client's progress becomes a run's events is tests/mcp_client.rs's; here, what our
+    // server sends reaches the calling tool's context whole and in order.
     let (client, _serving) = connected().await;
-    let model = ScriptedModel::new()
-        .tool_call("call_1", "count", json!({}))
-        .text("Counted.");
-    let agent = Agent::builder("remote")
-        .model(model)
-        .tools(client.tools())
-        .build()
-        .unwrap();
-    let events: Vec<Event> = agent.stream("Count").collect().await;
-    let progress: Vec<&Value> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::PreliminaryResult { value, .. } => Some(value),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(progress.len(), 3, "{events:?}");
-    for (i, value) in progress.iter().enumerate() {
-        assert_eq!(value["progress"], json!(i + 1));
-        assert_eq!(value["message"], json!(format!("step {}", i + 1)));
-    }
-    let Some(Event::Completed { state, .. }) = events.last() else {
-        panic!("the run completed: {events:?}")
-    };
-    assert_eq!(state.tool_result("call_1"), Some(r#""counted""#));
+    let ctx = ToolContext::detached();
+    let out = tool(&client, "count").invoke("{}", &ctx).await.unwrap();
+    // A string output crosses as the string, not as its JSON text quoted again.
+    assert_eq!(out, r#""counted""#);
+    assert_eq!(
+        ctx.progress(),
+        [1, 2, 3].map(|step| json!({"progress": step, "message": format!("step {step}")}))
+    );
 }
