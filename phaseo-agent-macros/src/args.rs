@@ -129,7 +129,8 @@ impl Args {
     /// stops); the inner one is a mistake in the value.
     fn set_key(&mut self, meta: &ParseNestedMeta, key: &Ident) -> syn::Result<syn::Result<()>> {
         Ok(match key.to_string().as_str() {
-            "id" => parse_id(meta)?.and_then(|v| set(&mut self.id, key, v)),
+            "id" => parse_string(meta, "`id` takes a string, as in `id = \"fetch-ticket\"`")?
+                .and_then(|v| set(&mut self.id, key, v)),
             "description" => {
                 parse_description(meta)?.and_then(|v| set(&mut self.description, key, v))
             }
@@ -149,7 +150,11 @@ impl Args {
                 let value = parse_flag(meta, key)?;
                 set(&mut self.strict, key, key.span()).and(value)
             }
-            "title" => parse_title(meta)?.and_then(|v| set(&mut self.title, key, v)),
+            "title" => parse_string(
+                meta,
+                "`title` takes a string, as in `title = \"Deploy an environment\"`",
+            )?
+            .and_then(|v| set(&mut self.title, key, v)),
             "read_only" | "destructive" | "idempotent" | "open_world" => {
                 let value = parse_flag(meta, key)?;
                 let slot = match key.to_string().as_str() {
@@ -234,9 +239,9 @@ fn suggestion(name: &str) -> Option<&'static str> {
     }
 }
 
-fn parse_id(meta: &ParseNestedMeta) -> syn::Result<syn::Result<LitStr>> {
-    const HOW: &str = "`id` takes a string, as in `id = \"fetch-ticket\"`";
-    let expr = match value(meta, HOW)? {
+/// A key that takes a string literal; `how` is the error's text, with an example.
+fn parse_string(meta: &ParseNestedMeta, how: &str) -> syn::Result<syn::Result<LitStr>> {
+    let expr = match value(meta, how)? {
         Ok(expr) => expr,
         Err(e) => return Ok(Err(e)),
     };
@@ -244,21 +249,7 @@ fn parse_id(meta: &ParseNestedMeta) -> syn::Result<syn::Result<LitStr>> {
         Expr::Lit(ExprLit {
             lit: Lit::Str(lit), ..
         }) => Ok(lit),
-        other => Err(syn::Error::new_spanned(other, HOW)),
-    })
-}
-
-fn parse_title(meta: &ParseNestedMeta) -> syn::Result<syn::Result<LitStr>> {
-    const HOW: &str = "`title` takes a string, as in `title = \"Deploy an environment\"`";
-    let expr = match value(meta, HOW)? {
-        Ok(expr) => expr,
-        Err(e) => return Ok(Err(e)),
-    };
-    Ok(match expr {
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(lit), ..
-        }) => Ok(lit),
-        other => Err(syn::Error::new_spanned(other, HOW)),
+        other => Err(syn::Error::new_spanned(other, how)),
     })
 }
 
