@@ -45,7 +45,7 @@ pub(crate) fn tool(server: &Server, listed: rmcp::model::Tool) -> Tool {
     });
     // Validation keeps the compiled schema as the server wrote it; only what the model reads is
     // normalised.
-    tool.parameters = normalize(tool.parameters.clone());
+    tool.parameters = normalize(std::mem::take(&mut tool.parameters));
     tool
 }
 
