@@ -23,10 +23,14 @@
 //!     fn into_tool(self) -> Tool {
 //!         trait __PhaseoCall<'__a, __T0, __T1> { type Fut: Future + Send + '__a; ... }
 //!         fn __build<__T0: Arg, __T1: Arg, __F: for<'__a> __PhaseoCall<'__a, __T0, __T1>>(call: __F) -> Tool {
-//!             typed::<AddArgs<__T0, __T1>, i64, String, _, _>("add", "Add two numbers.", move |input, ctx| async move {
-//!                 let AddArgs { a, b } = input;
-//!                 call.__phaseo_call(a, b, <ToolContext as Context>::from_context(&ctx)).await
-//!             })
+//!             typed_start::<AddArgs<__T0, __T1>>("add", "Add two numbers.", Box::new(
+//!                 move |input, ctx: &ToolContext, want: bool| -> CallFuture {
+//!                     let ctx = ToolContext::clone(ctx);
+//!                     Box::pin(async move {
+//!                         let AddArgs { a, b } = input;
+//!                         produce::<i64, String>(call.__phaseo_call(a, b, <ToolContext as Context>::from_context(&ctx)).await, want)
+//!                     })
+//!                 }))
 //!         }
 //!         let _ = |a: i64, b: i64, ctx: &ToolContext| { let _ = must_be_send(add::add(a, b, ctx)); };
 //!         __build::<i64, i64, _>(add::add)         // a type that is not an argument fails here, at its span
@@ -35,16 +39,20 @@
 //!     }
 //! }
 //!
+//! // The call's future is boxed here, in the user's crate (`Box::pin`, always inlined), and the
+//! // runtime gets it as a `CallFuture`: no generic code of the runtime is instantiated over the
+//! // future's type, so an edit of one tool's body recompiles only the user's own code.
 //! // Without reference parameters (no context, no `&str`), `__build` takes the hidden function
-//! // itself and the closure hands over its future, with no `async` block around it:
-//! //     typed_infallible::<AddArgs<..>, i64, _, _>("add", "..", move |input| {
+//! // itself, and the function's future is made before the `async` block, which holds it alone:
+//! //     typed_start::<AddArgs<..>>("add", "..", Box::new(move |input, _: &ToolContext, want| -> CallFuture {
 //! //         let AddArgs { a, b } = input;
-//! //         call(a, b)
-//! //     })
-//! // (`typed_without_context` when the function returns a `Result`).
+//! //         let future = call(a, b);
+//! //         Box::pin(async move { produce_ok::<i64>(future.await, want) })
+//! //     }))
+//! // (`produce` when the function returns a `Result`).
 //! // With reference parameters (as `add` above), the `async` block owns the context and the
 //! // strings, and the function's future borrows them, unboxed, through `__PhaseoCall`. A sync
-//! // function is taken as a plain `fn` pointer. Only `add(..)` through `Deref` boxes the future.
+//! // function is taken as a plain `fn` pointer.
 //!
 //! // With `#[tool(timeout_ms = 3_000, input_schema = check)]`, `into_tool` ends in builder calls:
 //! let __tool = __build::<i64, i64, _>(add::add);
@@ -677,63 +685,65 @@ impl<'a> Expansion<'a> {
             .params
             .iter()
             .any(|param| matches!(param.role, Role::Context | Role::Resource));
-        if self.tool.is_async() && !self.borrows() {
-            // No reference parameters: the closure hands over the function's own future, so a call
-            // is that future alone (no `async` block around it, holding the input a second time).
-            // Without resources or a receiver it is not handed a context either (one reference
-            // count less per call); with them, it borrows the context to take them out.
-            let args = self.call_args(&quote!(__ctx));
-            let call = quote!(#callee(#(#args),*));
-            return match (fallible, takes_context || self.receiver().is_some()) {
-                (true, false) => quote! {
-                    #p::typed_without_context::<#input, #output, #error, _, _>(#id, #description,
-                        move |__input: #input| { #unpack #call })
-                },
-                (false, false) => quote! {
-                    #p::typed_infallible::<#input, #output, _, _>(#id, #description,
-                        move |__input: #input| { #unpack #call })
-                },
-                (true, true) => quote! {
-                    #p::typed_borrowing::<#input, #output, #error, _, _>(#id, #description,
-                        move |__input: #input, __ctx: &#p::ToolContext| { #unpack #call })
-                },
-                (false, true) => quote! {
-                    #p::typed_borrowing_infallible::<#input, #output, _, _>(#id, #description,
-                        move |__input: #input, __ctx: &#p::ToolContext| { #unpack #call })
-                },
-            };
-        }
-        let args = self.call_args(&quote!(&__ctx));
-        let mut result = quote!(#callee(#(#args),*));
-        if self.tool.is_async() {
-            result = quote!(#result.await);
-        }
-        if !fallible {
-            let ret = self.return_type();
-            result = quote!(#p::core::result::Result::Ok::<#ret, #p::core::convert::Infallible>(#result));
-        }
         if !self.tool.is_async() {
+            let args = self.call_args(&quote!(&__ctx));
+            let mut result = quote!(#callee(#(#args),*));
+            if !fallible {
+                let ret = self.return_type();
+                result = quote!(#p::core::result::Result::Ok::<#ret, #p::core::convert::Infallible>(#result));
+            }
             return quote! {
                 #p::typed_blocking::<#input, #output, #error, _>(#id, #description,
                     move |__input: #input, __ctx: #p::ToolContext| { #unpack #result })
             };
         }
-        // The `async` block owns what the function's future borrows: the context, the strings,
-        // and for a `&self` method a handle on the shared value.
-        let this = match self.receiver() {
-            Some(_) => quote!(let __this = #p::Arc::clone(&__this);),
-            None => TokenStream::new(),
+        // An async function: the closure starts the call and boxes its future here, in the user's
+        // crate, so that none of the runtime's generic code is instantiated over the future's type
+        // (whose code changes with the body): an edit of one tool's body recompiles this crate's
+        // own code, not every tool's instantiations of the runtime's.
+        let produce = if fallible {
+            quote!(#p::produce::<#output, #error>)
+        } else {
+            quote!(#p::produce_ok::<#output>)
         };
-        if takes_context {
+        let uses_context = takes_context || self.receiver().is_some();
+        let start = if !self.borrows() {
+            // No reference parameters: the function's future is made before the `async` block,
+            // which holds that future alone (not the input a second time). Without resources or a
+            // receiver the context is not used at all.
+            let args = self.call_args(&quote!(__ctx));
+            let ctx = if uses_context { quote!(__ctx) } else { quote!(_) };
             quote! {
-                #p::typed::<#input, #output, #error, _, _>(#id, #description,
-                    move |__input: #input, __ctx: #p::ToolContext| { #this async move { #unpack #result } })
+                move |__input: #input, #ctx: &#p::ToolContext, __want: bool| -> #p::CallFuture {
+                    #unpack
+                    let __future = #callee(#(#args),*);
+                    #p::Box::pin(async move { #produce(__future.await, __want) })
+                }
             }
         } else {
+            // The `async` block owns what the function's future borrows: the context, the strings,
+            // and for a `&self` method a handle on the shared value.
+            let args = self.call_args(&quote!(&__ctx));
+            let this = match self.receiver() {
+                Some(_) => quote!(let __this = #p::Arc::clone(&__this);),
+                None => TokenStream::new(),
+            };
+            let ctx = if takes_context {
+                quote!(let __ctx = #p::ToolContext::clone(__ctx);)
+            } else {
+                TokenStream::new()
+            };
+            let ctx_param = if takes_context { quote!(__ctx) } else { quote!(_) };
             quote! {
-                #p::typed_without_context::<#input, #output, #error, _, _>(#id, #description,
-                    move |__input: #input| { #this async move { #unpack #result } })
+                move |__input: #input, #ctx_param: &#p::ToolContext, __want: bool| -> #p::CallFuture {
+                    #this
+                    #ctx
+                    #p::Box::pin(async move { #unpack #produce(#callee(#(#args),*).await, __want) })
+                }
             }
+        };
+        quote! {
+            #p::typed_start::<#input>(#id, #description, #p::Box::new(#start))
         }
     }
 

@@ -228,15 +228,17 @@ pub mod __private {
         Approve, Approver, Arg, ByInput, ByInputAndContext, CheckError, Context, ExternalOutput,
         Failure, Input, NextTurn, OnToolCalled, Output, Transform, Validate, approval, approver,
         event_schema, external, input_schema, next_turn, on_response_received, on_tool_called,
-        output_schema, typed, typed_blocking, typed_infallible, typed_without_context,
+        output_schema, produce, produce_ok, typed_blocking, typed_start,
     };
+    pub use crate::tool::call::{CallFuture, Produced, Start};
     pub use crate::tool::macro_support::{OutputType, StructuredOutput, UnstructuredOutput};
     pub use crate::tool::macro_support::{
-        Resource, declare, must_be_send, typed_borrowing, typed_borrowing_infallible,
+        Resource, declare, must_be_send,
     };
     pub use crate::tool::resource::Res;
     pub use crate::tool::typed::ToolOutput;
     pub use core;
+    pub use std::boxed::Box;
     pub use futures;
     pub use schemars;
     pub use serde;

@@ -12,6 +12,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::tool::resource::Res;
+use crate::error::AgentError;
+use crate::tool::call::{self, Produced, Start};
 use crate::tool::{context::ToolContext, definition::Tool, typed::ToolOutput};
 use crate::{decode::ToolInput, model::request::TurnParams};
 
@@ -203,45 +205,27 @@ pub trait NextTurn: Fn(&Value, &TurnParams) -> TurnParams + Send + Sync + 'stati
 #[diagnostic::do_not_recommend]
 impl<F: Fn(&Value, &TurnParams) -> TurnParams + Send + Sync + 'static> NextTurn for F {}
 
-/// [`Tool::typed`] with the macro's bounds.
-pub fn typed<I, O, E, F, Fut>(id: &str, description: impl Into<String>, f: F) -> Tool
-where
-    I: Input,
-    O: Output,
-    E: Failure,
-    F: Fn(I, ToolContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, E>> + Send + 'static,
-{
-    Tool::typed(id, description, f)
+/// A typed async tool from its function with the future's type erased (`Tool::typed_start`): the
+/// expansion of an async `#[tool]` function boxes the function's future itself, so no generic code
+/// of the runtime is instantiated over it and a change to the body recompiles only the user's
+/// crate's own code.
+pub fn typed_start<I: Input>(id: &str, description: impl Into<String>, start: Box<Start<I>>) -> Tool {
+    Tool::typed_start(id.to_owned(), description.into(), start)
 }
 
-/// [`Tool::typed_without_context`] with the macro's bounds: an async function without a context
-/// parameter.
-pub fn typed_without_context<I, O, E, F, Fut>(
-    id: &str,
-    description: impl Into<String>,
-    f: F,
-) -> Tool
-where
-    I: Input,
-    O: Output,
-    E: Failure,
-    F: Fn(I) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, E>> + Send + 'static,
-{
-    Tool::typed_without_context(id, description, f)
+/// What a call of a `#[tool]` function that returns `Result<T, E>` produced.
+#[inline]
+pub fn produce<O: Output, E: Failure>(
+    result: Result<O, E>,
+    want_value: bool,
+) -> Result<Produced, AgentError> {
+    call::produce(result, want_value)
 }
 
-/// [`Tool::typed_without_context`] for an async function that returns its output (not a
-/// `Result`): the function's future is the call, with no `async` block around it.
-pub fn typed_infallible<I, O, F, Fut>(id: &str, description: impl Into<String>, f: F) -> Tool
-where
-    I: Input,
-    O: Output,
-    F: Fn(I) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = O> + Send + 'static,
-{
-    Tool::typed_infallible(id.to_owned(), description.into(), f)
+/// What a call of a `#[tool]` function that returns its output produced.
+#[inline]
+pub fn produce_ok<O: Output>(output: O, want_value: bool) -> Result<Produced, AgentError> {
+    call::produce(Ok::<O, std::convert::Infallible>(output), want_value)
 }
 
 /// [`Tool::typed_blocking`] with the macro's bounds.
@@ -303,42 +287,16 @@ pub fn next_turn<F: NextTurn>(tool: Tool, change: F) -> Tool {
     tool.next_turn(change)
 }
 
-/// `Tool::typed_borrowing`: a function of the input and the borrowed context, returning a future
-/// that owns what it needs (resources, a method's receiver).
-pub fn typed_borrowing<I, O, E, F, Fut>(id: &str, description: impl Into<String>, f: F) -> Tool
-where
-    I: Input,
-    O: Output,
-    E: Failure,
-    F: Fn(I, &ToolContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, E>> + Send + 'static,
-{
-    Tool::typed_borrowing(id.to_owned(), description.into(), f)
-}
-
-/// `Tool::typed_borrowing_infallible`.
-pub fn typed_borrowing_infallible<I, O, F, Fut>(
-    id: &str,
-    description: impl Into<String>,
-    f: F,
-) -> Tool
-where
-    I: Input,
-    O: Output,
-    F: Fn(I, &ToolContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = O> + Send + 'static,
-{
-    Tool::typed_borrowing_infallible(id.to_owned(), description.into(), f)
-}
-
 /// Declares the resource of a `Res<T>` parameter on the tool.
 pub fn declare<R: Resource>(tool: Tool) -> Tool {
     R::declare(tool)
 }
 
-/// The future of an async `#[tool]` function, boxed for its `Deref` pointer. The bound below is
-/// where a future that is not `Send` is reported, with the value and the `.await` it is held
-/// across:
+/// The future of an async `#[tool]` function, boxed (for its `Deref` pointer, and for its calls in
+/// a run). The bound below is where a future that is not `Send` is reported, with the value and
+/// the `.await` it is held across. Always inlined, so that the boxing is compiled in the user's
+/// crate with the future, not with every other tool's in this crate's generic code.
+#[inline(always)]
 pub fn must_be_send<'a, F>(future: F) -> futures::future::BoxFuture<'a, F::Output>
 where
     F: Future + Send + 'a, // drop it before the `.await`, or use `Arc`, `tokio::sync::Mutex`

@@ -7,6 +7,7 @@
 //!   an agent lends its tools;
 //! - `context`: [`ToolContext`](context::ToolContext), what a running call knows and reports;
 //! - `call`: one call's parsed input, the future it becomes and what it produces;
+//! - `erase`: typed async functions with their future's type erased (`Start`);
 //! - `definition`: [`Tool`](definition::Tool), its constructors over JSON, approval, timeout and
 //!   error policy, and `IntoTool`;
 //! - `fields`: a tool's other fields (validators, hooks, next-turn overrides, exclusivity, output
@@ -18,6 +19,7 @@
 pub(crate) mod resource;
 pub(crate) mod context;
 pub(crate) mod call;
+pub(crate) mod erase;
 pub(crate) mod definition;
 pub(crate) mod fields;
 pub(crate) mod invoke;

@@ -2,7 +2,6 @@
 //! This is what `#[tool]` expands to, and it is usable without the macro.
 
 use std::fmt::Display;
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use futures::FutureExt;
@@ -14,7 +13,10 @@ use crate::decode::{self, ToolInput};
 use crate::error::AgentError;
 use crate::schema;
 use crate::schema::validate::Validator;
-use crate::tool::call::{CallFuture, Eager, Exec, InputType, Parsed, Prepared, Produced, blocking};
+use crate::tool::call::{
+    CallFuture, Eager, Exec, InputType, Parsed, Prepared, Start, blocking, produce,
+};
+use crate::tool::erase;
 use crate::tool::context::ToolContext;
 use crate::tool::definition::{FromValueFn, ParseFn, Tool};
 
@@ -95,11 +97,7 @@ impl Tool {
         F: Fn(I, ToolContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
-        Self::typed_async::<I, _>(
-            id.into(),
-            description.into(),
-            Borrowing(move |input, ctx: &ToolContext| f(input, ctx.clone())),
-        )
+        Self::typed_start::<I>(id.into(), description.into(), erase::with_context(f))
     }
 
     /// [`Tool::typed`] for a function that does not take the context: each call skips handing one
@@ -133,66 +131,21 @@ impl Tool {
         F: Fn(I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
-        Self::typed_async::<I, _>(
-            id.into(),
-            description.into(),
-            Borrowing(move |input, _: &ToolContext| f(input)),
-        )
+        Self::typed_start::<I>(id.into(), description.into(), erase::without_context(f))
     }
 
-    /// [`Tool::typed_without_context`] for a function whose future yields the output itself (what
-    /// `#[tool]` uses for an async function that does not return a `Result`).
-    pub(crate) fn typed_infallible<I, O, F, Fut>(id: String, description: String, f: F) -> Self
-    where
-        I: ToolInput,
-        O: ToolOutput,
-        F: Fn(I) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = O> + Send + 'static,
-    {
-        Self::typed_async::<I, _>(
-            id,
-            description,
-            BorrowingInfallible(move |input, _: &ToolContext| f(input)),
-        )
-    }
-
-    /// A typed tool from a function of its input and a borrowed context that returns a future
-    /// owning what it needs (what `#[tool]` uses for resources and methods: the function takes
-    /// them from the context, or clones its receiver, before the future starts).
-    pub(crate) fn typed_borrowing<I, O, E, F, Fut>(id: String, description: String, f: F) -> Self
-    where
-        I: ToolInput,
-        O: ToolOutput,
-        E: Display,
-        F: Fn(I, &ToolContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<O, E>> + Send + 'static,
-    {
-        Self::typed_async::<I, _>(id, description, Borrowing(f))
-    }
-
-    /// [`Tool::typed_borrowing`] for a function whose future yields the output itself.
-    pub(crate) fn typed_borrowing_infallible<I, O, F, Fut>(
+    /// A typed async tool from its function with the future's type erased: what the typed
+    /// constructors and `#[tool]` build. Only the schema's generation and the decoder depend on
+    /// `I`; nothing here depends on the function or its future.
+    pub(crate) fn typed_start<I: ToolInput>(
         id: String,
         description: String,
-        f: F,
-    ) -> Self
-    where
-        I: ToolInput,
-        O: ToolOutput,
-        F: Fn(I, &ToolContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = O> + Send + 'static,
-    {
-        Self::typed_async::<I, _>(id, description, BorrowingInfallible(f))
-    }
-
-    fn typed_async<I: ToolInput, C: TypedFn<I>>(id: String, description: String, call: C) -> Self {
+        start: Box<Start<I>>,
+    ) -> Self {
         let mut tool = Self::typed_parts::<I>(id, description, true, |input| {
-            Parsed(Box::new(TypedCall::<I, C, C::Future>::Ready {
-                input: Some(input),
-                runs: PhantomData,
-            }))
+            Parsed(Box::new(Ready(input)))
         });
-        tool.runs = Some(Arc::new(call));
+        tool.runs = Some(Arc::new(start));
         tool
     }
 
@@ -395,169 +348,32 @@ fn object_input(type_name: &str, parameters: &Value) -> Option<String> {
     }
 }
 
-#[inline]
-fn produce<O: Serialize, E: Display>(
-    result: Result<O, E>,
-    want_value: bool,
-) -> Result<Produced, AgentError> {
-    let output = result.map_err(AgentError::tool)?;
-    let cannot =
-        |e: serde_json::Error| AgentError::InvalidOutput(format!("$: cannot serialise: {e}"));
-    if want_value {
-        serde_json::to_value(&output)
-            .map(Produced::Value)
-            .map_err(cannot)
-    } else {
-        serde_json::to_string(&output)
-            .map(Produced::Text)
-            .map_err(cannot)
-    }
-}
-
-/// How a typed async tool's function is called: on its input and the call's context, its future
-/// yielding a `Result` or the output itself. Every typed async constructor wraps its function in
-/// one of the two, so each input type has one call path.
-trait TypedFn<I>: Send + Sync + 'static {
-    type Output: ToolOutput;
-    type Error: Display;
-    type Future: Future<Output = Result<Self::Output, Self::Error>> + Send + 'static;
-
-    fn call(&self, input: I, ctx: &ToolContext) -> Self::Future;
-}
-
-/// A function of the input and the borrowed context.
-struct Borrowing<F>(F);
-
-impl<I, O, E, F, Fut> TypedFn<I> for Borrowing<F>
-where
-    O: ToolOutput,
-    E: Display,
-    F: Fn(I, &ToolContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, E>> + Send + 'static,
-{
-    type Output = O;
-    type Error = E;
-    type Future = Fut;
-
-    fn call(&self, input: I, ctx: &ToolContext) -> Fut {
-        (self.0)(input, ctx)
-    }
-}
-
-/// A function of the input and the borrowed context whose future cannot fail.
-struct BorrowingInfallible<F>(F);
-
-impl<I, O, F, Fut> TypedFn<I> for BorrowingInfallible<F>
-where
-    O: ToolOutput,
-    F: Fn(I, &ToolContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = O> + Send + 'static,
-{
-    type Output = O;
-    type Error = std::convert::Infallible;
-    type Future = AlwaysOk<Fut>;
-
-    fn call(&self, input: I, ctx: &ToolContext) -> AlwaysOk<Fut> {
-        AlwaysOk {
-            inner: (self.0)(input, ctx),
-        }
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// A future's output as `Ok`.
-    struct AlwaysOk<F> {
-        #[pin]
-        inner: F,
-    }
-}
-
-impl<F: Future> Future for AlwaysOk<F> {
-    type Output = Result<F::Output, std::convert::Infallible>;
-
-    fn poll(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        self.project().inner.poll(cx).map(Ok)
-    }
-}
-
 /// The future of a call that cannot start (outside any tool's generic code).
 #[cold]
 fn cannot_start() -> CallFuture {
     futures::future::ready(Err(AgentError::tool(
-        "the call cannot start: it was started before, or its tool has no function",
+        "the call cannot start: its tool has no function",
     )))
     .boxed()
 }
 
-pin_project_lite::pin_project! {
-    /// A typed async call, in one allocation made when its arguments were decoded: the input, then
-    /// (once started) the tool's own future in the same place.
-    #[project = CallState]
-    enum TypedCall<I, C, Fut> {
-        Ready { input: Option<I>, runs: PhantomData<fn() -> C> },
-        Running { #[pin] call: Fut, want_value: bool },
-    }
-}
+/// A typed async call's decoded input, ready to start.
+struct Ready<I>(I);
 
-impl<I, C> Prepared for TypedCall<I, C, C::Future>
-where
-    I: ToolInput,
-    C: TypedFn<I>,
-{
+impl<I: ToolInput> Prepared for Ready<I> {
     fn input(&self) -> &dyn std::any::Any {
-        match self {
-            TypedCall::Ready {
-                input: Some(input), ..
-            } => input,
-            _ => &(),
-        }
+        &self.0
     }
 
     fn start(
-        mut self: Box<Self>,
+        self: Box<Self>,
         runs: Option<&(dyn std::any::Any + Send + Sync)>,
         ctx: &ToolContext,
         want_value: bool,
     ) -> CallFuture {
-        let call = runs.and_then(|runs| runs.downcast_ref::<C>());
-        let input = match &mut *self {
-            TypedCall::Ready { input, .. } => input.take(),
-            TypedCall::Running { .. } => None,
-        };
-        let (Some(call), Some(input)) = (call, input) else {
-            return cannot_start();
-        };
-        // Not pinned yet: the tool's future takes the input's place in the same allocation.
-        *self = TypedCall::Running {
-            call: call.call(input, ctx),
-            want_value,
-        };
-        Box::into_pin(self)
-    }
-}
-
-impl<I, C, O, E, Fut> Future for TypedCall<I, C, Fut>
-where
-    O: Serialize,
-    E: Display,
-    Fut: Future<Output = Result<O, E>>,
-{
-    type Output = Result<Produced, AgentError>;
-
-    fn poll(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        match self.project() {
-            CallState::Running { call, want_value } => {
-                call.poll(cx).map(|result| produce(result, *want_value))
-            }
-            CallState::Ready { .. } => std::task::Poll::Ready(Err(AgentError::tool(
-                "the call was polled before it started",
-            ))),
+        match runs.and_then(|runs| runs.downcast_ref::<Box<Start<I>>>()) {
+            Some(start) => start(self.0, ctx, want_value),
+            None => cannot_start(),
         }
     }
 }
