@@ -43,8 +43,10 @@
 //! // runtime gets it as a `CallFuture`: no generic code of the runtime is instantiated over the
 //! // future's type, so an edit of one tool's body recompiles only the user's own code.
 //! // Without reference parameters (no context, no `&str`), `__build` takes the hidden function
-//! // itself, and the function's future is made before the `async` block, which holds it alone:
-//! //     typed_start::<AddArgs<..>>("add", "..", Box::new(move |input, _: &ToolContext, want| -> CallFuture {
+//! // itself, and the function's future is made before the `async` block, which holds it alone.
+//! // Without resources either, the call runs none of the function's code, so the runtime makes
+//! // it as the arguments are parsed (`typed_start_early`: one allocation for the call):
+//! //     typed_start_early::<AddArgs<..>>("add", "..", Box::new(move |input, want| -> CallFuture {
 //! //         let AddArgs { a, b } = input;
 //! //         let future = call(a, b);
 //! //         Box::pin(async move { produce_ok::<i64>(future.await, want) })
@@ -706,15 +708,27 @@ impl<'a> Expansion<'a> {
         } else {
             quote!(#p::produce_ok::<#output>)
         };
-        let uses_context = takes_context || self.receiver().is_some();
-        let start = if !self.borrows() {
-            // No reference parameters: the function's future is made before the `async` block,
-            // which holds that future alone (not the input a second time). Without resources or a
-            // receiver the context is not used at all.
+        let start = if !self.borrows() && !takes_context {
+            // No reference parameters, no resources: the call runs none of the function's code,
+            // so it is made as the arguments are parsed (`typed_start_early`), in one allocation.
+            // The function's future is made before the `async` block, which holds that future
+            // alone (not the input a second time).
             let args = self.call_args(&quote!(__ctx));
-            let ctx = if uses_context { quote!(__ctx) } else { quote!(_) };
+            let start = quote! {
+                move |__input: #input, __want: bool| -> #p::CallFuture {
+                    #unpack
+                    let __future = #callee(#(#args),*);
+                    #p::Box::pin(async move { #produce(__future.await, __want) })
+                }
+            };
+            return quote! {
+                #p::typed_start_early::<#input>(#id, #description, #p::Box::new(#start))
+            };
+        } else if !self.borrows() {
+            // Resources: taken from the context before the future starts.
+            let args = self.call_args(&quote!(__ctx));
             quote! {
-                move |__input: #input, #ctx: &#p::ToolContext, __want: bool| -> #p::CallFuture {
+                move |__input: #input, __ctx: &#p::ToolContext, __want: bool| -> #p::CallFuture {
                     #unpack
                     let __future = #callee(#(#args),*);
                     #p::Box::pin(async move { #produce(__future.await, __want) })

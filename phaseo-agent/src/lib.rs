@@ -228,9 +228,9 @@ pub mod __private {
         Approve, Approver, Arg, ByInput, ByInputAndContext, CheckError, Context, ExternalOutput,
         Failure, Input, NextTurn, OnToolCalled, Output, Transform, Validate, approval, approver,
         event_schema, external, input_schema, next_turn, on_response_received, on_tool_called,
-        output_schema, produce, produce_ok, typed_blocking, typed_start,
+        output_schema, produce, produce_ok, typed_blocking, typed_start, typed_start_early,
     };
-    pub use crate::tool::call::{CallFuture, Produced, Start};
+    pub use crate::tool::call::{CallFuture, Produced, Start, StartEarly};
     pub use crate::tool::macro_support::{OutputType, StructuredOutput, UnstructuredOutput};
     pub use crate::tool::macro_support::{
         Resource, declare, must_be_send,

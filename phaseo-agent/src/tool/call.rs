@@ -16,14 +16,26 @@ use crate::tool::context::ToolContext;
 /// A call whose arguments passed parsing and validation, ready to start: its input (a `Value` for
 /// JSON tools, the input type for typed ones) and what runs it.
 ///
-/// The box is the call's first allocation; starting a typed async call makes the second, its
-/// future's (see [`Start`]).
-pub(crate) struct Parsed(pub(crate) Box<dyn Prepared>);
+/// A typed async call is one allocation when nothing needs its input before it starts: the
+/// future of a `#[tool]` function that takes no context is made as its arguments are parsed
+/// ([`Parsed::Made`]; making it runs none of the function's code). Otherwise (an approval function
+/// reads the input, or the function takes the call's context) the input is boxed until the call
+/// starts, and starting it makes the future's allocation.
+pub(crate) enum Parsed {
+    /// The input, and what starts it.
+    Ready(Box<dyn Prepared>),
+    /// The call's future, made but not yet polled: the call has not started.
+    Made(CallFuture),
+}
 
 impl Parsed {
-    /// The input, for approval functions to downcast.
+    /// The input, for approval functions to downcast (a tool with one never makes its future
+    /// early: see [`Tool::parse_call`](crate::tool::definition::Tool::parse_call)).
     pub(crate) fn input(&self) -> &dyn Any {
-        self.0.input()
+        match self {
+            Parsed::Ready(prepared) => prepared.input(),
+            Parsed::Made(_) => &(),
+        }
     }
 
     /// Starts the call; `runs` is the tool's typed function, if it has one (`Tool::runs`).
@@ -33,7 +45,10 @@ impl Parsed {
         ctx: &ToolContext,
         want_value: bool,
     ) -> CallFuture {
-        self.0.start(runs, ctx, want_value)
+        match self {
+            Parsed::Ready(prepared) => prepared.start(runs, ctx, want_value),
+            Parsed::Made(call) => call,
+        }
     }
 }
 
@@ -63,6 +78,11 @@ pub type CallFuture = BoxFuture<'static, Result<Produced, AgentError>>;
 /// this crate is instantiated over the future's type, whose code changes with the body. A call
 /// costs two allocations: the decoded input, and the started future.
 pub type Start<I> = dyn Fn(I, &ToolContext, bool) -> CallFuture + Send + Sync;
+
+/// [`Start`] for a function that takes no context: its future can be made as soon as the input
+/// is decoded ([`Parsed::Made`]). Only for functions whose call runs none of their code (an
+/// `async fn`), since the call may never start (it waits for a person, or the run stops).
+pub type StartEarly<I> = dyn Fn(I, bool) -> CallFuture + Send + Sync;
 
 /// A typed tool's result as what the call produced: its output serialised (as a `Value` when
 /// `want_value`, else as JSON text), or its error.

@@ -18,10 +18,13 @@ use crate::tool::call::{Eager, Exec, InputType, Later, Parsed, Produced, blockin
 use crate::tool::context::ToolContext;
 use crate::tool::resource::Need;
 
-pub(crate) type ParseFn = dyn Fn(&str) -> Result<Parsed, String> + Send + Sync;
+/// Parses a call's argument text. The `Option<bool>`: `Some(want_value)` when the call's future
+/// may be made at once (see [`Parsed`]), `None` when something reads the input first.
+pub(crate) type ParseFn = dyn Fn(&str, Option<bool>) -> Result<Parsed, String> + Send + Sync;
 
 pub(crate) type ApprovalFn = dyn Fn(&Parsed, &ToolContext) -> Later<bool> + Send + Sync;
-pub(crate) type FromValueFn = dyn Fn(Value) -> Result<Parsed, String> + Send + Sync;
+/// Decodes a call's arguments that passed the schema and the custom validators, as [`ParseFn`].
+pub(crate) type FromValueFn = dyn Fn(Value, Option<bool>) -> Result<Parsed, String> + Send + Sync;
 pub(crate) type OnCalledFn = dyn Fn(&Value, &ToolContext) -> Later<Option<Value>> + Send + Sync;
 pub(crate) type NextTurnFn = dyn Fn(&Value, &TurnParams) -> TurnParams + Send + Sync;
 
@@ -377,12 +380,12 @@ impl Tool {
         let params_validator = validator.clone();
         let executable = exec.is_some();
         let exec_value = exec.clone();
-        let parse = move |args: &str| {
+        let parse = move |args: &str, _: Option<bool>| {
             let value = parse_arguments(args)?;
             if let Some(v) = &validator {
                 v.check(&value)?;
             }
-            Ok(Parsed(Box::new(Eager {
+            Ok(Parsed::Ready(Box::new(Eager {
                 input: value,
                 exec: exec.clone(),
             })))
@@ -393,8 +396,8 @@ impl Tool {
             parameters,
             InputType::of::<Value>(),
             Arc::new(parse),
-            Arc::new(move |value: Value| {
-                Ok(Parsed(Box::new(Eager {
+            Arc::new(move |value: Value, _: Option<bool>| {
+                Ok(Parsed::Ready(Box::new(Eager {
                     input: value,
                     exec: exec_value.clone(),
                 })))
@@ -754,7 +757,7 @@ impl Tool {
             return self.parse_strict(arguments);
         }
         if self.input_checks.is_empty() {
-            return (self.parse)(arguments).map_err(invalid_input);
+            return (self.parse)(arguments, self.early()).map_err(invalid_input);
         }
         self.parse_checked(arguments)
     }
@@ -774,7 +777,7 @@ impl Tool {
             });
         let arguments = cleaned.as_deref().unwrap_or(arguments);
         if self.input_checks.is_empty() {
-            return (self.parse)(arguments).map_err(invalid_input);
+            return (self.parse)(arguments, self.early()).map_err(invalid_input);
         }
         self.parse_checked(arguments)
     }
@@ -787,7 +790,18 @@ impl Tool {
         for check in &self.input_checks {
             value = self.guard(|| check(value))?.map_err(invalid_input)?;
         }
-        (self.from_value)(value).map_err(invalid_input)
+        (self.from_value)(value, self.early()).map_err(invalid_input)
+    }
+
+    /// Whether a parse may make the call's future at once (`Some(want_value)`): not when an
+    /// approval function reads the decoded input first. `want_value` is what the call produces
+    /// for the output checks, as [`Invoke`](crate::tool::invoke) asks when it starts a call.
+    #[inline]
+    fn early(&self) -> Option<bool> {
+        match self.approval {
+            Approval::When(_) => None,
+            _ => Some(!self.output_checks.is_empty()),
+        }
     }
 }
 

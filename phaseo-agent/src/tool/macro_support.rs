@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::tool::resource::Res;
 use crate::error::AgentError;
-use crate::tool::call::{self, Produced, Start};
+use crate::tool::call::{self, Produced, Start, StartEarly};
 use crate::tool::{context::ToolContext, definition::Tool, typed::ToolOutput};
 use crate::{decode::ToolInput, model::request::TurnParams};
 
@@ -211,6 +211,16 @@ impl<F: Fn(&Value, &TurnParams) -> TurnParams + Send + Sync + 'static> NextTurn 
 /// crate's own code.
 pub fn typed_start<I: Input>(id: &str, description: impl Into<String>, start: Box<Start<I>>) -> Tool {
     Tool::typed_start(id.to_owned(), description.into(), start)
+}
+
+/// [`typed_start`] for an async function that takes no context (`Tool::typed_start_early`): its
+/// future is made as the call's arguments are parsed.
+pub fn typed_start_early<I: Input>(
+    id: &str,
+    description: impl Into<String>,
+    start: Box<StartEarly<I>>,
+) -> Tool {
+    Tool::typed_start_early(id.to_owned(), description.into(), start)
 }
 
 /// What a call of a `#[tool]` function that returns `Result<T, E>` produced.

@@ -14,7 +14,7 @@ use crate::error::AgentError;
 use crate::schema;
 use crate::schema::validate::Validator;
 use crate::tool::call::{
-    CallFuture, Eager, Exec, InputType, Parsed, Prepared, Start, blocking, produce,
+    CallFuture, Eager, Exec, InputType, Parsed, Prepared, Start, StartEarly, blocking, produce,
 };
 use crate::tool::erase;
 use crate::tool::context::ToolContext;
@@ -142,10 +142,31 @@ impl Tool {
         description: String,
         start: Box<Start<I>>,
     ) -> Self {
-        let mut tool = Self::typed_parts::<I>(id, description, true, |input| {
-            Parsed(Box::new(Ready(input)))
+        let mut tool = Self::typed_parts::<I>(id, description, true, |input, _| {
+            Parsed::Ready(Box::new(Ready(input)))
         });
         tool.runs = Some(Arc::new(start));
+        tool
+    }
+
+    /// [`Tool::typed_start`] for a function that takes no context and whose call runs none of its
+    /// code (an `async fn`): its future is made as the arguments are parsed, in the allocation
+    /// that would otherwise hold the input, unless an approval function reads the input first.
+    pub(crate) fn typed_start_early<I: ToolInput>(
+        id: String,
+        description: String,
+        start: Box<StartEarly<I>>,
+    ) -> Self {
+        let start: Arc<StartEarly<I>> = start.into();
+        let early = start.clone();
+        let mut tool = Self::typed_parts::<I>(id, description, true, move |input, early_as| {
+            match early_as {
+                Some(want_value) => Parsed::Made(early(input, want_value)),
+                None => Parsed::Ready(Box::new(Ready(input))),
+            }
+        });
+        let late: Box<Start<I>> = Box::new(move |input, _, want_value| start(input, want_value));
+        tool.runs = Some(Arc::new(late));
         tool
     }
 
@@ -188,8 +209,8 @@ impl Tool {
             let f = f.clone();
             blocking(move || produce(f(input, ctx), want_value))
         });
-        Self::typed_parts::<I>(id.into(), description.into(), true, move |input| {
-            Parsed(Box::new(Eager {
+        Self::typed_parts::<I>(id.into(), description.into(), true, move |input, _| {
+            Parsed::Ready(Box::new(Eager {
                 input,
                 exec: Some(exec.clone()),
             }))
@@ -230,9 +251,10 @@ impl Tool {
         I: ToolInput,
         O: DeserializeOwned + 'static,
     {
-        let mut tool = Self::typed_parts::<I>(id.into(), description.into(), false, |input: I| {
-            Parsed(Box::new(Eager { input, exec: None }))
-        });
+        let mut tool =
+            Self::typed_parts::<I>(id.into(), description.into(), false, |input: I, _| {
+                Parsed::Ready(Box::new(Eager { input, exec: None }))
+            });
         tool.output_checks.push(Arc::new(|value: Value| {
             O::deserialize(&value)
                 .map(|_| value)
@@ -249,7 +271,7 @@ impl Tool {
         id: String,
         description: String,
         executable: bool,
-        wrap: impl Fn(I) -> Parsed + Send + Sync + 'static,
+        wrap: impl Fn(I, Option<bool>) -> Parsed + Send + Sync + 'static,
     ) -> Self {
         let (parameters, unit_like) = schema::generate::parameters_for::<I>();
         let parse = match decode::Decoder::<I>::with_unit_like(&parameters, unit_like) {
@@ -279,8 +301,8 @@ impl Tool {
                 Ok((parse, validator)) => {
                     let by_value = parse.clone();
                     (
-                        Arc::new(move |args: &str| parse.text(args)),
-                        Arc::new(move |value: Value| by_value.value(value)),
+                        Arc::new(move |args: &str, early| parse.text(args, early)),
+                        Arc::new(move |value: Value, early| by_value.value(value, early)),
                         Some(validator),
                         None,
                     )
@@ -288,8 +310,8 @@ impl Tool {
                 Err(e) => {
                     let unusable = "$: the tool is unusable";
                     (
-                        Arc::new(move |_: &str| Err(unusable.to_owned())),
-                        Arc::new(move |_: Value| Err(unusable.to_owned())),
+                        Arc::new(move |_: &str, _| Err(unusable.to_owned())),
+                        Arc::new(move |_: Value, _| Err(unusable.to_owned())),
                         None,
                         Some(e),
                     )
@@ -315,10 +337,10 @@ impl Tool {
 
 /// A typed tool's argument parsing, without its type: what the tool's parse functions call.
 trait ParseArgs: Send + Sync {
-    /// Decodes the argument text into a call ready to start.
-    fn text(&self, args: &str) -> Result<Parsed, String>;
+    /// Decodes the argument text into a call ready to start (`early`: see [`ParseFn`]).
+    fn text(&self, args: &str, early: Option<bool>) -> Result<Parsed, String>;
     /// Decodes a value that passed the schema into a call ready to start.
-    fn value(&self, value: Value) -> Result<Parsed, String>;
+    fn value(&self, value: Value, early: Option<bool>) -> Result<Parsed, String>;
 }
 
 /// The decoder of `I`, and what makes a decoded input a call.
@@ -327,13 +349,15 @@ struct TypedParse<I, W> {
     wrap: W,
 }
 
-impl<I: ToolInput, W: Fn(I) -> Parsed + Send + Sync> ParseArgs for TypedParse<I, W> {
-    fn text(&self, args: &str) -> Result<Parsed, String> {
-        self.decoder.decode(args).map(&self.wrap)
+impl<I: ToolInput, W: Fn(I, Option<bool>) -> Parsed + Send + Sync> ParseArgs for TypedParse<I, W> {
+    fn text(&self, args: &str, early: Option<bool>) -> Result<Parsed, String> {
+        self.decoder.decode(args).map(|input| (self.wrap)(input, early))
     }
 
-    fn value(&self, value: Value) -> Result<Parsed, String> {
-        self.decoder.decode_value(&value).map(&self.wrap)
+    fn value(&self, value: Value, early: Option<bool>) -> Result<Parsed, String> {
+        self.decoder
+            .decode_value(&value)
+            .map(|input| (self.wrap)(input, early))
     }
 }
 
