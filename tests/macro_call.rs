@@ -166,3 +166,90 @@ async fn the_tool_decodes_and_runs_like_the_agent_would() {
     );
     assert_eq!(convert(212.0, Unit::Celsius).await, 100.0);
 }
+
+/// `Tool::invoke` parses when it is called and starts the tool when its future is first polled:
+/// the call of an async function without context is made as its arguments are parsed, and that
+/// runs none of the function's code; nor does dropping the call unpolled.
+#[tokio::test]
+async fn a_call_runs_nothing_of_the_function_until_it_is_polled() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static RUNS: AtomicU32 = AtomicU32::new(0);
+
+    /// Count a run.
+    #[tool]
+    async fn counted(step: u32) -> u32 {
+        RUNS.fetch_add(step, Ordering::SeqCst) + step
+    }
+
+    /// Count a run, with the context.
+    #[tool]
+    async fn counted_with_context(step: u32, ctx: &ToolContext) -> u32 {
+        let _ = ctx.run_id();
+        RUNS.fetch_add(step, Ordering::SeqCst) + step
+    }
+
+    let ctx = ToolContext::detached();
+    for tool in [counted.into_tool(), counted_with_context.into_tool()] {
+        RUNS.store(0, Ordering::SeqCst);
+        let call = tool.invoke(r#"{"step": 2}"#, &ctx);
+        assert_eq!(RUNS.load(Ordering::SeqCst), 0, "{}", tool.id());
+        drop(call);
+        assert_eq!(RUNS.load(Ordering::SeqCst), 0, "{}", tool.id());
+        assert_eq!(tool.invoke(r#"{"step": 2}"#, &ctx).await.unwrap(), "2");
+        assert_eq!(RUNS.load(Ordering::SeqCst), 2, "{}", tool.id());
+        // A refused call does not run either.
+        let err = tool.invoke(r#"{"step": -1}"#, &ctx).await.unwrap_err();
+        assert!(err.to_string().starts_with("Invalid tool input"), "{err}");
+        assert_eq!(RUNS.load(Ordering::SeqCst), 2, "{}", tool.id());
+    }
+}
+
+/// An approval function reads the decoded input before the call starts, and an output validator
+/// reads the output as a value: both work on an async function without context, whose call is
+/// otherwise made as its arguments are parsed.
+#[tokio::test]
+async fn approval_functions_and_output_checks_see_a_context_free_async_call() {
+    use phaseo_agent::{Agent, Decisions, ScriptedModel};
+
+    /// Pay an amount.
+    #[tool(require_approval = large, output_schema = positive)]
+    async fn pay(amount: u32) -> u32 {
+        amount
+    }
+
+    fn large(args: &PayArgs) -> bool {
+        args.amount > 100
+    }
+
+    fn positive(value: serde_json::Value) -> Result<serde_json::Value, String> {
+        match value.as_u64() {
+            Some(n) if n > 0 => Ok(value),
+            _ => Err("not positive".into()),
+        }
+    }
+
+    let model = ScriptedModel::new()
+        .tool_call("call_1", "pay", json!({"amount": 500}))
+        .tool_call("call_2", "pay", json!({"amount": 5}))
+        .text("Paid.");
+    let agent = Agent::builder("payer")
+        .model(model)
+        .tool(pay)
+        .build()
+        .unwrap();
+    let paused = agent.run("Pay").await.unwrap();
+    assert!(paused.is_paused());
+    assert_eq!(paused.pending().len(), 1);
+    assert_eq!(paused.pending()[0].call.id, "call_1");
+    let done = agent
+        .resume(&paused.state, Decisions::new().approve("call_1"))
+        .await
+        .unwrap();
+    assert_eq!(done.output(), Some("Paid."));
+
+    let ctx = ToolContext::detached();
+    let checked = pay.into_tool();
+    assert_eq!(checked.invoke(r#"{"amount": 7}"#, &ctx).await.unwrap(), "7");
+    let err = checked.invoke(r#"{"amount": 0}"#, &ctx).await.unwrap_err();
+    assert!(err.to_string().contains("not positive"), "{err}");
+}

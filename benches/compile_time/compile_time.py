@@ -26,7 +26,10 @@ crates listed (`rmcp_router` is always measured: ratios are to it).
 round, interleaving the three crates, measures the CPU time (user + system, of cargo and every
 process it starts) of:
 
-  incremental  a one-line edit of one tool's body, then `cargo build`
+  incremental  a one-line edit of one tool's body that keeps the line's length (a letter of a
+               string changes), then `cargo build`
+  resize       a one-line edit of the same body that changes the line's length (a letter is
+               added to or taken from the string), then `cargo build`
   debug        `cargo clean -p CRATE`, then `cargo build` (the crate alone: dependencies are built)
   release      `cargo clean --release -p CRATE`, then `cargo build --release`
 
@@ -183,15 +186,24 @@ def cpu_of(cmd: list[str], cwd: Path, env: dict) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def edit(crate: Path, round_: int) -> None:
+def edit(crate: Path, round_: int, resize: bool) -> None:
+    """The one-line edit of tool 50's string. Its last word alternates between `edit a` and
+    `edit b` (same length), or between `edit a` and `edit aa` (`resize`). rustc recompiles more
+    after an edit that moves the columns of what follows it on the line (the spans of the code
+    after it change), so the two are measured apart."""
     lib = crate / "src" / "lib.rs"
     text = lib.read_text()
-    # The one-line edit: tool 50's string changes each round (`(tool 50)`, then
-    # `(tool 50, edit R)`).
-    found = re.search(r"\(tool 50(, edit \d+)?\)", text)
+    found = re.search(r"\(tool 50(, edit [ab]+)?\)", text)
     if found is None:
         sys.exit(f"{lib}: tool 50's string is not there to edit (was it generated with --tools > 50?)")
-    lib.write_text(text[:found.start()] + f"(tool 50, edit {round_})" + text[found.end():])
+    now = found.group(1) or ""
+    if resize:
+        new = ", edit a" if now == ", edit aa" else ", edit aa"
+    else:
+        new = {", edit a": ", edit b", ", edit b": ", edit a"}.get(now, ", edit a")
+    if new == now or (not resize and len(new) != len(now) and now):
+        sys.exit(f"{lib}: cannot make the edit from {now!r}")
+    lib.write_text(text[:found.start()] + f"(tool 50{new})" + text[found.end():])
 
 
 def measure(root: Path, rounds: int, n: int, crates: list[str], before: Path | None) -> None:
@@ -204,14 +216,24 @@ def measure(root: Path, rounds: int, n: int, crates: list[str], before: Path | N
         print(f"[compile-time] building {name} and its dependencies (debug and release)", file=sys.stderr)
         cpu_of(["cargo", "build", "--quiet"], crate, env_c)
         cpu_of(["cargo", "build", "--quiet", "--release"], crate, env_c)
-    results: dict[str, dict[str, list[float]]] = {c: {"incremental": [], "debug": [], "release": []} for c in crates}
+    measures = ["incremental", "resize", "debug", "release"]
+    results: dict[str, dict[str, list[float]]] = {c: {m: [] for m in measures} for c in crates}
+    for name in crates:
+        # The string in the form the edits alternate from (`edit a`), built once, unmeasured.
+        edit(root / name, -1, resize=False)
+        cpu_of(["cargo", "build", "--quiet"], root / name, dict(env, CARGO_TARGET_DIR=str(root / "target" / name)))
     for r in range(rounds):
-        for measure_name in ["incremental", "debug", "release"]:
+        for measure_name in measures:
             for name in crates:
                 crate = root / name
                 env_c = dict(env, CARGO_TARGET_DIR=str(root / "target" / name))
-                if measure_name == "incremental":
-                    edit(crate, r)
+                if measure_name in ("incremental", "resize"):
+                    # After a resize the string is `edit aa` or `edit a`: the same-length edit
+                    # needs `edit a`, so a resize edit of the previous round is undone, unmeasured.
+                    if measure_name == "incremental" and "edit aa)" in (crate / "src" / "lib.rs").read_text():
+                        edit(crate, r, resize=True)
+                        cpu_of(["cargo", "build", "--quiet"], crate, env_c)
+                    edit(crate, r, resize=measure_name == "resize")
                     t = cpu_of(["cargo", "build", "--quiet"], crate, env_c)
                 elif measure_name == "debug":
                     cpu_of(["cargo", "clean", "--quiet", "-p", name], crate, env_c)
@@ -220,14 +242,14 @@ def measure(root: Path, rounds: int, n: int, crates: list[str], before: Path | N
                     cpu_of(["cargo", "clean", "--quiet", "--release", "-p", name], crate, env_c)
                     t = cpu_of(["cargo", "build", "--quiet", "--release"], crate, env_c)
                 results[name][measure_name].append(t)
-                print(f"[compile-time] round {r + 1}/{rounds} {measure_name:11} {name:13} {t:7.2f} s CPU", file=sys.stderr)
+                print(f"[compile-time] round {r + 1}/{rounds} {measure_name:11} {name:16} {t:7.2f} s CPU", file=sys.stderr)
     print(f"\n{n} tools, {rounds} rounds, median CPU seconds (ratio to rmcp_router in the same run)\n")
-    print(f"| crate | incremental edit | full debug | release |")
-    print(f"|---|---|---|---|")
-    base = {m: statistics.median(results["rmcp_router"][m]) for m in ["incremental", "debug", "release"]}
+    print(f"| crate | one-line edit | one-line edit, line resized | full debug | release |")
+    print(f"|---|---|---|---|---|")
+    base = {m: statistics.median(results["rmcp_router"][m]) for m in measures}
     for name in crates:
         cells = []
-        for m in ["incremental", "debug", "release"]:
+        for m in measures:
             med = statistics.median(results[name][m])
             cells.append(f"{med:.2f} s ({med / base[m]:.2f}×)")
         print(f"| `{name}` | " + " | ".join(cells) + " |")

@@ -747,7 +747,11 @@ impl<'a> Expansion<'a> {
             } else {
                 TokenStream::new()
             };
-            let ctx_param = if takes_context { quote!(__ctx) } else { quote!(_) };
+            let ctx_param = if takes_context {
+                quote!(__ctx)
+            } else {
+                quote!(_)
+            };
             quote! {
                 move |__input: #input, #ctx_param: &#p::ToolContext, __want: bool| -> #p::CallFuture {
                     #this

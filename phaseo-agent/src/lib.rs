@@ -222,6 +222,7 @@ pub use phaseo_agent_macros::tools;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::decode::ToolInput;
+    pub use crate::tool::call::{CallFuture, Produced, Start, StartEarly};
     pub use crate::tool::context::ToolContext;
     pub use crate::tool::definition::{IntoTool, IntoTools, MethodTools, OnError, Tool};
     pub use crate::tool::macro_support::{
@@ -230,19 +231,16 @@ pub mod __private {
         event_schema, external, input_schema, next_turn, on_response_received, on_tool_called,
         output_schema, produce, produce_ok, typed_blocking, typed_start, typed_start_early,
     };
-    pub use crate::tool::call::{CallFuture, Produced, Start, StartEarly};
     pub use crate::tool::macro_support::{OutputType, StructuredOutput, UnstructuredOutput};
-    pub use crate::tool::macro_support::{
-        Resource, declare, must_be_send,
-    };
+    pub use crate::tool::macro_support::{Resource, declare, must_be_send};
     pub use crate::tool::resource::Res;
     pub use crate::tool::typed::ToolOutput;
     pub use core;
-    pub use std::boxed::Box;
     pub use futures;
     pub use schemars;
     pub use serde;
     pub use serde_json;
+    pub use std::boxed::Box;
     pub use std::string::String;
     pub use std::sync::Arc;
     pub use std::vec::Vec;

@@ -11,9 +11,9 @@ use std::fmt::Display;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::tool::resource::Res;
 use crate::error::AgentError;
 use crate::tool::call::{self, Produced, Start, StartEarly};
+use crate::tool::resource::Res;
 use crate::tool::{context::ToolContext, definition::Tool, typed::ToolOutput};
 use crate::{decode::ToolInput, model::request::TurnParams};
 
@@ -209,7 +209,11 @@ impl<F: Fn(&Value, &TurnParams) -> TurnParams + Send + Sync + 'static> NextTurn 
 /// expansion of an async `#[tool]` function boxes the function's future itself, so no generic code
 /// of the runtime is instantiated over it and a change to the body recompiles only the user's
 /// crate's own code.
-pub fn typed_start<I: Input>(id: &str, description: impl Into<String>, start: Box<Start<I>>) -> Tool {
+pub fn typed_start<I: Input>(
+    id: &str,
+    description: impl Into<String>,
+    start: Box<Start<I>>,
+) -> Tool {
     Tool::typed_start(id.to_owned(), description.into(), start)
 }
 

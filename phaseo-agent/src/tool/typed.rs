@@ -16,9 +16,9 @@ use crate::schema::validate::Validator;
 use crate::tool::call::{
     CallFuture, Eager, Exec, InputType, Parsed, Prepared, Start, StartEarly, blocking, produce,
 };
-use crate::tool::erase;
 use crate::tool::context::ToolContext;
 use crate::tool::definition::{FromValueFn, ParseFn, Tool};
+use crate::tool::erase;
 
 /// The output of a typed tool: serialised to JSON for the model.
 ///
@@ -159,12 +159,16 @@ impl Tool {
     ) -> Self {
         let start: Arc<StartEarly<I>> = start.into();
         let early = start.clone();
-        let mut tool = Self::typed_parts::<I>(id, description, true, move |input, early_as| {
-            match early_as {
-                Some(want_value) => Parsed::Made(early(input, want_value)),
-                None => Parsed::Ready(Box::new(Ready(input))),
-            }
-        });
+        let mut tool =
+            Self::typed_parts::<I>(
+                id,
+                description,
+                true,
+                move |input, early_as| match early_as {
+                    Some(want_value) => Parsed::Made(early(input, want_value)),
+                    None => Parsed::Ready(Box::new(Ready(input))),
+                },
+            );
         let late: Box<Start<I>> = Box::new(move |input, _, want_value| start(input, want_value));
         tool.runs = Some(Arc::new(late));
         tool
@@ -351,7 +355,9 @@ struct TypedParse<I, W> {
 
 impl<I: ToolInput, W: Fn(I, Option<bool>) -> Parsed + Send + Sync> ParseArgs for TypedParse<I, W> {
     fn text(&self, args: &str, early: Option<bool>) -> Result<Parsed, String> {
-        self.decoder.decode(args).map(|input| (self.wrap)(input, early))
+        self.decoder
+            .decode(args)
+            .map(|input| (self.wrap)(input, early))
     }
 
     fn value(&self, value: Value, early: Option<bool>) -> Result<Parsed, String> {
