@@ -80,7 +80,7 @@ pub type CallFuture = BoxFuture<'static, Result<Produced, AgentError>>;
 pub type Start<I> = dyn Fn(I, &ToolContext, bool) -> CallFuture + Send + Sync;
 
 /// [`Start`] for a function that takes no context: its future can be made as soon as the input
-/// is decoded ([`Parsed::Made`]). Only for functions whose call runs none of their code (an
+/// is decoded (`Parsed::Made`). Only for functions whose call runs none of their code (an
 /// `async fn`), since the call may never start (it waits for a person, or the run stops).
 pub type StartEarly<I> = dyn Fn(I, bool) -> CallFuture + Send + Sync;
 
