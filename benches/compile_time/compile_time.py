@@ -111,6 +111,12 @@ DERIVE = "#[derive(serde::Deserialize, schemars::JsonSchema)]"
 
 def gen_phaseo_fn(n: int) -> str:
     out = "//! Generated: 100 `#[tool]` functions.\n#![allow(dead_code)]\n\nuse std::collections::HashMap;\n\nuse phaseo_agent::{IntoTool, Tool, tool};\n\n"
+    # The input types first, then the tools, as in the other two crates (rmcp's methods are one
+    # `impl` block): an edit that changes a line's length recompiles the instantiations over
+    # every type defined after it in the file, so the layouts must match.
+    for i in range(n):
+        if SHAPES[i % 4] != "plain":
+            out += input_struct(SHAPES[i % 4], i, DERIVE)
     for i in range(n):
         shape = SHAPES[i % 4]
         if shape == "plain":
@@ -120,7 +126,6 @@ def gen_phaseo_fn(n: int) -> str:
                     f"    struct Plain {{ name: String, count: i64, dry_run: Option<bool> }}\n"
                     f"    let input = Plain {{ {names} }};\n    {body(shape, i)}\n}}\n\n")
         else:
-            out += input_struct(shape, i, DERIVE)
             out += (f"/// Tool {i}, {shape} input.\n#[tool]\npub async fn tool_{i}(input: In{i}) -> String {{\n"
                     f"    {body(shape, i)}\n}}\n\n")
     out += "/// Every tool.\npub fn all() -> Vec<Tool> {\n    vec![\n"

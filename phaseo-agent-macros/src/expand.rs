@@ -40,18 +40,20 @@
 //! }
 //!
 //! // The call's future is boxed here, in the user's crate (`Box::pin`, always inlined), and the
-//! // runtime gets it as a `CallFuture`: no generic code of the runtime is instantiated over the
-//! // future's type, so an edit of one tool's body recompiles only the user's own code.
+//! // runtime gets it as a `CallFuture`: the only code of the runtime instantiated over the
+//! // future's type is `finish`'s small `poll`, in a module of its own, so an edit of one tool's
+//! // body recompiles the user's own code and those polls, not the runtime's decoding code.
 //! // Without reference parameters (no context, no `&str`), `__build` takes the hidden function
-//! // itself, and the function's future is made before the `async` block, which holds it alone.
+//! // itself.
 //! // Without resources either, the call runs none of the function's code, so the runtime makes
 //! // it as the arguments are parsed (`typed_start_early`: one allocation for the call):
-//! //     typed_start_early::<AddArgs<..>>("add", "..", Box::new(move |input, want| -> CallFuture {
+//! //     typed_start_early::<AddArgs<..>>("add", "..", Box::new(move |input, _: &ToolContext, want| -> CallFuture {
 //! //         let AddArgs { a, b } = input;
-//! //         let future = call(a, b);
-//! //         Box::pin(async move { produce_ok::<i64>(future.await, want) })
+//! //         finish_ok::<i64, _>(call(a, b), want)     // boxed in there, always inlined
 //! //     }))
-//! // (`produce` when the function returns a `Result`).
+//! // (`finish` when the function returns a `Result`). `finish_ok` makes a named future of the
+//! // runtime's that polls the function's and serialises its output: no `async` block, so a tool
+//! // adds no coroutine of its own to compile.
 //! // With reference parameters (as `add` above), the `async` block owns the context and the
 //! // strings, and the function's future borrows them, unboxed, through `__PhaseoCall`. A sync
 //! // function is taken as a plain `fn` pointer.
@@ -700,25 +702,32 @@ impl<'a> Expansion<'a> {
             };
         }
         // An async function: the closure starts the call and boxes its future here, in the user's
-        // crate, so that none of the runtime's generic code is instantiated over the future's type
-        // (whose code changes with the body): an edit of one tool's body recompiles this crate's
-        // own code, not every tool's instantiations of the runtime's.
-        let produce = if fallible {
-            quote!(#p::produce::<#output, #error>)
+        // crate, so that the runtime's generic code is not instantiated over the future's type
+        // (whose code changes with the body), except `finish`'s small `poll`: an edit of one
+        // tool's body recompiles this crate's own code, not every tool's instantiations of the
+        // runtime's.
+        // The function's future and its output produced when it is ready: a named future of the
+        // runtime (no `async` block, no coroutine of the tool's own), whose turbofish carries the
+        // output and error types at the user's spans.
+        let (finish, produce) = if fallible {
+            (
+                quote!(#p::finish::<#output, #error, _>),
+                quote!(#p::produce::<#output, #error>),
+            )
         } else {
-            quote!(#p::produce_ok::<#output>)
+            (
+                quote!(#p::finish_ok::<#output, _>),
+                quote!(#p::produce_ok::<#output>),
+            )
         };
         let start = if !self.borrows() && !takes_context {
             // No reference parameters, no resources: the call runs none of the function's code,
             // so it is made as the arguments are parsed (`typed_start_early`), in one allocation.
-            // The function's future is made before the `async` block, which holds that future
-            // alone (not the input a second time).
             let args = self.call_args(&quote!(__ctx));
             let start = quote! {
-                move |__input: #input, __want: bool| -> #p::CallFuture {
+                move |__input: #input, _: &#p::ToolContext, __want: bool| -> #p::CallFuture {
                     #unpack
-                    let __future = #callee(#(#args),*);
-                    #p::Box::pin(async move { #produce(__future.await, __want) })
+                    #finish(#callee(#(#args),*), __want)
                 }
             };
             return quote! {
@@ -730,8 +739,7 @@ impl<'a> Expansion<'a> {
             quote! {
                 move |__input: #input, __ctx: &#p::ToolContext, __want: bool| -> #p::CallFuture {
                     #unpack
-                    let __future = #callee(#(#args),*);
-                    #p::Box::pin(async move { #produce(__future.await, __want) })
+                    #finish(#callee(#(#args),*), __want)
                 }
             }
         } else {

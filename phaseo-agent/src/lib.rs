@@ -222,14 +222,15 @@ pub use phaseo_agent_macros::tools;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::decode::ToolInput;
-    pub use crate::tool::call::{CallFuture, Produced, Start, StartEarly};
+    pub use crate::tool::call::{CallFuture, Produced, Start};
     pub use crate::tool::context::ToolContext;
     pub use crate::tool::definition::{IntoTool, IntoTools, MethodTools, OnError, Tool};
     pub use crate::tool::macro_support::{
         Approve, Approver, Arg, ByInput, ByInputAndContext, CheckError, Context, ExternalOutput,
         Failure, Input, NextTurn, OnToolCalled, Output, Transform, Validate, approval, approver,
-        event_schema, external, input_schema, next_turn, on_response_received, on_tool_called,
-        output_schema, produce, produce_ok, typed_blocking, typed_start, typed_start_early,
+        event_schema, external, finish, finish_ok, input_schema, next_turn, on_response_received,
+        on_tool_called, output_schema, produce, produce_ok, typed_blocking, typed_start,
+        typed_start_early,
     };
     pub use crate::tool::macro_support::{OutputType, StructuredOutput, UnstructuredOutput};
     pub use crate::tool::macro_support::{Resource, declare, must_be_send};

@@ -12,7 +12,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::AgentError;
-use crate::tool::call::{self, Produced, Start, StartEarly};
+use crate::tool::call::{self, CallFuture, Produced, Start};
+use crate::tool::finish::{FinishOk, FinishResult};
 use crate::tool::resource::Res;
 use crate::tool::{context::ToolContext, definition::Tool, typed::ToolOutput};
 use crate::{decode::ToolInput, model::request::TurnParams};
@@ -206,9 +207,9 @@ pub trait NextTurn: Fn(&Value, &TurnParams) -> TurnParams + Send + Sync + 'stati
 impl<F: Fn(&Value, &TurnParams) -> TurnParams + Send + Sync + 'static> NextTurn for F {}
 
 /// A typed async tool from its function with the future's type erased (`Tool::typed_start`): the
-/// expansion of an async `#[tool]` function boxes the function's future itself, so no generic code
-/// of the runtime is instantiated over it and a change to the body recompiles only the user's
-/// crate's own code.
+/// expansion of an async `#[tool]` function boxes the function's future itself, so the only
+/// generic code of the runtime instantiated over it is [`finish`]'s small `poll`, and a change to
+/// the body recompiles the user's crate's own code and those polls.
 pub fn typed_start<I: Input>(
     id: &str,
     description: impl Into<String>,
@@ -218,16 +219,41 @@ pub fn typed_start<I: Input>(
 }
 
 /// [`typed_start`] for an async function that takes no context (`Tool::typed_start_early`): its
-/// future is made as the call's arguments are parsed.
+/// future is made as the call's arguments are parsed, and `start` must not read the context it
+/// is handed (it is not the call's).
 pub fn typed_start_early<I: Input>(
     id: &str,
     description: impl Into<String>,
-    start: Box<StartEarly<I>>,
+    start: Box<Start<I>>,
 ) -> Tool {
     Tool::typed_start_early(id.to_owned(), description.into(), start)
 }
 
-/// What a call of a `#[tool]` function that returns `Result<T, E>` produced.
+/// The call of a `#[tool]` function that returns `Result<T, E>`: its future, boxed, with the
+/// output produced when it is ready. The bounds are where a wrong output or error type is
+/// reported. Always inlined: the boxing is compiled in the user's crate, with the future.
+#[inline(always)]
+pub fn finish<O, E, F>(future: F, want_value: bool) -> CallFuture
+where
+    O: Output,
+    E: Failure,
+    F: Future<Output = Result<O, E>> + Send + 'static,
+{
+    Box::pin(FinishResult::new(future, want_value))
+}
+
+/// The call of a `#[tool]` function that returns its output: [`finish`].
+#[inline(always)]
+pub fn finish_ok<O, F>(future: F, want_value: bool) -> CallFuture
+where
+    O: Output,
+    F: Future<Output = O> + Send + 'static,
+{
+    Box::pin(FinishOk::new(future, want_value))
+}
+
+/// What a call of a `#[tool]` function that returns `Result<T, E>` produced (for a call whose
+/// future borrows what an `async` block of the expansion owns).
 #[inline]
 pub fn produce<O: Output, E: Failure>(
     result: Result<O, E>,
@@ -236,7 +262,7 @@ pub fn produce<O: Output, E: Failure>(
     call::produce(result, want_value)
 }
 
-/// What a call of a `#[tool]` function that returns its output produced.
+/// What a call of a `#[tool]` function that returns its output produced: [`produce`].
 #[inline]
 pub fn produce_ok<O: Output>(output: O, want_value: bool) -> Result<Produced, AgentError> {
     call::produce(Ok::<O, std::convert::Infallible>(output), want_value)

@@ -8,6 +8,7 @@
 //! - `context`: [`ToolContext`](context::ToolContext), what a running call knows and reports;
 //! - `call`: one call's parsed input, the future it becomes and what it produces;
 //! - `erase`: typed async functions with their future's type erased (`Start`);
+//! - `finish`: the future of a started `#[tool]` call, its output produced;
 //! - `definition`: [`Tool`](definition::Tool), its constructors over JSON, approval, timeout and
 //!   error policy, and `IntoTool`;
 //! - `fields`: a tool's other fields (validators, hooks, next-turn overrides, exclusivity, output
@@ -20,6 +21,7 @@ pub(crate) mod resource;
 pub(crate) mod context;
 pub(crate) mod call;
 pub(crate) mod erase;
+pub(crate) mod finish;
 pub(crate) mod definition;
 pub(crate) mod fields;
 pub(crate) mod invoke;

@@ -14,7 +14,7 @@ use crate::error::AgentError;
 use crate::schema;
 use crate::schema::validate::Validator;
 use crate::tool::call::{
-    CallFuture, Eager, Exec, InputType, Parsed, Prepared, Start, StartEarly, blocking, produce,
+    CallFuture, Eager, Exec, InputType, Parsed, Prepared, Start, blocking, produce,
 };
 use crate::tool::context::ToolContext;
 use crate::tool::definition::{FromValueFn, ParseFn, Tool};
@@ -152,12 +152,13 @@ impl Tool {
     /// [`Tool::typed_start`] for a function that takes no context and whose call runs none of its
     /// code (an `async fn`): its future is made as the arguments are parsed, in the allocation
     /// that would otherwise hold the input, unless an approval function reads the input first.
+    /// `start` is handed a context that is not the call's (it must not read it).
     pub(crate) fn typed_start_early<I: ToolInput>(
         id: String,
         description: String,
-        start: Box<StartEarly<I>>,
+        start: Box<Start<I>>,
     ) -> Self {
-        let start: Arc<StartEarly<I>> = start.into();
+        let start = Arc::new(start);
         let early = start.clone();
         let mut tool =
             Self::typed_parts::<I>(
@@ -165,12 +166,11 @@ impl Tool {
                 description,
                 true,
                 move |input, early_as| match early_as {
-                    Some(want_value) => Parsed::Made(early(input, want_value)),
+                    Some(want_value) => Parsed::Made(early(input, no_context(), want_value)),
                     None => Parsed::Ready(Box::new(Ready(input))),
                 },
             );
-        let late: Box<Start<I>> = Box::new(move |input, _, want_value| start(input, want_value));
-        tool.runs = Some(Arc::new(late));
+        tool.runs = Some(start);
         tool
     }
 
@@ -385,6 +385,13 @@ fn cannot_start() -> CallFuture {
         "the call cannot start: its tool has no function",
     )))
     .boxed()
+}
+
+/// The context a call made early is handed (see [`Tool::typed_start_early`]): one, detached, for
+/// every such call, since none reads it.
+fn no_context() -> &'static ToolContext {
+    static NONE: std::sync::OnceLock<ToolContext> = std::sync::OnceLock::new();
+    NONE.get_or_init(ToolContext::detached)
 }
 
 /// A typed async call's decoded input, ready to start.
