@@ -8,7 +8,8 @@ use std::fmt::Display;
 
 use serde::Serialize;
 
-use crate::tool::call::{Start, produce};
+use crate::tool::call::Start;
+use crate::tool::finish::FinishResult;
 use crate::tool::context::ToolContext;
 
 /// A function of the input and the call's context (its own handle on it).
@@ -20,8 +21,7 @@ where
     Fut: Future<Output = Result<O, E>> + Send + 'static,
 {
     Box::new(move |input, ctx, want_value| {
-        let call = f(input, ctx.clone());
-        Box::pin(async move { produce(call.await, want_value) })
+        Box::pin(FinishResult::new(f(input, ctx.clone()), want_value))
     })
 }
 
@@ -34,7 +34,6 @@ where
     Fut: Future<Output = Result<O, E>> + Send + 'static,
 {
     Box::new(move |input, _, want_value| {
-        let call = f(input);
-        Box::pin(async move { produce(call.await, want_value) })
+        Box::pin(FinishResult::new(f(input), want_value))
     })
 }

@@ -1,5 +1,5 @@
-//! The future of a started `#[tool]` call: the function's own future, its output serialised when
-//! it is ready. A named type rather than an `async` block around the function's future, so a tool
+//! The future of a started typed call (`#[tool]`, `Tool::typed`): the function's own future, its
+//! output serialised when it is ready. A named type rather than an `async` block around the function's future, so a tool
 //! adds no coroutine of its own to compile; in a module of its own, because its instantiations
 //! are over the function's future, whose code changes with the tool's body: an edit recompiles
 //! this module's small `poll`s in the user's crate, and nothing else of the runtime's.

@@ -7,8 +7,8 @@
 //!   an agent lends its tools;
 //! - `context`: [`ToolContext`](context::ToolContext), what a running call knows and reports;
 //! - `call`: one call's parsed input, the future it becomes and what it produces;
+//! - `finish`: the future of a started typed call, its output produced;
 //! - `erase`: typed async functions with their future's type erased (`Start`);
-//! - `finish`: the future of a started `#[tool]` call, its output produced;
 //! - `definition`: [`Tool`](definition::Tool), its constructors over JSON, approval, timeout and
 //!   error policy, and `IntoTool`;
 //! - `fields`: a tool's other fields (validators, hooks, next-turn overrides, exclusivity, output
@@ -20,8 +20,8 @@
 pub(crate) mod resource;
 pub(crate) mod context;
 pub(crate) mod call;
-pub(crate) mod erase;
 pub(crate) mod finish;
+pub(crate) mod erase;
 pub(crate) mod definition;
 pub(crate) mod fields;
 pub(crate) mod invoke;
