@@ -9,8 +9,8 @@ use std::fmt::Display;
 use serde::Serialize;
 
 use crate::tool::call::Start;
-use crate::tool::finish::FinishResult;
 use crate::tool::context::ToolContext;
+use crate::tool::finish::FinishResult;
 
 /// A function of the input and the call's context (its own handle on it).
 pub(crate) fn with_context<I, O, E, F, Fut>(f: F) -> Box<Start<I>>
@@ -33,7 +33,5 @@ where
     F: Fn(I) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<O, E>> + Send + 'static,
 {
-    Box::new(move |input, _, want_value| {
-        Box::pin(FinishResult::new(f(input), want_value))
-    })
+    Box::new(move |input, _, want_value| Box::pin(FinishResult::new(f(input), want_value)))
 }
