@@ -158,18 +158,19 @@ impl Tool {
         description: String,
         start: Box<Start<I>>,
     ) -> Self {
-        let start = Arc::new(start);
+        // Held as `dyn Any` from the start: the `Arc`'s code is then the same for every tool,
+        // not compiled once per input type (the call downcasts, a type id compared).
+        let start: Arc<dyn std::any::Any + Send + Sync> = Arc::new(start);
         let early = start.clone();
         let mut tool =
-            Self::typed_parts::<I>(
-                id,
-                description,
-                true,
-                move |input, early_as| match early_as {
-                    Some(want_value) => Parsed::Made(early(input, no_context(), want_value)),
-                    None => Parsed::Ready(Box::new(Ready(input))),
-                },
-            );
+            Self::typed_parts::<I>(id, description, true, move |input, early_as| {
+                match (early_as, early.downcast_ref::<Box<Start<I>>>()) {
+                    (Some(want_value), Some(start)) => {
+                        Parsed::Made(start(input, no_context(), want_value))
+                    }
+                    _ => Parsed::Ready(Box::new(Ready(input))),
+                }
+            });
         tool.runs = Some(start);
         tool
     }
