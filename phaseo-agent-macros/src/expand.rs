@@ -23,7 +23,7 @@
 //!     fn into_tool(self) -> Tool {
 //!         trait __PhaseoCall<'__a, __T0, __T1> { type Fut: Future + Send + '__a; ... }
 //!         fn __build<__T0: Arg, __T1: Arg, __F: for<'__a> __PhaseoCall<'__a, __T0, __T1>>(call: __F) -> Tool {
-//!             typed_start::<AddArgs<__T0, __T1>>("add", "Add two numbers.", Box::new(
+//!             typed_start::<AddArgs<__T0, __T1>>("add", "Add two numbers.", false, Box::new(
 //!                 move |input, ctx: &ToolContext, want: bool| -> CallFuture {
 //!                     let ctx = ToolContext::clone(ctx);
 //!                     Box::pin(async move {
@@ -46,8 +46,8 @@
 //! // Without reference parameters (no context, no `&str`), `__build` takes the hidden function
 //! // itself.
 //! // Without resources either, the call runs none of the function's code, so the runtime makes
-//! // it as the arguments are parsed (`typed_start_early`: one allocation for the call):
-//! //     typed_start_early::<AddArgs<..>>("add", "..", Box::new(move |input, _: &ToolContext, want| -> CallFuture {
+//! // it as the arguments are parsed (`typed_start(.., true, ..)`: one allocation for the call):
+//! //     typed_start::<AddArgs<..>>("add", "..", true, Box::new(move |input, _: &ToolContext, want| -> CallFuture {
 //! //         let AddArgs { a, b } = input;
 //! //         finish_ok::<i64, _>(call(a, b), want)     // boxed in there, always inlined
 //! //     }))
@@ -722,7 +722,7 @@ impl<'a> Expansion<'a> {
         };
         let start = if !self.borrows() && !takes_context {
             // No reference parameters, no resources: the call runs none of the function's code,
-            // so it is made as the arguments are parsed (`typed_start_early`), in one allocation.
+            // so it is made as the arguments are parsed (`typed_start(.., true, ..)`), in one allocation.
             let args = self.call_args(&quote!(__ctx));
             let start = quote! {
                 move |__input: #input, _: &#p::ToolContext, __want: bool| -> #p::CallFuture {
@@ -731,7 +731,7 @@ impl<'a> Expansion<'a> {
                 }
             };
             return quote! {
-                #p::typed_start_early::<#input>(#id, #description, #p::Box::new(#start))
+                #p::typed_start::<#input>(#id, #description, true, #p::Box::new(#start))
             };
         } else if !self.borrows() {
             // Resources: taken from the context before the future starts.
@@ -769,7 +769,7 @@ impl<'a> Expansion<'a> {
             }
         };
         quote! {
-            #p::typed_start::<#input>(#id, #description, #p::Box::new(#start))
+            #p::typed_start::<#input>(#id, #description, false, #p::Box::new(#start))
         }
     }
 

@@ -230,7 +230,6 @@ pub mod __private {
         Failure, Input, NextTurn, OnToolCalled, Output, Transform, Validate, approval, approver,
         event_schema, external, finish, finish_ok, input_schema, next_turn, on_response_received,
         on_tool_called, output_schema, produce, produce_ok, typed_blocking, typed_start,
-        typed_start_early,
     };
     pub use crate::tool::macro_support::{OutputType, StructuredOutput, UnstructuredOutput};
     pub use crate::tool::macro_support::{Resource, declare, must_be_send};

@@ -794,14 +794,20 @@ impl Tool {
     }
 
     /// Whether a parse may make the call's future at once (`Some(want_value)`): not when an
-    /// approval function reads the decoded input first. `want_value` is what the call produces
-    /// for the output checks, as [`Invoke`](crate::tool::invoke) asks when it starts a call.
+    /// approval function reads the decoded input first.
     #[inline]
     fn early(&self) -> Option<bool> {
         match self.approval {
             Approval::When(_) => None,
-            _ => Some(!self.output_checks.is_empty()),
+            _ => Some(self.wants_value()),
         }
+    }
+
+    /// Whether a call produces its output as a `Value` (the output checks read one) rather than
+    /// as JSON text: asked when a call's future is made, early or at its start.
+    #[inline]
+    pub(crate) fn wants_value(&self) -> bool {
+        !self.output_checks.is_empty()
     }
 }
 

@@ -1,8 +1,8 @@
-//! Typed async tools' functions with the type of their future erased ([`Start`]): the only code of
-//! the runtime generic over a tool's future. A module of its own, because each module's generic
-//! instantiations are compiled (and recompiled) together: an edit of one tool's body recompiles
-//! this module's few small instantiations in the user's crate, not the decoding code.
-//! `#[tool]` does not use it: its expansion boxes the future in the user's crate.
+//! `Tool::typed` closures with the type of their future erased ([`Start`]). A module of its own,
+//! because each module's generic instantiations are compiled (and recompiled) together: an edit
+//! of one closure's body recompiles this module's few small instantiations (and `tool::finish`'s
+//! polls) in the user's crate, not the decoding code. `#[tool]` does not use it: its expansion
+//! boxes the future in the user's crate.
 
 use std::fmt::Display;
 

@@ -118,7 +118,7 @@ impl Invoke<'_> {
                 tool.id
             )));
         }
-        let want_value = !tool.output_checks.is_empty();
+        let want_value = tool.wants_value();
         let start = AssertUnwindSafe(|| parsed.start(tool.runs.as_deref(), self.ctx, want_value));
         let call = std::panic::catch_unwind(start).map_err(|payload| panicked(tool, payload))?;
         self.state = State::Running {

@@ -209,24 +209,16 @@ impl<F: Fn(&Value, &TurnParams) -> TurnParams + Send + Sync + 'static> NextTurn 
 /// A typed async tool from its function with the future's type erased (`Tool::typed_start`): the
 /// expansion of an async `#[tool]` function boxes the function's future itself, so the only
 /// generic code of the runtime instantiated over it is [`finish`]'s small `poll`, and a change to
-/// the body recompiles the user's crate's own code and those polls.
+/// the body recompiles the user's crate's own code and those polls. `early` for a function
+/// without context or resources: its future is made as the call's arguments are parsed, and
+/// `start` must not read the context it is handed (it is not the call's).
 pub fn typed_start<I: Input>(
     id: &str,
     description: impl Into<String>,
+    early: bool,
     start: Box<Start<I>>,
 ) -> Tool {
-    Tool::typed_start(id.to_owned(), description.into(), start)
-}
-
-/// [`typed_start`] for an async function that takes no context (`Tool::typed_start_early`): its
-/// future is made as the call's arguments are parsed, and `start` must not read the context it
-/// is handed (it is not the call's).
-pub fn typed_start_early<I: Input>(
-    id: &str,
-    description: impl Into<String>,
-    start: Box<Start<I>>,
-) -> Tool {
-    Tool::typed_start_early(id.to_owned(), description.into(), start)
+    Tool::typed_start(id.to_owned(), description.into(), start, early)
 }
 
 /// The call of a `#[tool]` function that returns `Result<T, E>`: its future, boxed, with the

@@ -97,7 +97,7 @@ impl Tool {
         F: Fn(I, ToolContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
-        Self::typed_start::<I>(id.into(), description.into(), erase::with_context(f))
+        Self::typed_start::<I>(id.into(), description.into(), erase::with_context(f), false)
     }
 
     /// [`Tool::typed`] for a function that does not take the context: each call skips handing one
@@ -131,46 +131,43 @@ impl Tool {
         F: Fn(I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
-        Self::typed_start::<I>(id.into(), description.into(), erase::without_context(f))
+        Self::typed_start::<I>(
+            id.into(),
+            description.into(),
+            erase::without_context(f),
+            false,
+        )
     }
 
     /// A typed async tool from its function with the future's type erased: what the typed
     /// constructors and `#[tool]` build. Only the schema's generation and the decoder depend on
     /// `I`; nothing here depends on the function or its future.
+    ///
+    /// `early`: the function takes no context and its call runs none of its code (an `async fn`
+    /// of `#[tool]`), so its future is made as the arguments are parsed, in the allocation that
+    /// would otherwise hold the input, unless an approval function reads the input first. It is
+    /// then handed a context that is not the call's (it must not read it).
     pub(crate) fn typed_start<I: ToolInput>(
         id: String,
         description: String,
         start: Box<Start<I>>,
-    ) -> Self {
-        let mut tool = Self::typed_parts::<I>(id, description, true, |input, _| {
-            Parsed::Ready(Box::new(Ready(input)))
-        });
-        tool.runs = Some(Arc::new(start));
-        tool
-    }
-
-    /// [`Tool::typed_start`] for a function that takes no context and whose call runs none of its
-    /// code (an `async fn`): its future is made as the arguments are parsed, in the allocation
-    /// that would otherwise hold the input, unless an approval function reads the input first.
-    /// `start` is handed a context that is not the call's (it must not read it).
-    pub(crate) fn typed_start_early<I: ToolInput>(
-        id: String,
-        description: String,
-        start: Box<Start<I>>,
+        early: bool,
     ) -> Self {
         // Held as `dyn Any` from the start: the `Arc`'s code is then the same for every tool,
-        // not compiled once per input type (the call downcasts, a type id compared).
+        // not compiled once per input type (a call downcasts: a type id compared).
         let start: Arc<dyn std::any::Any + Send + Sync> = Arc::new(start);
-        let early = start.clone();
-        let mut tool =
-            Self::typed_parts::<I>(id, description, true, move |input, early_as| {
-                match (early_as, early.downcast_ref::<Box<Start<I>>>()) {
-                    (Some(want_value), Some(start)) => {
-                        Parsed::Made(start(input, no_context(), want_value))
-                    }
-                    _ => Parsed::Ready(Box::new(Ready(input))),
+        let made = early.then(|| start.clone());
+        let mut tool = Self::typed_parts::<I>(id, description, true, move |input, early_as| {
+            let start = made
+                .as_deref()
+                .and_then(|s| s.downcast_ref::<Box<Start<I>>>());
+            match (early_as, start) {
+                (Some(want_value), Some(start)) => {
+                    Parsed::Made(start(input, no_context(), want_value))
                 }
-            });
+                _ => Parsed::Ready(Box::new(Ready(input))),
+            }
+        });
         tool.runs = Some(start);
         tool
     }
@@ -388,7 +385,7 @@ fn cannot_start() -> CallFuture {
     .boxed()
 }
 
-/// The context a call made early is handed (see [`Tool::typed_start_early`]): one, detached, for
+/// The context a call made early is handed (see [`Tool::typed_start`]): one, detached, for
 /// every such call, since none reads it.
 fn no_context() -> &'static ToolContext {
     static NONE: std::sync::OnceLock<ToolContext> = std::sync::OnceLock::new();
