@@ -25,14 +25,6 @@ async fn connect() -> McpClient {
         .expect("server-everything initialises")
 }
 
-fn tool(client: &McpClient, id: &str) -> Tool {
-    client
-        .tools()
-        .into_iter()
-        .find(|t| t.id() == id)
-        .unwrap_or_else(|| panic!("server-everything lists {id}"))
-}
-
 #[tokio::test]
 #[ignore = "run by interop/run.sh"]
 async fn lists_the_reference_servers_tools() {
@@ -43,7 +35,7 @@ async fn lists_the_reference_servers_tools() {
     for expected in ["echo", "get-sum", "trigger-long-running-operation"] {
         assert!(ids.iter().any(|id| id == expected), "{expected} in {ids:?}");
     }
-    let echo = tool(&client, "echo");
+    let echo = client.tool("echo").expect("the server lists it");
     assert_eq!(echo.description(), "Echoes back the input string");
     // The model reads the schema without `$schema`; its property is as the server wrote it.
     assert!(
@@ -60,17 +52,23 @@ async fn lists_the_reference_servers_tools() {
 async fn calls_echo_and_get_sum() {
     let client = connect().await;
     let ctx = ToolContext::detached();
-    let echo = tool(&client, "echo")
+    let echo = client
+        .tool("echo")
+        .expect("the server lists it")
         .invoke(r#"{"message": "hello, MCP"}"#, &ctx)
         .await;
     assert_eq!(echo.unwrap(), r#""Echo: hello, MCP""#);
-    let sum = tool(&client, "get-sum")
+    let sum = client
+        .tool("get-sum")
+        .expect("the server lists it")
         .invoke(r#"{"a": 2, "b": 40}"#, &ctx)
         .await;
     assert_eq!(sum.unwrap(), r#""The sum of 2 and 40 is 42.""#);
 
     // Arguments the server's schema refuses are refused here, before a request is sent.
-    let err = tool(&client, "get-sum")
+    let err = client
+        .tool("get-sum")
+        .expect("the server lists it")
         .invoke(r#"{"a": "two", "b": 40}"#, &ctx)
         .await
         .unwrap_err();
@@ -85,7 +83,9 @@ async fn calls_echo_and_get_sum() {
 async fn receives_progress_from_the_long_running_tool() {
     let client = connect().await;
     let ctx = ToolContext::detached();
-    let long = tool(&client, "trigger-long-running-operation");
+    let long = client
+        .tool("trigger-long-running-operation")
+        .expect("the server lists it");
     let out = long
         .invoke(r#"{"duration": 1, "steps": 3}"#, &ctx)
         .await
@@ -105,7 +105,7 @@ async fn an_agent_uses_the_reference_servers_tools() {
     let client = connect().await;
     let tools: Vec<Tool> = ["echo", "get-sum"]
         .iter()
-        .map(|id| tool(&client, id))
+        .map(|id| client.tool(id).expect("the server lists it"))
         .collect();
     let model = ScriptedModel::new()
         .tool_call("call_1", "get-sum", json!({"a": 19, "b": 23}))

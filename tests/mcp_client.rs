@@ -240,17 +240,15 @@ async fn connected() -> (McpClient, Arc<Seen>) {
     (client, seen)
 }
 
-fn tool(client: &McpClient, id: &str) -> Tool {
-    client
-        .tools()
-        .into_iter()
-        .find(|t| t.id() == id)
-        .unwrap_or_else(|| panic!("the server lists {id}"))
-}
-
 #[tokio::test]
 async fn the_server_tools_are_listed_as_tools() {
     let (client, _) = connected().await;
+    // One tool by id: the listed one, or none.
+    assert_eq!(
+        client.tool("echo").map(|t| t.id().to_owned()).as_deref(),
+        Some("echo")
+    );
+    assert!(client.tool("not_listed").is_none());
     let ids: Vec<String> = client.tools().iter().map(|t| t.id().to_owned()).collect();
     assert_eq!(
         ids,
@@ -268,13 +266,21 @@ async fn the_server_tools_are_listed_as_tools() {
         ]
     );
     // Without a description, the title is what the model reads.
-    assert_eq!(tool(&client, "whoami").description(), "Who is calling");
-    let who = tool(&client, "whoami")
+    assert_eq!(
+        client
+            .tool("whoami")
+            .expect("the server lists it")
+            .description(),
+        "Who is calling"
+    );
+    let who = client
+        .tool("whoami")
+        .expect("the server lists it")
         .invoke("{}", &ToolContext::detached())
         .await
         .unwrap();
     assert_eq!(who, r#"{"authorization":null,"client":"phaseo-agent"}"#);
-    let add = tool(&client, "add");
+    let add = client.tool("add").expect("the server lists it");
     assert_eq!(add.description(), "Add two integers");
     assert_eq!(
         add.parameters(),
@@ -286,7 +292,10 @@ async fn the_server_tools_are_listed_as_tools() {
     );
     // A draft-07 schema is told to the model without `$schema`, its definitions inlined.
     assert_eq!(
-        tool(&client, "pair").parameters(),
+        client
+            .tool("pair")
+            .expect("the server lists it")
+            .parameters(),
         &json!({
             "type": "object",
             "properties": {
@@ -300,7 +309,7 @@ async fn the_server_tools_are_listed_as_tools() {
 #[tokio::test]
 async fn structured_content_is_the_output() {
     let (client, seen) = connected().await;
-    let add = tool(&client, "add");
+    let add = client.tool("add").expect("the server lists it");
     let out = add
         .invoke(r#"{"a": 2, "b": 3}"#, &ToolContext::detached())
         .await;
@@ -314,13 +323,15 @@ async fn structured_content_is_the_output() {
 #[tokio::test]
 async fn text_content_is_the_output_without_structured_content() {
     let (client, _) = connected().await;
-    let echo = tool(&client, "echo");
+    let echo = client.tool("echo").expect("the server lists it");
     let out = echo
         .invoke(r#"{"message": "hi"}"#, &ToolContext::detached())
         .await;
     assert_eq!(out.unwrap(), r#""Echo: hi\n(done)""#);
     // Content that is not all text is the content blocks as JSON.
-    let mixed = tool(&client, "mixed")
+    let mixed = client
+        .tool("mixed")
+        .expect("the server lists it")
         .invoke("{}", &ToolContext::detached())
         .await
         .unwrap();
@@ -334,7 +345,7 @@ async fn text_content_is_the_output_without_structured_content() {
 async fn invalid_arguments_never_reach_the_server() {
     let (client, seen) = connected().await;
     let ctx = ToolContext::detached();
-    let add = tool(&client, "add");
+    let add = client.tool("add").expect("the server lists it");
     let err = add
         .invoke(r#"{"a": "two", "b": 3}"#, &ctx)
         .await
@@ -350,7 +361,7 @@ async fn invalid_arguments_never_reach_the_server() {
     );
 
     // The draft-07 tuple is read as draft-07: the second item must be a count.
-    let pair = tool(&client, "pair");
+    let pair = client.tool("pair").expect("the server lists it");
     let err = pair
         .invoke(r#"{"pair": ["apples", "three"]}"#, &ctx)
         .await
@@ -384,12 +395,16 @@ async fn invalid_arguments_never_reach_the_server() {
 #[tokio::test]
 async fn is_error_is_a_tool_error_under_the_tools_policy() {
     let (client, _) = connected().await;
-    let err = tool(&client, "fail")
+    let err = client
+        .tool("fail")
+        .expect("the server lists it")
         .invoke("{}", &ToolContext::detached())
         .await
         .unwrap_err();
     assert_eq!(err, AgentError::tool("disk full"));
-    let err = tool(&client, "fail_silently")
+    let err = client
+        .tool("fail_silently")
+        .expect("the server lists it")
         .invoke("{}", &ToolContext::detached())
         .await
         .unwrap_err();
@@ -412,7 +427,10 @@ async fn is_error_is_a_tool_error_under_the_tools_policy() {
     assert_eq!(done.output(), Some("The disk is full."));
 
     // The tool's own policy: the run fails.
-    let strict = tool(&client, "fail").on_error(OnError::FailRun);
+    let strict = client
+        .tool("fail")
+        .expect("the server lists it")
+        .on_error(OnError::FailRun);
     let model = ScriptedModel::new()
         .tool_call("call_1", "fail", json!({}))
         .text("unreachable");
@@ -481,7 +499,10 @@ async fn progress_becomes_preliminary_results_in_the_event_stream() {
 #[tokio::test]
 async fn a_timeout_cancels_the_request_on_the_server() {
     let (client, seen) = connected().await;
-    let slow = tool(&client, "slow").timeout(Duration::from_millis(100));
+    let slow = client
+        .tool("slow")
+        .expect("the server lists it")
+        .timeout(Duration::from_millis(100));
     let err = slow
         .invoke("{}", &ToolContext::detached())
         .await
@@ -529,7 +550,9 @@ async fn list_changed_refreshes_the_tools() {
     let (client, _) = connected().await;
     assert!(client.tools().iter().all(|t| t.id() != "late"));
     let changed = client.changed();
-    let out = tool(&client, "grow")
+    let out = client
+        .tool("grow")
+        .expect("the server lists it")
         .invoke("{}", &ToolContext::detached())
         .await
         .unwrap();
@@ -537,7 +560,7 @@ async fn list_changed_refreshes_the_tools() {
     tokio::time::timeout(Duration::from_secs(10), changed)
         .await
         .expect("the client listed the tools again");
-    let late = tool(&client, "late");
+    let late = client.tool("late").expect("the server lists it");
     assert_eq!(late.description(), "Added by grow");
     let out = late
         .invoke(r#"{"message": "new"}"#, &ToolContext::detached())
@@ -618,7 +641,7 @@ async fn a_server_started_from_a_command_is_ended_when_the_client_is_dropped() {
     .await
     .expect("the child process serves MCP");
     let pid = client.process_id().expect("a child process has an id");
-    let echo = tool(&client, "echo");
+    let echo = client.tool("echo").expect("the server lists it");
     let out = echo
         .invoke(r#"{"message": "hi"}"#, &ToolContext::detached())
         .await
@@ -694,12 +717,16 @@ async fn a_server_at_a_url_over_streamable_http() {
     assert_eq!(client.tools().len(), 10);
 
     let ctx = ToolContext::detached();
-    let out = tool(&client, "add")
+    let out = client
+        .tool("add")
+        .expect("the server lists it")
         .invoke(r#"{"a": 40, "b": 2}"#, &ctx)
         .await
         .unwrap();
     assert_eq!(out, r#"{"sum":42}"#);
-    let err = tool(&client, "add")
+    let err = client
+        .tool("add")
+        .expect("the server lists it")
         .invoke(r#"{"a": 40}"#, &ctx)
         .await
         .unwrap_err();
@@ -711,7 +738,12 @@ async fn a_server_at_a_url_over_streamable_http() {
     );
 
     // Progress arrives on the call's event stream, before its result.
-    let out = tool(&client, "count").invoke("{}", &ctx).await.unwrap();
+    let out = client
+        .tool("count")
+        .expect("the server lists it")
+        .invoke("{}", &ctx)
+        .await
+        .unwrap();
     assert_eq!(out, r#""counted""#);
     assert_eq!(ctx.progress().len(), 3);
     assert_eq!(
@@ -719,14 +751,22 @@ async fn a_server_at_a_url_over_streamable_http() {
         json!({"progress": 3, "total": 3, "message": "step 3"})
     );
 
-    let slow = tool(&client, "slow").timeout(Duration::from_millis(200));
+    let slow = client
+        .tool("slow")
+        .expect("the server lists it")
+        .timeout(Duration::from_millis(200));
     let err = slow.invoke("{}", &ctx).await.unwrap_err();
     assert!(matches!(err, AgentError::Timeout { .. }), "{err}");
     tokio::time::timeout(Duration::from_secs(10), seen.cancel_arrived.notified())
         .await
         .expect("the server received notifications/cancelled over HTTP");
 
-    let err = tool(&client, "fail").invoke("{}", &ctx).await.unwrap_err();
+    let err = client
+        .tool("fail")
+        .expect("the server lists it")
+        .invoke("{}", &ctx)
+        .await
+        .unwrap_err();
     assert_eq!(err, AgentError::tool("disk full"));
 }
 
@@ -736,7 +776,9 @@ async fn a_bearer_token_goes_with_every_request() {
     let client = McpClient::url_with_bearer(&url, "s3cret")
         .await
         .expect("the client connects");
-    let who = tool(&client, "whoami")
+    let who = client
+        .tool("whoami")
+        .expect("the server lists it")
         .invoke("{}", &ToolContext::detached())
         .await
         .unwrap();

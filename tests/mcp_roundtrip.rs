@@ -4,7 +4,7 @@
 
 use phaseo_agent::mcp::McpClient;
 use phaseo_agent::mcp::server::{McpServer, NO_ELICITATION, Serving};
-use phaseo_agent::{AgentError, IntoTool, Tool, ToolContext, tool};
+use phaseo_agent::{AgentError, IntoTool, ToolContext, tool};
 use serde_json::{Value, json};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -64,14 +64,6 @@ async fn connected() -> (McpClient, Serving) {
     )
 }
 
-fn tool(client: &McpClient, id: &str) -> Tool {
-    client
-        .tools()
-        .into_iter()
-        .find(|t| t.id() == id)
-        .unwrap_or_else(|| panic!("the server lists {id}"))
-}
-
 #[tokio::test]
 async fn the_client_sees_the_served_tools_with_their_schemas() {
     let (client, _serving) = connected().await;
@@ -80,7 +72,10 @@ async fn the_client_sees_the_served_tools_with_their_schemas() {
     assert_eq!(ids, ["broken", "count", "ship", "wipe"]);
     // The schema the model reads through the client is the schema the tool advertises here.
     assert_eq!(
-        tool(&client, "ship").parameters(),
+        client
+            .tool("ship")
+            .expect("the server lists it")
+            .parameters(),
         ship.into_tool().parameters()
     );
 }
@@ -88,7 +83,9 @@ async fn the_client_sees_the_served_tools_with_their_schemas() {
 #[tokio::test]
 async fn a_typed_output_crosses_as_structured_content() {
     let (client, _serving) = connected().await;
-    let out = tool(&client, "ship")
+    let out = client
+        .tool("ship")
+        .expect("the server lists it")
         .invoke(r#"{"id": "A-1", "boxes": 2}"#, &ToolContext::detached())
         .await
         .unwrap();
@@ -100,7 +97,9 @@ async fn a_typed_output_crosses_as_structured_content() {
 async fn arguments_the_schema_refuses_are_refused_on_both_sides() {
     let (client, _serving) = connected().await;
     // Refused by the client, before a request is sent.
-    let err = tool(&client, "ship")
+    let err = client
+        .tool("ship")
+        .expect("the server lists it")
         .invoke(r#"{"id": "A-1", "boxes": 11}"#, &ToolContext::detached())
         .await
         .unwrap_err();
@@ -113,7 +112,9 @@ async fn arguments_the_schema_refuses_are_refused_on_both_sides() {
 #[tokio::test]
 async fn a_tool_error_is_an_error_on_the_other_side() {
     let (client, _serving) = connected().await;
-    let err = tool(&client, "broken")
+    let err = client
+        .tool("broken")
+        .expect("the server lists it")
         .invoke("{}", &ToolContext::detached())
         .await
         .unwrap_err();
@@ -124,7 +125,9 @@ async fn a_tool_error_is_an_error_on_the_other_side() {
 #[tokio::test]
 async fn a_gated_tool_is_refused_to_a_client_that_cannot_ask_a_person() {
     let (client, _serving) = connected().await;
-    let err = tool(&client, "wipe")
+    let err = client
+        .tool("wipe")
+        .expect("the server lists it")
         .invoke("{}", &ToolContext::detached())
         .await
         .unwrap_err();
@@ -137,7 +140,12 @@ async fn progress_crosses_in_order_and_before_the_result() {
     // server sends reaches the calling tool's context whole and in order.
     let (client, _serving) = connected().await;
     let ctx = ToolContext::detached();
-    let out = tool(&client, "count").invoke("{}", &ctx).await.unwrap();
+    let out = client
+        .tool("count")
+        .expect("the server lists it")
+        .invoke("{}", &ctx)
+        .await
+        .unwrap();
     // A string output crosses as the string, not as its JSON text quoted again.
     assert_eq!(out, r#""counted""#);
     assert_eq!(

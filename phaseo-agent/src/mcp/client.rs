@@ -355,6 +355,24 @@ impl McpClient {
         self.shared.tools.borrow().clone()
     }
 
+    /// One of the server's tools, by its id, as of the last listing (see
+    /// [`tools`](Self::tools)); only that tool is cloned.
+    ///
+    /// ```no_run
+    /// # async fn example(client: phaseo_agent::mcp::McpClient) {
+    /// let delete = client.tool("delete_file").map(|tool| tool.require_approval());
+    /// # let _ = delete;
+    /// # }
+    /// ```
+    pub fn tool(&self, id: &str) -> Option<Tool> {
+        self.shared
+            .tools
+            .borrow()
+            .iter()
+            .find(|t| t.id() == id)
+            .cloned()
+    }
+
     /// Lists the server's tools again, now, and makes them the current set.
     ///
     /// ```no_run
