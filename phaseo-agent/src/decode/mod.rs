@@ -38,6 +38,7 @@ use crate::schema::validate::Validator;
 use text::{is_blank, parse_arguments};
 
 pub(crate) use shape::{NodeId, Shape};
+pub(crate) use strict::Cx;
 
 /// The input of a typed tool: decoded from the model's arguments, with a JSON Schema to advertise.
 ///
@@ -80,8 +81,9 @@ pub(crate) use shape::{NodeId, Shape};
 pub trait ToolInput: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static {}
 impl<T: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static> ToolInput for T {}
 
-/// A typed decoder for one input type and its normalised schema, compiled once: a thin typed shell
-/// over [`Core`], which holds everything that does not depend on `I`.
+/// A typed decoder for one input type and its normalised schema: [`Core`] with a slot for the
+/// decoded input. The typed tools do not use it (they hand [`Core`] a function that makes the call
+/// from the input, `tool::typed`); the tests and the benchmarks of decoding do.
 pub(crate) struct Decoder<I> {
     core: Core,
     _input: std::marker::PhantomData<fn() -> I>,
@@ -90,13 +92,8 @@ pub(crate) struct Decoder<I> {
 impl<I: ToolInput> Decoder<I> {
     /// Compiles the validator (and, when the strict decoder can check the whole schema, its shape).
     pub(crate) fn new(schema: &Value) -> Result<Self, String> {
-        Self::with_unit_like(schema, is_unit_like::<I>())
-    }
-
-    /// [`new`](Self::new), told whether `I` is unit-like (see [`is_unit_like`]).
-    pub(crate) fn with_unit_like(schema: &Value, unit_like: bool) -> Result<Self, String> {
         Ok(Decoder {
-            core: Core::new(schema, unit_like)?,
+            core: Core::new(schema, is_unit_like::<I>())?,
             _input: std::marker::PhantomData,
         })
     }
@@ -109,53 +106,39 @@ impl<I: ToolInput> Decoder<I> {
 
     /// Decodes one call's argument text; `""` (some models send it for no arguments) means `{}`.
     pub(crate) fn decode(&self, args: &str) -> Result<I, String> {
-        // The fast path, here rather than through `Core::decode`'s `dyn` reader: a call that takes
-        // it (most calls) pays no indirection. The same instantiation of `decode_text` either way.
-        if let Some(text) = self.core.fast_text(args) {
-            if let Ok(input) = decode_text::<I>(text, self.core.cx(), self.core.shape.root()) {
-                return Ok(input);
-            }
-        }
         let mut slot = None;
-        self.core.decode(args, &mut reader(&mut slot))?;
+        self.core.decode(args, &mut |text, cx, node| {
+            slot = Some(decode_text::<I>(text, cx, node)?);
+            Ok(())
+        })?;
         slot.ok_or_else(nothing_decoded)
     }
 
-    /// The compiled parameter schema.
-    pub(crate) fn validator(&self) -> &Validator {
-        &self.core.validator
-    }
-
-    /// Decodes a value that already passed the tool's schema (edited arguments, arguments a custom
-    /// validator transformed) into `I`, as [`decode`](Self::decode) would: a unit-like input (`()`)
-    /// from any object, and a failure reads `<path>: <serde's message>`. It does not validate
-    /// against the schema, but reads through the strict wrapper, as the slow path does.
+    /// Decodes a value that already passed the schema ([`Core::decode_value`]).
+    #[cfg(test)]
     pub(crate) fn decode_value(&self, value: &Value) -> Result<I, String> {
         let mut slot = None;
-        self.core.decode_value(value, &mut reader(&mut slot))?;
+        self.core.decode_value(value, &mut |text, cx, node| {
+            slot = Some(decode_text::<I>(text, cx, node)?);
+            Ok(())
+        })?;
         slot.ok_or_else(nothing_decoded)
     }
 }
 
 /// How [`Core`] has a text decoded into the input type: through the strict wrapper with the given
-/// context, checking the value at the given node, into a slot the typed shell owns.
-type Read<'r> = dyn FnMut(&str, strict::Cx<'_>, NodeId) -> Result<(), serde_json::Error> + 'r;
+/// context, checking the value at the given node. The caller keeps what it decoded (the input, or
+/// the call made from it): the only code compiled per input type is its `Deserialize` over the
+/// strict wrapper and what the caller does with the input. The fast path, the slow path (which
+/// decodes the checked value's text), a unit-like input (decoded from `null`) and the tracked
+/// retry that finds an error's path all come here, so each input's decoding is compiled once
+/// (issue 14).
+pub(crate) trait Read: FnMut(&str, Cx<'_>, NodeId) -> Result<(), serde_json::Error> {}
+impl<R: FnMut(&str, Cx<'_>, NodeId) -> Result<(), serde_json::Error>> Read for R {}
 
-/// The only code instantiated per input type: `I`'s `Deserialize` over one deserializer type (the
-/// text reader inside the strict wrapper). The fast path, the slow path (which decodes the checked
-/// value's text), a unit-like input (decoded from `null`) and the tracked retry that finds an
-/// error's path all come here, so each input's decoding is compiled once (issue 14).
-fn reader<I: DeserializeOwned>(
-    slot: &mut Option<I>,
-) -> impl FnMut(&str, strict::Cx<'_>, NodeId) -> Result<(), serde_json::Error> + '_ {
-    move |text, cx, node| {
-        *slot = Some(decode_text::<I>(text, cx, node)?);
-        Ok(())
-    }
-}
-
+/// The reason given when a decode reported success but kept nothing (a bug, not a model's fault).
 #[cold]
-fn nothing_decoded() -> String {
+pub(crate) fn nothing_decoded() -> String {
     "$: the input was not decoded".to_owned()
 }
 
@@ -173,7 +156,9 @@ pub(crate) struct Core {
 }
 
 impl Core {
-    fn new(schema: &Value, unit_like: bool) -> Result<Self, String> {
+    /// Compiles the validator and the shape of a normalised schema; `unit_like`: the input decodes
+    /// from `null` (see [`is_unit_like`]).
+    pub(crate) fn new(schema: &Value, unit_like: bool) -> Result<Self, String> {
         let validator = Validator::new(schema)?;
         shape::check_untagged(schema)?;
         let (shape, exact) = match Shape::compile(schema) {
@@ -188,27 +173,33 @@ impl Core {
         })
     }
 
+    /// The compiled parameter schema.
+    pub(crate) fn validator(&self) -> &Validator {
+        &self.validator
+    }
+
     #[inline]
-    fn cx(&self) -> strict::Cx<'_> {
-        strict::Cx {
+    fn cx(&self) -> Cx<'_> {
+        Cx {
             shape: &self.shape,
             track: None,
         }
     }
 
-    /// The text the typed shell decodes on the fast path itself, if calls take it (an exact shape,
-    /// an input that is not unit-like).
+    /// Decodes one call's argument text with `read`; `""` (some models send it for no arguments)
+    /// means `{}`. The fast path is tried here, with `read` called directly (most calls take it);
+    /// the others are behind `dyn`, compiled once.
     #[inline]
-    fn fast_text<'a>(&self, args: &'a str) -> Option<&'a str> {
+    pub(crate) fn decode(&self, args: &str, read: &mut impl Read) -> Result<(), String> {
         let text = if is_blank(args) { "{}" } else { args };
-        (self.exact && !self.unit_like).then_some(text)
+        if self.exact && !self.unit_like && read(text, self.cx(), self.shape.root()).is_ok() {
+            return Ok(());
+        }
+        self.decode_slow(text, read)
     }
 
-    /// Decodes one call's argument text (the slow path, and the fast one for a unit-like input:
-    /// the typed shell tried the fast path for other inputs).
-    fn decode(&self, args: &str, read: &mut Read<'_>) -> Result<(), String> {
-        let text = if is_blank(args) { "{}" } else { args };
-        let root = self.shape.root();
+    /// The paths other than the fast one: a unit-like input, and parse, validate, decode.
+    fn decode_slow(&self, text: &str, read: &mut dyn Read) -> Result<(), String> {
         if self.exact
             && self.unit_like
             && decode_strict::<IgnoredAny>(&self.shape, text).is_ok()
@@ -221,19 +212,22 @@ impl Core {
         // The schema has keywords the wrapper does not check, and the validator passed: the text
         // itself decodes as on the fast path (in its own key order), unless the wrapper is
         // stricter than the schema (a duplicate key); the checked value then decides.
-        if !self.exact && !self.unit_like && read(text, self.cx(), root).is_ok() {
+        if !self.exact && !self.unit_like && read(text, self.cx(), self.shape.root()).is_ok() {
             return Ok(());
         }
         self.decode_value(&value, read)
     }
 
-    /// Decodes a validated value: its text, through the strict wrapper over `shape` (the whole
-    /// schema, or the part the wrapper can check): its checks pass, as the validator passed, but
-    /// what the wrapper adds to them holds on this path too (an alias is refused, an
-    /// integer-valued float reads as an integer, an `f32` must hold its number). `float_roundtrip`
-    /// makes every number read back as the one the value holds. On failure, says where, as a JSON
-    /// path.
-    fn decode_value(&self, value: &Value, read: &mut Read<'_>) -> Result<(), String> {
+    /// Decodes a value that already passed the tool's schema (edited arguments, arguments a custom
+    /// validator transformed) with `read`, as [`decode`](Self::decode) would: a unit-like input
+    /// (`()`) from any object, and a failure reads `<path>: <serde's message>`. It does not
+    /// validate against the schema, but reads through the strict wrapper over `shape` (the whole
+    /// schema, or the part the wrapper can check), as the slow path does: its checks pass, as the
+    /// validator passed, but what the wrapper adds to them holds on this path too (an alias is
+    /// refused, an integer-valued float reads as an integer, an `f32` must hold its number).
+    /// `float_roundtrip` makes every number read back as the one the value holds. On failure,
+    /// says where, as a JSON path.
+    pub(crate) fn decode_value(&self, value: &Value, read: &mut dyn Read) -> Result<(), String> {
         if self.unit_like && value.is_object() {
             // Decodes from `null`: there are no fields to check.
             return read("null", self.cx(), shape::ANY).map_err(|e| format!("$: {}", message(&e)));
@@ -245,7 +239,7 @@ impl Core {
         };
         // Decode again, tracking the path, to say where it failed.
         let track = strict::Track::default();
-        let cx = strict::Cx {
+        let cx = Cx {
             shape: &self.shape,
             track: Some(&track),
         };
@@ -271,9 +265,10 @@ fn message(error: &serde_json::Error) -> String {
 }
 
 /// Decodes `I` from the text through the strict wrapper, checking the value at `node`.
-fn decode_text<I: DeserializeOwned>(
+#[inline]
+pub(crate) fn decode_text<I: DeserializeOwned>(
     text: &str,
-    cx: strict::Cx<'_>,
+    cx: Cx<'_>,
     node: NodeId,
 ) -> Result<I, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_str(text);
@@ -288,7 +283,7 @@ fn decode_text<I: DeserializeOwned>(
 
 /// Decodes `I` from the text through the strict wrapper: `Ok` only if the schema accepts the text.
 fn decode_strict<I: DeserializeOwned>(shape: &Shape, text: &str) -> Result<I, serde_json::Error> {
-    decode_text(text, strict::Cx { shape, track: None }, shape.root())
+    decode_text(text, Cx { shape, track: None }, shape.root())
 }
 
 /// Whether the strict decoder accepts a text for a schema, decoding a `Value` and an `IgnoredAny`.
@@ -308,7 +303,7 @@ pub(crate) fn strict_accepts(schema: &Value, text: &str) -> Result<bool, String>
 /// Whether `I` is unit-like: its schema is `{"type": "null"}` (so the advertised schema is an empty
 /// object), as for `()` and unit structs. Such a tool accepts any object, and `I` decodes from
 /// `null`.
-fn is_unit_like<I: ToolInput>() -> bool {
+pub(crate) fn is_unit_like<I: ToolInput>() -> bool {
     let schema = schemars::SchemaGenerator::default().into_root_schema_for::<I>();
     schema.get("type") == Some(&Value::String("null".into()))
 }

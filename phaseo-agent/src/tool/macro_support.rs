@@ -218,7 +218,7 @@ pub fn typed_start<I: Input>(
     early: bool,
     start: Box<Start<I>>,
 ) -> Tool {
-    Tool::typed_start(id.to_owned(), description.into(), start, early)
+    Tool::typed_start(id.to_owned(), description.into(), Some(start), early)
 }
 
 /// The call of a `#[tool]` function that returns `Result<T, E>`: its future, boxed, with the

@@ -1,6 +1,7 @@
 //! Typed tools: input `I: Deserialize + JsonSchema`, output `O: Serialize`, error `E: Display`.
 //! This is what `#[tool]` expands to, and it is usable without the macro.
 
+use std::any::Any;
 use std::fmt::Display;
 use std::sync::Arc;
 
@@ -9,13 +10,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::decode::{self, ToolInput};
+use crate::decode::{self, Cx, NodeId, ToolInput};
 use crate::error::AgentError;
 use crate::schema;
-use crate::schema::validate::Validator;
-use crate::tool::call::{
-    CallFuture, Eager, Exec, InputType, Parsed, Prepared, Start, blocking, produce,
-};
+use crate::tool::call::{CallFuture, InputType, Parsed, Prepared, Start, blocking, produce};
 use crate::tool::context::ToolContext;
 use crate::tool::definition::{FromValueFn, ParseFn, Tool};
 use crate::tool::erase;
@@ -97,7 +95,12 @@ impl Tool {
         F: Fn(I, ToolContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
-        Self::typed_start::<I>(id.into(), description.into(), erase::with_context(f), false)
+        Self::typed_start::<I>(
+            id.into(),
+            description.into(),
+            Some(erase::with_context(f)),
+            false,
+        )
     }
 
     /// [`Tool::typed`] for a function that does not take the context: each call skips handing one
@@ -134,42 +137,40 @@ impl Tool {
         Self::typed_start::<I>(
             id.into(),
             description.into(),
-            erase::without_context(f),
+            Some(erase::without_context(f)),
             false,
         )
     }
 
-    /// A typed async tool from its function with the future's type erased: what the typed
-    /// constructors and `#[tool]` build. Only the schema's generation and the decoder depend on
-    /// `I`; nothing here depends on the function or its future.
+    /// A typed tool from its function with the future's type erased: what every typed
+    /// constructor and `#[tool]` build. The generic code is a thin shell: the schema's generation,
+    /// [`decode_call`] and the input held until its call starts ([`Ready`]) depend on `I`; the rest
+    /// is [`Tool::typed_from_parts`], compiled once.
     ///
-    /// `early`: the function takes no context and its call runs none of its code (an `async fn`
-    /// of `#[tool]`), so its future is made as the arguments are parsed, in the allocation that
-    /// would otherwise hold the input, unless an approval function reads the input first. It is
-    /// then handed a context that is not the call's (it must not read it).
+    /// `start`: none for an external tool. `early`: the function takes no context and its call
+    /// runs none of its code (an `async fn` of `#[tool]`), so its future is made as the arguments
+    /// are parsed, in the allocation that would otherwise hold the input, unless an approval
+    /// function reads the input first. It is then handed a context that is not the call's (it
+    /// must not read it).
     pub(crate) fn typed_start<I: ToolInput>(
         id: String,
         description: String,
-        start: Box<Start<I>>,
+        start: Option<Box<Start<I>>>,
         early: bool,
     ) -> Self {
-        // Held as `dyn Any` from the start: the `Arc`'s code is then the same for every tool,
-        // not compiled once per input type (a call downcasts: a type id compared).
-        let start: Arc<dyn std::any::Any + Send + Sync> = Arc::new(start);
-        let made = early.then(|| start.clone());
-        let mut tool = Self::typed_parts::<I>(id, description, true, move |input, early_as| {
-            let start = made
-                .as_deref()
-                .and_then(|s| s.downcast_ref::<Box<Start<I>>>());
-            match (early_as, start) {
-                (Some(want_value), Some(start)) => {
-                    Parsed::Made(start(input, no_context(), want_value))
-                }
-                _ => Parsed::Ready(Box::new(Ready(input))),
-            }
-        });
-        tool.runs = Some(start);
-        tool
+        // Held as `dyn Any`: the `Arc`'s code is then the same for every tool, not compiled once
+        // per input type (a call downcasts: a type id compared).
+        let runs = match start {
+            Some(start) => Some(Arc::new(start) as Arc<dyn Any + Send + Sync>),
+            None => None,
+        };
+        let input = TypedInput {
+            schema: schema::generate::parameters_for::<I>(),
+            decode: decode_call::<I>,
+            key: InputType::of::<I>(),
+            name: std::any::type_name::<I>(),
+        };
+        Self::typed_from_parts(id, description, input, runs, early)
     }
 
     /// A typed tool from a synchronous function. It runs on Tokio's blocking thread pool, so it may
@@ -207,16 +208,11 @@ impl Tool {
         F: Fn(I, ToolContext) -> Result<O, E> + Send + Sync + 'static,
     {
         let f = Arc::new(f);
-        let exec: Arc<Exec<I>> = Arc::new(move |input, ctx, want_value| {
-            let f = f.clone();
+        let start: Box<Start<I>> = Box::new(move |input, ctx, want_value| {
+            let (f, ctx) = (f.clone(), ctx.clone());
             blocking(move || produce(f(input, ctx), want_value))
         });
-        Self::typed_parts::<I>(id.into(), description.into(), true, move |input, _| {
-            Parsed::Ready(Box::new(Eager {
-                input,
-                exec: Some(exec.clone()),
-            }))
-        })
+        Self::typed_start::<I>(id.into(), description.into(), Some(start), false)
     }
 
     /// A typed tool with no executor: calls pause with pending kind `external_output`, and the output
@@ -253,10 +249,7 @@ impl Tool {
         I: ToolInput,
         O: DeserializeOwned + 'static,
     {
-        let mut tool =
-            Self::typed_parts::<I>(id.into(), description.into(), false, |input: I, _| {
-                Parsed::Ready(Box::new(Eager { input, exec: None }))
-            });
+        let mut tool = Self::typed_start::<I>(id.into(), description.into(), None, false);
         tool.output_checks.push(Arc::new(|value: Value| {
             O::deserialize(&value)
                 .map(|_| value)
@@ -265,46 +258,36 @@ impl Tool {
         tool
     }
 
-    /// The parts every typed tool shares: the schema generated from `I` (once), the decoder compiled
-    /// from it (once), and `wrap`, which makes a decoded input a call ready to start. Only the
-    /// schema's generation and [`TypedParse`] depend on `I`; the rest is
-    /// [`Tool::typed_from_parts`], compiled once.
-    fn typed_parts<I: ToolInput>(
-        id: String,
-        description: String,
-        executable: bool,
-        wrap: impl Fn(I, Option<bool>) -> Parsed + Send + Sync + 'static,
-    ) -> Self {
-        let (parameters, unit_like) = schema::generate::parameters_for::<I>();
-        let parse = match decode::Decoder::<I>::with_unit_like(&parameters, unit_like) {
-            Ok(decoder) => {
-                let validator = decoder.validator().clone();
-                let parse: Arc<dyn ParseArgs> = Arc::new(TypedParse { decoder, wrap });
-                Ok((parse, validator))
-            }
-            Err(e) => Err(e),
-        };
-        let input = (InputType::of::<I>(), std::any::type_name::<I>());
-        Self::typed_from_parts(id, description, parameters, input, parse, executable)
-    }
-
-    /// The typed tool from its parts, or (when the decoder did not compile) a tool whose calls are
-    /// refused and whose definition error says why.
+    /// The typed tool from its input type's parts, or (when the decoder did not compile) a tool
+    /// whose calls are refused and whose definition error says why. Not generic: the parse
+    /// functions call the input's [`DecodeCall`] through a pointer.
     fn typed_from_parts(
         id: String,
         description: String,
-        parameters: Value,
-        (input_type, type_name): (InputType, &str),
-        parse: Result<(Arc<dyn ParseArgs>, Validator), String>,
-        executable: bool,
+        input: TypedInput,
+        runs: Option<Arc<dyn Any + Send + Sync>>,
+        early: bool,
     ) -> Self {
+        let TypedInput {
+            schema: (parameters, unit_like),
+            decode,
+            key,
+            name,
+        } = input;
+        let executable = runs.is_some();
         let (parse, from_value, validator, error): (Arc<ParseFn>, Arc<FromValueFn>, _, _) =
-            match parse {
-                Ok((parse, validator)) => {
+            match decode::Core::new(&parameters, unit_like) {
+                Ok(core) => {
+                    let validator = core.validator().clone();
+                    let parse = Arc::new(TypedParse {
+                        core,
+                        decode,
+                        made: if early { runs.clone() } else { None },
+                    });
                     let by_value = parse.clone();
                     (
                         Arc::new(move |args: &str, early| parse.text(args, early)),
-                        Arc::new(move |value: Value, early| by_value.value(value, early)),
+                        Arc::new(move |value: Value, early| by_value.value(&value, early)),
                         Some(validator),
                         None,
                     )
@@ -323,45 +306,97 @@ impl Tool {
             id,
             description,
             parameters,
-            input_type,
+            key,
             parse,
             from_value,
             executable,
         );
+        tool.runs = runs;
         tool.params_validator = validator;
         tool.definition_error = tool
             .definition_error
             .or(error)
-            .or_else(|| object_input(type_name, &tool.parameters));
+            .or_else(|| object_input(name, &tool.parameters));
         tool
     }
 }
 
-/// A typed tool's argument parsing, without its type: what the tool's parse functions call.
-trait ParseArgs: Send + Sync {
-    /// Decodes the argument text into a call ready to start (`early`: see [`ParseFn`]).
-    fn text(&self, args: &str, early: Option<bool>) -> Result<Parsed, String>;
-    /// Decodes a value that passed the schema into a call ready to start.
-    fn value(&self, value: Value, early: Option<bool>) -> Result<Parsed, String>;
+/// What a typed tool's input type gives the runtime's non-generic code.
+struct TypedInput {
+    /// The normalised parameter schema, and whether the input is unit-like.
+    schema: (Value, bool),
+    decode: DecodeCall,
+    key: InputType,
+    name: &'static str,
 }
 
-/// The decoder of `I`, and what makes a decoded input a call.
-struct TypedParse<I, W> {
-    decoder: decode::Decoder<I>,
-    wrap: W,
+/// Decodes the input from a text through the strict wrapper, at a node of the schema, and makes
+/// the call ([`decode_call`]). When the call's future is made early, the tool's start function
+/// (`Box<Start<I>>`) and whether it produces a `Value`.
+type DecodeCall = fn(
+    &str,
+    Cx<'_>,
+    NodeId,
+    Option<(&(dyn Any + Send + Sync), bool)>,
+) -> Result<Parsed, serde_json::Error>;
+
+/// The one function of a typed tool's calls compiled per input type: `I`'s `Deserialize` over the
+/// strict wrapper, then the call made from the input: its future at once when `early` (see
+/// [`Parsed`]), else the input boxed until the call starts.
+fn decode_call<I: ToolInput>(
+    text: &str,
+    cx: Cx<'_>,
+    node: NodeId,
+    early: Option<(&(dyn Any + Send + Sync), bool)>,
+) -> Result<Parsed, serde_json::Error> {
+    let input = decode::decode_text::<I>(text, cx, node)?;
+    if let Some((start, want_value)) = early {
+        if let Some(start) = start.downcast_ref::<Box<Start<I>>>() {
+            return Ok(Parsed::Made(start(input, no_context(), want_value)));
+        }
+    }
+    Ok(Parsed::Ready(Box::new(Ready(input))))
 }
 
-impl<I: ToolInput, W: Fn(I, Option<bool>) -> Parsed + Send + Sync> ParseArgs for TypedParse<I, W> {
-    fn text(&self, args: &str, early: Option<bool>) -> Result<Parsed, String> {
-        self.decoder
-            .decode(args)
-            .map(|input| (self.wrap)(input, early))
+/// A typed tool's argument parsing: the decoder without its type, and the input's [`DecodeCall`].
+struct TypedParse {
+    core: decode::Core,
+    decode: DecodeCall,
+    /// The tool's start function, when its calls are made early.
+    made: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl TypedParse {
+    /// Whether this call is made as it is parsed: `early` says it may be (see [`ParseFn`]), and
+    /// the tool makes its calls early.
+    #[inline]
+    fn early(&self, early: Option<bool>) -> Option<(&(dyn Any + Send + Sync), bool)> {
+        match (early, self.made.as_deref()) {
+            (Some(want_value), Some(start)) => Some((start, want_value)),
+            _ => None,
+        }
     }
 
-    fn value(&self, value: Value, early: Option<bool>) -> Result<Parsed, String> {
-        self.decoder
-            .decode_value(&value)
-            .map(|input| (self.wrap)(input, early))
+    /// Decodes the argument text into a call ready to start.
+    fn text(&self, args: &str, early: Option<bool>) -> Result<Parsed, String> {
+        let early = self.early(early);
+        let mut call = None;
+        self.core.decode(args, &mut |text, cx, node| {
+            call = Some((self.decode)(text, cx, node, early)?);
+            Ok(())
+        })?;
+        call.ok_or_else(decode::nothing_decoded)
+    }
+
+    /// Decodes a value that passed the schema into a call ready to start.
+    fn value(&self, value: &Value, early: Option<bool>) -> Result<Parsed, String> {
+        let early = self.early(early);
+        let mut call = None;
+        self.core.decode_value(value, &mut |text, cx, node| {
+            call = Some((self.decode)(text, cx, node, early)?);
+            Ok(())
+        })?;
+        call.ok_or_else(decode::nothing_decoded)
     }
 }
 
@@ -396,13 +431,13 @@ fn no_context() -> &'static ToolContext {
 struct Ready<I>(I);
 
 impl<I: ToolInput> Prepared for Ready<I> {
-    fn input(&self) -> &dyn std::any::Any {
+    fn input(&self) -> &dyn Any {
         &self.0
     }
 
     fn start(
         self: Box<Self>,
-        runs: Option<&(dyn std::any::Any + Send + Sync)>,
+        runs: Option<&(dyn Any + Send + Sync)>,
         ctx: &ToolContext,
         want_value: bool,
     ) -> CallFuture {
