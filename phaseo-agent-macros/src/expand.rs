@@ -731,7 +731,7 @@ impl<'a> Expansion<'a> {
                 }
             };
             return quote! {
-                #p::typed_start::<#input>(#id, #description, true, #p::Box::new(#start))
+                #p::typed_start::<#input>(#id, #description, true, #p::core::option::Option::Some(#p::Box::new(#start)))
             };
         } else if !self.borrows() {
             // Resources: taken from the context before the future starts.
@@ -769,7 +769,7 @@ impl<'a> Expansion<'a> {
             }
         };
         quote! {
-            #p::typed_start::<#input>(#id, #description, false, #p::Box::new(#start))
+            #p::typed_start::<#input>(#id, #description, false, #p::core::option::Option::Some(#p::Box::new(#start)))
         }
     }
 

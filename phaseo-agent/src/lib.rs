@@ -227,14 +227,14 @@ pub mod __private {
     pub use crate::tool::definition::{IntoTool, IntoTools, MethodTools, OnError, Tool};
     pub use crate::tool::macro_support::{
         Approve, Approver, Arg, ByInput, ByInputAndContext, CheckError, Context, ExternalOutput,
-        Failure, Input, NextTurn, OnToolCalled, Output, Transform, Validate, approval, approver,
+        Failure, NextTurn, OnToolCalled, Output, Transform, Validate, approval, approver,
         event_schema, external, finish, finish_ok, input_schema, next_turn, on_response_received,
-        on_tool_called, output_schema, produce, produce_ok, typed_blocking, typed_start,
+        on_tool_called, output_schema, produce, produce_ok, typed_blocking,
     };
     pub use crate::tool::macro_support::{OutputType, StructuredOutput, UnstructuredOutput};
     pub use crate::tool::macro_support::{Resource, declare, must_be_send};
     pub use crate::tool::resource::Res;
-    pub use crate::tool::typed::ToolOutput;
+    pub use crate::tool::typed::{Input, ToolOutput, typed_start};
     pub use core;
     pub use futures;
     pub use schemars;

@@ -38,7 +38,7 @@ use crate::schema::validate::Validator;
 use text::{is_blank, parse_arguments};
 
 pub(crate) use shape::{NodeId, Shape};
-pub(crate) use strict::Cx;
+pub(crate) use strict::{Cx, Strict};
 
 /// The input of a typed tool: decoded from the model's arguments, with a JSON Schema to advertise.
 ///
@@ -265,14 +265,13 @@ fn message(error: &serde_json::Error) -> String {
 }
 
 /// Decodes `I` from the text through the strict wrapper, checking the value at `node`.
-#[inline]
-pub(crate) fn decode_text<I: DeserializeOwned>(
+fn decode_text<I: DeserializeOwned>(
     text: &str,
     cx: Cx<'_>,
     node: NodeId,
 ) -> Result<I, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let input = I::deserialize(strict::Strict {
+    let input = I::deserialize(Strict {
         de: &mut de,
         cx,
         node,

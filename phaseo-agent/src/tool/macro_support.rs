@@ -4,7 +4,9 @@
 //! the same bounds as traits with `#[diagnostic::on_unimplemented]` and `#[diagnostic::do_not_recommend]`
 //! on their blanket impls, so a mistake in a `#[tool]` function reads "`Ticket` is not a tool output:
 //! derive `Serialize` for it" at the user's own type instead of a list of serde and schemars bounds.
-//! They add no behaviour: each one calls the runtime's own constructor.
+//! They add no behaviour: each one calls the runtime's own constructor. The constructor of typed
+//! tools, `typed_start`, and its [`Input`] bound live in `tool::typed`: there they are the
+//! constructor itself, not a forwarding function (one function fewer compiled per tool).
 
 use std::fmt::Display;
 
@@ -12,22 +14,12 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::AgentError;
-use crate::tool::call::{self, CallFuture, Produced, Start};
+use crate::model::request::TurnParams;
+use crate::tool::call::{self, CallFuture, Produced};
 use crate::tool::finish::{FinishOk, FinishResult};
 use crate::tool::resource::Res;
+use crate::tool::typed::Input;
 use crate::tool::{context::ToolContext, definition::Tool, typed::ToolOutput};
-use crate::{decode::ToolInput, model::request::TurnParams};
-
-/// The input type of a `#[tool]` function (its typed input, or the generated arguments struct).
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a tool input: it needs serde's `Deserialize` and schemars 1.x's `JsonSchema`",
-    label = "not a tool input",
-    note = "add `#[derive(serde::Deserialize, schemars::JsonSchema)]` to `{Self}` (it must also be `Send + Sync + 'static`), or take plain arguments",
-    note = "if `{Self}` already derives both, its `JsonSchema` is another version's: phaseo-agent reads schemars 1.x, so depend on `schemars = \"1\"` (see `cargo tree -i schemars`) or derive `phaseo_agent::schemars::JsonSchema`"
-)]
-pub trait Input: ToolInput {}
-#[diagnostic::do_not_recommend]
-impl<T: ToolInput> Input for T {}
 
 /// The type of a plain argument of a `#[tool]` function: a field of the generated arguments struct.
 #[diagnostic::on_unimplemented(
@@ -205,21 +197,6 @@ impl<F: Fn(&Value, &ToolContext) -> Option<Value> + Send + Sync + 'static> OnToo
 pub trait NextTurn: Fn(&Value, &TurnParams) -> TurnParams + Send + Sync + 'static {}
 #[diagnostic::do_not_recommend]
 impl<F: Fn(&Value, &TurnParams) -> TurnParams + Send + Sync + 'static> NextTurn for F {}
-
-/// A typed async tool from its function with the future's type erased (`Tool::typed_start`): the
-/// expansion of an async `#[tool]` function boxes the function's future itself, so the only
-/// generic code of the runtime instantiated over it is [`finish`]'s small `poll`, and a change to
-/// the body recompiles the user's crate's own code and those polls. `early` for a function
-/// without context or resources: its future is made as the call's arguments are parsed, and
-/// `start` must not read the context it is handed (it is not the call's).
-pub fn typed_start<I: Input>(
-    id: &str,
-    description: impl Into<String>,
-    early: bool,
-    start: Box<Start<I>>,
-) -> Tool {
-    Tool::typed_start(id.to_owned(), description.into(), Some(start), early)
-}
 
 /// The call of a `#[tool]` function that returns `Result<T, E>`: its future, boxed, with the
 /// output produced when it is ready. The bounds are where a wrong output or error type is

@@ -52,6 +52,48 @@ use crate::tool::erase;
 pub trait ToolOutput: Serialize + Send + 'static {}
 impl<T: Serialize + Send + 'static> ToolOutput for T {}
 
+/// The input type of a `#[tool]` function (its typed input, or the generated arguments struct).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool input: it needs serde's `Deserialize` and schemars 1.x's `JsonSchema`",
+    label = "not a tool input",
+    note = "add `#[derive(serde::Deserialize, schemars::JsonSchema)]` to `{Self}` (it must also be `Send + Sync + 'static`), or take plain arguments",
+    note = "if `{Self}` already derives both, its `JsonSchema` is another version's: phaseo-agent reads schemars 1.x, so depend on `schemars = \"1\"` (see `cargo tree -i schemars`) or derive `phaseo_agent::schemars::JsonSchema`"
+)]
+pub trait Input: ToolInput {}
+#[diagnostic::do_not_recommend]
+impl<T: ToolInput> Input for T {}
+
+/// A typed tool from its function with the future's type erased: what `#[tool]` and every typed
+/// constructor of [`Tool`] build, the one function of a tool's construction compiled per input
+/// type (the rest is `Tool::typed_from_parts`). The expansion of an async `#[tool]` function
+/// boxes the function's future itself, so the only generic code of the runtime instantiated over
+/// it is [`finish`]'s small `poll`, and a change to the body recompiles the user's crate's own
+/// code and those polls.
+///
+/// `start`: none for an external tool. `early` for a function without context or resources: its
+/// future is made as the call's arguments are parsed (`Parsed::Made`), and `start` must not read
+/// the context it is handed (it is not the call's).
+pub fn typed_start<I: Input>(
+    id: &str,
+    description: impl Into<String>,
+    early: bool,
+    start: Option<Box<Start<I>>>,
+) -> Tool {
+    // Held as `dyn Any`: the `Arc`'s code is then the same for every tool, not compiled once per
+    // input type (a call downcasts: a type id compared).
+    let runs = match start {
+        Some(start) => Some(Arc::new(start) as Arc<dyn Any + Send + Sync>),
+        None => None,
+    };
+    let input = TypedInput {
+        schema: schema::generate::parameters_for::<I>(),
+        decode: decode_call::<I>,
+        key: InputType::of::<I>(),
+        name: std::any::type_name::<I>(),
+    };
+    Tool::typed_from_parts(id.to_owned(), description.into(), input, runs, early)
+}
+
 impl Tool {
     /// A typed tool from an async function of its input and context.
     ///
@@ -95,12 +137,7 @@ impl Tool {
         F: Fn(I, ToolContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
-        Self::typed_start::<I>(
-            id.into(),
-            description.into(),
-            Some(erase::with_context(f)),
-            false,
-        )
+        typed_start::<I>(&id.into(), description, false, Some(erase::with_context(f)))
     }
 
     /// [`Tool::typed`] for a function that does not take the context: each call skips handing one
@@ -134,43 +171,12 @@ impl Tool {
         F: Fn(I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
-        Self::typed_start::<I>(
-            id.into(),
-            description.into(),
-            Some(erase::without_context(f)),
+        typed_start::<I>(
+            &id.into(),
+            description,
             false,
+            Some(erase::without_context(f)),
         )
-    }
-
-    /// A typed tool from its function with the future's type erased: what every typed
-    /// constructor and `#[tool]` build. The generic code is a thin shell: the schema's generation,
-    /// [`decode_call`] and the input held until its call starts ([`Ready`]) depend on `I`; the rest
-    /// is [`Tool::typed_from_parts`], compiled once.
-    ///
-    /// `start`: none for an external tool. `early`: the function takes no context and its call
-    /// runs none of its code (an `async fn` of `#[tool]`), so its future is made as the arguments
-    /// are parsed, in the allocation that would otherwise hold the input, unless an approval
-    /// function reads the input first. It is then handed a context that is not the call's (it
-    /// must not read it).
-    pub(crate) fn typed_start<I: ToolInput>(
-        id: String,
-        description: String,
-        start: Option<Box<Start<I>>>,
-        early: bool,
-    ) -> Self {
-        // Held as `dyn Any`: the `Arc`'s code is then the same for every tool, not compiled once
-        // per input type (a call downcasts: a type id compared).
-        let runs = match start {
-            Some(start) => Some(Arc::new(start) as Arc<dyn Any + Send + Sync>),
-            None => None,
-        };
-        let input = TypedInput {
-            schema: schema::generate::parameters_for::<I>(),
-            decode: decode_call::<I>,
-            key: InputType::of::<I>(),
-            name: std::any::type_name::<I>(),
-        };
-        Self::typed_from_parts(id, description, input, runs, early)
     }
 
     /// A typed tool from a synchronous function. It runs on Tokio's blocking thread pool, so it may
@@ -212,7 +218,7 @@ impl Tool {
             let (f, ctx) = (f.clone(), ctx.clone());
             blocking(move || produce(f(input, ctx), want_value))
         });
-        Self::typed_start::<I>(id.into(), description.into(), Some(start), false)
+        typed_start::<I>(&id.into(), description, false, Some(start))
     }
 
     /// A typed tool with no executor: calls pause with pending kind `external_output`, and the output
@@ -249,7 +255,7 @@ impl Tool {
         I: ToolInput,
         O: DeserializeOwned + 'static,
     {
-        let mut tool = Self::typed_start::<I>(id.into(), description.into(), None, false);
+        let mut tool = typed_start::<I>(&id.into(), description, false, None);
         tool.output_checks.push(Arc::new(|value: Value| {
             O::deserialize(&value)
                 .map(|_| value)
@@ -261,7 +267,7 @@ impl Tool {
     /// The typed tool from its input type's parts, or (when the decoder did not compile) a tool
     /// whose calls are refused and whose definition error says why. Not generic: the parse
     /// functions call the input's [`DecodeCall`] through a pointer.
-    fn typed_from_parts(
+    pub(crate) fn typed_from_parts(
         id: String,
         description: String,
         input: TypedInput,
@@ -322,18 +328,18 @@ impl Tool {
 }
 
 /// What a typed tool's input type gives the runtime's non-generic code.
-struct TypedInput {
+pub(crate) struct TypedInput {
     /// The normalised parameter schema, and whether the input is unit-like.
-    schema: (Value, bool),
-    decode: DecodeCall,
-    key: InputType,
-    name: &'static str,
+    pub(crate) schema: (Value, bool),
+    pub(crate) decode: DecodeCall,
+    pub(crate) key: InputType,
+    pub(crate) name: &'static str,
 }
 
 /// Decodes the input from a text through the strict wrapper, at a node of the schema, and makes
 /// the call ([`decode_call`]). When the call's future is made early, the tool's start function
 /// (`Box<Start<I>>`) and whether it produces a `Value`.
-type DecodeCall = fn(
+pub(crate) type DecodeCall = fn(
     &str,
     Cx<'_>,
     NodeId,
@@ -343,16 +349,23 @@ type DecodeCall = fn(
 /// The one function of a typed tool's calls compiled per input type: `I`'s `Deserialize` over the
 /// strict wrapper, then the call made from the input: its future at once when `early` (see
 /// [`Parsed`]), else the input boxed until the call starts.
-fn decode_call<I: ToolInput>(
+pub(crate) fn decode_call<I: ToolInput>(
     text: &str,
     cx: Cx<'_>,
     node: NodeId,
     early: Option<(&(dyn Any + Send + Sync), bool)>,
 ) -> Result<Parsed, serde_json::Error> {
-    let input = decode::decode_text::<I>(text, cx, node)?;
+    // `decode::decode_text`, written out: one function fewer to compile per input type.
+    let mut de = serde_json::Deserializer::from_str(text);
+    let input = I::deserialize(decode::Strict {
+        de: &mut de,
+        cx,
+        node,
+    })?;
+    de.end()?;
     if let Some((start, want_value)) = early {
         if let Some(start) = start.downcast_ref::<Box<Start<I>>>() {
-            return Ok(Parsed::Made(start(input, no_context(), want_value)));
+            return Ok(Parsed::Made((**start)(input, no_context(), want_value)));
         }
     }
     Ok(Parsed::Ready(Box::new(Ready(input))))
@@ -441,8 +454,12 @@ impl<I: ToolInput> Prepared for Ready<I> {
         ctx: &ToolContext,
         want_value: bool,
     ) -> CallFuture {
-        match runs.and_then(|runs| runs.downcast_ref::<Box<Start<I>>>()) {
-            Some(start) => start(self.0, ctx, want_value),
+        let start = match runs {
+            Some(runs) => runs.downcast_ref::<Box<Start<I>>>(),
+            None => None,
+        };
+        match start {
+            Some(start) => (**start)(self.0, ctx, want_value),
             None => cannot_start(),
         }
     }
