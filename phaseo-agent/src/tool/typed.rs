@@ -80,7 +80,9 @@ pub fn typed_start<I: Input>(
     start: Option<Box<Start<I>>>,
 ) -> Tool {
     // Held as `dyn Any`: the `Arc`'s code is then the same for every tool, not compiled once per
-    // input type (a call downcasts: a type id compared).
+    // input type (a call downcasts: a type id compared). A `match`, not `Option::map`: a closure
+    // would be one more function compiled per input type.
+    #[allow(clippy::manual_map)]
     let runs = match start {
         Some(start) => Some(Arc::new(start) as Arc<dyn Any + Send + Sync>),
         None => None,
