@@ -113,7 +113,7 @@ impl<V> KeyVisitor<'_, '_, V> {
 impl Slot {
     /// Records the key just read: the property it is, if any, and (when tracking) its text. Not a
     /// method of the visitor, so it is compiled once, whatever reads the key (issue 14).
-    #[inline(always)]
+    #[inline]
     fn read(&mut self, key: &str, checks: Option<&Checks>, track: bool) {
         self.unread = false;
         self.property = checks.and_then(|c| c.object.find(key, self.previous));
