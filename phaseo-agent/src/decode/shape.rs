@@ -154,20 +154,26 @@ impl Default for Array {
 }
 
 impl Object {
-    /// The index of a property. `previous` is the property before it in this object (or
-    /// [`Object::START`]): arguments tend to come in the same order call after call, so the
+    /// The index of a property, and its node. `previous` is the property before it in this object
+    /// (or [`Object::START`]): arguments tend to come in the same order call after call, so the
     /// property that followed it last time is looked at first.
     #[inline(always)]
-    pub(crate) fn find(&self, key: &str, previous: usize) -> Option<usize> {
+    pub(crate) fn find(&self, key: &str, previous: usize) -> Option<(usize, NodeId)> {
         let follow = self.follow.get(previous);
         if let Some(follow) = follow {
             let guess = follow.load(Ordering::Relaxed) as usize;
-            if let Some((name, _)) = self.properties.get(guess) {
+            if let Some((name, node)) = self.properties.get(guess) {
                 if same(name.as_bytes(), key.as_bytes()) {
-                    return Some(guess);
+                    return Some((guess, *node));
                 }
             }
         }
+        self.find_slow(key, follow)
+    }
+
+    /// [`Object::find`] past its guess: a scan (or a hash lookup), then the guess updated.
+    #[inline(never)]
+    fn find_slow(&self, key: &str, follow: Option<&AtomicU8>) -> Option<(usize, NodeId)> {
         let found = match &self.index {
             Some(index) => index.get(key).copied(),
             None => self
@@ -175,11 +181,12 @@ impl Object {
                 .iter()
                 .position(|(name, _)| same(name.as_bytes(), key.as_bytes())),
         };
-        if let (Some(follow), Some(i)) = (follow, found) {
+        let i = found?;
+        if let Some(follow) = follow {
             // Fewer than 64 properties, so the index fits.
             follow.store(i as u8, Ordering::Relaxed);
         }
-        found
+        Some((i, self.properties[i].1))
     }
 
     /// The `previous` of an object's first key (after every property's index).

@@ -4,18 +4,20 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, Visitor};
 
-use crate::decode::shape::{Checks, NodeId};
+use crate::decode::shape::{self, Checks, NodeId};
 
 /// Which node the key just read selects, and (when tracking) the key itself.
 #[derive(Default)]
 pub(super) struct Slot {
+    /// The node the key's value is checked at.
     pub(super) node: NodeId,
-    /// The property's index, if the key is one.
-    pub(super) property: Option<usize>,
+    /// The key's bit among the properties seen (`1 << index`), or 0 if it is not a property.
+    pub(super) bit: u64,
     /// The previous property read, for `Object::find`.
     pub(super) previous: usize,
-    /// The key was not a string the wrapper could read.
-    pub(super) unread: bool,
+    /// The key was read as a string and looked up among the properties of the object's checks
+    /// (when it was not, or the object has no checks, `select_unread` decides).
+    pub(super) selected: bool,
     /// The key is not among the properties of an object that lists some: its value may only be
     /// skipped or read whole (see `Stranger`).
     pub(super) stranger: bool,
@@ -111,15 +113,49 @@ impl<V> KeyVisitor<'_, '_, V> {
 }
 
 impl Slot {
-    /// Records the key just read: the property it is, if any, and (when tracking) its text. Not a
-    /// method of the visitor, so it is compiled once, whatever reads the key (issue 14).
+    /// Records the key just read: the node its value is checked at and the property it is, if
+    /// any, and (when tracking) its text. Not a method of the visitor, so it is compiled once,
+    /// whatever reads the key (issue 14).
     #[inline]
     fn read(&mut self, key: &str, checks: Option<&Checks>, track: bool) {
-        self.unread = false;
-        self.property = checks.and_then(|c| c.object.find(key, self.previous));
+        if let Some(c) = checks {
+            self.selected = true;
+            match c.object.find(key, self.previous) {
+                Some((i, node)) => {
+                    self.node = node;
+                    self.bit = 1 << i;
+                    self.previous = i;
+                    self.stranger = false;
+                }
+                None => self.additional(c),
+            }
+        }
         if track {
             self.key = Some(key.to_owned());
         }
+    }
+
+    /// A key that is not a property: its value is checked as an additional property.
+    #[inline]
+    fn additional(&mut self, c: &Checks) {
+        self.node = c.object.additional;
+        self.bit = 0;
+        self.stranger = !c.object.properties.is_empty();
+    }
+
+    /// After a key that [`Slot::read`] did not select (it was not read as a string, or the object
+    /// has no checks): the node its value is checked at; `Err` says what is refused. Not
+    /// generic, so compiled once (issue 14).
+    #[inline(never)]
+    pub(super) fn select_unread(&mut self, checks: Option<&Checks>) -> Result<(), &'static str> {
+        self.bit = 0;
+        self.stranger = false;
+        match checks {
+            None => self.node = shape::ANY,
+            Some(c) if c.object.properties.is_empty() => self.node = c.object.additional,
+            Some(_) => return Err("a key the strict decoder cannot read"),
+        }
+        Ok(())
     }
 }
 
@@ -172,7 +208,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for KeyVisitor<'_, '_, V> {
         self.inner.visit_byte_buf(v)
     }
 
-    // A key read as a number or a boolean (serde_json parses `"1"` for a `u32` key) stays unread.
+    // A key read as a number or a boolean (serde_json parses `"1"` for a `u32` key) is not selected.
     #[inline(always)]
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<V::Value, E> {
         self.inner.visit_bool(v)

@@ -870,7 +870,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for StrictMap<'_, '_, A> {
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, A::Error> {
-        self.current.unread = true;
+        self.current.selected = false;
         let seed = KeySeed {
             seed,
             checks: self.checks,
@@ -879,9 +879,10 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for StrictMap<'_, '_, A> {
         };
         let key = self.map.next_key_seed(seed)?;
         if key.is_some() {
-            self.current
-                .select(self.checks, self.seen)
-                .map_err(reject)?;
+            if !self.current.selected {
+                self.current.select_unread(self.checks).map_err(reject)?;
+            }
+            self.seen.set(self.seen.get() | self.current.bit);
         }
         Ok(key)
     }
@@ -907,32 +908,6 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for StrictMap<'_, '_, A> {
 
     fn size_hint(&self) -> Option<usize> {
         self.map.size_hint()
-    }
-}
-
-impl Slot {
-    /// After a key is read: the node its value is checked at, and the property it is recorded as
-    /// seen; `Err` says what is refused. Not generic, so compiled once (issue 14).
-    #[inline]
-    fn select(&mut self, checks: Option<&Checks>, seen: &Cell<u64>) -> Result<(), &'static str> {
-        self.stranger = false;
-        match (checks, self.unread) {
-            (None, _) => self.node = shape::ANY,
-            (Some(c), false) => match self.property {
-                Some(i) => {
-                    self.node = c.object.properties[i].1;
-                    self.previous = i;
-                    seen.set(seen.get() | 1 << i);
-                }
-                None => {
-                    self.node = c.object.additional;
-                    self.stranger = !c.object.properties.is_empty();
-                }
-            },
-            (Some(c), true) if c.object.properties.is_empty() => self.node = c.object.additional,
-            (Some(_), true) => return Err("a key the strict decoder cannot read"),
-        }
-        Ok(())
     }
 }
 
