@@ -109,8 +109,8 @@ enum State {
 
 impl Invoke<'_> {
     /// Starts the call: runs the tool's function up to its first `.await` (a panic there is caught
-    /// too) and sets the deadline.
-    fn start(&mut self, parsed: Parsed) -> Result<(), AgentError> {
+    /// too).
+    fn start(&self, parsed: Parsed) -> Result<CallFuture, AgentError> {
         let tool = self.tool;
         if !tool.executable {
             return Err(AgentError::tool(format!(
@@ -120,20 +120,58 @@ impl Invoke<'_> {
         }
         let want_value = tool.wants_value();
         let start = AssertUnwindSafe(|| parsed.start(tool.runs.as_deref(), self.ctx, want_value));
-        let call = std::panic::catch_unwind(start).map_err(|payload| panicked(tool, payload))?;
-        self.state = State::Running {
-            call,
-            deadline: self.limit.map(|limit| Box::pin(sleep(limit))),
+        std::panic::catch_unwind(start).map_err(|payload| panicked(tool, payload))
+    }
+
+    /// The first poll: starts the call and polls it. Without a deadline, the call's future is
+    /// kept on the stack for that poll and stored only if it is pending, so a call that finishes
+    /// at once (most do) never goes through the stored state.
+    fn first_poll(
+        &mut self,
+        parsed: Parsed,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<String, AgentError>> {
+        let mut call = match self.start(parsed) {
+            Ok(call) => call,
+            Err(error) => return Poll::Ready(Err(error)),
         };
-        Ok(())
+        if let Some(limit) = self.limit {
+            self.state = State::Running {
+                call,
+                deadline: Some(Box::pin(sleep(limit))),
+            };
+            return self.poll_running(cx);
+        }
+        match std::panic::catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(cx))) {
+            Ok(Poll::Ready(produced)) => {
+                discard(call);
+                Poll::Ready(self.finish(produced))
+            }
+            Ok(Poll::Pending) => {
+                self.state = State::Running {
+                    call,
+                    deadline: None,
+                };
+                Poll::Pending
+            }
+            Err(payload) => {
+                discard(call);
+                Poll::Ready(Err(panicked(self.tool, payload)))
+            }
+        }
     }
 
     /// Drops the call's future (a panic in its `Drop` is the tool's problem, not the caller's).
+    #[inline]
     fn stop(&mut self) {
         if let State::Running { .. } = self.state {
-            let running = std::mem::replace(&mut self.state, State::Done);
-            let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(running)));
+            self.stop_running();
         }
+    }
+
+    fn stop_running(&mut self) {
+        let running = std::mem::replace(&mut self.state, State::Done);
+        let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(running)));
     }
 
     /// The call overran its deadline: its future is dropped first, then the tool is told, so the
@@ -163,15 +201,19 @@ impl Future for Invoke<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let tool = this.tool;
         if let State::Ready(_) = this.state {
             if let State::Ready(parsed) = std::mem::replace(&mut this.state, State::Done) {
-                if let Err(error) = this.start(parsed) {
-                    return Poll::Ready(Err(error));
-                }
+                return this.first_poll(parsed, cx);
             }
         }
-        let State::Running { call, deadline } = &mut this.state else {
+        this.poll_running(cx)
+    }
+}
+
+impl Invoke<'_> {
+    /// Polls the started call, and its deadline.
+    fn poll_running(&mut self, cx: &mut Context<'_>) -> Poll<Result<String, AgentError>> {
+        let State::Running { call, deadline } = &mut self.state else {
             return Poll::Ready(Err(AgentError::tool(
                 "the call was polled after it finished",
             )));
@@ -184,15 +226,15 @@ impl Future for Invoke<'_> {
                     .as_ref()
                     .is_some_and(|d| Instant::now() >= d.deadline())
                 {
-                    return Poll::Ready(this.timed_out());
+                    return Poll::Ready(self.timed_out());
                 }
-                this.stop();
-                return Poll::Ready(this.finish(produced));
+                self.stop();
+                return Poll::Ready(self.finish(produced));
             }
             Ok(Poll::Pending) => {}
             Err(payload) => {
-                this.stop();
-                return Poll::Ready(Err(panicked(tool, payload)));
+                self.stop();
+                return Poll::Ready(Err(panicked(self.tool, payload)));
             }
         }
         // The deadline is polled outside the task's cooperative budget (as `tokio::time::timeout`
@@ -202,7 +244,7 @@ impl Future for Invoke<'_> {
                 .poll(cx)
                 .is_ready()
             {
-                return Poll::Ready(this.timed_out());
+                return Poll::Ready(self.timed_out());
             }
         }
         Poll::Pending
@@ -214,6 +256,11 @@ impl Drop for Invoke<'_> {
         // Dropped mid-call (the run was dropped, or a sibling failed the run).
         self.stop();
     }
+}
+
+/// Drops a call's future that was never stored (see [`Invoke::stop`]).
+fn discard(call: CallFuture) {
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(call)));
 }
 
 fn panicked(tool: &Tool, payload: Box<dyn std::any::Any + Send>) -> AgentError {
