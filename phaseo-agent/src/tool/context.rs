@@ -249,6 +249,7 @@ impl ToolContext {
     /// # Ok(())
     /// # }
     /// ```
+    #[inline]
     pub fn resources(&self) -> &Resources {
         &self.inner.resources
     }

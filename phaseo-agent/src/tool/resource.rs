@@ -201,6 +201,7 @@ impl Resources {
         self
     }
 
+    #[inline]
     pub(crate) fn has(&self, id: TypeId) -> bool {
         self.entries.iter().any(|e| e.need.id == id)
     }
@@ -221,6 +222,7 @@ impl Resources {
     }
 
     /// The first of `needs` these resources lack.
+    #[inline]
     pub(crate) fn missing<'n>(&self, needs: &'n [Need]) -> Option<&'n Need> {
         needs.iter().find(|need| !self.has(need.id))
     }
