@@ -33,8 +33,9 @@ process it starts) of:
   debug        `cargo clean -p CRATE`, then `cargo build` (the crate alone: dependencies are built)
   release      `cargo clean --release -p CRATE`, then `cargo build --release`
 
-and prints each crate's median per measure and its ratio to `rmcp_router` in the same run. CPU
-time, not wall time, so other load on the machine matters less; read the ratios.
+and prints each crate's median per measure and its ratio to `rmcp_router` in the same run, then
+the median of each round's ratio (the builds of a round see the same load). CPU time, not wall
+time, so other load on the machine matters less; read the ratios.
 """
 from __future__ import annotations
 
@@ -257,6 +258,19 @@ def measure(root: Path, rounds: int, n: int, crates: list[str], before: Path | N
         for m in measures:
             med = statistics.median(results[name][m])
             cells.append(f"{med:.2f} s ({med / base[m]:.2f}×)")
+        print(f"| `{name}` | " + " | ".join(cells) + " |")
+    # The builds of a round run one after the other, so they see the same load: the median of the
+    # rounds' ratios is steadier than the ratio of the medians on a shared machine.
+    print(f"\nMedian (and range) of each round's ratio to rmcp_router:\n")
+    print(f"| crate | one-line edit | one-line edit, line resized | full debug | release |")
+    print(f"|---|---|---|---|---|")
+    for name in crates:
+        if name == "rmcp_router":
+            continue
+        cells = []
+        for m in measures:
+            ratios = [a / b for a, b in zip(results[name][m], results["rmcp_router"][m])]
+            cells.append(f"{statistics.median(ratios):.2f}× ({min(ratios):.2f}–{max(ratios):.2f})")
         print(f"| `{name}` | " + " | ".join(cells) + " |")
 
 
