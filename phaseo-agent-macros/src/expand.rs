@@ -720,24 +720,19 @@ impl<'a> Expansion<'a> {
                 quote!(#p::produce_ok::<#output>),
             )
         };
-        let start = if !self.borrows() && !takes_context {
-            // No reference parameters, no resources: the call runs none of the function's code,
-            // so it is made as the arguments are parsed (`typed_start(.., true, ..)`), in one allocation.
-            let args = self.call_args(&quote!(__ctx));
-            let start = quote! {
-                move |__input: #input, _: &#p::ToolContext, __want: bool| -> #p::CallFuture {
-                    #unpack
-                    #finish(#callee(#(#args),*), __want)
-                }
-            };
-            return quote! {
-                #p::typed_start::<#input>(#id, #description, true, #p::core::option::Option::Some(#p::Box::new(#start)))
-            };
-        } else if !self.borrows() {
-            // Resources: taken from the context before the future starts.
+        // No reference parameters and no resources: the call runs none of the function's code, so
+        // it is made as the arguments are parsed (`typed_start(.., true, ..)`), in one allocation.
+        let early = !self.borrows() && !takes_context;
+        let ctx_param = if takes_context {
+            quote!(__ctx)
+        } else {
+            quote!(_)
+        };
+        let start = if !self.borrows() {
+            // Resources, if any, are taken from the context before the future starts.
             let args = self.call_args(&quote!(__ctx));
             quote! {
-                move |__input: #input, __ctx: &#p::ToolContext, __want: bool| -> #p::CallFuture {
+                move |__input: #input, #ctx_param: &#p::ToolContext, __want: bool| -> #p::CallFuture {
                     #unpack
                     #finish(#callee(#(#args),*), __want)
                 }
@@ -755,11 +750,6 @@ impl<'a> Expansion<'a> {
             } else {
                 TokenStream::new()
             };
-            let ctx_param = if takes_context {
-                quote!(__ctx)
-            } else {
-                quote!(_)
-            };
             quote! {
                 move |__input: #input, #ctx_param: &#p::ToolContext, __want: bool| -> #p::CallFuture {
                     #this
@@ -769,7 +759,7 @@ impl<'a> Expansion<'a> {
             }
         };
         quote! {
-            #p::typed_start::<#input>(#id, #description, false, #p::core::option::Option::Some(#p::Box::new(#start)))
+            #p::typed_start::<#input>(#id, #description, #early, #p::core::option::Option::Some(#p::Box::new(#start)))
         }
     }
 
