@@ -302,7 +302,7 @@ pub(crate) fn strict_accepts(schema: &Value, text: &str) -> Result<bool, String>
 /// Whether `I` is unit-like: its schema is `{"type": "null"}` (so the advertised schema is an empty
 /// object), as for `()` and unit structs. Such a tool accepts any object, and `I` decodes from
 /// `null`.
-pub(crate) fn is_unit_like<I: ToolInput>() -> bool {
+fn is_unit_like<I: ToolInput>() -> bool {
     let schema = schemars::SchemaGenerator::default().into_root_schema_for::<I>();
     schema.get("type") == Some(&Value::String("null".into()))
 }

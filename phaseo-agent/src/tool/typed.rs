@@ -74,7 +74,7 @@ impl<T: ToolInput> Input for T {}
 /// future is made as the call's arguments are parsed (`Parsed::Made`), and `start` must not read
 /// the context it is handed (it is not the call's).
 pub fn typed_start<I: Input>(
-    id: &str,
+    id: impl Into<String>,
     description: impl Into<String>,
     early: bool,
     start: Option<Box<Start<I>>>,
@@ -93,7 +93,7 @@ pub fn typed_start<I: Input>(
         key: InputType::of::<I>(),
         name: std::any::type_name::<I>(),
     };
-    Tool::typed_from_parts(id.to_owned(), description.into(), input, runs, early)
+    Tool::typed_from_parts(id.into(), description.into(), input, runs, early)
 }
 
 impl Tool {
@@ -139,7 +139,7 @@ impl Tool {
         F: Fn(I, ToolContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
-        typed_start::<I>(&id.into(), description, false, Some(erase::with_context(f)))
+        typed_start::<I>(id, description, false, Some(erase::with_context(f)))
     }
 
     /// [`Tool::typed`] for a function that does not take the context: each call skips handing one
@@ -173,12 +173,7 @@ impl Tool {
         F: Fn(I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
-        typed_start::<I>(
-            &id.into(),
-            description,
-            false,
-            Some(erase::without_context(f)),
-        )
+        typed_start::<I>(id, description, false, Some(erase::without_context(f)))
     }
 
     /// A typed tool from a synchronous function. It runs on Tokio's blocking thread pool, so it may
@@ -220,7 +215,7 @@ impl Tool {
             let (f, ctx) = (f.clone(), ctx.clone());
             blocking(move || produce(f(input, ctx), want_value))
         });
-        typed_start::<I>(&id.into(), description, false, Some(start))
+        typed_start::<I>(id, description, false, Some(start))
     }
 
     /// A typed tool with no executor: calls pause with pending kind `external_output`, and the output
@@ -257,7 +252,7 @@ impl Tool {
         I: ToolInput,
         O: DeserializeOwned + 'static,
     {
-        let mut tool = typed_start::<I>(&id.into(), description, false, None);
+        let mut tool = typed_start::<I>(id, description, false, None);
         tool.output_checks.push(Arc::new(|value: Value| {
             O::deserialize(&value)
                 .map(|_| value)
@@ -435,7 +430,7 @@ fn cannot_start() -> CallFuture {
     .boxed()
 }
 
-/// The context a call made early is handed (see [`Tool::typed_start`]): one, detached, for
+/// The context a call made early is handed (see [`typed_start`]): one, detached, for
 /// every such call, since none reads it.
 fn no_context() -> &'static ToolContext {
     static NONE: std::sync::OnceLock<ToolContext> = std::sync::OnceLock::new();
