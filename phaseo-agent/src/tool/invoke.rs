@@ -133,9 +133,14 @@ impl Invoke<'_> {
         parsed: Parsed,
         cx: &mut Context<'_>,
     ) -> Poll<Result<String, AgentError>> {
-        let mut call = match self.start(parsed) {
-            Ok(call) => call,
-            Err(error) => return Poll::Ready(Err(error)),
+        let mut call = match parsed {
+            // Made as it was parsed (by a tool that runs in this process), and making it ran none
+            // of the function's code: nothing to start.
+            Parsed::Made(call) => call,
+            parsed => match self.start(parsed) {
+                Ok(call) => call,
+                Err(error) => return Poll::Ready(Err(error)),
+            },
         };
         if let Some(limit) = self.limit {
             self.state = State::Running {
