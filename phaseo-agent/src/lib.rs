@@ -233,6 +233,7 @@ pub mod __private {
     };
     pub use crate::tool::macro_support::{OutputType, StructuredOutput, UnstructuredOutput};
     pub use crate::tool::macro_support::{Resource, declare, must_be_send};
+    pub use crate::tool::plain_args::{ArgKey, arg_or_missing, arg_value, skip_value};
     pub use crate::tool::resource::Res;
     pub use crate::tool::typed::{Input, ToolOutput, typed_start};
     pub use core;

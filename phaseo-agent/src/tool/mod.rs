@@ -15,7 +15,9 @@
 //!   caps);
 //! - `invoke`: the one per-call path (deadline, panic, output checks, cap);
 //! - `typed`: typed tools, what `#[tool]` expands to;
-//! - `macro_support`: what the expansion of `#[tool]` calls (through `__private`).
+//! - `macro_support`: what the expansion of `#[tool]` calls (through `__private`);
+//! - `plain_args`: the shared parts of the `Deserialize` impl `#[tool]` writes for its arguments
+//!   struct.
 
 pub(crate) mod resource;
 pub(crate) mod context;
@@ -27,3 +29,4 @@ pub(crate) mod fields;
 pub(crate) mod invoke;
 pub(crate) mod typed;
 pub(crate) mod macro_support;
+pub(crate) mod plain_args;
