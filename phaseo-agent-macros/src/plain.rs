@@ -324,6 +324,36 @@ mod tests {
     }
 
     #[test]
+    fn deserialize_is_written_unless_an_argument_has_serde_or_schemars_attributes() {
+        let name = format_ident!("FArgs");
+        let expand = |item: ItemTool| {
+            let tool = ToolFn::from_syn(&item);
+            item_tokens(&tool, &name)
+        };
+        let written = expand(parse_quote! { fn f(#[doc = " Documented."] a: u32, b: &str) {} });
+        assert!(!written.contains("serde :: Deserialize)"), "{written}");
+        assert!(
+            written.contains("Deserialize < 'de > for FArgs < __T0 >"),
+            "{written}"
+        );
+        for attr in [
+            quote!(#[serde(default)]),
+            quote!(#[schemars(range(min = 1))]),
+        ] {
+            let derived = expand(parse_quote! { fn f(#attr a: u32) {} });
+            assert!(
+                derived.contains("derive (:: p :: serde :: Deserialize)"),
+                "{derived}"
+            );
+            assert!(!derived.contains("impl < 'de"), "{derived}");
+        }
+    }
+
+    fn item_tokens(tool: &ToolFn, name: &Ident) -> String {
+        item(tool, name, &fields(tool), &quote!(::p), &[]).to_string()
+    }
+
+    #[test]
     fn the_struct_defaults_each_parameter_to_the_argument_type() {
         let parsed: ItemTool = parse_quote! {
             /// Deploy.
