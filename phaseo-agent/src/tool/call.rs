@@ -37,19 +37,6 @@ impl Parsed {
             Parsed::Made(_) => &(),
         }
     }
-
-    /// Starts the call; `runs` is the tool's typed function, if it has one (`Tool::runs`).
-    pub(crate) fn start(
-        self,
-        runs: Option<&(dyn Any + Send + Sync)>,
-        ctx: &ToolContext,
-        want_value: bool,
-    ) -> CallFuture {
-        match self {
-            Parsed::Ready(prepared) => prepared.start(runs, ctx, want_value),
-            Parsed::Made(call) => call,
-        }
-    }
 }
 
 /// What [`Parsed`] holds.

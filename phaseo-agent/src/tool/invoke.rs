@@ -11,7 +11,7 @@ use tokio::task::coop::unconstrained;
 use tokio::time::{Instant, Sleep, sleep};
 
 use crate::error::AgentError;
-use crate::tool::call::{CallFuture, Parsed, Produced, panic_error};
+use crate::tool::call::{CallFuture, Parsed, Prepared, Produced, panic_error};
 use crate::tool::context::ToolContext;
 use crate::tool::definition::Tool;
 
@@ -108,9 +108,10 @@ enum State {
 }
 
 impl Invoke<'_> {
-    /// Starts the call: runs the tool's function up to its first `.await` (a panic there is caught
-    /// too).
-    fn start(&self, parsed: Parsed) -> Result<CallFuture, AgentError> {
+    /// Starts a call whose input waited for it: runs the tool's function up to its first `.await`
+    /// (a panic there is caught too). A call made as it was parsed (`Parsed::Made`) has nothing to
+    /// start.
+    fn start(&self, prepared: Box<dyn Prepared>) -> Result<CallFuture, AgentError> {
         let tool = self.tool;
         if !tool.executable {
             return Err(AgentError::tool(format!(
@@ -119,7 +120,8 @@ impl Invoke<'_> {
             )));
         }
         let want_value = tool.wants_value();
-        let start = AssertUnwindSafe(|| parsed.start(tool.runs.as_deref(), self.ctx, want_value));
+        let start =
+            AssertUnwindSafe(|| prepared.start(tool.runs.as_deref(), self.ctx, want_value));
         std::panic::catch_unwind(start).map_err(|payload| panicked(tool, payload))
     }
 
@@ -137,7 +139,7 @@ impl Invoke<'_> {
             // Made as it was parsed (by a tool that runs in this process), and making it ran none
             // of the function's code: nothing to start.
             Parsed::Made(call) => call,
-            parsed => match self.start(parsed) {
+            Parsed::Ready(prepared) => match self.start(prepared) {
                 Ok(call) => call,
                 Err(error) => return Poll::Ready(Err(error)),
             },
