@@ -120,8 +120,7 @@ impl Invoke<'_> {
             )));
         }
         let want_value = tool.wants_value();
-        let start =
-            AssertUnwindSafe(|| prepared.start(tool.runs.as_deref(), self.ctx, want_value));
+        let start = AssertUnwindSafe(|| prepared.start(tool.runs.as_deref(), self.ctx, want_value));
         std::panic::catch_unwind(start).map_err(|payload| panicked(tool, payload))
     }
 
