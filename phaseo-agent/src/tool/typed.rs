@@ -389,24 +389,32 @@ impl TypedParse {
 
     /// Decodes the argument text into a call ready to start.
     fn text(&self, args: &str, early: Option<bool>) -> Result<Parsed, String> {
-        let early = self.early(early);
         let mut call = None;
-        self.core.decode(args, &mut |text, cx, node| {
-            call = Some((self.decode)(text, cx, node, early)?);
-            Ok(())
-        })?;
+        self.core.decode(args, &mut self.reader(early, &mut call))?;
         call.ok_or_else(decode::nothing_decoded)
     }
 
     /// Decodes a value that passed the schema into a call ready to start.
     fn value(&self, value: &Value, early: Option<bool>) -> Result<Parsed, String> {
-        let early = self.early(early);
         let mut call = None;
-        self.core.decode_value(value, &mut |text, cx, node| {
-            call = Some((self.decode)(text, cx, node, early)?);
-            Ok(())
-        })?;
+        self.core
+            .decode_value(value, &mut self.reader(early, &mut call))?;
         call.ok_or_else(decode::nothing_decoded)
+    }
+
+    /// What the decoder core calls with a text to decode: the input's [`DecodeCall`], the call it
+    /// makes kept in `call`. Not generic: compiled once for both paths.
+    #[inline]
+    fn reader<'a>(
+        &'a self,
+        early: Option<bool>,
+        call: &'a mut Option<Parsed>,
+    ) -> impl FnMut(&str, Cx<'_>, NodeId) -> Result<(), serde_json::Error> + 'a {
+        let early = self.early(early);
+        move |text, cx, node| {
+            *call = Some((self.decode)(text, cx, node, early)?);
+            Ok(())
+        }
     }
 }
 
