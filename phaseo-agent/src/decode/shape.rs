@@ -40,6 +40,11 @@ pub(crate) struct Shape {
     /// included (through `Option`'s `anyOf`): one byte read settles most scalars, with no walk
     /// through [`Node::Nullable`] and no look into [`Checks`].
     plain: Box<[u8]>,
+    /// Per node, the integers it accepts on their own, as an inclusive range: all of them where
+    /// it checks only the type, its bounds where it has them, none where it needs a closer look
+    /// (no integers, or an `enum`). One read settles an integer, as [`Shape::plain`] settles
+    /// other scalars.
+    integers: Box<[(i128, i128)]>,
 }
 
 #[derive(Debug)]
@@ -154,35 +159,31 @@ impl Default for Array {
 }
 
 impl Object {
-    /// The index of a property, and its node. `previous` is the property before it in this object
-    /// (or [`Object::START`]): arguments tend to come in the same order call after call, so the
-    /// property that followed it last time is looked at first.
+    /// The index of a property, and its node, when it is where the last arguments had it: the
+    /// property that followed `previous` (the property before it in this object, or
+    /// [`Object::START`]) last time. Arguments tend to come in the same order call after call.
+    /// `None` when it is not (or when the key is longer than 16 bytes): [`Object::find_slow`]
+    /// decides. No call inside, so the key reader's common case is a leaf function.
     #[inline(always)]
-    pub(crate) fn find(&self, key: &str, previous: usize) -> Option<(usize, NodeId)> {
-        let follow = self.follow.get(previous);
-        if let Some(follow) = follow {
-            let guess = follow.load(Ordering::Relaxed) as usize;
-            if let Some((name, node)) = self.properties.get(guess) {
-                if same(name.as_bytes(), key.as_bytes()) {
-                    return Some((guess, *node));
-                }
-            }
-        }
-        self.find_slow(key, follow)
+    pub(crate) fn guess(&self, key: &str, previous: usize) -> Option<(usize, NodeId)> {
+        let guess = self.follow.get(previous)?.load(Ordering::Relaxed) as usize;
+        let (name, node) = self.properties.get(guess)?;
+        short_same(name.as_bytes(), key.as_bytes()).then_some((guess, *node))
     }
 
-    /// [`Object::find`] past its guess: a scan (or a hash lookup), then the guess updated.
+    /// The index of a property, and its node, past [`Object::guess`]: a scan (or a hash lookup),
+    /// then the guess that follows `previous` updated.
     #[inline(never)]
-    fn find_slow(&self, key: &str, follow: Option<&AtomicU8>) -> Option<(usize, NodeId)> {
+    pub(crate) fn find_slow(&self, key: &str, previous: usize) -> Option<(usize, NodeId)> {
         let found = match &self.index {
             Some(index) => index.get(key).copied(),
             None => self
                 .properties
                 .iter()
-                .position(|(name, _)| same(name.as_bytes(), key.as_bytes())),
+                .position(|(name, _)| name.as_bytes() == key.as_bytes()),
         };
         let i = found?;
-        if let Some(follow) = follow {
+        if let Some(follow) = self.follow.get(previous) {
             // Fewer than 64 properties, so the index fits.
             follow.store(i as u8, Ordering::Relaxed);
         }
@@ -193,27 +194,28 @@ impl Object {
     pub(crate) const START: usize = MAX_PROPERTIES;
 }
 
-/// Byte equality, without a call to `memcmp` for short keys.
+/// Byte equality of keys of at most 16 bytes, without a call to `memcmp` (and with no panic
+/// path, so the key reader's `Slot::select` needs no stack frame); `false` for longer ones (the
+/// caller compares those in full).
 #[inline(always)]
-fn same(a: &[u8], b: &[u8]) -> bool {
+fn short_same(a: &[u8], b: &[u8]) -> bool {
     let n = a.len();
     if n != b.len() {
         return false;
     }
-    let word = |s: &[u8], at: usize| {
-        let mut bytes = [0; 8];
-        bytes.copy_from_slice(&s[at..at + 8]);
-        u64::from_ne_bytes(bytes)
-    };
-    let half = |s: &[u8], at: usize| {
-        let mut bytes = [0; 4];
-        bytes.copy_from_slice(&s[at..at + 4]);
-        u32::from_ne_bytes(bytes)
-    };
     match n {
-        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
-        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
-        _ => a == b,
+        // Two overlapping words cover every byte.
+        8..=16 => {
+            a.first_chunk::<8>() == b.first_chunk::<8>()
+                && a.last_chunk::<8>() == b.last_chunk::<8>()
+        }
+        4..=7 => {
+            a.first_chunk::<4>() == b.first_chunk::<4>()
+                && a.last_chunk::<4>() == b.last_chunk::<4>()
+        }
+        // Bytes 0, n / 2 and n - 1 are every byte of a key of 1 to 3 bytes.
+        0..=3 => a.first() == b.first() && a.get(n / 2) == b.get(n / 2) && a.last() == b.last(),
+        _ => false,
     }
 }
 
@@ -227,11 +229,41 @@ impl Shape {
         let mut shape = Shape {
             nodes,
             plain: Box::default(),
+            integers: Box::default(),
         };
         shape.plain = (0..shape.nodes.len())
             .map(|id| shape.plain_types(id as NodeId))
             .collect();
+        shape.integers = (0..shape.nodes.len())
+            .map(|id| shape.integer_range(id as NodeId))
+            .collect();
         shape
+    }
+
+    /// The integers a node accepts on their own (see [`Shape::integers`]).
+    fn integer_range(&self, id: NodeId) -> (i128, i128) {
+        const ALL: (i128, i128) = (i128::MIN, i128::MAX);
+        const NONE: (i128, i128) = (1, 0);
+        if self.plain(id, types::INTEGER | types::NUMBER) {
+            return ALL;
+        }
+        match self.node(self.non_null(id)) {
+            Node::Any => ALL,
+            Node::Check(c)
+                if c.types & (types::INTEGER | types::NUMBER) != 0 && c.one_of.is_none() =>
+            {
+                if c.plain { ALL } else { c.integers }
+            }
+            Node::Never | Node::Nullable(_) | Node::Check(_) => NONE,
+        }
+    }
+
+    /// Whether an integer passes the node on its own. `false` means: look at the node's checks
+    /// (which refuse it, with the reason).
+    #[inline(always)]
+    pub(crate) fn integer_passes(&self, id: NodeId, v: i128) -> bool {
+        let (low, high) = self.integers[id as usize];
+        low <= v && v <= high
     }
 
     /// The scalar types a value of the node passes on its type alone (see [`Shape::plain`]).

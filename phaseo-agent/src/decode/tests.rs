@@ -521,6 +521,52 @@ fn at_most_64_properties_take_the_fast_path() {
     assert!(Shape::compile(&object(64, &["extra"])).is_err());
 }
 
+/// The key reader looks first where the last arguments had each key, comparing keys of at most
+/// 16 bytes word by word (bytes 0, n / 2 and n - 1 of keys of 1 to 3 bytes), and longer ones in
+/// full: a key that differs from the property looked at in any one byte, at any length, must not
+/// select it. Each property accepts only its own number, so a key that selected the wrong one
+/// would be refused.
+#[test]
+fn a_key_selects_its_own_property_at_every_length_and_no_near_miss() {
+    const LETTERS: &str = "abcdefghijklmnopqrstuvwxyz";
+    let name = |n: usize| LETTERS[..n].to_owned();
+    let properties: serde_json::Map<String, Value> = (1..=20)
+        .map(|n| (name(n), json!({"type": "integer", "minimum": n, "maximum": n})))
+        .collect();
+    let schema = json!({"type": "object", "properties": properties, "additionalProperties": false});
+    let shape = Shape::compile(&schema).unwrap();
+    let text = |pairs: &[(String, usize)]| {
+        let fields: Vec<String> = pairs.iter().map(|(k, v)| format!("{k:?}: {v}")).collect();
+        format!("{{{}}}", fields.join(", "))
+    };
+    let in_order: Vec<(String, usize)> = (1..=20).map(|n| (name(n), n)).collect();
+    let reversed: Vec<(String, usize)> = in_order.iter().rev().cloned().collect();
+    // In order twice (the second read follows the first's order), reversed, in order again.
+    for pairs in [&in_order, &in_order, &reversed, &in_order] {
+        assert!(decode_strict::<Value>(&shape, &text(pairs)).is_ok());
+    }
+    for n in 1..=20 {
+        // Each property holds only its own number: one that selected another would refuse it.
+        let mut wrong = in_order[..n].to_vec();
+        wrong[n - 1].1 = n + 1;
+        assert!(decode_strict::<Value>(&shape, &text(&wrong)).is_err());
+        for at in 0..n {
+            // The keys before it in order, so the property looked at first is `name(n)`.
+            let mut pairs = in_order[..n].to_vec();
+            let mut near = name(n).into_bytes();
+            near[at] = b'Z';
+            pairs[n - 1].0 = String::from_utf8(near).unwrap();
+            assert!(
+                decode_strict::<Value>(&shape, &text(&pairs)).is_err(),
+                "{:?} selected {:?}",
+                pairs[n - 1].0,
+                name(n)
+            );
+            assert!(decode_strict::<Value>(&shape, &text(&in_order)).is_ok());
+        }
+    }
+}
+
 #[test]
 fn the_value_parser_decodes_like_the_parser() {
     let unit = Decoder::<()>::new(&schema_for::<()>()).unwrap();

@@ -118,21 +118,50 @@ impl Slot {
     /// whatever reads the key (issue 14).
     #[inline]
     fn read(&mut self, key: &str, checks: Option<&Checks>, track: bool) {
-        if let Some(c) = checks {
-            self.selected = true;
-            match c.object.find(key, self.previous) {
-                Some((i, node)) => {
-                    self.node = node;
-                    self.bit = 1 << i;
-                    self.previous = i;
-                    self.stranger = false;
-                }
-                None => self.additional(c),
-            }
-        }
         if track {
-            self.key = Some(key.to_owned());
+            self.read_tracked(key, checks);
+        } else if let Some(c) = checks {
+            self.select(key, c);
         }
+    }
+
+    /// Selects the key's property where [`Object::guess`](shape::Object::guess) says it is,
+    /// else through [`Slot::select_slow`]. Out of line and with no call on its common path, so
+    /// that path is a leaf function: no registers saved, nothing spilled (issue 14: dispatch).
+    #[inline(never)]
+    fn select(&mut self, key: &str, c: &Checks) {
+        self.selected = true;
+        match c.object.guess(key, self.previous) {
+            Some((i, node)) => self.property(i, node),
+            None => self.select_slow(key, c),
+        }
+    }
+
+    #[inline(never)]
+    fn select_slow(&mut self, key: &str, c: &Checks) {
+        match c.object.find_slow(key, self.previous) {
+            Some((i, node)) => self.property(i, node),
+            None => self.additional(c),
+        }
+    }
+
+    /// The key is the `i`th property, checked at `node`.
+    #[inline(always)]
+    fn property(&mut self, i: usize, node: NodeId) {
+        self.node = node;
+        self.bit = 1 << i;
+        self.previous = i;
+        self.stranger = false;
+    }
+
+    /// [`Slot::read`] on the tracked retry that finds an error's path: the key is kept too.
+    #[cold]
+    #[inline(never)]
+    fn read_tracked(&mut self, key: &str, checks: Option<&Checks>) {
+        if let Some(c) = checks {
+            self.select(key, c);
+        }
+        self.key = Some(key.to_owned());
     }
 
     /// A key that is not a property: its value is checked as an additional property.

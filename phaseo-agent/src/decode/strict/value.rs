@@ -249,8 +249,9 @@ impl<'s> At<'s> {
 
     #[inline(always)]
     fn integer<E: de::Error>(&self, v: i128) -> Result<(), E> {
-        // The common case (a node that checks only the type) inline; the rest out of line.
-        if self.shape.plain(self.node, types::INTEGER | types::NUMBER) {
+        // The common case (a node that checks only the type, or bounds) inline; the rest (the
+        // refusal, with its reason) out of line.
+        if self.shape.integer_passes(self.node, v) {
             Ok(())
         } else {
             self.integer_checks(v)
