@@ -65,7 +65,7 @@ impl<T: ToolInput> Input for T {}
 
 /// A typed tool from its function with the future's type erased: what `#[tool]` and every typed
 /// constructor of [`Tool`] build, the one function of a tool's construction compiled per input
-/// type (the rest is `Tool::typed_from_parts`). The expansion of an async `#[tool]` function
+/// type, with the input's `MakeCall` (the rest is `Tool::typed_from_parts`). The expansion of an async `#[tool]` function
 /// boxes the function's future itself, so the only generic code of the runtime instantiated over
 /// it is the small `poll` of [`finish`](crate::tool::macro_support::finish), and a change to the
 /// body recompiles the user's crate's own code and those polls.
@@ -79,21 +79,22 @@ pub fn typed_start<I: Input>(
     early: bool,
     start: Option<Box<Start<I>>>,
 ) -> Tool {
-    // Held as `dyn Any`: the `Arc`'s code is then the same for every tool, not compiled once per
-    // input type (a call downcasts: a type id compared). A `match`, not `Option::map`: a closure
-    // would be one more function compiled per input type.
-    #[allow(clippy::manual_map)]
-    let runs = match start {
-        Some(start) => Some(Arc::new(start) as Arc<dyn Any + Send + Sync>),
-        None => None,
-    };
+    let executable = start.is_some();
+    let call = Arc::new(TypedCall {
+        start,
+        early,
+        no_context: no_context(),
+    });
     let input = TypedInput {
         schema: schema::generate::parameters_for::<I>(),
-        decode: decode_call::<I>,
         key: InputType::of::<I>(),
         name: std::any::type_name::<I>(),
     };
-    Tool::typed_from_parts(id.into(), description.into(), input, runs, early)
+    // Also held as `dyn Any`, for an input that waits for its call to start (`Ready<I>`): the
+    // tool's `runs`.
+    let runs: Option<Arc<dyn Any + Send + Sync>> =
+        if executable { Some(call.clone()) } else { None };
+    Tool::typed_from_parts(id.into(), description.into(), input, call, runs)
 }
 
 impl Tool {
@@ -263,17 +264,17 @@ impl Tool {
 
     /// The typed tool from its input type's parts, or (when the decoder did not compile) a tool
     /// whose calls are refused and whose definition error says why. Not generic: the parse
-    /// functions call the input's [`DecodeCall`] through a pointer.
+    /// functions make calls through `call`, the input's [`MakeCall`]. `runs`: the same, as the
+    /// tool's executor, when it has one.
     pub(crate) fn typed_from_parts(
         id: String,
         description: String,
         input: TypedInput,
+        call: Arc<dyn MakeCall>,
         runs: Option<Arc<dyn Any + Send + Sync>>,
-        early: bool,
     ) -> Self {
         let TypedInput {
             schema: (parameters, unit_like),
-            decode,
             key,
             name,
         } = input;
@@ -282,11 +283,7 @@ impl Tool {
             match decode::Core::new(&parameters, unit_like) {
                 Ok(core) => {
                     let validator = core.validator().clone();
-                    let parse = Arc::new(TypedParse {
-                        core,
-                        decode,
-                        made: if early { runs.clone() } else { None },
-                    });
+                    let parse = Arc::new(TypedParse { core, call });
                     let by_value = parse.clone();
                     (
                         Arc::new(move |args: &str, early| parse.text(args, early)),
@@ -324,70 +321,78 @@ impl Tool {
     }
 }
 
-/// What a typed tool's input type gives the runtime's non-generic code.
+/// What a typed tool's input type gives the runtime's non-generic code, besides its
+/// [`MakeCall`].
 pub(crate) struct TypedInput {
     /// The normalised parameter schema, and whether the input is unit-like.
     pub(crate) schema: (Value, bool),
-    pub(crate) decode: DecodeCall,
     pub(crate) key: InputType,
     pub(crate) name: &'static str,
 }
 
-/// Decodes the input from a text through the strict wrapper, at a node of the schema, and makes
-/// the call ([`decode_call`]). When the call's future is made early, the tool's start function
-/// (`Box<Start<I>>`) and whether it produces a `Value`.
-pub(crate) type DecodeCall = fn(
-    &str,
-    Cx<'_>,
-    NodeId,
-    Option<(&(dyn Any + Send + Sync), bool)>,
-) -> Result<Parsed, serde_json::Error>;
-
-/// The one function of a typed tool's calls compiled per input type: `I`'s `Deserialize` over the
-/// strict wrapper, then the call made from the input: its future at once when `early` (see
-/// [`Parsed`]), else the input boxed until the call starts.
-pub(crate) fn decode_call<I: ToolInput>(
-    text: &str,
-    cx: Cx<'_>,
-    node: NodeId,
-    early: Option<(&(dyn Any + Send + Sync), bool)>,
-) -> Result<Parsed, serde_json::Error> {
-    // `decode::decode_text`, written out: one function fewer to compile per input type.
-    let mut de = serde_json::Deserializer::from_str(text);
-    let input = I::deserialize(decode::Strict {
-        de: &mut de,
-        cx,
-        node,
-    })?;
-    de.end()?;
-    if let Some((start, want_value)) = early {
-        if let Some(start) = start.downcast_ref::<Box<Start<I>>>() {
-            return Ok(Parsed::Made((**start)(input, no_context(), want_value)));
-        }
-    }
-    Ok(Parsed::Ready(Box::new(Ready(input))))
+/// How a typed tool's calls are made from their argument text: [`TypedCall`] with the type of
+/// its input erased, so that the decoder core and the parse functions are not generic.
+pub(crate) trait MakeCall: Send + Sync {
+    /// Decodes the input from a text through the strict wrapper, at a node of the schema, and
+    /// makes the call. `early` (the output wanted as a `Value`) when the call may be made as it
+    /// is parsed (see [`ParseFn`]): its future is made at once if the tool makes its calls early
+    /// (see [`Parsed`]); otherwise the input is boxed until the call starts.
+    fn decode(
+        &self,
+        text: &str,
+        cx: Cx<'_>,
+        node: NodeId,
+        early: Option<bool>,
+    ) -> Result<Parsed, serde_json::Error>;
 }
 
-/// A typed tool's argument parsing: the decoder without its type, and the input's [`DecodeCall`].
+/// A typed tool's start function, with its input type: the one piece of a typed tool's calls
+/// compiled per input type ([`MakeCall::decode`]: `I`'s `Deserialize` over the strict wrapper,
+/// then the call made from the input). Also the tool's `runs`, which an input that waited for
+/// its call ([`Ready`]) starts with.
+struct TypedCall<I> {
+    /// None for an external tool.
+    start: Option<Box<Start<I>>>,
+    /// The function takes no context or resources: its future is made as the call's arguments
+    /// are parsed, and `start` does not read the context it is handed (see [`typed_start`]).
+    early: bool,
+    /// The context such a call is handed ([`no_context`], looked up once).
+    no_context: &'static ToolContext,
+}
+
+impl<I: ToolInput> MakeCall for TypedCall<I> {
+    fn decode(
+        &self,
+        text: &str,
+        cx: Cx<'_>,
+        node: NodeId,
+        early: Option<bool>,
+    ) -> Result<Parsed, serde_json::Error> {
+        // `decode::decode_text`, written out: one function fewer to compile per input type.
+        let mut de = serde_json::Deserializer::from_str(text);
+        let input = I::deserialize(decode::Strict {
+            de: &mut de,
+            cx,
+            node,
+        })?;
+        de.end()?;
+        if let (Some(want_value), true, Some(start)) = (early, self.early, &self.start) {
+            return Ok(Parsed::Made(start(input, self.no_context, want_value)));
+        }
+        Ok(Parsed::Ready(Box::new(Ready(input))))
+    }
+}
+
+/// A typed tool's argument parsing: the decoder without its type, and how its calls are made.
 struct TypedParse {
     core: decode::Core,
-    decode: DecodeCall,
-    /// The tool's start function, when its calls are made early.
-    made: Option<Arc<dyn Any + Send + Sync>>,
+    call: Arc<dyn MakeCall>,
 }
 
 impl TypedParse {
-    /// Whether this call is made as it is parsed: `early` says it may be (see [`ParseFn`]), and
-    /// the tool makes its calls early.
+    /// Decodes the argument text into a call ready to start. Inlined into the tool's parse
+    /// function, its only caller.
     #[inline]
-    fn early(&self, early: Option<bool>) -> Option<(&(dyn Any + Send + Sync), bool)> {
-        match (early, self.made.as_deref()) {
-            (Some(want_value), Some(start)) => Some((start, want_value)),
-            _ => None,
-        }
-    }
-
-    /// Decodes the argument text into a call ready to start.
     fn text(&self, args: &str, early: Option<bool>) -> Result<Parsed, String> {
         let mut call = None;
         self.core.decode(args, &mut self.reader(early, &mut call))?;
@@ -402,7 +407,7 @@ impl TypedParse {
         call.ok_or_else(decode::nothing_decoded)
     }
 
-    /// What the decoder core calls with a text to decode: the input's [`DecodeCall`], the call it
+    /// What the decoder core calls with a text to decode: the input's [`MakeCall`], the call it
     /// makes kept in `call`. Not generic: compiled once for both paths.
     #[inline]
     fn reader<'a>(
@@ -410,9 +415,9 @@ impl TypedParse {
         early: Option<bool>,
         call: &'a mut Option<Parsed>,
     ) -> impl FnMut(&str, Cx<'_>, NodeId) -> Result<(), serde_json::Error> + 'a {
-        let early = self.early(early);
+        #[inline(always)]
         move |text, cx, node| {
-            *call = Some((self.decode)(text, cx, node, early)?);
+            *call = Some(self.call.decode(text, cx, node, early)?);
             Ok(())
         }
     }
@@ -459,13 +464,17 @@ impl<I: ToolInput> Prepared for Ready<I> {
         ctx: &ToolContext,
         want_value: bool,
     ) -> CallFuture {
-        let start = match runs {
-            Some(runs) => runs.downcast_ref::<Box<Start<I>>>(),
+        // `match`es, not `Option` combinators: a closure would be one more function compiled
+        // per input type.
+        let call = match runs {
+            Some(runs) => runs.downcast_ref::<TypedCall<I>>(),
             None => None,
         };
-        match start {
-            Some(start) => (**start)(self.0, ctx, want_value),
-            None => cannot_start(),
+        match call {
+            Some(TypedCall {
+                start: Some(start), ..
+            }) => start(self.0, ctx, want_value),
+            _ => cannot_start(),
         }
     }
 }
