@@ -531,7 +531,12 @@ fn a_key_selects_its_own_property_at_every_length_and_no_near_miss() {
     const LETTERS: &str = "abcdefghijklmnopqrstuvwxyz";
     let name = |n: usize| LETTERS[..n].to_owned();
     let properties: serde_json::Map<String, Value> = (1..=20)
-        .map(|n| (name(n), json!({"type": "integer", "minimum": n, "maximum": n})))
+        .map(|n| {
+            (
+                name(n),
+                json!({"type": "integer", "minimum": n, "maximum": n}),
+            )
+        })
         .collect();
     let schema = json!({"type": "object", "properties": properties, "additionalProperties": false});
     let shape = Shape::compile(&schema).unwrap();
