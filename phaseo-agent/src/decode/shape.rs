@@ -240,26 +240,23 @@ impl Shape {
         shape
     }
 
-    /// The integers a node accepts on their own (see [`Shape::integers`]).
+    /// The integers a node accepts on their own (see [`Shape::integers`]): a node's `integers`
+    /// are all of them where it has no bounds.
     fn integer_range(&self, id: NodeId) -> (i128, i128) {
-        const ALL: (i128, i128) = (i128::MIN, i128::MAX);
-        const NONE: (i128, i128) = (1, 0);
-        if self.plain(id, types::INTEGER | types::NUMBER) {
-            return ALL;
-        }
         match self.node(self.non_null(id)) {
-            Node::Any => ALL,
+            Node::Any => (i128::MIN, i128::MAX),
             Node::Check(c)
                 if c.types & (types::INTEGER | types::NUMBER) != 0 && c.one_of.is_none() =>
             {
-                if c.plain { ALL } else { c.integers }
+                c.integers
             }
-            Node::Never | Node::Nullable(_) | Node::Check(_) => NONE,
+            // None: the node's checks say why.
+            Node::Never | Node::Nullable(_) | Node::Check(_) => (1, 0),
         }
     }
 
-    /// Whether an integer passes the node on its own. `false` means: look at the node's checks
-    /// (which refuse it, with the reason).
+    /// Whether an integer passes the node. `false`: it is refused (`At::integer_refused` says
+    /// why).
     #[inline(always)]
     pub(crate) fn integer_passes(&self, id: NodeId, v: i128) -> bool {
         let (low, high) = self.integers[id as usize];

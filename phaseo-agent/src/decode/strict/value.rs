@@ -249,31 +249,22 @@ impl<'s> At<'s> {
 
     #[inline(always)]
     fn integer<E: de::Error>(&self, v: i128) -> Result<(), E> {
-        // The common case (a node that checks only the type, or bounds) inline; the rest (the
-        // refusal, with its reason) out of line.
+        // One read of the node's integer range; the refusal, with its reason, out of line.
         if self.shape.integer_passes(self.node, v) {
             Ok(())
         } else {
-            self.integer_checks(v)
+            Err(self.integer_refused())
         }
     }
 
-    #[inline]
-    fn integer_checks<E: de::Error>(&self, v: i128) -> Result<(), E> {
-        if self.shape.plain(self.node, types::INTEGER | types::NUMBER) {
-            return Ok(());
-        }
-        let Some(c) = self.typed(types::INTEGER | types::NUMBER, "a number")? else {
-            return Ok(());
-        };
-        if c.plain {
-            return Ok(());
-        }
-        let (low, high) = c.integers;
-        if (low..=high).contains(&v) {
-            Ok(())
-        } else {
-            Err(reject("this number"))
+    /// Why an integer the node's range refuses is refused: the node takes no integers, or not
+    /// this one.
+    #[cold]
+    #[inline(never)]
+    fn integer_refused<E: de::Error>(&self) -> E {
+        match self.typed::<E>(types::INTEGER | types::NUMBER, "a number") {
+            Err(refused) => refused,
+            Ok(_) => reject("this number"),
         }
     }
 
