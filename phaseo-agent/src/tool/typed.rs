@@ -65,10 +65,11 @@ impl<T: ToolInput> Input for T {}
 
 /// A typed tool from its function with the future's type erased: what `#[tool]` and every typed
 /// constructor of [`Tool`] build, the one function of a tool's construction compiled per input
-/// type, with the input's `MakeCall` (the rest is `Tool::typed_from_parts`). The expansion of an async `#[tool]` function
-/// boxes the function's future itself, so the only generic code of the runtime instantiated over
-/// it is the small `poll` of [`finish`](crate::tool::macro_support::finish), and a change to the
-/// body recompiles the user's crate's own code and those polls.
+/// type, with the input's `MakeCall` (the rest is `Tool::typed_from_parts`). The expansion of an
+/// async `#[tool]` function boxes the function's future itself, so the only generic code of the
+/// runtime instantiated over it is the small `poll` of
+/// [`finish`](crate::tool::macro_support::finish), and a change to the body recompiles the user's
+/// crate's own code and those polls.
 ///
 /// `start`: none for an external tool. `early` for a function without context or resources: its
 /// future is made as the call's arguments are parsed (`Parsed::Made`), and `start` must not read
