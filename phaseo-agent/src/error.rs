@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::limits::LimitExceeded;
+
 /// An error of the agent runtime.
 ///
 /// Messages say what happened and, where there is a choice, what to do. Tool executors return
@@ -163,6 +165,10 @@ pub enum AgentError {
     /// The model failed to answer (after the agent's retries, for a retryable error).
     #[error("Model error: {0}")]
     Model(ModelError),
+    /// Something from outside (an MCP server's result, say) went over one of this crate's
+    /// [limits](crate::limits); the error names the setting that raises it.
+    #[error("{0}")]
+    LimitExceeded(LimitExceeded),
     /// A resume's decisions name another run than the state's (see `Decisions::for_run`): call ids
     /// repeat across runs, so they would answer the wrong calls. Nothing ran, and the state is
     /// unchanged.
@@ -270,6 +276,9 @@ pub enum ModelErrorKind {
     EmptyResponse,
     /// The provider answered with something this crate cannot read.
     InvalidResponse,
+    /// The response went over one of the [`ModelLimits`](crate::limits::ModelLimits) on size
+    /// ([`ModelError::limit`] says which): asking again gets the same, so it is not retried.
+    LimitExceeded,
     /// Anything else (a custom model's own failure, a script that ran out).
     Other,
 }
@@ -287,6 +296,7 @@ impl ModelErrorKind {
             ModelErrorKind::Timeout => "timeout",
             ModelErrorKind::EmptyResponse => "empty_response",
             ModelErrorKind::InvalidResponse => "invalid_response",
+            ModelErrorKind::LimitExceeded => "limit_exceeded",
             ModelErrorKind::Other => "other",
         }
     }
@@ -324,6 +334,10 @@ pub struct ModelError {
     pub message: String,
     /// How long the provider asked to wait (its `retry-after` header), if it said.
     pub retry_after: Option<std::time::Duration>,
+    /// The [limit](crate::limits) the response went over, when that is why it failed: a size
+    /// limit (kind [`ModelErrorKind::LimitExceeded`]) or a time limit (kind
+    /// [`ModelErrorKind::Timeout`]).
+    pub limit: Option<LimitExceeded>,
 }
 
 impl ModelError {
@@ -334,6 +348,32 @@ impl ModelError {
             status: None,
             message: message.into(),
             retry_after: None,
+            limit: None,
+        }
+    }
+
+    /// The error of a [limit](crate::limits) that was hit: kind [`ModelErrorKind::Timeout`] for a
+    /// time limit, [`ModelErrorKind::LimitExceeded`] for the others; the message names the
+    /// setting.
+    ///
+    /// ```
+    /// use phaseo_agent::{ModelError, ModelErrorKind};
+    /// use phaseo_agent::limits::{Limit, LimitExceeded};
+    ///
+    /// let error = ModelError::limit_exceeded(LimitExceeded::new(Limit::EventBytes, 1024));
+    /// assert_eq!(error.kind, ModelErrorKind::LimitExceeded);
+    /// assert!(!error.is_retryable());
+    /// assert!(error.to_string().contains("ModelLimits::max_event_bytes"));
+    /// ```
+    pub fn limit_exceeded(limit: LimitExceeded) -> Self {
+        let kind = if limit.limit.unit() == "milliseconds" {
+            ModelErrorKind::Timeout
+        } else {
+            ModelErrorKind::LimitExceeded
+        };
+        ModelError {
+            limit: Some(limit.clone()),
+            ..ModelError::new(kind, limit.to_string())
         }
     }
 

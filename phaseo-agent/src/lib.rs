@@ -168,6 +168,7 @@
 // The stages, lowest first. A module uses only the modules declared before it (and its own
 // submodules); `tests/architecture.rs` checks this, and ARCHITECTURE.md explains the cut.
 // `store` will be declared after `run` (and before `mcp`).
+pub mod limits;
 mod error;
 mod model;
 pub mod schema;

@@ -1,0 +1,619 @@
+//! Bounds on what comes from outside: a model server, an MCP peer, an HTTP client.
+//!
+//! Everything this crate reads from another process is bounded in size, depth, count and time,
+//! so a hostile or broken peer costs a clear error instead of a crashed or exhausted process.
+//! Each bound is a [`Limit`]; when one is hit, the error carries a [`LimitExceeded`] that names
+//! the limit, its value, and the setting that raises it. The settings live on three values, one
+//! per surface, each with the defaults a careful operator would choose:
+//!
+//! - [`ModelLimits`]: the model providers' responses (feature `openai` or `anthropic`), set with
+//!   `OpenAi::limits` and `Anthropic::limits`;
+//! - [`McpClientLimits`]: what an MCP server may send to this crate's client (feature `mcp`);
+//! - [`McpServerLimits`]: what an MCP client may cost this crate's server (feature `mcp`).
+//!
+//! ```
+//! use std::time::Duration;
+//! use phaseo_agent::limits::{Limit, LimitExceeded, ModelLimits};
+//!
+//! let limits = ModelLimits::default()
+//!     .max_response_bytes(8 * 1024 * 1024)
+//!     .stream_idle_timeout(Duration::from_secs(30));
+//! assert_eq!(limits.response_bytes(), 8 * 1024 * 1024);
+//!
+//! let hit = LimitExceeded::new(Limit::ResponseBytes, 8 * 1024 * 1024);
+//! assert_eq!(hit.setting(), "ModelLimits::max_response_bytes");
+//! assert_eq!(
+//!     hit.to_string(),
+//!     "the response is larger than the limit of 8388608 bytes (raise it with `ModelLimits::max_response_bytes`)"
+//! );
+//! ```
+
+use std::fmt;
+use std::time::Duration;
+
+/// One bound on what comes from outside. [`setting`](Limit::setting) names the method that sets
+/// it; [`unit`](Limit::unit) says what its value counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Limit {
+    /// A model server's whole response body, or the sum of a streamed response's bytes.
+    ResponseBytes,
+    /// One server-sent event of a streamed response.
+    EventBytes,
+    /// Silence between two pieces of a streamed response.
+    StreamIdle,
+    /// A model request from start to end, a streamed body included.
+    RequestTime,
+    /// An MCP server's time to answer `initialize` after the connection is made.
+    McpConnectTime,
+    /// An MCP server's time to answer a `tools/list` page.
+    McpListTime,
+    /// The pages of one `tools/list`.
+    McpListPages,
+    /// The tools one MCP server may offer.
+    McpTools,
+    /// One message from an MCP server (a tool list page, a tool's result).
+    McpMessageBytes,
+    /// One tool's input schema from an MCP server, as JSON text.
+    SchemaBytes,
+    /// One tool's input schema after its `$ref`s are inlined, in JSON values.
+    SchemaNodes,
+    /// One tool's input schema after its `$ref`s are inlined, in nesting levels.
+    SchemaDepth,
+    /// Progress notifications kept for one call (the later ones are counted, not kept).
+    ProgressPerCall,
+    /// Bytes of progress kept for one call (the later notifications are counted, not kept).
+    ProgressBytes,
+    /// MCP sessions a server keeps at once over Streamable HTTP.
+    McpSessions,
+    /// How long an MCP server keeps a session nobody uses.
+    McpSessionIdle,
+    /// Connections an MCP server over HTTP holds open at once.
+    HttpConnections,
+    /// A client's time to send a request's headers.
+    HttpHeaderReadTime,
+    /// A client's time to send a request's body.
+    HttpBodyReadTime,
+    /// One request body sent to an MCP server over HTTP.
+    HttpBodyBytes,
+}
+
+impl Limit {
+    /// The setting that raises (or lowers) this limit: a method of [`ModelLimits`],
+    /// [`McpClientLimits`] or [`McpServerLimits`].
+    pub fn setting(self) -> &'static str {
+        match self {
+            Limit::ResponseBytes => "ModelLimits::max_response_bytes",
+            Limit::EventBytes => "ModelLimits::max_event_bytes",
+            Limit::StreamIdle => "ModelLimits::stream_idle_timeout",
+            Limit::RequestTime => "ModelLimits::request_timeout",
+            Limit::McpConnectTime => "McpClientLimits::connect_timeout",
+            Limit::McpListTime => "McpClientLimits::list_timeout",
+            Limit::McpListPages => "McpClientLimits::max_list_pages",
+            Limit::McpTools => "McpClientLimits::max_tools",
+            Limit::McpMessageBytes => "McpClientLimits::max_message_bytes",
+            Limit::SchemaBytes => "McpClientLimits::max_schema_bytes",
+            Limit::SchemaNodes => "McpClientLimits::max_schema_nodes",
+            Limit::SchemaDepth => "McpClientLimits::max_schema_depth",
+            Limit::ProgressPerCall => "McpClientLimits::max_progress_per_call",
+            Limit::ProgressBytes => "McpClientLimits::max_progress_bytes",
+            Limit::McpSessions => "McpServerLimits::max_sessions",
+            Limit::McpSessionIdle => "McpServerLimits::session_idle_timeout",
+            Limit::HttpConnections => "McpServerLimits::max_connections",
+            Limit::HttpHeaderReadTime => "McpServerLimits::header_read_timeout",
+            Limit::HttpBodyReadTime => "McpServerLimits::body_read_timeout",
+            Limit::HttpBodyBytes => "McpServerLimits::max_body_bytes",
+        }
+    }
+
+    /// What the limit's value counts: `bytes`, `milliseconds`, `pages`, `tools`, `values`,
+    /// `levels`, `notifications`, `sessions` or `connections`.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Limit::ResponseBytes
+            | Limit::EventBytes
+            | Limit::McpMessageBytes
+            | Limit::SchemaBytes
+            | Limit::ProgressBytes
+            | Limit::HttpBodyBytes => "bytes",
+            Limit::StreamIdle
+            | Limit::RequestTime
+            | Limit::McpConnectTime
+            | Limit::McpListTime
+            | Limit::McpSessionIdle
+            | Limit::HttpHeaderReadTime
+            | Limit::HttpBodyReadTime => "milliseconds",
+            Limit::McpListPages => "pages",
+            Limit::McpTools => "tools",
+            Limit::SchemaNodes => "values",
+            Limit::SchemaDepth => "levels",
+            Limit::ProgressPerCall => "notifications",
+            Limit::McpSessions => "sessions",
+            Limit::HttpConnections => "connections",
+        }
+    }
+
+    /// What went over the limit, for messages: "the response", "one event", ...
+    fn subject(self) -> &'static str {
+        match self {
+            Limit::ResponseBytes => "the response is larger than",
+            Limit::EventBytes => "one event of the stream is larger than",
+            Limit::StreamIdle => "the stream was silent for longer than",
+            Limit::RequestTime => "the request took longer than",
+            Limit::McpConnectTime => "the MCP server did not answer `initialize` within",
+            Limit::McpListTime => "the MCP server did not answer `tools/list` within",
+            Limit::McpListPages => "the MCP server's `tools/list` has more pages than",
+            Limit::McpTools => "the MCP server offers more tools than",
+            Limit::McpMessageBytes => "a message from the MCP server is larger than",
+            Limit::SchemaBytes => "the tool's input schema is larger than",
+            Limit::SchemaNodes => {
+                "the tool's input schema, with its references inlined, is larger than"
+            }
+            Limit::SchemaDepth => {
+                "the tool's input schema, with its references inlined, is deeper than"
+            }
+            Limit::ProgressPerCall => "the call sent more progress notifications than",
+            Limit::ProgressBytes => "the call's progress notifications are larger than",
+            Limit::McpSessions => "the server already keeps",
+            Limit::McpSessionIdle => "the session was unused for longer than",
+            Limit::HttpConnections => "the server already holds",
+            Limit::HttpHeaderReadTime => "the request's headers took longer than",
+            Limit::HttpBodyReadTime => "the request's body took longer than",
+            Limit::HttpBodyBytes => "the request's body is larger than",
+        }
+    }
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.setting())
+    }
+}
+
+/// A [`Limit`] was hit: which one, and its value (in the limit's [`unit`](Limit::unit)).
+///
+/// Carried by [`ModelError::limit`](crate::ModelError::limit) (a provider's response),
+/// `McpClientError::Limit` and [`AgentError::LimitExceeded`](crate::AgentError::LimitExceeded).
+///
+/// ```
+/// use std::time::Duration;
+/// use phaseo_agent::limits::{Limit, LimitExceeded};
+///
+/// let hit = LimitExceeded::time(Limit::StreamIdle, Duration::from_secs(120));
+/// assert_eq!(hit.limit, Limit::StreamIdle);
+/// assert_eq!(hit.value, 120_000);
+/// assert!(hit.to_string().contains("`ModelLimits::stream_idle_timeout`"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+#[error("{} the limit of {value} {} (raise it with `{}`)", limit.subject(), limit.unit(), limit.setting())]
+#[non_exhaustive]
+pub struct LimitExceeded {
+    /// Which limit.
+    pub limit: Limit,
+    /// Its value when it was hit, in [`Limit::unit`].
+    pub value: u64,
+}
+
+impl LimitExceeded {
+    /// A limit of `value` (in the limit's unit) was hit.
+    pub fn new(limit: Limit, value: u64) -> Self {
+        LimitExceeded { limit, value }
+    }
+
+    /// A time limit of `value` was hit (the value kept in milliseconds).
+    pub fn time(limit: Limit, value: Duration) -> Self {
+        LimitExceeded::new(limit, u64::try_from(value.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// The setting that raises the limit (see [`Limit::setting`]).
+    pub fn setting(&self) -> &'static str {
+        self.limit.setting()
+    }
+}
+
+const MIB: usize = 1024 * 1024;
+
+/// What a model server may send: the bounds of the providers' responses.
+///
+/// | setting | default | why |
+/// |---|---|---|
+/// | [`max_response_bytes`](Self::max_response_bytes) | 64 MiB | a 128k-token answer streams as about 30 MiB of events |
+/// | [`max_event_bytes`](Self::max_event_bytes) | 8 MiB | a tool call's arguments may come in one event |
+/// | [`stream_idle_timeout`](Self::stream_idle_timeout) | 5 minutes | a local model on a CPU may think that long before its first token |
+/// | [`request_timeout`](Self::request_timeout) | 10 minutes | a long answer streams for minutes |
+///
+/// An error body (a 4xx or 5xx) is read up to 64 KiB: its message is what is kept.
+///
+/// ```
+/// use std::time::Duration;
+/// use phaseo_agent::limits::ModelLimits;
+///
+/// let limits = ModelLimits::default().request_timeout(Duration::from_secs(60));
+/// assert_eq!(limits.request_time(), Duration::from_secs(60));
+/// assert_eq!(limits.event_bytes(), 8 * 1024 * 1024);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelLimits {
+    response_bytes: usize,
+    event_bytes: usize,
+    stream_idle: Duration,
+    request_time: Duration,
+}
+
+impl Default for ModelLimits {
+    fn default() -> Self {
+        ModelLimits {
+            response_bytes: 64 * MIB,
+            event_bytes: 8 * MIB,
+            stream_idle: Duration::from_secs(300),
+            request_time: Duration::from_secs(600),
+        }
+    }
+}
+
+impl ModelLimits {
+    /// The most bytes of one response: a whole body, or all of a stream's events together.
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        self.response_bytes = bytes;
+        self
+    }
+
+    /// The most bytes of one server-sent event of a stream.
+    pub fn max_event_bytes(mut self, bytes: usize) -> Self {
+        self.event_bytes = bytes;
+        self
+    }
+
+    /// The longest silence between two pieces of a response (the headers' arrival included).
+    pub fn stream_idle_timeout(mut self, wait: Duration) -> Self {
+        self.stream_idle = wait;
+        self
+    }
+
+    /// The longest a request may take from start to end, a streamed body included.
+    pub fn request_timeout(mut self, wait: Duration) -> Self {
+        self.request_time = wait;
+        self
+    }
+
+    /// See [`max_response_bytes`](Self::max_response_bytes).
+    pub fn response_bytes(&self) -> usize {
+        self.response_bytes
+    }
+
+    /// See [`max_event_bytes`](Self::max_event_bytes).
+    pub fn event_bytes(&self) -> usize {
+        self.event_bytes
+    }
+
+    /// See [`stream_idle_timeout`](Self::stream_idle_timeout).
+    pub fn stream_idle(&self) -> Duration {
+        self.stream_idle
+    }
+
+    /// See [`request_timeout`](Self::request_timeout).
+    pub fn request_time(&self) -> Duration {
+        self.request_time
+    }
+}
+
+/// What an MCP server may send to this crate's client.
+///
+/// | setting | default | why |
+/// |---|---|---|
+/// | [`connect_timeout`](Self::connect_timeout) | 30 s | a server that starts slowly still answers `initialize` in seconds |
+/// | [`list_timeout`](Self::list_timeout) | 30 s | per `tools/list` page |
+/// | [`max_list_pages`](Self::max_list_pages) | 100 | real servers list their tools in one page or a few |
+/// | [`max_tools`](Self::max_tools) | 1,000 | more tools than any model can choose among |
+/// | [`max_message_bytes`](Self::max_message_bytes) | 16 MiB | one list page or one tool result |
+/// | [`max_schema_bytes`](Self::max_schema_bytes) | 1 MiB | one tool's input schema as sent |
+/// | [`max_schema_nodes`](Self::max_schema_nodes) | 100,000 | values after `$ref`s are inlined |
+/// | [`max_schema_depth`](Self::max_schema_depth) | 64 | nesting after `$ref`s are inlined |
+/// | [`max_progress_per_call`](Self::max_progress_per_call) | 100 | progress kept per call; later ones are counted |
+/// | [`max_progress_bytes`](Self::max_progress_bytes) | 64 KiB | progress kept per call, in bytes; later ones are counted |
+///
+/// ```
+/// use phaseo_agent::limits::McpClientLimits;
+///
+/// let limits = McpClientLimits::default().max_tools(50);
+/// assert_eq!(limits.tools(), 50);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McpClientLimits {
+    connect_time: Duration,
+    list_time: Duration,
+    list_pages: usize,
+    tools: usize,
+    message_bytes: usize,
+    schema_bytes: usize,
+    schema_nodes: usize,
+    schema_depth: usize,
+    progress_per_call: usize,
+    progress_bytes: usize,
+}
+
+impl Default for McpClientLimits {
+    fn default() -> Self {
+        McpClientLimits {
+            connect_time: Duration::from_secs(30),
+            list_time: Duration::from_secs(30),
+            list_pages: 100,
+            tools: 1_000,
+            message_bytes: 16 * MIB,
+            schema_bytes: MIB,
+            schema_nodes: 100_000,
+            schema_depth: 64,
+            progress_per_call: 100,
+            progress_bytes: 64 * 1024,
+        }
+    }
+}
+
+impl McpClientLimits {
+    /// The longest the server may take to answer `initialize` (a child process's start or the
+    /// HTTP connection included).
+    pub fn connect_timeout(mut self, wait: Duration) -> Self {
+        self.connect_time = wait;
+        self
+    }
+
+    /// The longest the server may take to answer one page of `tools/list`.
+    pub fn list_timeout(mut self, wait: Duration) -> Self {
+        self.list_time = wait;
+        self
+    }
+
+    /// The most pages one `tools/list` may have.
+    pub fn max_list_pages(mut self, pages: usize) -> Self {
+        self.list_pages = pages;
+        self
+    }
+
+    /// The most tools the server may offer.
+    pub fn max_tools(mut self, tools: usize) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// The most bytes of one message from the server.
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.message_bytes = bytes;
+        self
+    }
+
+    /// The most bytes of one tool's input schema, as JSON text.
+    pub fn max_schema_bytes(mut self, bytes: usize) -> Self {
+        self.schema_bytes = bytes;
+        self
+    }
+
+    /// The most JSON values of one tool's input schema once its `$ref`s are inlined.
+    pub fn max_schema_nodes(mut self, nodes: usize) -> Self {
+        self.schema_nodes = nodes;
+        self
+    }
+
+    /// The deepest nesting of one tool's input schema once its `$ref`s are inlined.
+    pub fn max_schema_depth(mut self, levels: usize) -> Self {
+        self.schema_depth = levels;
+        self
+    }
+
+    /// The most progress notifications kept for one call; the later ones are counted.
+    pub fn max_progress_per_call(mut self, notifications: usize) -> Self {
+        self.progress_per_call = notifications;
+        self
+    }
+
+    /// The most bytes of progress (the notifications' JSON) kept for one call; the later
+    /// notifications are counted.
+    pub fn max_progress_bytes(mut self, bytes: usize) -> Self {
+        self.progress_bytes = bytes;
+        self
+    }
+
+    /// See [`connect_timeout`](Self::connect_timeout).
+    pub fn connect_time(&self) -> Duration {
+        self.connect_time
+    }
+
+    /// See [`list_timeout`](Self::list_timeout).
+    pub fn list_time(&self) -> Duration {
+        self.list_time
+    }
+
+    /// See [`max_list_pages`](Self::max_list_pages).
+    pub fn list_pages(&self) -> usize {
+        self.list_pages
+    }
+
+    /// See [`max_tools`](Self::max_tools).
+    pub fn tools(&self) -> usize {
+        self.tools
+    }
+
+    /// See [`max_message_bytes`](Self::max_message_bytes).
+    pub fn message_bytes(&self) -> usize {
+        self.message_bytes
+    }
+
+    /// See [`max_schema_bytes`](Self::max_schema_bytes).
+    pub fn schema_bytes(&self) -> usize {
+        self.schema_bytes
+    }
+
+    /// See [`max_schema_nodes`](Self::max_schema_nodes).
+    pub fn schema_nodes(&self) -> usize {
+        self.schema_nodes
+    }
+
+    /// See [`max_schema_depth`](Self::max_schema_depth).
+    pub fn schema_depth(&self) -> usize {
+        self.schema_depth
+    }
+
+    /// See [`max_progress_per_call`](Self::max_progress_per_call).
+    pub fn progress_per_call(&self) -> usize {
+        self.progress_per_call
+    }
+
+    /// See [`max_progress_bytes`](Self::max_progress_bytes).
+    pub fn progress_bytes(&self) -> usize {
+        self.progress_bytes
+    }
+}
+
+/// What an MCP client may cost this crate's server over Streamable HTTP.
+///
+/// | setting | default | why |
+/// |---|---|---|
+/// | [`max_sessions`](Self::max_sessions) | 1,000 | about 50 KiB each |
+/// | [`session_idle_timeout`](Self::session_idle_timeout) | 5 minutes | a client that went away frees its session |
+/// | [`max_connections`](Self::max_connections) | 512 | well under the usual 1,024 file descriptors |
+/// | [`header_read_timeout`](Self::header_read_timeout) | 10 s | a request's headers arrive at once |
+/// | [`body_read_timeout`](Self::body_read_timeout) | 30 s | a JSON-RPC message is small |
+/// | [`max_body_bytes`](Self::max_body_bytes) | 4 MiB | a tool call's arguments |
+///
+/// ```
+/// use std::time::Duration;
+/// use phaseo_agent::limits::McpServerLimits;
+///
+/// let limits = McpServerLimits::default().max_sessions(100);
+/// assert_eq!(limits.sessions(), 100);
+/// assert_eq!(limits.header_read_time(), Duration::from_secs(10));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McpServerLimits {
+    sessions: usize,
+    session_idle: Duration,
+    connections: usize,
+    header_read_time: Duration,
+    body_read_time: Duration,
+    body_bytes: usize,
+}
+
+impl Default for McpServerLimits {
+    fn default() -> Self {
+        McpServerLimits {
+            sessions: 1_000,
+            session_idle: Duration::from_secs(300),
+            connections: 512,
+            header_read_time: Duration::from_secs(10),
+            body_read_time: Duration::from_secs(30),
+            body_bytes: 4 * MIB,
+        }
+    }
+}
+
+impl McpServerLimits {
+    /// The most sessions kept at once; a new client past it is refused (HTTP 503) until one ends.
+    pub fn max_sessions(mut self, sessions: usize) -> Self {
+        self.sessions = sessions;
+        self
+    }
+
+    /// How long a session nobody uses is kept.
+    pub fn session_idle_timeout(mut self, wait: Duration) -> Self {
+        self.session_idle = wait;
+        self
+    }
+
+    /// The most connections held open at once; past it, new ones wait to be accepted.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.connections = connections;
+        self
+    }
+
+    /// The longest a client may take to send a request's headers.
+    pub fn header_read_timeout(mut self, wait: Duration) -> Self {
+        self.header_read_time = wait;
+        self
+    }
+
+    /// The longest a client may take to send a request's body.
+    pub fn body_read_timeout(mut self, wait: Duration) -> Self {
+        self.body_read_time = wait;
+        self
+    }
+
+    /// The most bytes of one request body.
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.body_bytes = bytes;
+        self
+    }
+
+    /// See [`max_sessions`](Self::max_sessions).
+    pub fn sessions(&self) -> usize {
+        self.sessions
+    }
+
+    /// See [`session_idle_timeout`](Self::session_idle_timeout).
+    pub fn session_idle(&self) -> Duration {
+        self.session_idle
+    }
+
+    /// See [`max_connections`](Self::max_connections).
+    pub fn connections(&self) -> usize {
+        self.connections
+    }
+
+    /// See [`header_read_timeout`](Self::header_read_timeout).
+    pub fn header_read_time(&self) -> Duration {
+        self.header_read_time
+    }
+
+    /// See [`body_read_timeout`](Self::body_read_timeout).
+    pub fn body_read_time(&self) -> Duration {
+        self.body_read_time
+    }
+
+    /// See [`max_body_bytes`](Self::max_body_bytes).
+    pub fn body_bytes(&self) -> usize {
+        self.body_bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_setting_names_a_method_of_its_limits() {
+        // Each setting a message names exists (a renamed method would leave it pointing nowhere).
+        let source = include_str!("limits.rs");
+        let all = [
+            Limit::ResponseBytes,
+            Limit::EventBytes,
+            Limit::StreamIdle,
+            Limit::RequestTime,
+            Limit::McpConnectTime,
+            Limit::McpListTime,
+            Limit::McpListPages,
+            Limit::McpTools,
+            Limit::McpMessageBytes,
+            Limit::SchemaBytes,
+            Limit::SchemaNodes,
+            Limit::SchemaDepth,
+            Limit::ProgressPerCall,
+            Limit::ProgressBytes,
+            Limit::McpSessions,
+            Limit::McpSessionIdle,
+            Limit::HttpConnections,
+            Limit::HttpHeaderReadTime,
+            Limit::HttpBodyReadTime,
+            Limit::HttpBodyBytes,
+        ];
+        for limit in all {
+            let (owner, method) = limit.setting().split_once("::").unwrap();
+            let block = source
+                .split(&format!("\nimpl {owner} {{"))
+                .nth(1)
+                .and_then(|rest| rest.split("\nimpl ").next())
+                .unwrap_or_else(|| panic!("{owner} has an impl block"));
+            assert!(
+                block.contains(&format!("pub fn {method}(mut self")),
+                "{limit:?}: {owner}::{method} is not a setter"
+            );
+        }
+    }
+}
