@@ -400,7 +400,7 @@ fn the_runtime_has_the_stages_the_architecture_names() {
     assert_eq!(
         stages,
         [
-            "error", "model", "schema", "provider", "decode", "tool", "run", "mcp"
+            "limits", "error", "model", "schema", "provider", "decode", "tool", "run", "mcp"
         ]
     );
 }

@@ -269,7 +269,7 @@ pub mod __internals {
 
     /// The bound on the memory of the `Value` an argument text parses to, from one pass over it.
     pub fn parsed_size(text: &str) -> usize {
-        crate::decode::text::parsed_size(text)
+        crate::limits::parsed_size(text)
     }
 
     /// The most memory the parsed form of an argument text of this length may take.

@@ -48,6 +48,8 @@ pub enum Limit {
     McpConnectTime,
     /// An MCP server's time to answer a `tools/list` page.
     McpListTime,
+    /// An MCP server's time to answer a `tools/call`.
+    McpCallTime,
     /// The pages of one `tools/list`.
     McpListPages,
     /// The tools one MCP server may offer.
@@ -89,6 +91,7 @@ impl Limit {
             Limit::RequestTime => "ModelLimits::request_timeout",
             Limit::McpConnectTime => "McpClientLimits::connect_timeout",
             Limit::McpListTime => "McpClientLimits::list_timeout",
+            Limit::McpCallTime => "McpClientLimits::call_timeout",
             Limit::McpListPages => "McpClientLimits::max_list_pages",
             Limit::McpTools => "McpClientLimits::max_tools",
             Limit::McpMessageBytes => "McpClientLimits::max_message_bytes",
@@ -120,6 +123,7 @@ impl Limit {
             | Limit::RequestTime
             | Limit::McpConnectTime
             | Limit::McpListTime
+            | Limit::McpCallTime
             | Limit::McpSessionIdle
             | Limit::HttpHeaderReadTime
             | Limit::HttpBodyReadTime => "milliseconds",
@@ -142,6 +146,7 @@ impl Limit {
             Limit::RequestTime => "the request took longer than",
             Limit::McpConnectTime => "the MCP server did not answer `initialize` within",
             Limit::McpListTime => "the MCP server did not answer `tools/list` within",
+            Limit::McpCallTime => "the MCP server did not answer `tools/call` within",
             Limit::McpListPages => "the MCP server's `tools/list` has more pages than",
             Limit::McpTools => "the MCP server offers more tools than",
             Limit::McpMessageBytes => "a message from the MCP server is larger than",
@@ -173,7 +178,8 @@ impl fmt::Display for Limit {
 /// A [`Limit`] was hit: which one, and its value (in the limit's [`unit`](Limit::unit)).
 ///
 /// Carried by [`ModelError::limit`](crate::ModelError::limit) (a provider's response),
-/// `McpClientError::Limit` and [`AgentError::LimitExceeded`](crate::AgentError::LimitExceeded).
+/// `McpClientError::Limit` and `RefusedTool` (an MCP server's) and
+/// [`AgentError::LimitExceeded`](crate::AgentError::LimitExceeded) (a tool call's).
 ///
 /// ```
 /// use std::time::Duration;
@@ -303,6 +309,7 @@ impl ModelLimits {
 /// |---|---|---|
 /// | [`connect_timeout`](Self::connect_timeout) | 30 s | a server that starts slowly still answers `initialize` in seconds |
 /// | [`list_timeout`](Self::list_timeout) | 30 s | per `tools/list` page |
+/// | [`call_timeout`](Self::call_timeout) | 10 minutes | a server that never answers a call; a tool's own shorter timeout ends the call first |
 /// | [`max_list_pages`](Self::max_list_pages) | 100 | real servers list their tools in one page or a few |
 /// | [`max_tools`](Self::max_tools) | 1,000 | more tools than any model can choose among |
 /// | [`max_message_bytes`](Self::max_message_bytes) | 16 MiB | one list page or one tool result |
@@ -322,6 +329,7 @@ impl ModelLimits {
 pub struct McpClientLimits {
     connect_time: Duration,
     list_time: Duration,
+    call_time: Duration,
     list_pages: usize,
     tools: usize,
     message_bytes: usize,
@@ -337,6 +345,7 @@ impl Default for McpClientLimits {
         McpClientLimits {
             connect_time: Duration::from_secs(30),
             list_time: Duration::from_secs(30),
+            call_time: Duration::from_secs(600),
             list_pages: 100,
             tools: 1_000,
             message_bytes: 16 * MIB,
@@ -360,6 +369,15 @@ impl McpClientLimits {
     /// The longest the server may take to answer one page of `tools/list`.
     pub fn list_timeout(mut self, wait: Duration) -> Self {
         self.list_time = wait;
+        self
+    }
+
+    /// The longest the server may take to answer one `tools/call`; the call then fails with
+    /// [`AgentError::LimitExceeded`](crate::AgentError::LimitExceeded) and the server is sent
+    /// `notifications/cancelled`. A tool's own timeout, when shorter, ends the call first; raise
+    /// this one for a tool that may run longer.
+    pub fn call_timeout(mut self, wait: Duration) -> Self {
+        self.call_time = wait;
         self
     }
 
@@ -420,6 +438,11 @@ impl McpClientLimits {
     /// See [`list_timeout`](Self::list_timeout).
     pub fn list_time(&self) -> Duration {
         self.list_time
+    }
+
+    /// See [`call_timeout`](Self::call_timeout).
+    pub fn call_time(&self) -> Duration {
+        self.call_time
     }
 
     /// See [`max_list_pages`](Self::max_list_pages).
@@ -573,6 +596,63 @@ impl McpServerLimits {
     }
 }
 
+// The memory a parsed `serde_json::Value` takes, estimated from its text: what bounds a parse
+// of text from outside (a model's arguments, a provider's response) before it is made.
+
+/// The most [`parsed_size`] can estimate per byte of text (an object, `{`, counts a B-tree node).
+pub(crate) const MAX_COST_PER_BYTE: usize = OBJECT_COST + VALUE_COST;
+const OBJECT_COST: usize = 640;
+const ENTRY_COST: usize = 128;
+const VALUE_COST: usize = 96;
+const ARRAY_COST: usize = 128;
+
+/// An upper bound on the heap memory of the `serde_json::Value` that `text` parses to (the text
+/// need not be valid JSON), from one pass over its bytes: each object a B-tree leaf of 11
+/// entries, each entry an eighth of a node, each array a first allocation of four `Value`s, each
+/// array element or value three `Value`s (a `Vec` grows by doubling, and holds the old and the
+/// new buffer while it moves), and each byte of text twice (a
+/// key or string copies at most its escaped length). Memory is counted as the bytes asked of the
+/// allocator.
+pub(crate) fn parsed_size(text: &str) -> usize {
+    parsed_size_of(text.as_bytes())
+}
+
+/// [`parsed_size`] of bytes that need not be UTF-8 (a response body as read).
+pub(crate) fn parsed_size_of(text: &[u8]) -> usize {
+    let (mut objects, mut arrays, mut entries, mut values) = (0usize, 0usize, 0usize, 1usize);
+    let mut in_string = false;
+    let mut escaped = false;
+    for &byte in text {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if byte == b'\\' {
+                escaped = true;
+            } else if byte == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' => objects += 1,
+            b'[' => {
+                arrays += 1;
+                values += 1;
+            }
+            b':' => entries += 1,
+            b',' => values += 1,
+            _ => {}
+        }
+    }
+    objects
+        .saturating_mul(OBJECT_COST)
+        .saturating_add(arrays.saturating_mul(ARRAY_COST))
+        .saturating_add(entries.saturating_mul(ENTRY_COST))
+        .saturating_add(values.saturating_mul(VALUE_COST))
+        .saturating_add(text.len().saturating_mul(2))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -588,6 +668,7 @@ mod tests {
             Limit::RequestTime,
             Limit::McpConnectTime,
             Limit::McpListTime,
+            Limit::McpCallTime,
             Limit::McpListPages,
             Limit::McpTools,
             Limit::McpMessageBytes,

@@ -4,6 +4,8 @@
 
 use serde_json::Value;
 
+use crate::limits::{MAX_COST_PER_BYTE, parsed_size};
+
 /// Model argument text to JSON: `""` (some models send it for no arguments) means `{}`.
 ///
 /// A text whose parsed form would take more than [`parse_budget`] bytes is refused before it is
@@ -24,13 +26,6 @@ pub(crate) fn parse_budget(text_len: usize) -> usize {
     (64 << 20).max(text_len.saturating_mul(8))
 }
 
-/// The most [`parsed_size`] can estimate per byte of text (an object, `{`, counts a B-tree node).
-const MAX_COST_PER_BYTE: usize = OBJECT_COST + VALUE_COST;
-const OBJECT_COST: usize = 640;
-const ENTRY_COST: usize = 128;
-const VALUE_COST: usize = 96;
-const ARRAY_COST: usize = 128;
-
 /// Refuses a text whose parsed form would be over [`parse_budget`]. A short text (under about
 /// 91 KB) cannot be, and is not scanned.
 fn check_parse_budget(text: &str) -> Result<(), String> {
@@ -49,48 +44,6 @@ fn check_parse_budget(text: &str) -> Result<(), String> {
         size >> 20,
         budget >> 20
     ))
-}
-
-/// An upper bound on the heap memory of the `serde_json::Value` that `text` parses to (the text
-/// need not be valid JSON), from one pass over its bytes: each object a B-tree leaf of 11
-/// entries, each entry an eighth of a node, each array a first allocation of four `Value`s, each
-/// array element or value three `Value`s (a `Vec` grows by doubling, and holds the old and the
-/// new buffer while it moves), and each byte of text twice (a
-/// key or string copies at most its escaped length). Memory is counted as the bytes asked of the
-/// allocator.
-pub(crate) fn parsed_size(text: &str) -> usize {
-    let (mut objects, mut arrays, mut entries, mut values) = (0usize, 0usize, 0usize, 1usize);
-    let mut in_string = false;
-    let mut escaped = false;
-    for &byte in text.as_bytes() {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if byte == b'\\' {
-                escaped = true;
-            } else if byte == b'"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
-            b'{' => objects += 1,
-            b'[' => {
-                arrays += 1;
-                values += 1;
-            }
-            b':' => entries += 1,
-            b',' => values += 1,
-            _ => {}
-        }
-    }
-    objects
-        .saturating_mul(OBJECT_COST)
-        .saturating_add(arrays.saturating_mul(ARRAY_COST))
-        .saturating_add(entries.saturating_mul(ENTRY_COST))
-        .saturating_add(values.saturating_mul(VALUE_COST))
-        .saturating_add(text.len().saturating_mul(2))
 }
 
 /// Empty or JSON whitespace only. Stops at the first other byte, so a call's arguments cost one
