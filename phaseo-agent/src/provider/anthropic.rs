@@ -72,21 +72,34 @@
 //! [`ModelErrorKind::Other`]. A stream that ends before `message_stop` is
 //! [`ModelErrorKind::Transport`] (retried).
 //!
+//! A redirect (3xx) is not followed: following it would send the key, the configured headers
+//! and (on 307 and 308) the conversation wherever the server points. It is
+//! [`ModelErrorKind::BadRequest`] (not retried) with its status, naming where it pointed
+//! (without the query) and saying to set `base_url` to the final address.
+//!
+//! Responses are read within the provider's [`ModelLimits`] (see
+//! `limits`): a body or stream over `max_response_bytes`, or one event over `max_event_bytes`,
+//! is [`ModelErrorKind::LimitExceeded`] (not retried); silence over `stream_idle_timeout`
+//! (before the headers, or between two pieces) and a request over `request_timeout` are
+//! [`ModelErrorKind::Timeout`] (retried); [`ModelError::limit`] says which. An error body is
+//! read up to 64 KiB. A `retry-after` that is not a non-negative number (an HTTP date, say) is
+//! ignored, and one over a day is read as a day.
+//!
 //! Sources: the Messages API reference (docs.anthropic.com/en/api/messages), *Streaming
 //! Messages* (platform.claude.com/docs/en/build-with-claude/streaming), *How to implement tool
 //! use* (platform.claude.com/docs/en/agents-and-tools/tool-use/implement-tool-use) and *Errors*
 //! (docs.anthropic.com/en/api/errors).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 
 use crate::error::{ModelError, ModelErrorKind};
+use crate::limits::ModelLimits;
 use crate::model::message::{Message, ToolCall};
 use crate::model::request::{
     DeltaSink, FinishReason, Model, ModelDelta, ModelRequest, ModelResponse, ToolChoice, Usage,
@@ -100,7 +113,8 @@ pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const DEFAULT_VERSION: &str = "2023-06-01";
 /// The `max_tokens` sent when neither the request nor [`Anthropic::max_tokens`] sets one.
 pub const DEFAULT_MAX_TOKENS: u32 = 4_096;
-/// How long a whole request may take when [`Anthropic::timeout`] is not set: 10 minutes.
+/// How long a whole request may take when [`Anthropic::timeout`] is not set: 10 minutes (the
+/// same as [`ModelLimits::default`]'s request time).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The key `input` gets when a call's argument text is not a JSON object (see the
@@ -116,7 +130,11 @@ pub const RAW_ARGUMENTS_KEY: &str = "_raw_arguments";
 ///   base URL (a proxy that authenticates another way) it is sent without the header.
 /// - [`base_url`](Anthropic::base_url): default [`DEFAULT_BASE_URL`]; requests go to
 ///   `{base_url}/v1/messages`.
-/// - [`timeout`](Anthropic::timeout): for a whole request, a streamed body included; default
+/// - [`limits`](Anthropic::limits): the bounds of a response ([`ModelLimits`]): its size, one
+///   event's size, the silence between its pieces and the whole request's time. Redirects are
+///   not followed (see the [module docs](self)).
+/// - [`timeout`](Anthropic::timeout): for a whole request, a streamed body included (the same
+///   setting as the limits' request time); default
 ///   [`DEFAULT_TIMEOUT`], 10 minutes, as Anthropic's own SDKs (a long answer streams for minutes).
 ///   Connecting has its own 10 s limit.
 /// - [`max_tokens`](Anthropic::max_tokens): Anthropic requires `max_tokens` on every request.
@@ -153,7 +171,7 @@ pub struct Anthropic {
     model: String,
     api_key: Option<String>,
     base_url: String,
-    timeout: Duration,
+    limits: ModelLimits,
     max_tokens: u32,
     version: String,
     headers: Vec<(String, String)>,
@@ -168,7 +186,7 @@ impl Anthropic {
             model: model.into(),
             api_key: None,
             base_url: DEFAULT_BASE_URL.to_owned(),
-            timeout: DEFAULT_TIMEOUT,
+            limits: ModelLimits::default(),
             max_tokens: DEFAULT_MAX_TOKENS,
             version: DEFAULT_VERSION.to_owned(),
             headers: Vec::new(),
@@ -229,7 +247,12 @@ impl Anthropic {
     }
 
     /// How long a whole request may take, a streamed body included (default
-    /// [`DEFAULT_TIMEOUT`]). A request that takes longer fails with [`ModelErrorKind::Timeout`].
+    /// [`DEFAULT_TIMEOUT`]). A request that takes longer fails with [`ModelErrorKind::Timeout`],
+    /// its [`ModelError::limit`] naming `ModelLimits::request_timeout`.
+    ///
+    /// One setting with the [limits](Anthropic::limits)' request time: `.timeout(t)` is
+    /// `.limits(ModelLimits::default().request_timeout(t))` when no other limit was set, and
+    /// otherwise changes only the request time of the limits set.
     ///
     /// ```
     /// use std::time::Duration;
@@ -250,9 +273,37 @@ impl Anthropic {
     /// # }
     /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self.client = OnceLock::new();
+        self.limits = self.limits.request_timeout(timeout);
         self
+    }
+
+    /// The bounds of each response (default [`ModelLimits::default`]): the bytes of a whole
+    /// body or of a whole stream, the bytes of one streamed event, the longest silence (before
+    /// the headers, and between two pieces of the body) and the whole request's time. Over a
+    /// size limit, a request fails with [`ModelErrorKind::LimitExceeded`] (not retried); over a
+    /// time limit, with [`ModelErrorKind::Timeout`] (retried); either way
+    /// [`ModelError::limit`] says which limit, and the message names its setting. An error body
+    /// (a 4xx or 5xx) is read up to 64 KiB: its message is what is kept.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use phaseo_agent::limits::ModelLimits;
+    /// use phaseo_agent::provider::anthropic::Anthropic;
+    ///
+    /// let model = Anthropic::new("claude-sonnet-4-5")
+    ///     .limits(ModelLimits::default().max_event_bytes(1 << 20))
+    ///     .timeout(Duration::from_secs(120)); // the limits' request time
+    /// assert_eq!(model.model_limits().event_bytes(), 1 << 20);
+    /// assert_eq!(model.model_limits().request_time(), Duration::from_secs(120));
+    /// ```
+    pub fn limits(mut self, limits: ModelLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The bounds of each response (see [`limits`](Anthropic::limits)).
+    pub fn model_limits(&self) -> ModelLimits {
+        self.limits
     }
 
     /// The `max_tokens` of each request that does not set its own (default
@@ -380,7 +431,7 @@ impl Anthropic {
     }
 
     fn client(&self) -> &reqwest::Client {
-        self.client.get_or_init(|| http::client(self.timeout))
+        self.client.get_or_init(http::client)
     }
 
     /// The headers of a request (content-type is added by `post_json`): the built-in ones unless
@@ -417,7 +468,14 @@ impl Anthropic {
                  Anthropic::api_key",
             ));
         }
-        http::post_json(self.client(), &self.url(), &self.request_headers(), body).await
+        http::post_json(
+            self.client(),
+            &self.url(),
+            &self.request_headers(),
+            body,
+            &self.limits,
+        )
+        .await
     }
 }
 
@@ -427,7 +485,7 @@ impl fmt::Debug for Anthropic {
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("base_url", &self.base_url)
-            .field("timeout", &self.timeout)
+            .field("limits", &self.limits)
             .field("max_tokens", &self.max_tokens)
             .field("version", &self.version)
             .field(
@@ -444,12 +502,12 @@ impl Model for Anthropic {
         &'a self,
         request: &'a ModelRequest<'a>,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        Box::pin(async move {
+        Box::pin(http::within(&self.limits, async move {
             let body = request_body(request, self, false)?;
             let response = self.post(&body).await?;
-            let json = http::json_body(response).await?;
+            let json = http::json_body(response, &self.limits).await?;
             parse_response(&json)
-        })
+        }))
     }
 
     fn respond_streaming<'a>(
@@ -457,10 +515,10 @@ impl Model for Anthropic {
         request: &'a ModelRequest<'a>,
         deltas: &'a DeltaSink<'a>,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        Box::pin(async move {
+        Box::pin(http::within(&self.limits, async move {
             let body = request_body(request, self, true)?;
             let response = self.post(&body).await?;
-            let mut events = std::pin::pin!(http::sse(response));
+            let mut events = http::Events::new(response, &self.limits);
             let mut assembler = StreamAssembler::new();
             while let Some(event) = events.next().await {
                 let (name, data) = event?;
@@ -472,7 +530,7 @@ impl Model for Anthropic {
                 }
             }
             assembler.finish()
-        })
+        }))
     }
 }
 
@@ -935,6 +993,8 @@ pub struct StreamAssembler {
     text: String,
     calls: Vec<CallParts>,
     blocks: HashMap<u64, Block>,
+    /// The blocks whose `content_block_stop` came: nothing may be added to them.
+    stopped: HashSet<u64>,
     stop_reason: Option<String>,
     usage: WireUsage,
     complete: bool,
@@ -1023,6 +1083,12 @@ impl StreamAssembler {
             }
             "content_block_delta" => {
                 let index = block_index(&value)?;
+                if self.stopped.contains(&index) {
+                    return Err(invalid(format!(
+                        "a `content_block_delta` for content block {index} after its \
+                         `content_block_stop`"
+                    )));
+                }
                 let delta = value.get("delta").unwrap_or(&Value::Null);
                 match delta.get("type").and_then(Value::as_str) {
                     Some("text_delta") => {
@@ -1056,6 +1122,7 @@ impl StreamAssembler {
             }
             "content_block_stop" => {
                 let index = block_index(&value)?;
+                self.stopped.insert(index);
                 if let Some(Block::Tool(ordinal)) = self.blocks.get(&index).copied() {
                     let call = &mut self.calls[ordinal];
                     if call.arguments.is_empty() {
@@ -1102,13 +1169,24 @@ impl StreamAssembler {
     }
 
     /// The whole response. Fails with [`ModelErrorKind::Transport`] if `message_stop` has not
-    /// come (the stream was cut).
+    /// come (the stream was cut), and with [`ModelErrorKind::InvalidResponse`] if a `tool_use`
+    /// block never got its `content_block_stop` (its input may be cut: the call is not run on a
+    /// guess).
     pub fn finish(self) -> Result<ModelResponse, ModelError> {
         if !self.complete {
             return Err(ModelError::new(
                 ModelErrorKind::Transport,
                 "the response stream ended before `message_stop`",
             ));
+        }
+        let open = self.blocks.iter().find(|(index, block)| {
+            matches!(block, Block::Tool(_)) && !self.stopped.contains(index)
+        });
+        if let Some((index, _)) = open {
+            return Err(invalid(format!(
+                "the `tool_use` content block {index} never ended (no `content_block_stop`): its \
+                 input may be incomplete"
+            )));
         }
         let tool_calls = self
             .calls

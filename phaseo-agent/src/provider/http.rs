@@ -1,32 +1,68 @@
 //! What both providers share: the HTTP client, a request whose failure becomes a [`ModelError`]
-//! (status, the provider's message, `retry-after`), and a response body read as server-sent events.
+//! (status, the provider's message, `retry-after`), and a response body read within the
+//! [`ModelLimits`]: whole as JSON, or as server-sent events.
 
+use std::future::Future;
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
 use serde_json::Value;
 
 use crate::error::{ModelError, ModelErrorKind};
+use crate::limits::{Limit, LimitExceeded, MAX_COST_PER_BYTE, ModelLimits, parsed_size_of};
+use crate::provider::sse::{SseEvent, SseParser};
 
-/// The default client: rustls, a connect timeout of 10 s, and `timeout` for the whole request
-/// (a streamed response's body included).
-pub(crate) fn client(timeout: Duration) -> reqwest::Client {
+/// How much of an error body (a 4xx or 5xx) is read: its message is what is kept, and a server
+/// that sends more is not read further.
+pub(crate) const ERROR_BODY_BYTES: usize = 64 * 1024;
+
+/// The longest `retry-after` kept: a day. A server's larger value (up to `1e300` seconds) is
+/// read as this: longer than any agent waits, so the run fails at once, and small enough that
+/// adding it to an `Instant` cannot overflow.
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(86_400);
+
+/// The default client: rustls, a connect timeout of 10 s, and no redirects.
+///
+/// No redirect is followed: an API endpoint never legitimately redirects a POST, and following
+/// one would send the key, the configured headers and (on 307 and 308) the whole conversation to
+/// wherever the server points, even another host. The time limits are the providers' own (see
+/// [`within`] and [`Body`]), so that each error names its setting.
+pub(crate) fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
-        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
         .build()
-        .unwrap_or_else(|_| reqwest::Client::new())
+        // Only rustls failing to start fails this, and `reqwest::Client::new()` panics then too;
+        // a fallback client would follow redirects.
+        .expect("the HTTP client starts (its TLS backend initialises)")
+}
+
+/// Runs a whole request (sending, and reading the body) within `limits`' request time.
+pub(crate) async fn within<T>(
+    limits: &ModelLimits,
+    request: impl Future<Output = Result<T, ModelError>>,
+) -> Result<T, ModelError> {
+    let time = limits.request_time();
+    tokio::time::timeout(time, request)
+        .await
+        .unwrap_or_else(|_| {
+            Err(ModelError::limit_exceeded(LimitExceeded::time(
+                Limit::RequestTime,
+                time,
+            )))
+        })
 }
 
 /// Posts `body` as JSON with `headers` (`content-type: application/json` unless `headers` has
-/// another); a transport failure or a non-2xx status is a [`ModelError`] (the status mapped by
-/// [`ModelError::from_status`], the message taken from the body's `error.message` where there is
-/// one, `retry-after` read from the headers).
+/// another), waiting for the response's headers at most `limits`' idle time; a transport
+/// failure, a redirect or a non-2xx status is a [`ModelError`] (the status mapped by
+/// [`ModelError::from_status`], the message taken from the first [`ERROR_BODY_BYTES`] of the
+/// body, its `error.message` where there is one, `retry-after` read from the headers).
 pub(crate) async fn post_json(
     client: &reqwest::Client,
     url: &str,
     headers: &[(&str, String)],
     body: &Value,
+    limits: &ModelLimits,
 ) -> Result<reqwest::Response, ModelError> {
     let mut request = client.post(url).body(body.to_string());
     // reqwest appends headers: a `content-type` among `headers` replaces this one, not joins it.
@@ -39,13 +75,22 @@ pub(crate) async fn post_json(
     for (name, value) in headers {
         request = request.header(*name, value);
     }
-    let response = request.send().await.map_err(transport)?;
+    let idle = limits.stream_idle();
+    let response = tokio::time::timeout(idle, request.send())
+        .await
+        .map_err(|_| idle_error(idle))?
+        .map_err(transport)?;
     let status = response.status();
     if status.is_success() {
         return Ok(response);
     }
+    if status.is_redirection() {
+        return Err(redirect(&response));
+    }
     let retry_after = retry_after(response.headers());
-    let text = response.text().await.unwrap_or_default();
+    let mut body = Body::new(response, limits);
+    let text = body.read_up_to(ERROR_BODY_BYTES).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
     let mut error = ModelError::from_status(status.as_u16(), error_message(&text));
     if let Some(wait) = retry_after {
         error = error.with_retry_after(wait);
@@ -53,14 +98,114 @@ pub(crate) async fn post_json(
     Err(error)
 }
 
-/// An environment variable's value, when it is set and not blank (for the providers' `from_env`).
-pub(crate) fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+/// The error of a redirect, which is not followed (see [`client`]): a configuration to fix, so
+/// [`ModelErrorKind::BadRequest`] (not retried, like a 404 for a wrong path). It names the
+/// status and where it pointed, without the query or fragment (they may hold a token).
+fn redirect(response: &reqwest::Response) -> ModelError {
+    let location = response
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+    let target = match &location {
+        Some(location) => {
+            let bare = location.split(['?', '#']).next().unwrap_or_default();
+            format!("to {}", cut(bare, 500))
+        }
+        None => "without a location".to_owned(),
+    };
+    let status = response.status().as_u16();
+    ModelError::new(
+        ModelErrorKind::BadRequest,
+        format!(
+            "the server answered with a redirect {target}, which is not followed (it would \
+             send the key and the conversation elsewhere): set base_url to the final address"
+        ),
+    )
+    .with_status(status)
 }
 
-/// Reads a whole response body as JSON.
-pub(crate) async fn json_body(response: reqwest::Response) -> Result<Value, ModelError> {
-    let bytes = response.bytes().await.map_err(transport)?;
+fn idle_error(idle: Duration) -> ModelError {
+    ModelError::limit_exceeded(LimitExceeded::time(Limit::StreamIdle, idle))
+}
+
+fn too_large(limit: usize) -> ModelError {
+    ModelError::limit_exceeded(LimitExceeded::new(
+        Limit::ResponseBytes,
+        u64::try_from(limit).unwrap_or(u64::MAX),
+    ))
+}
+
+/// A response body read chunk by chunk: each chunk within the idle time, all of them within the
+/// response size.
+pub(crate) struct Body {
+    response: reqwest::Response,
+    idle: Duration,
+    max: usize,
+    read: usize,
+}
+
+impl Body {
+    pub(crate) fn new(response: reqwest::Response, limits: &ModelLimits) -> Self {
+        Body {
+            response,
+            idle: limits.stream_idle(),
+            max: limits.response_bytes(),
+            read: 0,
+        }
+    }
+
+    /// The next chunk, or `None` at the end.
+    async fn chunk(&mut self) -> Result<Option<impl AsRef<[u8]> + use<>>, ModelError> {
+        let chunk = tokio::time::timeout(self.idle, self.response.chunk())
+            .await
+            .map_err(|_| idle_error(self.idle))?
+            .map_err(transport)?;
+        if let Some(chunk) = &chunk {
+            self.read = self.read.saturating_add(chunk.as_ref().len());
+            if self.read > self.max {
+                return Err(too_large(self.max));
+            }
+        }
+        Ok(chunk)
+    }
+
+    /// Up to `max` bytes of the body (the rest is not read).
+    async fn read_up_to(&mut self, max: usize) -> Result<Vec<u8>, ModelError> {
+        let mut bytes = Vec::new();
+        while bytes.len() < max {
+            let Some(chunk) = self.chunk().await? else {
+                break;
+            };
+            let chunk = chunk.as_ref();
+            let take = chunk.len().min(max - bytes.len());
+            bytes.extend_from_slice(&chunk[..take]);
+        }
+        Ok(bytes)
+    }
+}
+
+/// Reads a whole response body as JSON, refusing one over the response size: at once when its
+/// `content-length` says so, else when the bytes read pass it.
+pub(crate) async fn json_body(
+    response: reqwest::Response,
+    limits: &ModelLimits,
+) -> Result<Value, ModelError> {
+    let max = limits.response_bytes();
+    if response
+        .content_length()
+        .is_some_and(|length| length > max as u64)
+    {
+        return Err(too_large(max));
+    }
+    // The announced length (within the limit) is allocated once: growing by doubling would
+    // hold the old and the new buffer together near the end.
+    let announced = response.content_length().unwrap_or(0);
+    let mut body = Body::new(response, limits);
+    let mut bytes = Vec::with_capacity(usize::try_from(announced).unwrap_or(0));
+    while let Some(chunk) = body.chunk().await? {
+        bytes.extend_from_slice(chunk.as_ref());
+    }
+    check_parse_cost(&bytes, Limit::ResponseBytes, max)?;
     serde_json::from_slice(&bytes).map_err(|e| {
         ModelError::new(
             ModelErrorKind::InvalidResponse,
@@ -69,22 +214,73 @@ pub(crate) async fn json_body(response: reqwest::Response) -> Result<Value, Mode
     })
 }
 
-/// A response body as server-sent events: each event's `event` name and `data`.
-pub(crate) fn sse(
-    response: reqwest::Response,
-) -> impl Stream<Item = Result<(String, String), ModelError>> + Send {
-    use eventsource_stream::Eventsource;
-    response
-        .bytes_stream()
-        .eventsource()
-        .map(|event| match event {
-            Ok(event) => Ok((event.event, event.data)),
-            Err(eventsource_stream::EventStreamError::Transport(e)) => Err(transport(e)),
-            Err(e) => Err(ModelError::new(
-                ModelErrorKind::InvalidResponse,
-                format!("the event stream is malformed: {e}"),
-            )),
-        })
+/// Refuses text from a model server whose parsed form would take more than twice its limit
+/// (and 1 MiB): a `serde_json::Value` can take 30 to 80 times the memory of its text (`[[],[],..]`
+/// or many tiny objects), so a body within its size could still cost gigabytes once parsed. Text
+/// as real servers send it (strings, a few keys) costs about twice its length, and passes.
+pub(crate) fn check_parse_cost(text: &[u8], limit: Limit, max: usize) -> Result<(), ModelError> {
+    let budget = max.saturating_mul(2).saturating_add(1 << 20);
+    if text.len().saturating_mul(MAX_COST_PER_BYTE) <= budget {
+        return Ok(());
+    }
+    let cost = parsed_size_of(text);
+    if cost <= budget {
+        return Ok(());
+    }
+    let hit = LimitExceeded::new(limit, u64::try_from(max).unwrap_or(u64::MAX));
+    let mut error = ModelError::limit_exceeded(hit);
+    error.message = format!(
+        "{} bytes of JSON would take about {} MB once parsed, more than twice the limit of {max} \
+         bytes (raise it with `{}`)",
+        text.len(),
+        cost >> 20,
+        limit.setting()
+    );
+    Ok(()).and(Err(error))
+}
+
+/// A response body as server-sent events (see [`SseParser`]), within the limits: the stream's
+/// bytes, each event's bytes, and the silence between chunks.
+pub(crate) struct Events {
+    body: Body,
+    parser: SseParser,
+    max_event: usize,
+}
+
+impl Events {
+    pub(crate) fn new(response: reqwest::Response, limits: &ModelLimits) -> Self {
+        Events {
+            body: Body::new(response, limits),
+            parser: SseParser::new(limits.event_bytes()),
+            max_event: limits.event_bytes(),
+        }
+    }
+
+    /// The next event's name and data, or `None` at the end of the stream.
+    pub(crate) async fn next(&mut self) -> Option<Result<SseEvent, ModelError>> {
+        loop {
+            if let Some(event) = self.parser.next() {
+                let cost = check_parse_cost(event.1.as_bytes(), Limit::EventBytes, self.max_event);
+                return Some(cost.map(|()| event));
+            }
+            let chunk = match self.body.chunk().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => return None,
+                Err(error) => return Some(Err(error)),
+            };
+            if self.parser.feed(chunk.as_ref()).is_err() {
+                return Some(Err(ModelError::limit_exceeded(LimitExceeded::new(
+                    Limit::EventBytes,
+                    u64::try_from(self.max_event).unwrap_or(u64::MAX),
+                ))));
+            }
+        }
+    }
+}
+
+/// An environment variable's value, when it is set and not blank (for the providers' `from_env`).
+pub(crate) fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
 /// A transport failure: a timeout, or a connection that failed or broke. A request that could not
@@ -130,19 +326,15 @@ pub fn error_message(body: &str) -> String {
     match message {
         Some(message) => message,
         None if body.trim().is_empty() => "(no message)".to_owned(),
-        None => {
-            let mut end = body.len().min(2_000);
-            while !body.is_char_boundary(end) {
-                end -= 1;
-            }
-            body[..end].to_owned()
-        }
+        None => cut(body, 2_000).to_owned(),
     }
 }
 
-/// `retry-after-ms` (milliseconds, OpenAI) or `retry-after` (seconds; an HTTP date is ignored).
+/// `retry-after-ms` (milliseconds, OpenAI) or `retry-after` (seconds), of the first header of
+/// each name. A value that is not a non-negative decimal number (an HTTP date, a negative
+/// number, `NaN`, `inf`, text) is ignored; one over [`MAX_RETRY_AFTER`] is read as that.
 pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let number = |name: &str| -> Option<f64> {
+    let seconds = |name: &str, scale: f64| -> Option<Duration> {
         let value = headers
             .get(name)?
             .to_str()
@@ -150,10 +342,20 @@ pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Durati
             .trim()
             .parse::<f64>()
             .ok()?;
-        (value.is_finite() && value >= 0.0).then_some(value)
+        if !value.is_finite() || value.is_sign_negative() {
+            return None;
+        }
+        let wait = Duration::try_from_secs_f64(value / scale).unwrap_or(MAX_RETRY_AFTER);
+        Some(wait.min(MAX_RETRY_AFTER))
     };
-    if let Some(ms) = number("retry-after-ms") {
-        return Some(Duration::from_secs_f64(ms / 1_000.0));
+    seconds("retry-after-ms", 1_000.0).or_else(|| seconds("retry-after", 1.0))
+}
+
+/// The start of `text`, at most `max` bytes, on a character boundary.
+fn cut(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
     }
-    number("retry-after").map(Duration::from_secs_f64)
+    &text[..end]
 }

@@ -10,6 +10,9 @@
 //! Stage 3, above `error`, `model` and `schema` (a provider converts each tool's schema to its
 //! dialect); uses no later stage.
 
+// `sse` before `http`, which reads its events with it.
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+pub(crate) mod sse;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 pub(crate) mod http;
 #[cfg(feature = "openai")]

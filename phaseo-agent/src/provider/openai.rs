@@ -133,6 +133,19 @@
 //! too long, `invalid_request_error` a bad request, `authentication_error` and `invalid_api_key`
 //! authentication, anything else [`ModelErrorKind::Other`].
 //!
+//! A redirect (3xx) is not followed: following it would send the key, the configured headers
+//! and (on 307 and 308) the conversation wherever the server points. It is
+//! [`ModelErrorKind::BadRequest`] (not retried) with its status, naming where it pointed
+//! (without the query) and saying to set `base_url` to the final address.
+//!
+//! Responses are read within the provider's [`ModelLimits`] (see
+//! `limits`): a body or stream over `max_response_bytes`, or one event over `max_event_bytes`,
+//! is [`ModelErrorKind::LimitExceeded`] (not retried); silence over `stream_idle_timeout`
+//! (before the headers, or between two pieces) and a request over `request_timeout` are
+//! [`ModelErrorKind::Timeout`] (retried); [`ModelError::limit`] says which. An error body is
+//! read up to 64 KiB. A `retry-after` that is not a non-negative number (an HTTP date, say) is
+//! ignored, and one over a day is read as a day.
+//!
 //! A stream that ends before a `finish_reason` or `[DONE]` came is [`ModelErrorKind::Transport`]
 //! (retried). A body or chunk that is not JSON, or whose `choices`, `tool_calls` or `function`
 //! are not the shapes above, is [`ModelErrorKind::InvalidResponse`].
@@ -157,15 +170,16 @@
 //! 0.3.36's server, run and recorded (`tests/fixtures/openai/README.md` lists each shape's source).
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 
 use crate::error::{ModelError, ModelErrorKind};
+use crate::limits::ModelLimits;
 use crate::model::message::{Message, ToolCall};
 #[cfg(doc)]
 use crate::model::request::ToolDefinition;
@@ -179,6 +193,7 @@ use crate::schema::dialect::{Dialect, convert};
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// How long a whole request may take when [`OpenAi::timeout`] is not set: 10 minutes, as
 /// OpenAI's own SDKs (a long answer streams for minutes, and a local server on a CPU is slow).
+/// The same as [`ModelLimits::default`]'s request time.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Which field carries the output token limit ([`ModelRequest::max_output_tokens`]).
@@ -229,8 +244,12 @@ impl MaxTokensField {
 ///   sent without the header.
 /// - [`base_url`](OpenAi::base_url): default [`DEFAULT_BASE_URL`]; requests go to
 ///   `{base_url}/chat/completions`, so the URL includes the `/v1`.
-/// - [`timeout`](OpenAi::timeout): for a whole request, a streamed body included; default
-///   [`DEFAULT_TIMEOUT`], 10 minutes. Connecting has its own 10 s limit.
+/// - [`limits`](OpenAi::limits): the bounds of a response ([`ModelLimits`]): its size, one
+///   event's size, the silence between its pieces and the whole request's time. Connecting has
+///   its own 10 s limit. Redirects are not followed (see [`ModelErrorKind::BadRequest`] in the
+///   [module docs](self)).
+/// - [`timeout`](OpenAi::timeout): the whole request's time, a streamed body included; default
+///   [`DEFAULT_TIMEOUT`], 10 minutes (the same setting as the limits' request time).
 /// - [`header`](OpenAi::header): any other header (OpenRouter's `HTTP-Referer` and `X-Title`,
 ///   Azure's `api-key`, a proxy's own); one named like a built-in header replaces it.
 /// - [`max_tokens_field`](OpenAi::max_tokens_field): see [`MaxTokensField`].
@@ -255,7 +274,7 @@ pub struct OpenAi {
     model: String,
     api_key: Option<String>,
     base_url: String,
-    timeout: Duration,
+    limits: ModelLimits,
     headers: Vec<(String, String)>,
     max_tokens_field: Option<MaxTokensField>,
     send_metadata: bool,
@@ -269,7 +288,7 @@ impl OpenAi {
             model: model.into(),
             api_key: None,
             base_url: DEFAULT_BASE_URL.to_owned(),
-            timeout: DEFAULT_TIMEOUT,
+            limits: ModelLimits::default(),
             headers: Vec::new(),
             max_tokens_field: None,
             send_metadata: false,
@@ -328,7 +347,12 @@ impl OpenAi {
     }
 
     /// How long a whole request may take, a streamed body included (default
-    /// [`DEFAULT_TIMEOUT`]). A request that takes longer fails with [`ModelErrorKind::Timeout`].
+    /// [`DEFAULT_TIMEOUT`]). A request that takes longer fails with [`ModelErrorKind::Timeout`],
+    /// its [`ModelError::limit`] naming `ModelLimits::request_timeout`.
+    ///
+    /// One setting with the [limits](OpenAi::limits)' request time: `.timeout(t)` is
+    /// `.limits(ModelLimits::default().request_timeout(t))` when no other limit was set, and
+    /// otherwise changes only the request time of the limits set.
     ///
     /// ```
     /// use std::time::Duration;
@@ -349,9 +373,40 @@ impl OpenAi {
     /// # }
     /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self.client = OnceLock::new();
+        self.limits = self.limits.request_timeout(timeout);
         self
+    }
+
+    /// The bounds of each response (default [`ModelLimits::default`]): the bytes of a whole
+    /// body or of a whole stream, the bytes of one streamed event, the longest silence (before
+    /// the headers, and between two pieces of the body) and the whole request's time. Over a
+    /// size limit, a request fails with [`ModelErrorKind::LimitExceeded`] (not retried); over a
+    /// time limit, with [`ModelErrorKind::Timeout`] (retried); either way
+    /// [`ModelError::limit`] says which limit, and the message names its setting. An error body
+    /// (a 4xx or 5xx) is read up to 64 KiB: its message is what is kept.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use phaseo_agent::limits::ModelLimits;
+    /// use phaseo_agent::provider::openai::OpenAi;
+    ///
+    /// let model = OpenAi::new("qwen3:8b")
+    ///     .base_url("http://localhost:11434/v1")
+    ///     .limits(ModelLimits::default().max_response_bytes(16 << 20).stream_idle_timeout(Duration::from_secs(60)));
+    /// assert_eq!(model.model_limits().response_bytes(), 16 << 20);
+    /// // `timeout` is the limits' request time.
+    /// let model = model.timeout(Duration::from_secs(90));
+    /// assert_eq!(model.model_limits().request_time(), Duration::from_secs(90));
+    /// assert_eq!(model.model_limits().stream_idle(), Duration::from_secs(60));
+    /// ```
+    pub fn limits(mut self, limits: ModelLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The bounds of each response (see [`limits`](OpenAi::limits)).
+    pub fn model_limits(&self) -> ModelLimits {
+        self.limits
     }
 
     /// Another header sent with each request; a header named like one this provider sends
@@ -454,7 +509,7 @@ impl OpenAi {
     }
 
     fn client(&self) -> &reqwest::Client {
-        self.client.get_or_init(|| http::client(self.timeout))
+        self.client.get_or_init(http::client)
     }
 
     /// The headers of a request (content-type is added by `post_json`): authorization unless a
@@ -485,7 +540,14 @@ impl OpenAi {
                  OpenAi::api_key",
             ));
         }
-        http::post_json(self.client(), &self.url(), &self.request_headers(), body).await
+        http::post_json(
+            self.client(),
+            &self.url(),
+            &self.request_headers(),
+            body,
+            &self.limits,
+        )
+        .await
     }
 }
 
@@ -495,7 +557,7 @@ impl fmt::Debug for OpenAi {
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("base_url", &self.base_url)
-            .field("timeout", &self.timeout)
+            .field("limits", &self.limits)
             .field(
                 "headers",
                 &self.headers.iter().map(|(n, _)| n).collect::<Vec<_>>(),
@@ -511,12 +573,12 @@ impl Model for OpenAi {
         &'a self,
         request: &'a ModelRequest<'a>,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        Box::pin(async move {
+        Box::pin(http::within(&self.limits, async move {
             let body = request_body(request, self, false)?;
             let response = self.post(&body).await?;
-            let json = http::json_body(response).await?;
+            let json = http::json_body(response, &self.limits).await?;
             parse_response(&json)
-        })
+        }))
     }
 
     fn respond_streaming<'a>(
@@ -524,18 +586,18 @@ impl Model for OpenAi {
         request: &'a ModelRequest<'a>,
         deltas: &'a DeltaSink<'a>,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        Box::pin(async move {
+        Box::pin(http::within(&self.limits, async move {
             let body = request_body(request, self, true)?;
             let response = self.post(&body).await?;
             if is_json(&response) {
                 // A server that ignored `stream` (or answered an error whole): one piece.
-                let response = parse_response(&http::json_body(response).await?)?;
+                let response = parse_response(&http::json_body(response, &self.limits).await?)?;
                 for delta in whole_deltas(&response) {
                     deltas.send(delta);
                 }
                 return Ok(response);
             }
-            let mut events = std::pin::pin!(http::sse(response));
+            let mut events = http::Events::new(response, &self.limits);
             let mut assembler = StreamAssembler::new();
             while let Some(event) = events.next().await {
                 let (name, data) = event?;
@@ -551,7 +613,7 @@ impl Model for OpenAi {
                 }
             }
             assembler.finish()
-        })
+        }))
     }
 }
 
@@ -1066,11 +1128,10 @@ fn event_error(data: &str) -> ModelError {
 
 // Streams.
 
-/// One tool call as its pieces arrive.
+/// One tool call as its pieces arrive (the `index` the server gave it is in
+/// `StreamAssembler::by_index`).
 #[derive(Debug)]
 struct CallParts {
-    /// The `index` the server gave it, if any.
-    wire_index: Option<i64>,
     id: String,
     name: String,
     arguments: String,
@@ -1118,6 +1179,10 @@ pub struct StreamAssembler {
     usage: Option<Usage>,
     done: bool,
     chunks: usize,
+    /// The position of the call of each wire `index`, and of each id: a lookup per piece that
+    /// stays constant however many calls a (hostile) stream starts.
+    by_index: HashMap<i64, usize>,
+    by_id: HashMap<String, usize>,
 }
 
 impl StreamAssembler {
@@ -1198,7 +1263,19 @@ impl StreamAssembler {
         }
         match choice.get("delta") {
             None | Some(Value::Null) => {}
-            Some(delta @ Value::Object(_)) => self.delta(delta, &mut deltas)?,
+            Some(delta @ Value::Object(_)) => {
+                let calls = self.calls.len();
+                self.delta(delta, &mut deltas)?;
+                // A server that goes on after it said the answer was finished is broken: what
+                // follows (a call cut before `[DONE]`, say) must not be run.
+                if self.finish_reason.is_some() && (!deltas.is_empty() || self.calls.len() > calls)
+                {
+                    return Err(invalid(format!(
+                        "chunk {} adds to the answer after its `finish_reason`",
+                        self.chunks
+                    )));
+                }
+            }
             Some(_) => {
                 return Err(invalid(format!(
                     "`delta` of chunk {} is not an object",
@@ -1232,6 +1309,11 @@ impl StreamAssembler {
                 return None;
             }
             if let Some(delta) = &choice.delta {
+                let brings_something = delta.content.as_deref().is_some_and(|t| !t.is_empty())
+                    || delta.tool_calls.as_ref().is_some_and(|p| !p.is_empty());
+                if self.finish_reason.is_some() && brings_something {
+                    return None;
+                }
                 let pieces_indexed = delta
                     .tool_calls
                     .as_ref()
@@ -1263,9 +1345,8 @@ impl StreamAssembler {
                 self.saw_tool_calls = true;
                 for piece in pieces {
                     let index = piece.index.unwrap_or(0);
-                    let position = match self.calls.iter().position(|c| c.wire_index == Some(index))
-                    {
-                        Some(position) => position,
+                    let position = match self.by_index.get(&index) {
+                        Some(&position) => position,
                         None => self.new_call(Some(index)),
                     };
                     let function = piece.function.as_ref();
@@ -1345,8 +1426,8 @@ impl StreamAssembler {
             .and_then(Value::as_str)
             .filter(|id| !id.is_empty());
         let position = match wire_index {
-            Some(index) => match self.calls.iter().position(|c| c.wire_index == Some(index)) {
-                Some(position) => position,
+            Some(index) => match self.by_index.get(&index) {
+                Some(&position) => position,
                 None => self.new_call(Some(index)),
             },
             // No index: the call with this id; else a new call when the piece brings a new id, or
@@ -1358,7 +1439,7 @@ impl StreamAssembler {
                     .and_then(|f| f.get("name"))
                     .and_then(Value::as_str)
                     .is_some_and(|n| !n.is_empty());
-                let known = id.and_then(|id| self.calls.iter().position(|c| c.id == id));
+                let known = id.and_then(|id| self.by_id.get(id).copied());
                 match (known, self.calls.last()) {
                     (Some(position), _) => position,
                     (None, None) => self.new_call(None),
@@ -1392,12 +1473,15 @@ impl StreamAssembler {
 
     fn new_call(&mut self, wire_index: Option<i64>) -> usize {
         self.calls.push(CallParts {
-            wire_index,
             id: String::new(),
             name: String::new(),
             arguments: String::new(),
         });
-        self.calls.len() - 1
+        let position = self.calls.len() - 1;
+        if let Some(index) = wire_index {
+            self.by_index.insert(index, position);
+        }
+        position
     }
 
     /// Adds a piece (id, function name, argument text) to the call at `position`.
@@ -1431,6 +1515,7 @@ impl StreamAssembler {
             if call.id.is_empty() {
                 call.id = id.to_owned();
                 new_id = Some(id.to_owned());
+                self.by_id.entry(id.to_owned()).or_insert(position);
             }
         }
         let mut new_name = None;
@@ -1453,8 +1538,10 @@ impl StreamAssembler {
     }
 
     /// The whole response. Fails with [`ModelErrorKind::Transport`] if neither a `finish_reason`
-    /// nor `[DONE]` came (the stream was cut), and with [`ModelErrorKind::InvalidResponse`] if a
-    /// tool call never got a name.
+    /// nor `[DONE]` came (the stream was cut), or if `[DONE]` did not come and a tool call's
+    /// argument text is blank or not whole JSON (the stream may have been cut inside it: the call
+    /// is not run on a guess); and with [`ModelErrorKind::InvalidResponse`] if a tool call never
+    /// got a name.
     pub fn finish(self) -> Result<ModelResponse, ModelError> {
         if !self.done && self.finish_reason.is_none() {
             return Err(ModelError::new(
@@ -1467,6 +1554,21 @@ impl StreamAssembler {
                     self.calls.len()
                 ),
             ));
+        }
+        if !self.done {
+            let cut = self.calls.iter().position(|call| {
+                call.arguments.trim().is_empty()
+                    || serde_json::from_str::<serde::de::IgnoredAny>(&call.arguments).is_err()
+            });
+            if let Some(position) = cut {
+                return Err(ModelError::new(
+                    ModelErrorKind::Transport,
+                    format!(
+                        "the response stream ended before `[DONE]` with the arguments of tool \
+                         call {position} incomplete"
+                    ),
+                ));
+            }
         }
         let tool_calls = self
             .calls
