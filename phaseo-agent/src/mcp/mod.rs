@@ -12,4 +12,4 @@ pub mod http;
 pub mod client;
 
 #[cfg(feature = "mcp")]
-pub use client::{McpClient, McpClientError};
+pub use client::{McpClient, McpClientBuilder, McpClientError, RefusedTool};

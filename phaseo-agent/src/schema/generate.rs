@@ -4,6 +4,9 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
+use crate::limits::LimitExceeded;
+use crate::schema::inline::{Budget, Defs, inline};
+
 /// The normalised parameter schema of a Rust input type.
 ///
 /// ```
@@ -97,8 +100,25 @@ fn finish(mut schema: Value, name: &str) -> Value {
 /// assert_eq!(phaseo_agent::schema::normalize(raw), json!({"type": "object", "properties": {}}));
 /// ```
 pub fn normalize(schema: Value) -> Value {
+    // A trusted schema over the budget (no generated one comes near it) is not refused: it keeps
+    // its definitions, as a recursive type does, and the output is the size of the input.
+    match normalize_within(schema.clone(), Budget::DEFAULT) {
+        Ok(normalized) => normalized,
+        Err(_) => normalized(schema, Budget::DEFAULT, true)
+            .unwrap_or_else(|_| unreachable!("keeping every definition has no budget")),
+    }
+}
+
+/// [`normalize`] for a schema from outside: inlining that would pass `budget` is refused with
+/// the limit it hit ([`Limit::SchemaNodes`](crate::limits::Limit::SchemaNodes) or
+/// [`Limit::SchemaDepth`](crate::limits::Limit::SchemaDepth)).
+pub(crate) fn normalize_within(schema: Value, budget: Budget) -> Result<Value, LimitExceeded> {
+    normalized(schema, budget, false)
+}
+
+fn normalized(schema: Value, budget: Budget, inline_none: bool) -> Result<Value, LimitExceeded> {
     let Value::Object(mut root) = schema else {
-        return json!({"type": "object", "properties": {}});
+        return Ok(json!({"type": "object", "properties": {}}));
     };
     root.remove("$schema");
     root.remove("title");
@@ -110,12 +130,7 @@ pub fn normalize(schema: Value) -> Value {
                 .extend(found.into_iter().map(|(k, v)| ((prefix, k), v)));
         }
     }
-    let mut root = Value::Object(root);
-    let mut kept = Map::new();
-    if !defs.bodies.is_empty() {
-        let recursive = defs.recursive();
-        inline_refs(&mut root, &defs, &recursive, &mut kept);
-    }
+    let (mut root, kept) = inline(Value::Object(root), &defs, budget, inline_none)?;
     fold_titles(&mut root, true);
     let Value::Object(mut root) = root else {
         unreachable!("the root stayed an object")
@@ -125,7 +140,7 @@ pub fn normalize(schema: Value) -> Value {
         fold_titles(&mut kept, false);
         root.insert("$defs".into(), kept);
     }
-    object_root(root)
+    Ok(object_root(root))
 }
 
 /// Makes the root an object schema: unit-like inputs become an empty object; a root whose
@@ -143,126 +158,6 @@ fn object_root(mut root: Map<String, Value>) -> Value {
         Some(_) => {}
     }
     Value::Object(root)
-}
-
-/// The definitions of a schema (`$defs`, or draft-07's `definitions`), by (prefix, name).
-#[derive(Default)]
-struct Defs {
-    prefixes: Vec<&'static str>,
-    bodies: std::collections::BTreeMap<(&'static str, String), Value>,
-}
-
-impl Defs {
-    /// The definition a `$ref` names, if it names one.
-    fn target(&self, reference: &str) -> Option<(&'static str, String)> {
-        self.prefixes.iter().find_map(|prefix| {
-            let name = reference.strip_prefix(prefix)?;
-            let key = (*prefix, name.to_owned());
-            self.bodies.contains_key(&key).then_some(key)
-        })
-    }
-
-    /// The definitions a schema refers to, directly.
-    fn refs_in(&self, node: &Value, out: &mut Vec<(&'static str, String)>) {
-        match node {
-            Value::Object(map) => {
-                if let Some(target) = map
-                    .get("$ref")
-                    .and_then(Value::as_str)
-                    .and_then(|r| self.target(r))
-                {
-                    out.push(target);
-                }
-                map.values().for_each(|v| self.refs_in(v, out));
-            }
-            Value::Array(items) => items.iter().for_each(|v| self.refs_in(v, out)),
-            _ => {}
-        }
-    }
-
-    /// The definitions that reach themselves through `$ref`s: they cannot be inlined.
-    fn recursive(&self) -> std::collections::BTreeSet<(&'static str, String)> {
-        let edges: std::collections::BTreeMap<_, _> = self
-            .bodies
-            .iter()
-            .map(|(key, body)| {
-                let mut out = Vec::new();
-                self.refs_in(body, &mut out);
-                (key.clone(), out)
-            })
-            .collect();
-        let mut recursive = std::collections::BTreeSet::new();
-        for start in edges.keys() {
-            let mut seen = std::collections::BTreeSet::new();
-            let mut todo: Vec<_> = edges[start].iter().collect();
-            while let Some(next) = todo.pop() {
-                if next == start {
-                    recursive.insert(start.clone());
-                    break;
-                }
-                if seen.insert(next) {
-                    todo.extend(edges.get(next).into_iter().flatten());
-                }
-            }
-        }
-        recursive
-    }
-}
-
-/// Replaces each `$ref` to a definition with the definition's body, except for recursive
-/// definitions: those are kept (in `kept`, to become the root's `$defs`) and their `$ref`s stay,
-/// rewritten to `#/$defs/<name>`.
-fn inline_refs(
-    node: &mut Value,
-    defs: &Defs,
-    recursive: &std::collections::BTreeSet<(&'static str, String)>,
-    kept: &mut Map<String, Value>,
-) {
-    match node {
-        Value::Object(map) => {
-            if let Some(key) = map
-                .get("$ref")
-                .and_then(Value::as_str)
-                .and_then(|r| defs.target(r))
-            {
-                let mut body = defs.bodies[&key].clone();
-                if recursive.contains(&key) {
-                    let name = key.1;
-                    map.insert("$ref".into(), Value::String(format!("#/$defs/{name}")));
-                    if !kept.contains_key(&name) {
-                        kept.insert(name.clone(), Value::Null);
-                        inline_refs(&mut body, defs, recursive, kept);
-                        kept.insert(name, body);
-                    }
-                    // Sibling keywords (a field's description) stay beside the `$ref`.
-                    for (k, v) in map.iter_mut() {
-                        if k != "$ref" {
-                            inline_refs(v, defs, recursive, kept);
-                        }
-                    }
-                    return;
-                }
-                inline_refs(&mut body, defs, recursive, kept);
-                map.remove("$ref");
-                if let Value::Object(body) = body {
-                    for (k, v) in body {
-                        // Sibling keywords next to the `$ref` (a field's description) win.
-                        map.entry(k).or_insert(v);
-                    }
-                }
-                return;
-            }
-            for v in map.values_mut() {
-                inline_refs(v, defs, recursive, kept);
-            }
-        }
-        Value::Array(items) => {
-            for v in items {
-                inline_refs(v, defs, recursive, kept);
-            }
-        }
-        _ => {}
-    }
 }
 
 /// Puts a title before the description, as its first paragraph.

@@ -13,8 +13,10 @@ use rmcp::service::{Peer, PeerRequestOptions};
 use serde_json::{Map, Value};
 
 use crate::error::AgentError;
-use crate::mcp::client::observe::Router;
-use crate::schema::normalize;
+use crate::limits::{Limit, LimitExceeded, McpClientLimits};
+use crate::mcp::client::observe::{Router, json_size};
+use crate::schema::generate::normalize_within;
+use crate::schema::inline::Budget;
 use crate::tool::context::ToolContext;
 use crate::tool::definition::Tool;
 
@@ -25,28 +27,45 @@ pub(crate) struct Server {
     pub(crate) router: Arc<Router>,
 }
 
-/// A server's tool as a [`Tool`].
+/// A server's tool as a [`Tool`], or the limit its input schema goes over.
 ///
 /// Its arguments are validated against the server's own input schema, in the draft its `$schema`
 /// names (2020-12 without one), before a request is sent. The model is told the schema normalised
-/// like any tool's ([`normalize`]: no `$schema`, definitions inlined).
-pub(crate) fn tool(server: &Server, listed: rmcp::model::Tool) -> Tool {
+/// like any tool's (no `$schema`, definitions inlined), within the limits' schema budget. The
+/// schema is measured and normalised before it is compiled, so a hostile one costs nothing more.
+pub(crate) fn tool(
+    server: &Server,
+    listed: rmcp::model::Tool,
+    limits: &McpClientLimits,
+) -> Result<Tool, LimitExceeded> {
+    if json_size(&listed.input_schema) > limits.schema_bytes() {
+        return Err(LimitExceeded::new(
+            Limit::SchemaBytes,
+            u64::try_from(limits.schema_bytes()).unwrap_or(u64::MAX),
+        ));
+    }
+    let budget = Budget {
+        nodes: limits.schema_nodes(),
+        depth: limits.schema_depth(),
+    };
+    let schema = Value::Object(Map::clone(&listed.input_schema));
+    let normalized = normalize_within(schema.clone(), budget)?;
     let name = listed.name.to_string();
     let description = listed
         .description
         .map(|d| d.into_owned())
         .or(listed.title)
         .unwrap_or_default();
-    let schema = Value::Object(Map::clone(&listed.input_schema));
     let server = server.clone();
     let called = name.clone();
+    let wait = limits.call_time();
     let mut tool = Tool::new_async(name, description, schema, move |input, ctx| {
-        call(server.clone(), called.clone(), input, ctx)
+        call(server.clone(), called.clone(), input, ctx, wait)
     });
     // Validation keeps the compiled schema as the server wrote it; only what the model reads is
     // normalised.
-    tool.parameters = normalize(std::mem::take(&mut tool.parameters));
-    tool
+    tool.parameters = normalized;
+    Ok(tool)
 }
 
 async fn call(
@@ -54,6 +73,7 @@ async fn call(
     name: String,
     input: Value,
     ctx: ToolContext,
+    wait: std::time::Duration,
 ) -> Result<Value, AgentError> {
     let Value::Object(arguments) = input else {
         // The schema's root is an object (the tool checks it): other arguments never get here.
@@ -66,23 +86,35 @@ async fn call(
         .peer
         .send_request_with_option(request, PeerRequestOptions::no_options())
         .await
-        .map_err(|e| AgentError::tool(format!("the MCP server could not be reached: {e}")))?;
+        .map_err(|e| match server.router.broken() {
+            Some(limit) => AgentError::LimitExceeded(limit),
+            None => AgentError::tool(format!("the MCP server could not be reached: {e}")),
+        })?;
+    let id = handle.id.clone();
     let mut pending = Pending {
         server: server.clone(),
         id: Some(handle.id.clone()),
         token: handle.progress_token.clone(),
     };
     server.router.register(pending.token.clone(), ctx);
-    let response = handle.await_response().await;
+    // A server that never answers is bounded here, whatever the tool's own timeout; `pending`
+    // still holds the id, so returning cancels the request on the server.
+    let Ok(response) = tokio::time::timeout(wait, handle.await_response()).await else {
+        return Err(AgentError::LimitExceeded(LimitExceeded::time(
+            Limit::McpCallTime,
+            wait,
+        )));
+    };
     pending.id = None;
     match response {
         Ok(ServerResult::CallToolResult(result)) => output(result),
         Ok(_) => Err(AgentError::tool(
             "the MCP server answered tools/call with something other than a tool result",
         )),
-        Err(e) => Err(AgentError::tool(format!(
-            "the MCP server failed the call: {e}"
-        ))),
+        Err(e) => Err(match server.router.exceeded(&id) {
+            Some(limit) => AgentError::LimitExceeded(limit),
+            None => AgentError::tool(format!("the MCP server failed the call: {e}")),
+        }),
     }
 }
 

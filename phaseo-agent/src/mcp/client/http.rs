@@ -4,8 +4,10 @@
 //! [`StreamableHttpClient`] for the HTTP requests. Its own implementation is for reqwest 0.13,
 //! which would put a second reqwest (and, with rustls, aws-lc-rs) into the tree; this is the same
 //! contract over reqwest 0.12: a POST per message answered with JSON, an event stream or `202`, a
-//! GET for the server's own stream, a DELETE to end the session, each response read within
-//! rmcp's size limits.
+//! GET for the server's own stream, a DELETE to end the session, each response (a JSON body, or
+//! one event of a stream) read within the client's `max_message_bytes`. An answer to a request
+//! that goes over it becomes a JSON-RPC error for that request, recorded on the [`Router`] so the
+//! call fails with the limit at once; the connection stays usable.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -17,7 +19,9 @@ use reqwest::header::{
     ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE,
 };
 use reqwest::{RequestBuilder, Response, StatusCode};
-use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ErrorData, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
+};
 use rmcp::transport::common::http_header::{
     EVENT_STREAM_MIME_TYPE, HEADER_LAST_EVENT_ID, HEADER_SESSION_ID, JSON_MIME_TYPE,
 };
@@ -27,20 +31,25 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::{Sse, SseStream};
 
-type Failure = StreamableHttpError<reqwest::Error>;
+use crate::limits::{Limit, LimitExceeded};
+use crate::mcp::client::observe::Router;
 
-/// The largest event of a server's stream when rmcp does not say (its own default).
-const MAX_EVENT: usize = 16 * 1024 * 1024;
+type Failure = StreamableHttpError<reqwest::Error>;
 
 /// A reqwest 0.12 client as rmcp's HTTP client.
 #[derive(Clone)]
-pub(crate) struct Http(pub(crate) reqwest::Client);
+pub(crate) struct Http {
+    client: reqwest::Client,
+    /// The most bytes of one message (a JSON body, one event of a stream).
+    max: usize,
+    router: Arc<Router>,
+}
 
 impl Http {
     /// A client that follows only same-origin `307`/`308` redirects (they keep the method and
     /// body; another origin must not get the session id), and keeps no idle connections (a reused
     /// connection whose last body was not read to the end stalls on delayed ACKs).
-    pub(crate) fn new() -> Result<Self, reqwest::Error> {
+    pub(crate) fn new(max: usize, router: Arc<Router>) -> Result<Self, reqwest::Error> {
         let redirects = reqwest::redirect::Policy::custom(|attempt| {
             let keeps_body = matches!(
                 attempt.status(),
@@ -62,7 +71,22 @@ impl Http {
             .pool_max_idle_per_host(0)
             .redirect(redirects)
             .build()
-            .map(Http)
+            .map(|client| Http {
+                client,
+                max,
+                router,
+            })
+    }
+
+    /// The answer to request `id` in place of one over the limit: a JSON-RPC error, and the
+    /// request recorded as oversized so that its call fails with the limit.
+    fn too_large(&self, id: RequestId) -> ServerJsonRpcMessage {
+        let limit = LimitExceeded::new(
+            Limit::McpMessageBytes,
+            u64::try_from(self.max).unwrap_or(u64::MAX),
+        );
+        self.router.oversized(id.clone());
+        JsonRpcMessage::error(ErrorData::internal_error(limit.to_string(), None), Some(id))
     }
 }
 
@@ -147,8 +171,12 @@ enum StreamError {
 }
 
 /// The events of a response, none larger than `max` bytes (counted from the bytes on the wire,
-/// before they are parsed).
-fn events(response: Response, max: usize) -> BoxStream<'static, Result<Sse, SseError>> {
+/// before they are parsed). Past it, the stream ends; with `instead`, after that event.
+fn events(
+    response: Response,
+    max: usize,
+    instead: Option<ServerJsonRpcMessage>,
+) -> BoxStream<'static, Result<Sse, SseError>> {
     // Bytes since the last blank line (the end of an event), and whether the last byte ended a line.
     let mut size = 0usize;
     let mut line_ended = false;
@@ -183,7 +211,32 @@ fn events(response: Response, max: usize) -> BoxStream<'static, Result<Sse, SseE
         failed = checked.is_err();
         future::ready(Some(checked))
     });
-    SseStream::from_bytes_stream(limited).boxed()
+    let parsed = SseStream::from_bytes_stream(limited);
+    let Some(instead) = instead else {
+        return parsed.boxed();
+    };
+    // The event over the limit ends the stream as an error; the request's answer is `instead`.
+    let mut ended = false;
+    parsed
+        .scan((), move |(), event| {
+            if ended {
+                return future::ready(None);
+            }
+            let event = match event {
+                Err(_) => {
+                    ended = true;
+                    Ok(Sse {
+                        event: None,
+                        data: serde_json::to_string(&instead).ok(),
+                        id: None,
+                        retry: None,
+                    })
+                }
+                ok => ok,
+            };
+            future::ready(Some(event))
+        })
+        .boxed()
 }
 
 impl StreamableHttpClient for Http {
@@ -220,7 +273,7 @@ impl StreamableHttpClient for Http {
     ) -> Result<StreamableHttpPostResponse, Failure> {
         let body = serde_json::to_vec(&message)?;
         let request = self
-            .0
+            .client
             .post(uri.as_ref())
             .header(ACCEPT, [EVENT_STREAM_MIME_TYPE, JSON_MIME_TYPE].join(", "))
             .header(CONTENT_TYPE, JSON_MIME_TYPE)
@@ -235,18 +288,34 @@ impl StreamableHttpClient for Http {
             return Err(StreamableHttpError::SessionExpired);
         }
         // Only a request waits for an answer; a notification or response needs none.
-        let awaits_answer = matches!(message, JsonRpcMessage::Request(_));
+        let request_id = match &message {
+            JsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
+        let awaits_answer = request_id.is_some();
         let session = header(&response, HEADER_SESSION_ID);
         let content_type = header(&response, CONTENT_TYPE);
         if !status.is_success() {
+            let mut limits = limits;
+            limits.max_json_response_size = limits.max_json_response_size.min(self.max);
             return refused(response, content_type.as_deref(), session, limits).await;
         }
         if is_type(content_type.as_deref(), EVENT_STREAM_MIME_TYPE) {
-            let events = events(response, limits.max_sse_event_size);
+            let instead = request_id.map(|id| self.too_large(id));
+            let events = events(response, self.max, instead);
             return Ok(StreamableHttpPostResponse::Sse(events, session));
         }
         if is_type(content_type.as_deref(), JSON_MIME_TYPE) {
-            let body = bounded(response, limits.max_json_response_size).await?;
+            let body = match bounded(response, self.max).await {
+                Err(StreamableHttpError::ResponseBodyTooLarge { .. }) if request_id.is_some() => {
+                    let id = request_id.unwrap_or_else(|| unreachable!("checked"));
+                    return Ok(StreamableHttpPostResponse::Json(
+                        self.too_large(id),
+                        session,
+                    ));
+                }
+                other => other?,
+            };
             return match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
                 Ok(answer) => Ok(StreamableHttpPostResponse::Json(answer, session)),
                 Err(_) if !awaits_answer => Ok(StreamableHttpPostResponse::Accepted),
@@ -269,7 +338,7 @@ impl StreamableHttpClient for Http {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), Failure> {
         let request = headed(
-            self.0.delete(uri.as_ref()),
+            self.client.delete(uri.as_ref()),
             Some(&session_id),
             auth_header,
             custom_headers,
@@ -298,7 +367,7 @@ impl StreamableHttpClient for Http {
             last_event_id,
             auth_header,
             custom_headers,
-            MAX_EVENT,
+            self.max,
         )
         .await
     }
@@ -313,7 +382,7 @@ impl StreamableHttpClient for Http {
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Failure> {
         let mut request = self
-            .0
+            .client
             .get(uri.as_ref())
             .header(ACCEPT, [EVENT_STREAM_MIME_TYPE, JSON_MIME_TYPE].join(", "));
         if let Some(id) = last_event_id {
@@ -336,7 +405,7 @@ impl StreamableHttpClient for Http {
         {
             return Err(StreamableHttpError::UnexpectedContentType(content_type));
         }
-        Ok(events(response, max_sse_event_size))
+        Ok(events(response, max_sse_event_size.min(self.max), None))
     }
 }
 

@@ -6,73 +6,247 @@
 //! the transport instead keeps the server's order: every progress notification a server sent
 //! before its result is published before the call returns.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use rmcp::RoleClient;
-use rmcp::model::{JsonRpcMessage, ProgressNotificationParam, ProgressToken, ServerNotification};
+use rmcp::model::{
+    JsonRpcMessage, ProgressNotificationParam, ProgressToken, RequestId, ServerNotification,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Map, Value};
 
+use crate::limits::{Limit, LimitExceeded, McpClientLimits};
 use crate::tool::context::ToolContext;
 
 /// How many progress notifications for a token no call has claimed yet are kept (the request is
-/// on its way while its call registers the token); the oldest go first.
+/// on its way while its call registers the token); the oldest go first. Their bytes are bounded
+/// too, by the limits' `max_progress_bytes`.
 const EARLY_KEPT: usize = 64;
 
-/// Where each progress token's notifications go: the context of the call that sent the request.
-#[derive(Default)]
+/// Where each progress token's notifications go: the context of the call that sent the request;
+/// and which requests were answered with more than the limits allow.
 pub(crate) struct Router {
     routes: Mutex<Routes>,
+    limits: McpClientLimits,
+    /// Set when the connection was ended because the server went over a limit: every request
+    /// still waiting fails with it.
+    broken: OnceLock<LimitExceeded>,
+    /// Requests whose answer was too large (and replaced by an error): their calls fail with it.
+    oversized: Mutex<HashSet<RequestId>>,
+}
+
+impl Default for Router {
+    fn default() -> Self {
+        Router::new(McpClientLimits::default())
+    }
 }
 
 #[derive(Default)]
 struct Routes {
-    live: HashMap<ProgressToken, ToolContext>,
-    early: VecDeque<ProgressNotificationParam>,
+    live: HashMap<ProgressToken, Route>,
+    early: VecDeque<(ProgressNotificationParam, usize)>,
+    early_bytes: usize,
+}
+
+/// One call's progress so far: what was kept, and what was only counted.
+struct Route {
+    ctx: ToolContext,
+    kept: usize,
+    bytes: usize,
+    /// Notifications counted and not kept, the limit that stopped the keeping, and the last of
+    /// them (its `progress` and `total`).
+    dropped: usize,
+    hit: Option<LimitExceeded>,
+    last: Option<(f64, Option<f64>)>,
+}
+
+impl Route {
+    /// Whether a notification of `size` bytes is kept; if not, it is counted.
+    fn admit(
+        &mut self,
+        limits: &McpClientLimits,
+        params: &ProgressNotificationParam,
+        size: usize,
+    ) -> bool {
+        if self.hit.is_none() {
+            if self.kept >= limits.progress_per_call() {
+                self.hit = Some(LimitExceeded::new(
+                    Limit::ProgressPerCall,
+                    to_u64(limits.progress_per_call()),
+                ));
+            } else if size > limits.progress_bytes().saturating_sub(self.bytes) {
+                self.hit = Some(LimitExceeded::new(
+                    Limit::ProgressBytes,
+                    to_u64(limits.progress_bytes()),
+                ));
+            }
+        }
+        if self.hit.is_some() {
+            self.dropped += 1;
+            self.last = Some((params.progress, params.total));
+            return false;
+        }
+        self.kept += 1;
+        self.bytes += size;
+        true
+    }
 }
 
 impl Router {
+    /// A router that keeps at most `limits`' progress per call.
+    pub(crate) fn new(limits: McpClientLimits) -> Self {
+        Router {
+            routes: Mutex::default(),
+            limits,
+            broken: OnceLock::new(),
+            oversized: Mutex::default(),
+        }
+    }
+
     /// Routes `token`'s progress to `ctx`, starting with what arrived before this call.
     pub(crate) fn register(&self, token: ProgressToken, ctx: ToolContext) {
-        let early = {
+        let kept = {
             let mut routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
             let (mine, rest): (VecDeque<_>, VecDeque<_>) = routes
                 .early
                 .drain(..)
-                .partition(|p| p.progress_token == token);
+                .partition(|(p, _)| p.progress_token == token);
             routes.early = rest;
-            routes.live.insert(token, ctx.clone());
-            mine
+            routes.early_bytes = routes.early.iter().map(|(_, size)| size).sum();
+            let mut route = Route {
+                ctx: ctx.clone(),
+                kept: 0,
+                bytes: 0,
+                dropped: 0,
+                hit: None,
+                last: None,
+            };
+            let kept: Vec<_> = mine
+                .into_iter()
+                .filter(|(params, size)| route.admit(&self.limits, params, *size))
+                .collect();
+            routes.live.insert(token, route);
+            kept
         };
-        for params in &early {
+        for (params, _) in &kept {
             publish(&ctx, params);
         }
     }
 
-    /// Stops routing `token` (its call is over).
+    /// Stops routing `token` (its call is over). When some of its progress was only counted,
+    /// one last progress value says how many, and the setting that keeps more.
     pub(crate) fn unregister(&self, token: &ProgressToken) {
-        let mut routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
-        routes.live.remove(token);
+        let route = {
+            let mut routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
+            routes.live.remove(token)
+        };
+        let Some(route) = route else { return };
+        if let (Some(hit), Some((progress, total))) = (route.hit, route.last) {
+            let mut summary = ProgressNotificationParam::new(token.clone(), progress);
+            summary.total = total;
+            summary.message = Some(format!(
+                "{} more progress notifications were counted, not kept: {hit}",
+                route.dropped
+            ));
+            publish(&route.ctx, &summary);
+        }
     }
 
-    fn progress(&self, params: ProgressNotificationParam) {
+    fn progress(&self, params: &ProgressNotificationParam) {
+        // A message longer than the byte limit is never kept: its length is enough to know.
+        let message = params.message.as_ref().map_or(0, String::len);
+        let size = if message > self.limits.progress_bytes() {
+            message
+        } else {
+            json_size(params)
+        };
         let ctx = {
             let mut routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
-            match routes.live.get(&params.progress_token) {
-                Some(ctx) => ctx.clone(),
-                None => {
-                    if routes.early.len() == EARLY_KEPT {
-                        routes.early.pop_front();
+            let limits = self.limits;
+            match routes.live.get_mut(&params.progress_token) {
+                Some(route) => {
+                    if !route.admit(&limits, params, size) {
+                        return;
                     }
-                    routes.early.push_back(params);
+                    route.ctx.clone()
+                }
+                None => {
+                    if size <= limits.progress_bytes() {
+                        while routes.early.len() >= EARLY_KEPT
+                            || routes.early_bytes + size > limits.progress_bytes()
+                        {
+                            let Some((_, gone)) = routes.early.pop_front() else {
+                                break;
+                            };
+                            routes.early_bytes -= gone;
+                        }
+                        routes.early_bytes += size;
+                        routes.early.push_back((params.clone(), size));
+                    }
                     return;
                 }
             }
         };
-        publish(&ctx, &params);
+        publish(&ctx, params);
     }
+
+    /// The connection ends because the server went over `limit`: requests waiting fail with it.
+    pub(crate) fn break_with(&self, limit: LimitExceeded) {
+        let _ = self.broken.set(limit);
+    }
+
+    /// The answer to `id` was over the message limit (and was replaced by an error).
+    pub(crate) fn oversized(&self, id: RequestId) {
+        let mut oversized = self
+            .oversized
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        oversized.insert(id);
+    }
+
+    /// The limit the server went over, when the connection was ended for it.
+    pub(crate) fn broken(&self) -> Option<LimitExceeded> {
+        self.broken.get().cloned()
+    }
+
+    /// The limit a failed request `id` went over, if that is why it failed.
+    pub(crate) fn exceeded(&self, id: &RequestId) -> Option<LimitExceeded> {
+        let mut oversized = self
+            .oversized
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if oversized.remove(id) {
+            return Some(LimitExceeded::new(
+                Limit::McpMessageBytes,
+                to_u64(self.limits.message_bytes()),
+            ));
+        }
+        self.broken.get().cloned()
+    }
+}
+
+fn to_u64(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// The length of a value's JSON text, counted without writing it anywhere.
+pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail, and the model types always serialise.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// A progress notification as the tool's preliminary result: `{"progress": 2, "total": 5,
@@ -120,7 +294,7 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Observed<T> {
         let message = self.inner.receive().await?;
         if let JsonRpcMessage::Notification(notification) = &message {
             if let ServerNotification::ProgressNotification(progress) = &notification.notification {
-                self.router.progress(progress.params.clone());
+                self.router.progress(&progress.params);
             }
         }
         Some(message)
@@ -151,22 +325,74 @@ mod tests {
         let token = ProgressToken(rmcp::model::NumberOrString::Number(7));
         let mut early = ProgressNotificationParam::new(token.clone(), 1.0);
         early.message = Some("queued".into());
-        router.progress(early);
-        router.progress(ProgressNotificationParam::new(
+        router.progress(&early);
+        router.progress(&ProgressNotificationParam::new(
             ProgressToken(rmcp::model::NumberOrString::Number(8)),
             1.0,
         ));
         let ctx = ToolContext::detached();
         router.register(token.clone(), ctx.clone());
-        router.progress(ProgressNotificationParam::new(token.clone(), 2.0));
+        router.progress(&ProgressNotificationParam::new(token.clone(), 2.0));
         router.unregister(&token);
-        router.progress(ProgressNotificationParam::new(token, 3.0));
+        router.progress(&ProgressNotificationParam::new(token, 3.0));
         assert_eq!(
             ctx.progress(),
             [
                 json!({"progress": 1, "message": "queued"}),
                 json!({"progress": 2})
             ]
+        );
+    }
+}
+
+#[cfg(test)]
+mod caps {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn progress_past_the_limits_is_counted_and_the_count_is_the_last_value() {
+        let router = Router::new(McpClientLimits::default().max_progress_per_call(2));
+        let token = ProgressToken(rmcp::model::NumberOrString::Number(1));
+        let ctx = ToolContext::detached();
+        router.register(token.clone(), ctx.clone());
+        for i in 1..=5 {
+            router.progress(&ProgressNotificationParam::new(token.clone(), f64::from(i)));
+        }
+        router.unregister(&token);
+        let progress = ctx.progress();
+        assert_eq!(progress.len(), 3, "{progress:?}");
+        assert_eq!(progress[1], json!({"progress": 2}));
+        assert_eq!(progress[2]["progress"], json!(5));
+        let message = progress[2]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("3 more progress notifications were counted"),
+            "{message}"
+        );
+        assert!(
+            message.contains("McpClientLimits::max_progress_per_call"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn one_notification_larger_than_the_byte_limit_is_never_kept() {
+        let router = Router::new(McpClientLimits::default().max_progress_bytes(100));
+        let token = ProgressToken(rmcp::model::NumberOrString::Number(1));
+        let mut big = ProgressNotificationParam::new(token.clone(), 1.0);
+        big.message = Some("x".repeat(1000));
+        router.progress(&big);
+        let ctx = ToolContext::detached();
+        router.register(token.clone(), ctx.clone());
+        router.progress(&big);
+        router.unregister(&token);
+        let progress = ctx.progress();
+        assert_eq!(progress.len(), 1, "only the count: {progress:?}");
+        assert!(
+            progress[0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("max_progress_bytes")
         );
     }
 }

@@ -1,0 +1,146 @@
+//! A server started from a command, over its stdio, with each line it writes bounded.
+//!
+//! rmcp's own child-process transport caps a line at 16 MiB, but drops a longer one quietly and
+//! reads on: the request it answered then waits for its timeout, and the cap is not the client's
+//! to set. Here the child's stdout goes through [`BoundedLines`] first: a line longer than
+//! `max_message_bytes` ends the connection at once, with the limit recorded on the [`Router`], so
+//! the requests waiting fail with it; none of the line is kept beyond the read buffer.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use rmcp::RoleClient;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use crate::limits::{Limit, LimitExceeded};
+use crate::mcp::client::observe::Router;
+
+/// A child's stdout as the reading half of a transport.
+pub(crate) type Transport = AsyncRwTransport<RoleClient, BoundedLines<ChildStdout>, ChildStdin>;
+
+/// Starts `command` with piped stdin and stdout (stderr passed through), and the transport over
+/// them. The child is killed when the returned [`Child`] is dropped.
+pub(crate) fn spawn(
+    mut command: Command,
+    max_line: usize,
+    router: Arc<Router>,
+) -> io::Result<(Child, Transport)> {
+    command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true);
+    let mut child = command.spawn()?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(io::Error::other("the child's stdio was not piped"));
+    };
+    let read = BoundedLines {
+        inner: stdout,
+        max: max_line,
+        line: 0,
+        over: false,
+        router,
+    };
+    // rmcp's own cap stays above ours (a line may end in `\r\n`), so ours is the one that acts.
+    let transport =
+        AsyncRwTransport::new_client(read, stdin).with_max_line_length(max_line.saturating_add(2));
+    Ok((child, transport))
+}
+
+/// A reader that fails once a line (the bytes between two `\n`) is longer than `max`.
+///
+/// The lines before the long one are passed on whole; the read that crosses the bound is cut at
+/// its last line end, and the next read fails.
+pub(crate) struct BoundedLines<R> {
+    inner: R,
+    max: usize,
+    /// Bytes of the current line so far.
+    line: usize,
+    over: bool,
+    router: Arc<Router>,
+}
+
+impl<R> BoundedLines<R> {
+    fn failure(&self) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            LimitExceeded::new(Limit::McpMessageBytes, to_u64(self.max)),
+        )
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.over {
+            return Poll::Ready(Err(this.failure()));
+        }
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        let mut whole_lines = 0;
+        for (i, &byte) in buf.filled()[before..].iter().enumerate() {
+            if byte == b'\n' {
+                this.line = 0;
+                whole_lines = i + 1;
+            } else {
+                this.line += 1;
+                if this.line > this.max {
+                    this.over = true;
+                    break;
+                }
+            }
+        }
+        if this.over {
+            this.router
+                .break_with(LimitExceeded::new(Limit::McpMessageBytes, to_u64(this.max)));
+            buf.set_filled(before + whole_lines);
+            if whole_lines == 0 {
+                return Poll::Ready(Err(this.failure()));
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+fn to_u64(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    #[tokio::test]
+    async fn lines_before_a_long_one_pass_and_the_long_one_fails() {
+        let router = Arc::new(Router::default());
+        let mut read = BoundedLines {
+            inner: &b"ok\nalso ok\nmuch too long\nnever read\n"[..],
+            max: 8,
+            line: 0,
+            over: false,
+            router: router.clone(),
+        };
+        let mut out = Vec::new();
+        let err = read.read_to_end(&mut out).await.unwrap_err();
+        assert_eq!(out, b"ok\nalso ok\n");
+        assert!(
+            err.to_string()
+                .contains("McpClientLimits::max_message_bytes"),
+            "{err}"
+        );
+        let id = rmcp::model::RequestId::Number(1);
+        assert_eq!(
+            router.exceeded(&id),
+            Some(LimitExceeded::new(Limit::McpMessageBytes, 8))
+        );
+    }
+}
