@@ -52,16 +52,28 @@
 //!   string as is, anything else as JSON text). Without a token, nothing is sent.
 //! - **Cancellation**: `notifications/cancelled` for a running call drops the call's future and
 //!   fires its [`ToolContext::cancellation_token`](crate::ToolContext::cancellation_token), as a
-//!   timeout does; so does a client that goes away mid-call.
+//!   timeout does. A client that goes away is another matter, as MCP says:
+//!   - over stdio (or any byte stream), the end of the input ends the session: nobody is left
+//!     to read an answer, so the session's running calls are cancelled at once (their tokens
+//!     fire), and the session ends;
+//!   - over Streamable HTTP, a disconnect is not a cancellation (the client may come back for
+//!     the answer): the call runs to its end (or its timeout). A session nobody uses ends after
+//!     [`McpServerLimits::session_idle_timeout`], and its calls with it.
+//! - **Before `initialize`** (stdio): a notification is ignored, `ping` is answered, and any
+//!   other request gets a JSON-RPC error (`-32600`); the session waits for `initialize`.
 //! - **Approval**: a call that needs a person's approval (the tool's
 //!   [`require_approval`](crate::Tool::require_approval) or approval function and, for an agent's
 //!   tools, the agent's approval rule or policy and its `human_review`) is put to the person
-//!   through the client when the client can ask (MCP elicitation): the message names the tool and
+//!   through the client when the client can ask in a form (MCP elicitation, form mode: the
+//!   client's `elicitation` capability says `form`, or is `{}`): the message names the tool and
 //!   shows the call's arguments, and accepting runs the call; declining or cancelling answers
-//!   `isError` with `{"error":"Rejected by a person"}`. A client that cannot ask gets `isError`
+//!   `isError` with `{"error":"Rejected by a person"}`. A client that cannot ask (no
+//!   elicitation, or URL mode only) gets `isError`
 //!   saying that the tool needs a person's approval and the client cannot ask for one; the tool
 //!   does not run. An interactive hook ([`Tool::on_tool_called`](crate::Tool::on_tool_called))
-//!   answers as in a run; a call it leaves to a person is answered with `isError`.
+//!   answers as in a run; a call it leaves to a person is answered with `isError`. The wait for
+//!   the person's answer has no limit of its own: it ends when the call is cancelled, and over
+//!   HTTP when the session has been unused for its idle timeout.
 //!
 //! The server speaks the MCP versions up to 2025-11-25 (asking a person needs a request from
 //! the server to the client, which the 2026-07-28 revision replaced).
@@ -77,8 +89,13 @@ use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+mod lifecycle;
 
 use crate::error::AgentError;
+use crate::limits::McpServerLimits;
+use crate::mcp::server::lifecycle::Lifecycle;
 use crate::model::message::ToolCall;
 use crate::run::agent::{Agent, ApprovalPolicy, CallPredicate};
 use crate::tool::call::{Later, Parsed};
@@ -116,6 +133,8 @@ pub struct McpServer {
     instructions: Option<String>,
     agent_id: String,
     rules: Rules,
+    pub(crate) limits: McpServerLimits,
+    pub(crate) allowed_origins: Vec<String>,
 }
 
 /// What an agent adds to its tools' own settings.
@@ -156,6 +175,8 @@ impl McpServer {
             instructions: None,
             agent_id: "mcp".into(),
             rules: Rules::default(),
+            limits: McpServerLimits::default(),
+            allowed_origins: Vec::new(),
         }
     }
 
@@ -188,6 +209,8 @@ impl McpServer {
                 default_timeout: inner.settings.default_timeout,
                 max_output_chars: inner.settings.max_output_chars,
             },
+            limits: McpServerLimits::default(),
+            allowed_origins: Vec::new(),
         }
     }
 
@@ -267,6 +290,56 @@ impl McpServer {
         self
     }
 
+    /// What an HTTP client may cost the server ([`serve_http`](Self::serve_http), and
+    /// [`http_service`](Self::http_service) for the settings on sessions and bodies): sessions
+    /// kept and their idle time, connections held, the time to send a request's headers and body,
+    /// a body's size. See [`McpServerLimits`] for the defaults.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use phaseo_agent::limits::McpServerLimits;
+    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
+    /// let server = McpServer::new(ping).limits(
+    ///     McpServerLimits::default()
+    ///         .max_sessions(50)
+    ///         .session_idle_timeout(Duration::from_secs(60)),
+    /// );
+    /// # let _ = server;
+    /// ```
+    pub fn limits(mut self, limits: McpServerLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Web pages that may call the server over Streamable HTTP from a browser, besides those
+    /// served from this machine. A request whose `Origin` header names another site is refused
+    /// with 403, before it reaches a tool: a page in the user's browser must not drive tools on
+    /// their machine (MCP asks servers to check `Origin` against DNS rebinding). A request without
+    /// `Origin` (a program, not a page) and a page of a loopback origin (`localhost`,
+    /// `127.0.0.1`, `[::1]`, any port, http or https) are always served.
+    ///
+    /// Each entry is an origin as a browser sends it, with its port, or `:*` for any port:
+    /// `https://app.example.com:443`, `http://intranet.local:*`; `null` allows the `Origin: null`
+    /// of sandboxed pages and local files. Calling this again replaces the list.
+    ///
+    /// ```
+    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
+    /// let server = McpServer::new(ping).allowed_origins(["https://app.example.com:443"]);
+    /// # let _ = server;
+    /// ```
+    pub fn allowed_origins(mut self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.allowed_origins = origins.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// Checks the tools and makes the handler that serves them (an rmcp `ServerHandler`): for a
     /// transport of rmcp's that the `serve` methods here do not cover.
     ///
@@ -322,6 +395,7 @@ impl McpServer {
             None => info,
         };
         Ok(McpHandler {
+            gone: CancellationToken::new(),
             inner: Arc::new(Inner {
                 tools,
                 index,
@@ -355,12 +429,8 @@ impl McpServer {
     where
         T: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
-        let handler = self.handler()?;
-        let running = handler
-            .serve(transport)
-            .await
-            .map_err(|e| ServeError::Initialize(e.to_string()))?;
-        Ok(Serving { running })
+        let (read, write) = tokio::io::split(transport);
+        self.serve_lines(read, write).await
     }
 
     /// Serves the tools on this process's stdin and stdout: what a desktop client that launches
@@ -378,9 +448,23 @@ impl McpServer {
     /// # }
     /// ```
     pub async fn serve_stdio(&self) -> Result<Serving, ServeError> {
+        let (read, write) = rmcp::transport::io::stdio();
+        self.serve_lines(read, write).await
+    }
+
+    /// Serves one session of JSON-RPC lines: the handler's calls stop when the input ends (see
+    /// `lifecycle`).
+    async fn serve_lines<R, W>(&self, read: R, write: W) -> Result<Serving, ServeError>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        // A handler of its own, so the end of this session stops no other session's calls.
         let handler = self.handler()?;
+        let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write);
+        let transport = Lifecycle::new(transport, handler.gone.clone());
         let running = handler
-            .serve(rmcp::transport::io::stdio())
+            .serve(transport)
             .await
             .map_err(|e| ServeError::Initialize(e.to_string()))?;
         Ok(Serving { running })
@@ -443,6 +527,9 @@ pub enum ServeError {
 #[derive(Clone)]
 pub struct McpHandler {
     inner: Arc<Inner>,
+    /// Fires when the session's client is gone for good (the end of a stdio session's input);
+    /// never over HTTP, where a disconnect is not a cancellation.
+    gone: CancellationToken,
 }
 
 struct Inner {
@@ -558,7 +645,7 @@ impl ServerHandler for McpHandler {
     ) -> Result<m::CallToolResponse, ErrorData> {
         // Boxed: rmcp spawns a task per request whose future holds the largest handler's future,
         // and moves it; a call's state (the tool's future, its context) stays behind one pointer.
-        let result = Box::pin(self.inner.call(request, context)).await?;
+        let result = Box::pin(self.inner.call(request, context, &self.gone)).await?;
         Ok(m::CallToolResponse::Complete(result))
     }
 }
@@ -575,6 +662,7 @@ impl Inner {
         &self,
         request: m::CallToolRequestParams,
         context: RequestContext<RoleServer>,
+        gone: &CancellationToken,
     ) -> Result<m::CallToolResult, ErrorData> {
         let Some(&index) = self.index.get(request.name.as_ref()) else {
             return Err(ErrorData::invalid_params(
@@ -607,7 +695,7 @@ impl Inner {
         let guard = ctx.cancellation_token().clone().drop_guard();
         let tool_says = verdict_of(tool, &parsed, &ctx);
         if self.needs_approval(tool_says, &ctx).await {
-            if let Gate::Refused(result) = ask(tool, &ctx, &context).await {
+            if let Gate::Refused(result) = ask(tool, &ctx, &context, gone).await {
                 guard.disarm();
                 return Ok(result);
             }
@@ -615,7 +703,8 @@ impl Inner {
         let result = if let Some(hook) = &tool.on_tool_called {
             answer_by_hook(tool, hook.as_ref(), &ctx).await
         } else {
-            self.run(served, parsed, &ctx, &context, progress).await
+            self.run(served, parsed, &ctx, &context, gone, progress)
+                .await
         };
         guard.disarm();
         Ok(result)
@@ -628,6 +717,7 @@ impl Inner {
         parsed: Parsed,
         ctx: &ToolContext,
         context: &RequestContext<RoleServer>,
+        gone: &CancellationToken,
         mut progress: Option<Progress>,
     ) -> m::CallToolResult {
         let tool = &served.tool;
@@ -652,6 +742,7 @@ impl Inner {
                     }
                 }
                 () = context.ct.cancelled() => break None,
+                () = gone.cancelled() => break None,
             }
         };
         if let Some(p) = progress.as_mut() {
@@ -703,10 +794,15 @@ fn verdict_of(tool: &Tool, parsed: &Parsed, ctx: &ToolContext) -> Later<bool> {
 }
 
 /// Asks the person through the client (MCP elicitation) whether the call may run.
-async fn ask(tool: &Tool, ctx: &ToolContext, context: &RequestContext<RoleServer>) -> Gate {
+async fn ask(
+    tool: &Tool,
+    ctx: &ToolContext,
+    context: &RequestContext<RoleServer>,
+    gone: &CancellationToken,
+) -> Gate {
     let can_ask = context
         .client_capabilities()
-        .is_some_and(|caps| caps.elicitation.is_some());
+        .is_some_and(|caps| caps.elicitation.as_ref().is_some_and(asks_in_forms));
     if !can_ask {
         return Gate::Refused(failed(&AgentError::tool(NO_ELICITATION)));
     }
@@ -724,7 +820,7 @@ async fn ask(tool: &Tool, ctx: &ToolContext, context: &RequestContext<RoleServer
     };
     let answer = tokio::select! {
         answer = context.peer.create_elicitation(params) => answer,
-        () = context.ct.cancelled() => {
+        () = cancelled(context, gone) => {
             return Gate::Refused(failed(&AgentError::tool(format!(
                 "Tool {} was cancelled by the client", tool.id
             ))));
@@ -736,6 +832,21 @@ async fn ask(tool: &Tool, ctx: &ToolContext, context: &RequestContext<RoleServer
         Err(e) => Gate::Refused(failed(&AgentError::tool(format!(
             "{NO_ELICITATION}: asking failed: {e}"
         )))),
+    }
+}
+
+/// The client can show a form (the approval is one): it said `form`, or it said nothing of
+/// either mode (`"elicitation": {}`, the capability before URL mode existed). A client of URL
+/// mode only must not be sent a form.
+fn asks_in_forms(elicitation: &m::ElicitationCapability) -> bool {
+    elicitation.form.is_some() || elicitation.url.is_none()
+}
+
+/// The call was cancelled by the client, or the client is gone.
+async fn cancelled(context: &RequestContext<RoleServer>, gone: &CancellationToken) {
+    tokio::select! {
+        () = context.ct.cancelled() => {}
+        () = gone.cancelled() => {}
     }
 }
 
