@@ -1,6 +1,6 @@
-//! Benchmark (b) of issue 4: one agent turn of 64 calls to a tool that sleeps 20 ms
-//! (`tokio::time::sleep`), at tool concurrency 16, through the real agent loop (a `ScriptedModel`
-//! with one turn of 64 calls, then a text turn), against the ideal of 4 rounds × 20 ms = 80 ms.
+//! One agent turn of 64 calls to a tool that sleeps 20 ms (`tokio::time::sleep`), at tool
+//! concurrency 16, through the real agent loop (a `ScriptedModel` with one turn of 64 calls, then
+//! a text turn), against the ideal of 4 rounds × 20 ms = 80 ms.
 //! Target: within 1.10× of the ideal.
 //!
 //! Also measured, for context and to explain the gap to the ideal:

@@ -1,12 +1,12 @@
-//! Benchmark (a) of issue 4: per-call dispatch of a small typed tool, from the model's argument
-//! text to the result text, with schema validation on, against a hand-written baseline that only
-//! does `serde_json::from_str` into the input struct, calls the function and serialises the output.
+//! Per-call dispatch of a small typed tool, from the model's argument text to the result text,
+//! with schema validation on, against a hand-written baseline that only does
+//! `serde_json::from_str` into the input struct, calls the function and serialises the output.
 //!
 //! Run with `cargo bench --bench dispatch`. As a bench of the root package it is built with the
 //! root's dev-dependencies, whose features unify into crates the runtime shares with them (tokio's
 //! `test-util`, `net` and `fs`, serde's `rc`; none of serde_json's today). The same call against
 //! the same floor in a build of `phaseo-agent` alone is `cargo bench -p phaseo-agent --bench
-//! run_cost` (issue 14, point 4).
+//! run_cost`.
 //!
 //! All variants run in one run, side by side:
 //!

@@ -1,7 +1,7 @@
 //! A `tools/call` round trip over an in-process pipe (`tokio::io::duplex`), driven by rmcp's own
 //! client: our `McpServer` serving a `#[tool]` function, against an rmcp `#[tool_router]` server
-//! with the same tool, side by side in one run (issue 13). Ours checks the arguments against the
-//! tool's schema before the call; rmcp's only deserialises them.
+//! with the same tool, side by side in one run. Ours checks the arguments against the tool's
+//! schema before the call; rmcp's only deserialises them.
 //!
 //! Run with `cargo bench --bench mcp`. Both servers answer `add(a, b)` with the sum as text. The
 //! target is ours at most 1.1× rmcp's time.

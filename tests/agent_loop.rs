@@ -1,4 +1,4 @@
-//! The agent loop (issue 2, points 2–5): tools, typed tools, context, models, events, errors, turn limit.
+//! The agent loop: tools, typed tools, context, models, events, errors, turn limit.
 
 mod common;
 

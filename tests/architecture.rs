@@ -573,3 +573,69 @@ fn document_names_are_found_in_prose_and_paths() {
     );
     assert!(document_names(r#"include_str!("deploy.md") or notes.txt"#).is_empty());
 }
+
+/// No comment or document cites an item of a tracker the repository does not hold ("issue" and a
+/// number): readers cannot look it up, so the text says the reason or the subject instead. Another
+/// project's public issue, written `owner/repo#N`, can be looked up and is fine. The changelog and
+/// the data folders (build output, fuzz corpora, golden files) are not read.
+#[test]
+fn no_issue_numbers_in_the_code() {
+    const EXTENSIONS: [&str; 5] = ["rs", "md", "py", "sh", "toml"];
+    const SKIPPED: [&str; 6] = [
+        "CHANGELOG.md",
+        "fuzz/corpus",
+        "fuzz/artifacts",
+        "fuzz/coverage",
+        "tests/corpus",
+        "tests/golden",
+    ];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a folder can be read") {
+            let path = entry.expect("a folder entry").path();
+            let shown = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if SKIPPED.iter().any(|skipped| shown == Path::new(skipped)) {
+                continue;
+            }
+            if path.is_dir() {
+                if name != "target" && name != ".git" {
+                    dirs.push(path);
+                }
+                continue;
+            }
+            let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            if !EXTENSIONS.contains(&extension) {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            for (i, line) in text.lines().enumerate() {
+                if cites_an_issue(line) {
+                    found.push(format!("{}:{}: {}", shown.display(), i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    found.sort();
+    assert!(
+        found.is_empty(),
+        "issue numbers of a tracker the repository does not hold (say the reason instead):\n{}",
+        found.join("\n")
+    );
+}
+
+/// Whether a line has the word "issue", a space and a digit, in any case. The pattern is built
+/// here so that this file's own text does not match it.
+fn cites_an_issue(line: &str) -> bool {
+    let pattern = ["iss", "ue "].concat();
+    let line = line.to_ascii_lowercase();
+    line.match_indices(&pattern).any(|(at, _)| {
+        let word_start = !line[..at].ends_with(|c: char| c.is_ascii_alphanumeric());
+        let digit = line[at + pattern.len()..].starts_with(|c: char| c.is_ascii_digit());
+        word_start && digit
+    })
+}

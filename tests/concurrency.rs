@@ -1,4 +1,4 @@
-//! Concurrency (issue 4, point 7), output caps (point 8) and next-turn overrides (point 9).
+//! Concurrency, output caps and next-turn overrides.
 
 mod common;
 

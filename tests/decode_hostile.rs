@@ -1,6 +1,6 @@
-//! Hostile argument texts against typed decoding (issue 10): no input the tool's JSON schema
-//! rejects (as the validator reads it), and no text the JSON parser refuses, reaches a tool by
-//! either decoding path; and values the schema accepts are not refused where serde can hold them.
+//! Hostile argument texts against typed decoding: no input the tool's JSON schema rejects (as the
+//! validator reads it), and no text the JSON parser refuses, reaches a tool by either decoding
+//! path; and values the schema accepts are not refused where serde can hold them.
 
 use std::collections::HashMap;
 use std::pin::pin;

@@ -1,11 +1,11 @@
-//! Differential test of typed decoding against the full JSON Schema validator (issue 4, benchmark
-//! (a)'s acceptance; issue 10): for every golden schema shape (`shapes/mod.rs`) and a few more
-//! (numbers, serde attributes, an untagged enum), many generated arguments, valid and near-valid
-//! (wrong types, arrays in place of objects, missing and extra keys, nulls, alias keys, wrong enum
-//! tags), now and then with a fragment of hostile text put anywhere in them (text the JSON parser
-//! refuses: lone surrogates, numbers out of range, nesting past its limit; and text it reads that
-//! is easy to misread: `1e2`, `-0`, `3.0`, `1e300`, `1e-50`), go through
-//! `Tool::typed(..).invoke(..)`, and
+//! Differential test of typed decoding against the full JSON Schema validator, which the fast path
+//! that `benches/dispatch.rs` measures must agree with: for every golden schema shape
+//! (`shapes/mod.rs`) and a few more (numbers, serde attributes, an untagged enum), many generated
+//! arguments, valid and near-valid (wrong types, arrays in place of objects, missing and extra
+//! keys, nulls, alias keys, wrong enum tags), now and then with a fragment of hostile text put
+//! anywhere in them (text the JSON parser refuses: lone surrogates, numbers out of range, nesting
+//! past its limit; and text it reads that is easy to misread: `1e2`, `-0`, `3.0`, `1e300`,
+//! `1e-50`), go through `Tool::typed(..).invoke(..)`, and
 //!
 //! - whenever the JSON parser refuses the text, the tool does not run and the error is the
 //!   parser's;

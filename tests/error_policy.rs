@@ -1,5 +1,5 @@
-//! Error policy (issue 4, point 3): return-to-model by default, fail-run per tool and agent-wide,
-//! unknown tools and unreadable arguments, panics isolated.
+//! Error policy: return-to-model by default, fail-run per tool and agent-wide, unknown tools and
+//! unreadable arguments, panics isolated.
 
 mod common;
 

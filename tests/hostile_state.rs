@@ -1,6 +1,6 @@
-//! Hostile stored state (issue 10, points 7 and 8): a signature is accepted only in the one form
-//! the agent writes, a state key cannot be empty (or short), and decisions name the run they answer,
-//! so one run's decisions cannot be replayed on another run's state with the same call ids.
+//! Hostile stored state: a signature is accepted only in the one form the agent writes, a state
+//! key cannot be empty (or short), and decisions name the run they answer, so one run's decisions
+//! cannot be replayed on another run's state with the same call ids.
 
 mod common;
 

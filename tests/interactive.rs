@@ -1,4 +1,4 @@
-//! Approval, complete (issue 4, point 4) and manual and interactive tools (point 5).
+//! Approval, and manual and interactive tools.
 
 mod common;
 

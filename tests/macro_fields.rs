@@ -1,7 +1,8 @@
-//! The tool fields of issue 4 as `#[tool(...)]` keys, each through the agent loop on a scripted
-//! model: `timeout_ms`, `on_error`, `exclusive`, `max_output_chars`, the validators
-//! (`input_schema`, `output_schema`, `event_schema`), the interactive hooks (`on_tool_called`,
-//! `on_response_received`), `next_turn`, and `require_approval` with a function of the context.
+//! The fields of a tool (see `docs/reference.md`) as `#[tool(...)]` keys, each through the agent
+//! loop on a scripted model: `timeout_ms`, `on_error`, `exclusive`, `max_output_chars`, the
+//! validators (`input_schema`, `output_schema`, `event_schema`), the interactive hooks
+//! (`on_tool_called`, `on_response_received`), `next_turn`, and `require_approval` with a function
+//! of the context.
 
 mod common;
 

@@ -1,6 +1,6 @@
-//! The memory a hostile argument text can cost (issue 10, point 11): the parsed form of an
-//! argument text is bounded (`max(64 MiB, 8 × its length)`, estimated from above before parsing),
-//! and the estimate is checked here against what the allocator is really asked for.
+//! The memory a hostile argument text can cost: the parsed form of an argument text is bounded
+//! (`max(64 MiB, 8 × its length)`, estimated from above before parsing), and the estimate is
+//! checked here against what the allocator is really asked for.
 //!
 //! One test function: the counting allocator sees every thread of this binary, so nothing else
 //! may run beside the measurements.

@@ -1,5 +1,5 @@
-//! Pause and resume (issue 2, point 6): gated and external calls, mixed turns, decisions by call id,
-//! states stored as JSON and resumed by a freshly built agent.
+//! Pause and resume: gated and external calls, mixed turns, decisions by call id, states stored as
+//! JSON and resumed by a freshly built agent.
 
 mod common;
 

@@ -1,4 +1,5 @@
-//! Progress and context (issue 4, point 6).
+//! Progress and context: what a tool reports while it runs (as events and on the step), and the
+//! context tools set for the turns after theirs.
 
 mod common;
 

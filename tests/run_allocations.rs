@@ -1,8 +1,8 @@
-//! Issue 14, point 3: the heap allocations of a one-call agent run (a model that answers at
-//! once, one small typed `#[tool]` call, then a text answer; nobody listens), counted by a
-//! counting allocator and bounded, so that a change that makes the loop allocate more fails
-//! `cargo test`. Allocation counts are deterministic; time is left to
-//! `cargo bench -p phaseo-agent --bench run_cost`, which runs the same agent.
+//! The heap allocations of a one-call agent run (a model that answers at once, one small typed
+//! `#[tool]` call, then a text answer; nobody listens), counted by a counting allocator and
+//! bounded, so that a change that makes the loop allocate more fails `cargo test`. Allocation
+//! counts are deterministic; time is left to `cargo bench -p phaseo-agent --bench run_cost`, which
+//! runs the same agent.
 //!
 //! The counter (allocation-counter) counts per thread, and the run is driven on this test's thread
 //! by a current-thread runtime, so tests running beside it are not counted.

@@ -1,8 +1,8 @@
-//! Golden tests of the parameter schemas tools advertise (issue 3, point 4): for each shape in
-//! `shapes/mod.rs`, the schema of `Tool::typed(..).parameters()` is compared with the checked-in
-//! `tests/golden/<name>.json`, and checked structurally: an object root, no `$schema` or `title`
-//! at the root, no `title` left anywhere (folded into `description`), every `$ref` resolving
-//! inside the schema, and a schema the validator compiles.
+//! Golden tests of the parameter schemas tools advertise: for each shape in `shapes/mod.rs`, the
+//! schema of `Tool::typed(..).parameters()` is compared with the checked-in
+//! `tests/golden/<name>.json`, and checked structurally: an object root, no `$schema` or `title` at
+//! the root, no `title` left anywhere (folded into `description`), every `$ref` resolving inside
+//! the schema, and a schema the validator compiles.
 //!
 //! To regenerate the golden files after an intended change, run
 //!

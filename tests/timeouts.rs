@@ -1,5 +1,5 @@
-//! Timeouts (issue 4, point 2): reported at once, the tool's future dropped, its token fired; queued
-//! time does not count; a timeout is a tool error under the error policy.
+//! Timeouts: reported at once, the tool's future dropped, its token fired; queued time does not
+//! count; a timeout is a tool error under the error policy.
 
 mod common;
 

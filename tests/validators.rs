@@ -1,5 +1,5 @@
-//! Validators (issue 4, point 1): the parameter schema on every call (draft chosen by `$schema`),
-//! custom input validators before typed decoding, output and event validators.
+//! Validators: the parameter schema on every call (draft chosen by `$schema`), custom input
+//! validators before typed decoding, output and event validators.
 
 mod common;
 

@@ -166,9 +166,9 @@ pub(crate) fn item(
 /// positioned at the function's name like the user's own: code that a derive generates is
 /// positioned by the derive's expansion, and rustc recompiles every instantiation over such a
 /// struct (serde_json's deserializer among them) after an edit that changes the length of any
-/// line above it in the file (issue 14). It reads as the derive does (see
-/// `phaseo_agent::tool::plain_args`), from an object only; the parts that do not depend on the
-/// struct are functions of the runtime, compiled once.
+/// line above it in the file. It reads as the derive does (see `phaseo_agent::tool::plain_args`),
+/// from an object only; the parts that do not depend on the struct are functions of the runtime,
+/// compiled once.
 fn deserialize_impl(
     name: &Ident,
     fields: &[Field],
@@ -256,7 +256,7 @@ fn deserialize_impl(
 /// instantiation over the struct, serde_json's deserializer codegen unit among them, after any
 /// edit above it that changes a line's length (`Span::call_site().located_at(..)` does too: it
 /// is the expansion's context, not the position, that does it); code spanned at a user's token
-/// does not (issue 14). The user's lints see such code as theirs, so the items allow them.
+/// does not. The user's lints see such code as theirs, so the items allow them.
 fn anchor(name: &Ident) -> proc_macro2::Span {
     name.span()
 }

@@ -1,5 +1,5 @@
-//! Issue 14, points 3 and 4: what a whole agent run costs, and what one typed call costs, against
-//! the serde floor, all measured side by side in one run, in a build of this package alone.
+//! What a whole agent run costs, and what one typed call costs, against the serde floor, all
+//! measured side by side in one run, in a build of this package alone.
 //!
 //! ```text
 //! cargo bench -p phaseo-agent --bench run_cost

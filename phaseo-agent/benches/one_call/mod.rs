@@ -1,7 +1,7 @@
-//! The one-call agent run of issue 14, shared by `benches/run_cost.rs` (its time, against the
-//! dispatch floor) and the root package's `tests/run_allocations.rs` (its heap allocations): a
-//! model that answers at once calls one small typed `#[tool]` on its first turn and answers in
-//! text on its second; nobody listens to the run's events.
+//! The one-call agent run, shared by `benches/run_cost.rs` (its time, against the dispatch
+//! floor) and the root package's `tests/run_allocations.rs` (its heap allocations): a model that
+//! answers at once calls one small typed `#[tool]` on its first turn and answers in text on its
+//! second; nobody listens to the run's events.
 
 use futures::future::BoxFuture;
 use phaseo_agent::{Agent, Message, Model, ModelError, ModelRequest, ModelResponse, ToolCall};

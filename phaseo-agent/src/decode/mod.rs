@@ -17,7 +17,8 @@
 //!   `<path>: <serde's message>`.
 //!
 //! Every path decodes from a text through the one wrapper, so an input type's `Deserialize` is
-//! compiled once per tool, not once per path (issue 14: the compile time of 100 tools).
+//! compiled once per tool, not once per path, which keeps down the compile time of a crate with
+//! a hundred tools.
 //!
 //! A schema with an `anyOf` whose branches overlap (an untagged enum whose variants read the same
 //! kind of JSON value) is refused when the decoder is made: serde's choice of variant cannot be
@@ -131,8 +132,7 @@ impl<I: ToolInput> Decoder<I> {
 /// the call made from it): the only code compiled per input type is its `Deserialize` over the
 /// strict wrapper and what the caller does with the input. The fast path, the slow path (which
 /// decodes the checked value's text), a unit-like input (decoded from `null`) and the tracked
-/// retry that finds an error's path all come here, so each input's decoding is compiled once
-/// (issue 14).
+/// retry that finds an error's path all come here, so each input's decoding is compiled once.
 pub(crate) trait Read: FnMut(&str, Cx<'_>, NodeId) -> Result<(), serde_json::Error> {}
 impl<R: FnMut(&str, Cx<'_>, NodeId) -> Result<(), serde_json::Error>> Read for R {}
 

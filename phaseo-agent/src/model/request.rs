@@ -85,9 +85,9 @@ pub enum ToolChoice {
 ///
 /// The request borrows what the run already holds: the conversation from the run's state, the
 /// tool definitions the agent built once, the instructions and ids from the agent; nothing is
-/// copied per turn (issue 14). Its text and list fields are [`Cow`]s, so a request can also own
-/// its data: one built by hand (for a provider's pure mapping functions, say) or kept after the
-/// run with [`into_owned`](ModelRequest::into_owned), as
+/// copied per turn. Its text and list fields are [`Cow`]s, so a request can also own its data: one
+/// built by hand (for a provider's pure mapping functions, say) or kept after the run with
+/// [`into_owned`](ModelRequest::into_owned), as
 /// [`ScriptedModel::record_requests`](crate::ScriptedModel::record_requests) does. A `Cow` reads
 /// like what it holds (`&str`, `&[Message]`) and compares with it.
 ///

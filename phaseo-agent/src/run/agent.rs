@@ -59,7 +59,7 @@ pub(crate) struct AgentInner {
     pub(crate) model_name: Option<String>,
     pub(crate) tools: Vec<Tool>,
     /// The tools as the model sees them, in the same order: built once, borrowed by every model
-    /// request (issue 14).
+    /// request.
     pub(crate) definitions: Vec<ToolDefinition>,
     pub(crate) index: HashMap<String, usize>,
     pub(crate) settings: ToolExecution,

@@ -193,7 +193,7 @@ impl Event {
 
 /// The run's end of its event stream. Without a listener (a plain `run()`) it holds nothing, and
 /// no event is built for it: [`Emitter::emit`] takes a function that builds the event, called
-/// only when someone listens, so a plain run clones no payload (issue 14).
+/// only when someone listens, so a plain run clones no payload.
 #[derive(Clone, Default)]
 pub(crate) struct Emitter {
     events: Option<UnboundedSender<Event>>,

@@ -261,7 +261,7 @@ impl Runner {
             let step_index = self.state.turns;
             let (response, offered) = {
                 // The request borrows the conversation, the agent's tool definitions and ids:
-                // nothing is copied for it (issue 14).
+                // nothing is copied for it.
                 let (request, offered) = self.request(&params);
                 (self.ask_model(&request, step_index).await?, offered)
             };

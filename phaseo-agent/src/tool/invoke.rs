@@ -195,8 +195,8 @@ impl Invoke<'_> {
         })
     }
 
-    // Not inlined into the polls: that saves 22 instructions per call by callgrind, but measured
-    // 0.03-0.09x slower against the floor in each of four builds (issue 14: dispatch).
+    // Not inlined into the polls: that saves 22 instructions per call by callgrind, but per-call
+    // dispatch measured 0.03-0.09x slower against the floor in each of four builds.
     fn finish(&self, produced: Result<Produced, AgentError>) -> Result<String, AgentError> {
         // A panic on a blocking tool's thread comes back as an error: it is named after the tool.
         let text = match produced.map_err(|e| named(self.tool, e))? {

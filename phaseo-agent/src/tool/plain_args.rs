@@ -6,7 +6,7 @@
 //! rustc then recompiles every instantiation over the struct (serde_json's whole deserializer
 //! codegen unit among them) after any edit above it in the file that changes a line's length. The
 //! written impl is positioned at the function's name, like the user's own code, and an edit above
-//! it recompiles only what the edit touches (issue 14).
+//! it recompiles only what the edit touches.
 //!
 //! It reads as the derived one does: a key names an argument or is skipped, a repeated argument is
 //! an error (`duplicate field`), a missing one is an error (`missing field`) unless its type reads

@@ -115,7 +115,7 @@ impl<V> KeyVisitor<'_, '_, V> {
 impl Slot {
     /// Records the key just read: the node its value is checked at and the property it is, if
     /// any, and (when tracking) its text. Not a method of the visitor, so it is compiled once,
-    /// whatever reads the key (issue 14).
+    /// whatever reads the key.
     #[inline]
     fn read(&mut self, key: &str, checks: Option<&Checks>, track: bool) {
         if track {
@@ -127,7 +127,8 @@ impl Slot {
 
     /// Selects the key's property where [`Object::guess`](shape::Object::guess) says it is,
     /// else through [`Slot::select_slow`]. Out of line and with no call on its common path, so
-    /// that path is a leaf function: no registers saved, nothing spilled (issue 14: dispatch).
+    /// that path is a leaf function: no registers saved, nothing spilled, which keeps per-call
+    /// dispatch fast.
     #[inline(never)]
     fn select(&mut self, key: &str, c: &Checks) {
         self.selected = true;
@@ -174,7 +175,7 @@ impl Slot {
 
     /// After a key that [`Slot::read`] did not select (it was not read as a string, or the object
     /// has no checks): the node its value is checked at; `Err` says what is refused. Not
-    /// generic, so compiled once (issue 14).
+    /// generic, so compiled once.
     #[inline(never)]
     pub(super) fn select_unread(&mut self, checks: Option<&Checks>) -> Result<(), &'static str> {
         self.bit = 0;

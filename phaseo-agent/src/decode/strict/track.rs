@@ -38,7 +38,7 @@ impl Track {
 
 /// What the wrapper carries down: the shape, and where to record the path of an error (`None` on
 /// the fast path, which records nothing). A value, not a type parameter: the input type's
-/// `Deserialize` is instantiated once for both (issue 14: one copy of each input's decoding).
+/// `Deserialize` is instantiated once for both, so each input's decoding is compiled once.
 #[derive(Clone, Copy)]
 pub(crate) struct Cx<'s> {
     pub(crate) shape: &'s Shape,
