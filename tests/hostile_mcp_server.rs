@@ -22,6 +22,11 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
+#[path = "hostile_mcp_server/calls.rs"]
+mod calls;
+#[path = "hostile_mcp_server/http_service.rs"]
+mod http_service;
+
 #[global_allocator]
 static PEAK: PeakAlloc = PeakAlloc;
 
@@ -395,11 +400,29 @@ async fn origins_are_checked(addr: SocketAddr, calls: &Calls) {
         403
     );
     assert_eq!(initialize_from(&client, addr, Some("null")).await, 403);
+    for foreign in [
+        "http://127.0.0.1.evil.example",
+        "http://[::2]:3000",
+        "ftp://localhost",
+        // An allowed origin without a port is the one a browser sends for the scheme's port.
+        "https://app.example.com:8443",
+    ] {
+        assert_eq!(
+            initialize_from(&client, addr, Some(foreign)).await,
+            403,
+            "{foreign}"
+        );
+    }
+    // Every loopback origin: all of 127.0.0.0/8, `localhost`, `[::1]`, any port, http or https.
     for local in [
         "http://localhost:5173",
         "https://localhost",
+        "http://LocalHost:80",
         "http://127.0.0.1:8080",
+        "http://127.0.0.2:8080",
+        "https://127.255.3.4",
         "http://[::1]:3000",
+        "https://[::1]",
     ] {
         assert_eq!(
             initialize_from(&client, addr, Some(local)).await,
@@ -408,11 +431,13 @@ async fn origins_are_checked(addr: SocketAddr, calls: &Calls) {
         );
     }
     assert_eq!(initialize_from(&client, addr, None).await, 200, "no Origin");
-    assert_eq!(
-        initialize_from(&client, addr, Some("https://app.example.com")).await,
-        200,
-        "allowed"
-    );
+    for allowed in ["https://app.example.com", "https://app.example.com:443"] {
+        assert_eq!(
+            initialize_from(&client, addr, Some(allowed)).await,
+            200,
+            "{allowed}"
+        );
+    }
     let response = post(
         &client,
         addr,

@@ -78,6 +78,8 @@ pub enum Limit {
     HttpBodyReadTime,
     /// One request body sent to an MCP server over HTTP.
     HttpBodyBytes,
+    /// `tools/call`s one MCP session runs at once, over any transport.
+    McpCallsPerSession,
 }
 
 impl Limit {
@@ -106,11 +108,12 @@ impl Limit {
             Limit::HttpHeaderReadTime => "McpServerLimits::header_read_timeout",
             Limit::HttpBodyReadTime => "McpServerLimits::body_read_timeout",
             Limit::HttpBodyBytes => "McpServerLimits::max_body_bytes",
+            Limit::McpCallsPerSession => "McpServerLimits::max_calls_per_session",
         }
     }
 
     /// What the limit's value counts: `bytes`, `milliseconds`, `pages`, `tools`, `values`,
-    /// `levels`, `notifications`, `sessions` or `connections`.
+    /// `levels`, `notifications`, `sessions`, `connections` or `calls`.
     pub fn unit(self) -> &'static str {
         match self {
             Limit::ResponseBytes
@@ -134,6 +137,7 @@ impl Limit {
             Limit::ProgressPerCall => "notifications",
             Limit::McpSessions => "sessions",
             Limit::HttpConnections => "connections",
+            Limit::McpCallsPerSession => "calls",
         }
     }
 
@@ -165,6 +169,7 @@ impl Limit {
             Limit::HttpHeaderReadTime => "the request's headers took longer than",
             Limit::HttpBodyReadTime => "the request's body took longer than",
             Limit::HttpBodyBytes => "the request's body is larger than",
+            Limit::McpCallsPerSession => "the session already runs",
         }
     }
 }
@@ -486,7 +491,8 @@ impl McpClientLimits {
     }
 }
 
-/// What an MCP client may cost this crate's server over Streamable HTTP.
+/// What an MCP client may cost this crate's server: over Streamable HTTP, and per session over
+/// any transport.
 ///
 /// | setting | default | why |
 /// |---|---|---|
@@ -496,6 +502,7 @@ impl McpClientLimits {
 /// | [`header_read_timeout`](Self::header_read_timeout) | 10 s | a request's headers arrive at once |
 /// | [`body_read_timeout`](Self::body_read_timeout) | 30 s | a JSON-RPC message is small |
 /// | [`max_body_bytes`](Self::max_body_bytes) | 4 MiB | a tool call's arguments |
+/// | [`max_calls_per_session`](Self::max_calls_per_session) | 64 | any transport; a client runs a few calls at once, an agent's fan-out tens |
 ///
 /// ```
 /// use std::time::Duration;
@@ -513,6 +520,7 @@ pub struct McpServerLimits {
     header_read_time: Duration,
     body_read_time: Duration,
     body_bytes: usize,
+    calls_per_session: usize,
 }
 
 impl Default for McpServerLimits {
@@ -524,6 +532,7 @@ impl Default for McpServerLimits {
             header_read_time: Duration::from_secs(10),
             body_read_time: Duration::from_secs(30),
             body_bytes: 4 * MIB,
+            calls_per_session: 64,
         }
     }
 }
@@ -565,6 +574,15 @@ impl McpServerLimits {
         self
     }
 
+    /// The most `tools/call`s one session runs at once, over any transport (stdio too); past
+    /// it a call is answered at once with `isError`, and its tool does not run. A call holds its
+    /// place until it ends, is cancelled or times out (over HTTP a client that disconnects does
+    /// not end its calls).
+    pub fn max_calls_per_session(mut self, calls: usize) -> Self {
+        self.calls_per_session = calls;
+        self
+    }
+
     /// See [`max_sessions`](Self::max_sessions).
     pub fn sessions(&self) -> usize {
         self.sessions
@@ -593,6 +611,11 @@ impl McpServerLimits {
     /// See [`max_body_bytes`](Self::max_body_bytes).
     pub fn body_bytes(&self) -> usize {
         self.body_bytes
+    }
+
+    /// See [`max_calls_per_session`](Self::max_calls_per_session).
+    pub fn calls_per_session(&self) -> usize {
+        self.calls_per_session
     }
 }
 
@@ -683,6 +706,7 @@ mod tests {
             Limit::HttpHeaderReadTime,
             Limit::HttpBodyReadTime,
             Limit::HttpBodyBytes,
+            Limit::McpCallsPerSession,
         ];
         for limit in all {
             let (owner, method) = limit.setting().split_once("::").unwrap();

@@ -1,28 +1,35 @@
-//! Serving a tool set over MCP's Streamable HTTP transport: rmcp's HTTP service (a tower
-//! service), and a small HTTP/1 server of it on a TCP listener.
+//! Serving a tool set over MCP's Streamable HTTP transport: a tower service
+//! ([`McpHttpService`], rmcp's service behind checks of ours), and a small HTTP/1 server of it on
+//! a TCP listener.
 //!
-//! What a client may cost is bounded by [`McpServerLimits`](crate::limits::McpServerLimits) ([`McpServer::limits`]):
+//! What a client may cost is bounded by [`McpServerLimits`] ([`McpServer::limits`]).
+//! [`serve_http`](McpServer::serve_http) serves the very service
+//! [`http_service`](McpServer::http_service) returns, so a request is checked the same way in
+//! both; what a service cannot see (connections, and a request before its headers are in) is
+//! bounded by `serve_http`, or by your server when you mount the service:
 //!
-//! | what | [`serve_http`](McpServer::serve_http) | [`http_service`](McpServer::http_service) |
+//! | what | [`serve_http`](McpServer::serve_http) | [`http_service`](McpServer::http_service) in your server |
 //! |---|---|---|
-//! | sessions kept ([`max_sessions`](crate::limits::McpServerLimits::max_sessions)) | 503 with `Retry-After` past it | 500 past it |
+//! | sessions kept ([`max_sessions`](crate::limits::McpServerLimits::max_sessions)) | 503 with `Retry-After` past it | the same |
 //! | a session unused ([`session_idle_timeout`](crate::limits::McpServerLimits::session_idle_timeout)) | ended; its id answers 404 | the same |
-//! | a body's size ([`max_body_bytes`](crate::limits::McpServerLimits::max_body_bytes)) | 413, before any of it reaches a tool | 413 (rmcp's text) |
-//! | a body's time ([`body_read_timeout`](crate::limits::McpServerLimits::body_read_timeout)) | 408, the connection closed | your server's |
-//! | the headers' time ([`header_read_timeout`](crate::limits::McpServerLimits::header_read_timeout)) | the connection closed | your server's |
-//! | connections ([`max_connections`](crate::limits::McpServerLimits::max_connections)) | past it, new ones wait in the listen backlog | your server's |
+//! | calls at once in a session ([`max_calls_per_session`](crate::limits::McpServerLimits::max_calls_per_session)) | past it, a call is answered `isError` and its tool does not run | the same |
+//! | a body's size ([`max_body_bytes`](crate::limits::McpServerLimits::max_body_bytes)) | 413, before any of it reaches a tool | the same |
+//! | a body's time ([`body_read_timeout`](crate::limits::McpServerLimits::body_read_timeout)) | 408, the connection closed | the same (counted from when the service gets the request) |
+//! | the headers' time ([`header_read_timeout`](crate::limits::McpServerLimits::header_read_timeout)) | the connection closed | your server's to bound |
+//! | connections ([`max_connections`](crate::limits::McpServerLimits::max_connections)) | past it, new ones wait in the listen backlog | your server's to bound |
 //!
 //! Each refusal's text names the setting that raises it. Both check `Host` and `Origin` against
-//! DNS rebinding and cross-site calls: only loopback `Host` names are served (rmcp's rule), and a
-//! request whose `Origin` is not a loopback origin nor one of
-//! [`McpServer::allowed_origins`] is refused with 403 before it reaches a tool.
+//! DNS rebinding and cross-site calls: only loopback `Host` names are served (rmcp's rule:
+//! `localhost`, `127.0.0.1`, `::1`), and a request whose `Origin` is neither a page of this
+//! machine (`http` or `https`, any port, `localhost`, any address of 127.0.0.0/8, `[::1]`) nor
+//! one of [`McpServer::allowed_origins`] is refused with 403 before it reaches a tool.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::sync::Semaphore;
@@ -30,53 +37,57 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::AgentError;
+use crate::limits::McpServerLimits;
 use crate::mcp::server::{McpHandler, McpServer, ServeError};
 
 mod sessions;
+mod origin;
 mod front;
 
+use origin::Origins;
+
+pub use front::{McpHttpBody, McpHttpService};
 pub use sessions::{BoundedSessions, SessionsError};
-
-/// rmcp's Streamable HTTP service of a tool set: a tower `Service` of HTTP requests, to mount in
-/// any HTTP server built on tower or hyper (see [`McpServer::http_service`]).
-pub type McpHttpService = StreamableHttpService<McpHandler, BoundedSessions>;
-
-/// The origins of pages served from this machine: always allowed.
-const LOOPBACK_ORIGINS: [&str; 6] = [
-    "http://localhost:*",
-    "https://localhost:*",
-    "http://127.0.0.1:*",
-    "https://127.0.0.1:*",
-    "http://[::1]:*",
-    "https://[::1]:*",
-];
 
 /// The shortest and longest pause after a failed accept.
 const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(1));
 
 impl McpServer {
-    /// The tools as rmcp's Streamable HTTP service (a tower service), with sessions kept in
-    /// memory, bounded by [`McpServer::limits`] (their number and idle time, a body's size; the
-    /// time and connection limits are the HTTP server's, yours: see [the module docs](self)).
+    /// The tools as a Streamable HTTP service (a tower service, [`McpHttpService`]) to mount in
+    /// your own server, with sessions kept in memory. It checks each request as
+    /// [`serve_http`](Self::serve_http) does, within [`McpServer::limits`]: the `Origin`, the
+    /// number of sessions, a body's size and the time to send it, the calls running at once in a
+    /// session. The time to send the headers and the number of connections are your server's to
+    /// bound (see [the module docs](self)).
     /// Only requests whose `Host` is a loopback name are served, and only pages of loopback
     /// origins or [`McpServer::allowed_origins`] (guards against DNS rebinding and cross-site
-    /// calls). For a server reached by another name, build
-    /// `StreamableHttpService::new(move || Ok(handler.clone()), ..)` from
-    /// [`McpServer::handler`] with your own `StreamableHttpServerConfig`.
+    /// calls). For a server reached by another name, build rmcp's
+    /// `StreamableHttpService::new(move || Ok(handler.for_session()), ..)` from
+    /// [`McpServer::handler`] with your own `StreamableHttpServerConfig` (the checks of this
+    /// service are then yours to make, but for the calls in a session, which the handler counts).
     ///
     /// ```
+    /// use http_body_util::Full;
+    /// use hyper::body::Bytes;
     /// use phaseo_agent::mcp::server::McpServer;
     /// use phaseo_agent::Tool;
     /// use serde_json::json;
+    /// use tower_service::Service;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
-    /// let service = McpServer::new(ping).http_service()?;
-    /// # let _ = service;
-    /// # Ok::<(), phaseo_agent::AgentError>(())
+    /// let mut service = McpServer::new(ping).http_service()?;
+    /// // Mount it in axum (`Router::route_service("/mcp", service)`) or hyper; here, called as is.
+    /// let request = hyper::Request::post("http://127.0.0.1/mcp")
+    ///     .header("origin", "https://evil.example")
+    ///     .body(Full::new(Bytes::from_static(b"{}")))?;
+    /// assert_eq!(service.call(request).await?.status(), 403);
+    /// # Ok(())
+    /// # }
     /// ```
     pub fn http_service(&self) -> Result<McpHttpService, AgentError> {
-        let sessions = Arc::new(BoundedSessions::new(&self.limits));
-        Ok(self.service(self.handler()?, sessions, CancellationToken::new()))
+        Ok(self.service(self.handler()?, CancellationToken::new()))
     }
 
     /// Serves the tools over Streamable HTTP at `addr` (any path), on a listener of its own, until
@@ -103,14 +114,8 @@ impl McpServer {
         let listener = TcpListener::bind(addr).await?;
         let local_addr = listener.local_addr()?;
         let stop = CancellationToken::new();
-        let sessions = Arc::new(BoundedSessions::new(&self.limits));
-        let service = self.service(handler, sessions.clone(), stop.child_token());
-        let front = Arc::new(front::Front {
-            service,
-            sessions,
-            limits: self.limits,
-        });
-        let accepting = tokio::spawn(accept(listener, front, stop.clone()));
+        let service = self.service(handler, stop.child_token());
+        let accepting = tokio::spawn(accept(listener, service, self.limits, stop.clone()));
         Ok(HttpServing {
             local_addr,
             stop,
@@ -120,30 +125,32 @@ impl McpServer {
 }
 
 impl McpServer {
-    /// rmcp's service of `handler`, with these sessions, the body limit and the origin check.
-    fn service(
-        &self,
-        handler: McpHandler,
-        sessions: Arc<BoundedSessions>,
-        stop: CancellationToken,
-    ) -> McpHttpService {
-        let origins = LOOPBACK_ORIGINS
-            .iter()
-            .map(|origin| (*origin).to_owned())
-            .chain(self.allowed_origins.iter().cloned());
+    /// Our service in front of rmcp's service of `handler`, with sessions of its own; `stop`
+    /// ends them.
+    fn service(&self, handler: McpHandler, stop: CancellationToken) -> McpHttpService {
+        let sessions = Arc::new(BoundedSessions::new(&self.limits));
+        // The Origin is checked in front, by rmcp's rules only where they are ours (see
+        // `origin`): its own check is left off. Its body limit stays, a second line behind ours.
         let config = StreamableHttpServerConfig::default()
             .with_cancellation_token(stop)
-            .with_max_request_body_bytes(self.limits.body_bytes())
-            .with_allowed_origins(origins)
-            .enforce_origin_validation();
-        StreamableHttpService::new(move || Ok(handler.clone()), sessions, config)
+            .with_max_request_body_bytes(self.limits.body_bytes());
+        // rmcp asks for a handler for each new session (and on other occasions): each one counts
+        // its own calls.
+        let factory = move || Ok(handler.for_session());
+        let rmcp = StreamableHttpService::new(factory, sessions.clone(), config);
+        let origins = Origins::new(&self.allowed_origins);
+        McpHttpService::new(rmcp, sessions, self.limits, origins)
     }
 }
 
 /// Accepts connections until `stop`, at most `max_connections` open at once; then ends the ones
 /// still open.
-async fn accept(listener: TcpListener, front: Arc<front::Front>, stop: CancellationToken) {
-    let limits = front.limits;
+async fn accept(
+    listener: TcpListener,
+    service: McpHttpService,
+    limits: McpServerLimits,
+    stop: CancellationToken,
+) {
     let places = Arc::new(Semaphore::new(limits.connections().max(1)));
     let mut connections = JoinSet::new();
     let mut backoff = ACCEPT_BACKOFF.0;
@@ -176,13 +183,10 @@ async fn accept(listener: TcpListener, front: Arc<front::Front>, stop: Cancellat
                 continue;
             }
         };
-        let front = front.clone();
+        // The very service a user mounts: the checks on a request are made once, there.
+        let service = TowerToHyperService::new(service.clone());
         connections.spawn(async move {
             let _place = place;
-            let service = hyper::service::service_fn(move |request| {
-                let front = front.clone();
-                async move { Ok::<_, Infallible>(front.handle(request).await) }
-            });
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.header_read_time())

@@ -59,6 +59,11 @@
 //!   - over Streamable HTTP, a disconnect is not a cancellation (the client may come back for
 //!     the answer): the call runs to its end (or its timeout). A session nobody uses ends after
 //!     [`McpServerLimits::session_idle_timeout`], and its calls with it.
+//! - **Calls at once**: a session runs at most
+//!   [`McpServerLimits::max_calls_per_session`] calls at once (64 by default), over any
+//!   transport; past it a `tools/call` is answered at once with `isError` and a text naming the
+//!   setting, and its tool does not run. A call holds its place until it ends, is cancelled or
+//!   times out.
 //! - **Before `initialize`** (stdio): a notification is ignored, `ping` is answered, and any
 //!   other request gets a JSON-RPC error (`-32600`); the session waits for `initialize`.
 //! - **Approval**: a call that needs a person's approval (the tool's
@@ -88,13 +93,13 @@ use rmcp::service::{RequestContext, RoleServer, RunningService, ServiceExt};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 mod lifecycle;
 
 use crate::error::AgentError;
-use crate::limits::McpServerLimits;
+use crate::limits::{Limit, LimitExceeded, McpServerLimits};
 use crate::mcp::server::lifecycle::Lifecycle;
 use crate::model::message::ToolCall;
 use crate::run::agent::{Agent, ApprovalPolicy, CallPredicate};
@@ -290,10 +295,11 @@ impl McpServer {
         self
     }
 
-    /// What an HTTP client may cost the server ([`serve_http`](Self::serve_http), and
-    /// [`http_service`](Self::http_service) for the settings on sessions and bodies): sessions
-    /// kept and their idle time, connections held, the time to send a request's headers and body,
-    /// a body's size. See [`McpServerLimits`] for the defaults.
+    /// What a client may cost the server: the calls one session runs at once (any transport);
+    /// over HTTP ([`serve_http`](Self::serve_http), and [`http_service`](Self::http_service)
+    /// but for connections and headers), sessions kept and their idle time, connections held,
+    /// the time to send a request's headers and body, a body's size. See [`McpServerLimits`] for
+    /// the defaults.
     ///
     /// ```
     /// use std::time::Duration;
@@ -394,9 +400,12 @@ impl McpServer {
             Some(text) => info.with_instructions(text),
             None => info,
         };
+        let calls = self.limits.calls_per_session();
         Ok(McpHandler {
             gone: CancellationToken::new(),
+            calls: places(calls),
             inner: Arc::new(Inner {
+                calls_per_session: calls,
                 tools,
                 index,
                 listed,
@@ -522,17 +531,28 @@ pub enum ServeError {
     Task(String),
 }
 
-/// The MCP server handler of a tool set ([`McpServer::handler`]): an rmcp `ServerHandler`.
-/// Cheap to clone (one `Arc`).
+/// The MCP server handler of a tool set ([`McpServer::handler`]): an rmcp `ServerHandler`, for
+/// one session. Cheap to clone; a clone is the same session's, and counts the same calls
+/// ([`McpServerLimits::max_calls_per_session`]): give each session its own with
+/// [`for_session`](Self::for_session).
 #[derive(Clone)]
 pub struct McpHandler {
     inner: Arc<Inner>,
     /// Fires when the session's client is gone for good (the end of a stdio session's input);
     /// never over HTTP, where a disconnect is not a cancellation.
     gone: CancellationToken,
+    /// The places of the session's calls running at once: a call holds one for its life.
+    calls: Arc<Semaphore>,
+}
+
+/// The places of `calls` calls at once (as many as a semaphore can count, at most).
+fn places(calls: usize) -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(calls.min(Semaphore::MAX_PERMITS)))
 }
 
 struct Inner {
+    /// [`McpServerLimits::max_calls_per_session`].
+    calls_per_session: usize,
     tools: Vec<Served>,
     index: HashMap<String, usize>,
     listed: Vec<m::Tool>,
@@ -581,6 +601,30 @@ impl McpHandler {
     /// ```
     pub fn tool_ids(&self) -> Vec<&str> {
         self.inner.tools.iter().map(|s| s.tool.id()).collect()
+    }
+
+    /// A handler of the same tools for another session: with a count of its own of the calls
+    /// running at once ([`McpServerLimits::max_calls_per_session`]), and its own end. What a
+    /// transport that serves many sessions (rmcp's `StreamableHttpService`) makes each session
+    /// from.
+    ///
+    /// ```
+    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::Tool;
+    /// use serde_json::json;
+    ///
+    /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
+    /// let handler = McpServer::new(ping).handler()?;
+    /// let factory = move || Ok::<_, std::io::Error>(handler.for_session());
+    /// assert_eq!(factory()?.tool_ids(), ["ping"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn for_session(&self) -> McpHandler {
+        McpHandler {
+            inner: self.inner.clone(),
+            gone: CancellationToken::new(),
+            calls: places(self.inner.calls_per_session),
+        }
     }
 }
 
@@ -643,6 +687,17 @@ impl ServerHandler for McpHandler {
         request: m::CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<m::CallToolResponse, ErrorData> {
+        // Held until the call ends, is cancelled (its future dropped) or times out. rmcp spawns
+        // a task per request, and over HTTP a client that goes away does not end its calls: past
+        // the limit, a call is refused before anything of it runs.
+        let Ok(_place) = self.calls.try_acquire() else {
+            let limit = LimitExceeded::new(
+                Limit::McpCallsPerSession,
+                self.inner.calls_per_session as u64,
+            );
+            let refusal = failed(&AgentError::LimitExceeded(limit));
+            return Ok(m::CallToolResponse::Complete(refusal));
+        };
         // Boxed: rmcp spawns a task per request whose future holds the largest handler's future,
         // and moves it; a call's state (the tool's future, its context) stays behind one pointer.
         let result = Box::pin(self.inner.call(request, context, &self.gone)).await?;

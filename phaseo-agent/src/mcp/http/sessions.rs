@@ -19,8 +19,10 @@ use crate::limits::{Limit, LimitExceeded, McpServerLimits};
 /// [`McpServerLimits::max_sessions`] at once, each ended once unused for
 /// [`McpServerLimits::session_idle_timeout`].
 ///
-/// A client past the limit is refused: `serve_http` answers 503 with a `Retry-After`; rmcp's
-/// service alone (`http_service`) answers 500. Either way the text names the setting.
+/// A client past the limit is refused: [`McpHttpService`](super::McpHttpService) (and so
+/// `serve_http`) answers 503 with a `Retry-After` before the request reaches rmcp. Two new
+/// clients that race for the last place both pass that check, and rmcp answers the one it
+/// cannot make a session for with 500; either way the text names the setting.
 #[derive(Debug)]
 pub struct BoundedSessions {
     local: LocalSessionManager,
