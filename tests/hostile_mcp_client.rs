@@ -191,7 +191,18 @@ async fn stream_huge<W: AsyncWrite + Unpin>(
     bytes: usize,
     suffix: &str,
 ) {
-    let chunk = vec![b'a'; 64 * 1024];
+    stream_pieces(write, prefix, b"a", bytes, suffix).await;
+}
+
+/// `prefix`, `bytes` bytes of `piece` repeated, then `suffix`, as [`stream_huge`] writes.
+async fn stream_pieces<W: AsyncWrite + Unpin>(
+    write: &mut W,
+    prefix: &str,
+    piece: &[u8],
+    bytes: usize,
+    suffix: &str,
+) {
+    let chunk = piece.repeat(64 * 1024 / piece.len());
     if write.write_all(prefix.as_bytes()).await.is_err() {
         return;
     }
@@ -260,6 +271,9 @@ where
                             json!({
                                 "name": "huge", "inputSchema": {"type": "object"}
                             }),
+                            json!({
+                                "name": "bomb", "inputSchema": {"type": "object"}
+                            }),
                         ]),
                     ),
                     Kind::Progress { .. } => response(
@@ -288,6 +302,14 @@ where
                 match (kind, tool) {
                     (_, "good") => {
                         response(&id, json!({"content": [{"type": "text", "text": "fine"}]}))
+                    }
+                    (Kind::HugeResult, "bomb") => {
+                        // Within the line limit, but each `[]` is a value once parsed.
+                        let prefix = format!(
+                            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[],"structuredContent":{{"a":["#
+                        );
+                        stream_pieces(&mut write, &prefix, b"[],", 15 * MB, "[]]}}}}\n").await;
+                        continue;
                     }
                     (Kind::HugeResult, "huge") => {
                         let prefix = format!(
@@ -677,20 +699,22 @@ fn a_gigabyte_tool_result_over_stdio_fails_the_call_at_once() {
 
 /// A hand-written Streamable HTTP server: `initialize` is answered, `tools/list` with a
 /// gigabyte of JSON (chunked, no length), everything else with 202 or 405.
-async fn http_huge_list() -> String {
+async fn http_huge_list(bomb: bool) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let address = listener.local_addr().expect("address");
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(http_connection(stream));
+            tokio::spawn(http_connection(stream, bomb));
         }
     });
     format!("http://{address}/mcp")
 }
 
-async fn http_connection(stream: tokio::net::TcpStream) {
+/// Serves one request; `bomb`: the list page is 15 MiB of `[],` in a schema (within the default
+/// message limit, but each `[]` a value once parsed), else a gigabyte of description.
+async fn http_connection(stream: tokio::net::TcpStream, bomb: bool) {
     let (read, mut write) = stream.into_split();
     let mut read = BufReader::new(read);
     let mut head = String::new();
@@ -736,10 +760,20 @@ async fn http_connection(stream: tokio::net::TcpStream) {
             if write.write_all(head.as_bytes()).await.is_err() {
                 return;
             }
-            let prefix = format!(
-                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"big","description":""#
-            );
-            let chunk = vec![b'a'; 64 * 1024];
+            let prefix = if bomb {
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"big","inputSchema":{{"type":"object","x":["#
+                )
+            } else {
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"big","description":""#
+                )
+            };
+            let (chunk, total) = if bomb {
+                (b"[],".repeat(21_845), 15 * MB)
+            } else {
+                (vec![b'a'; 64 * 1024], GIGABYTE)
+            };
             let mut framed = format!("{:x}\r\n", prefix.len()).into_bytes();
             framed.extend_from_slice(prefix.as_bytes());
             framed.extend_from_slice(b"\r\n");
@@ -749,11 +783,14 @@ async fn http_connection(stream: tokio::net::TcpStream) {
             let mut frame = format!("{:x}\r\n", chunk.len()).into_bytes();
             frame.extend_from_slice(&chunk);
             frame.extend_from_slice(b"\r\n");
-            for _ in 0..GIGABYTE / chunk.len() {
+            for _ in 0..total / chunk.len() {
                 if write.write_all(&frame).await.is_err() {
                     return;
                 }
             }
+            let end = "[]]}}]}}";
+            let last = format!("{:x}\r\n{end}\r\n0\r\n\r\n", end.len());
+            let _ = write.write_all(last.as_bytes()).await;
         }
         _ => {
             let _ = write
@@ -769,7 +806,7 @@ async fn http_connection(stream: tokio::net::TcpStream) {
 fn an_oversized_list_page_over_http_is_refused() {
     let case = case();
     runtime().block_on(async {
-        let url = http_huge_list().await;
+        let url = http_huge_list(false).await;
         let limits = McpClientLimits::default().max_message_bytes(MB);
         let err = within(30, "connect", McpClient::builder().limits(limits).url(&url))
             .await
@@ -896,4 +933,44 @@ fn a_call_the_server_never_answers_ends_at_the_call_timeout() {
         );
     });
     case.assert_memory("a silent call");
+}
+
+#[test]
+fn a_result_within_its_size_that_would_parse_to_gigabytes_fails_the_call() {
+    if serve_if_child() {
+        return;
+    }
+    let case = case();
+    runtime().block_on(async {
+        let command = child(
+            "a_result_within_its_size_that_would_parse_to_gigabytes_fails_the_call",
+            Kind::HugeResult,
+        );
+        // The default limits: 15 MiB of `[],` is within the 16 MiB line limit.
+        let client = within(30, "connect", McpClient::spawn(command))
+            .await
+            .expect("connects");
+        let bomb = client.tool("bomb").expect("listed");
+        let err = within(30, "the call", bomb.invoke("{}", &ToolContext::detached()))
+            .await
+            .unwrap_err();
+        let AgentError::LimitExceeded(limit) = &err else {
+            panic!("not a limit: {err}")
+        };
+        assert_eq!(limit.limit, Limit::McpMessageBytes);
+    });
+    case.assert_memory("a result that parses to gigabytes");
+}
+
+#[test]
+fn a_list_page_within_its_size_that_would_parse_to_gigabytes_is_refused_over_http() {
+    let case = case();
+    runtime().block_on(async {
+        let url = http_huge_list(true).await;
+        let err = within(30, "connect", McpClient::url(&url))
+            .await
+            .unwrap_err();
+        assert_limit(&err, Limit::McpMessageBytes);
+    });
+    case.assert_memory("a list page that parses to gigabytes over HTTP");
 }

@@ -642,38 +642,81 @@ pub(crate) fn parsed_size(text: &str) -> usize {
 
 /// [`parsed_size`] of bytes that need not be UTF-8 (a response body as read).
 pub(crate) fn parsed_size_of(text: &[u8]) -> usize {
-    let (mut objects, mut arrays, mut entries, mut values) = (0usize, 0usize, 0usize, 1usize);
-    let mut in_string = false;
-    let mut escaped = false;
-    for &byte in text {
-        if in_string {
-            if escaped {
-                escaped = false;
+    let mut cost = ParseCost::default();
+    cost.feed(text);
+    cost.size()
+}
+
+/// The most memory a parse of outside text of at most `max` bytes may cost (by [`ParseCost`])
+/// before it is refused: twice the bytes and 1 MiB (text as servers really send it, strings and
+/// a few keys, costs about twice its length), and at least 64 MiB, so that a result of many small
+/// numbers (three `Value`s counted per element) still passes while `[[],[],..]` or many tiny
+/// objects (30 to 100 times their text) do not.
+#[cfg_attr(
+    not(any(feature = "openai", feature = "anthropic", feature = "mcp")),
+    allow(dead_code, reason = "used by the providers and MCP, behind their features")
+)]
+pub(crate) fn parse_budget_for(max: usize) -> usize {
+    max.saturating_mul(2).saturating_add(1 << 20).max(64 << 20)
+}
+
+/// [`parsed_size`] counted as the text arrives, for text read in pieces (a line of a pipe, an
+/// event of a stream) that is refused before it is whole.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ParseCost {
+    objects: usize,
+    arrays: usize,
+    entries: usize,
+    values: usize,
+    bytes: usize,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl ParseCost {
+    /// Counts the next bytes of the text.
+    pub(crate) fn feed(&mut self, text: &[u8]) {
+        for &byte in text {
+            self.push(byte);
+        }
+    }
+
+    /// Counts the next byte of the text.
+    #[inline]
+    pub(crate) fn push(&mut self, byte: u8) {
+        self.bytes += 1;
+        if self.in_string {
+            if self.escaped {
+                self.escaped = false;
             } else if byte == b'\\' {
-                escaped = true;
+                self.escaped = true;
             } else if byte == b'"' {
-                in_string = false;
+                self.in_string = false;
             }
-            continue;
+            return;
         }
         match byte {
-            b'"' => in_string = true,
-            b'{' => objects += 1,
+            b'"' => self.in_string = true,
+            b'{' => self.objects += 1,
             b'[' => {
-                arrays += 1;
-                values += 1;
+                self.arrays += 1;
+                self.values += 1;
             }
-            b':' => entries += 1,
-            b',' => values += 1,
+            b':' => self.entries += 1,
+            b',' => self.values += 1,
             _ => {}
         }
     }
-    objects
-        .saturating_mul(OBJECT_COST)
-        .saturating_add(arrays.saturating_mul(ARRAY_COST))
-        .saturating_add(entries.saturating_mul(ENTRY_COST))
-        .saturating_add(values.saturating_mul(VALUE_COST))
-        .saturating_add(text.len().saturating_mul(2))
+
+    /// The estimate for the text so far (see [`parsed_size`]).
+    pub(crate) fn size(&self) -> usize {
+        self.objects
+            .saturating_mul(OBJECT_COST)
+            .saturating_add(self.arrays.saturating_mul(ARRAY_COST))
+            .saturating_add(self.entries.saturating_mul(ENTRY_COST))
+            .saturating_add(self.values.saturating_add(1).saturating_mul(VALUE_COST))
+            .saturating_add(self.bytes.saturating_mul(2))
+    }
 }
 
 #[cfg(test)]

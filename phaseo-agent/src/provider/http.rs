@@ -8,7 +8,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::error::{ModelError, ModelErrorKind};
-use crate::limits::{Limit, LimitExceeded, MAX_COST_PER_BYTE, ModelLimits, parsed_size_of};
+use crate::limits::{
+    Limit, LimitExceeded, MAX_COST_PER_BYTE, ModelLimits, parse_budget_for, parsed_size_of,
+};
 use crate::provider::sse::{SseEvent, SseParser};
 
 /// How much of an error body (a 4xx or 5xx) is read: its message is what is kept, and a server
@@ -214,12 +216,13 @@ pub(crate) async fn json_body(
     })
 }
 
-/// Refuses text from a model server whose parsed form would take more than twice its limit
-/// (and 1 MiB): a `serde_json::Value` can take 30 to 80 times the memory of its text (`[[],[],..]`
-/// or many tiny objects), so a body within its size could still cost gigabytes once parsed. Text
-/// as real servers send it (strings, a few keys) costs about twice its length, and passes.
+/// Refuses text from a model server whose parsed form would take more memory than
+/// [`parse_budget_for`] its limit: a `serde_json::Value` can take 30 to 100 times the memory of
+/// its text (`[[],[],..]` or many tiny objects), so a body within its size could still cost
+/// gigabytes once parsed. Text as real servers send it (strings, a few keys) costs about twice
+/// its length, and passes.
 pub(crate) fn check_parse_cost(text: &[u8], limit: Limit, max: usize) -> Result<(), ModelError> {
-    let budget = max.saturating_mul(2).saturating_add(1 << 20);
+    let budget = parse_budget_for(max);
     if text.len().saturating_mul(MAX_COST_PER_BYTE) <= budget {
         return Ok(());
     }
@@ -230,13 +233,14 @@ pub(crate) fn check_parse_cost(text: &[u8], limit: Limit, max: usize) -> Result<
     let hit = LimitExceeded::new(limit, u64::try_from(max).unwrap_or(u64::MAX));
     let mut error = ModelError::limit_exceeded(hit);
     error.message = format!(
-        "{} bytes of JSON would take about {} MB once parsed, more than twice the limit of {max} \
-         bytes (raise it with `{}`)",
+        "{} bytes of JSON would take about {} MB once parsed, more than the {} MB allowed for a \
+         limit of {max} bytes (raise it with `{}`)",
         text.len(),
         cost >> 20,
+        budget >> 20,
         limit.setting()
     );
-    Ok(()).and(Err(error))
+    Err(error)
 }
 
 /// A response body as server-sent events (see [`SseParser`]), within the limits: the stream's

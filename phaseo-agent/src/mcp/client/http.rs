@@ -31,7 +31,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::{Sse, SseStream};
 
-use crate::limits::{Limit, LimitExceeded};
+use crate::limits::{Limit, LimitExceeded, ParseCost, parse_budget_for, parsed_size_of};
 use crate::mcp::client::observe::Router;
 
 type Failure = StreamableHttpError<reqwest::Error>;
@@ -158,6 +158,10 @@ async fn bounded(mut response: Response, max: usize) -> Result<Vec<u8>, Failure>
         }
         body.extend_from_slice(&chunk);
     }
+    // Within its size, a body can still cost gigabytes once parsed (`[[],[],..]`).
+    if parsed_size_of(&body) > parse_budget_for(max) {
+        return Err(StreamableHttpError::ResponseBodyTooLarge { max_size: max });
+    }
     Ok(body)
 }
 
@@ -179,6 +183,9 @@ fn events(
 ) -> BoxStream<'static, Result<Sse, SseError>> {
     // Bytes since the last blank line (the end of an event), and whether the last byte ended a line.
     let mut size = 0usize;
+    // What the event would cost once parsed: within its size, it can still cost gigabytes.
+    let mut cost = ParseCost::default();
+    let budget = parse_budget_for(max);
     let mut line_ended = false;
     let mut failed = false;
     let limited = response.bytes_stream().scan((), move |(), chunk| {
@@ -192,12 +199,16 @@ fn events(
                 for &byte in bytes.iter() {
                     match byte {
                         b'\r' => {}
-                        b'\n' if line_ended => size = 0,
+                        b'\n' if line_ended => {
+                            size = 0;
+                            cost = ParseCost::default();
+                        }
                         b'\n' => line_ended = true,
                         _ => {
                             line_ended = false;
                             size += 1;
-                            over |= size > max;
+                            cost.push(byte);
+                            over |= size > max || cost.size() > budget;
                         }
                     }
                 }

@@ -20,10 +20,12 @@ use serde_json::{Map, Value};
 use crate::limits::{Limit, LimitExceeded, McpClientLimits};
 use crate::tool::context::ToolContext;
 
-/// How many progress notifications for a token no call has claimed yet are kept (the request is
-/// on its way while its call registers the token); the oldest go first. Their bytes are bounded
-/// too, by the limits' `max_progress_bytes`.
-const EARLY_KEPT: usize = 64;
+/// How many progress tokens no call has claimed yet are followed at once. A call's request is on
+/// its way before the call registers its token, so the server's first notifications may come
+/// first: they are kept and counted under the call's own limits, and published when it
+/// registers. Only a server that sends progress for tokens no call is waiting for fills this;
+/// past it, the oldest such token is forgotten.
+const EARLY_TOKENS: usize = 64;
 
 /// Where each progress token's notifications go: the context of the call that sent the request;
 /// and which requests were answered with more than the limits allow.
@@ -46,13 +48,16 @@ impl Default for Router {
 #[derive(Default)]
 struct Routes {
     live: HashMap<ProgressToken, Route>,
-    early: VecDeque<(ProgressNotificationParam, usize)>,
-    early_bytes: usize,
+    /// The tokens of `live` whose call has not registered yet, oldest first.
+    early: VecDeque<ProgressToken>,
 }
 
 /// One call's progress so far: what was kept, and what was only counted.
+#[derive(Default)]
 struct Route {
-    ctx: ToolContext,
+    /// The call's context, once it registered; until then, what is kept waits in `queued`.
+    ctx: Option<ToolContext>,
+    queued: Vec<ProgressNotificationParam>,
     kept: usize,
     bytes: usize,
     /// Notifications counted and not kept, the limit that stopped the keeping, and the last of
@@ -105,32 +110,17 @@ impl Router {
         }
     }
 
-    /// Routes `token`'s progress to `ctx`, starting with what arrived before this call.
+    /// Routes `token`'s progress to `ctx`, starting with what arrived before this call (kept and
+    /// counted under the same limits).
     pub(crate) fn register(&self, token: ProgressToken, ctx: ToolContext) {
-        let kept = {
+        let queued = {
             let mut routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
-            let (mine, rest): (VecDeque<_>, VecDeque<_>) = routes
-                .early
-                .drain(..)
-                .partition(|(p, _)| p.progress_token == token);
-            routes.early = rest;
-            routes.early_bytes = routes.early.iter().map(|(_, size)| size).sum();
-            let mut route = Route {
-                ctx: ctx.clone(),
-                kept: 0,
-                bytes: 0,
-                dropped: 0,
-                hit: None,
-                last: None,
-            };
-            let kept: Vec<_> = mine
-                .into_iter()
-                .filter(|(params, size)| route.admit(&self.limits, params, *size))
-                .collect();
-            routes.live.insert(token, route);
-            kept
+            routes.early.retain(|early| *early != token);
+            let route = routes.live.entry(token).or_default();
+            route.ctx = Some(ctx.clone());
+            std::mem::take(&mut route.queued)
         };
-        for (params, _) in &kept {
+        for params in &queued {
             publish(&ctx, params);
         }
     }
@@ -142,15 +132,23 @@ impl Router {
             let mut routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
             routes.live.remove(token)
         };
-        let Some(route) = route else { return };
-        if let (Some(hit), Some((progress, total))) = (route.hit, route.last) {
+        let Some(Route {
+            ctx: Some(ctx),
+            hit: Some(hit),
+            last: Some((progress, total)),
+            dropped,
+            ..
+        }) = route
+        else {
+            return;
+        };
+        {
             let mut summary = ProgressNotificationParam::new(token.clone(), progress);
             summary.total = total;
             summary.message = Some(format!(
-                "{} more progress notifications were counted, not kept: {hit}",
-                route.dropped
+                "{dropped} more progress notifications were counted, not kept: {hit}"
             ));
-            publish(&route.ctx, &summary);
+            publish(&ctx, &summary);
         }
     }
 
@@ -164,27 +162,27 @@ impl Router {
         };
         let ctx = {
             let mut routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
-            let limits = self.limits;
-            match routes.live.get_mut(&params.progress_token) {
-                Some(route) => {
-                    if !route.admit(&limits, params, size) {
-                        return;
+            let routes = &mut *routes;
+            let token = &params.progress_token;
+            if !routes.live.contains_key(token) {
+                if routes.early.len() >= EARLY_TOKENS {
+                    if let Some(oldest) = routes.early.pop_front() {
+                        routes.live.remove(&oldest);
                     }
-                    route.ctx.clone()
                 }
+                routes.early.push_back(token.clone());
+                routes.live.insert(token.clone(), Route::default());
+            }
+            let Some(route) = routes.live.get_mut(token) else {
+                return;
+            };
+            if !route.admit(&self.limits, params, size) {
+                return;
+            }
+            match &route.ctx {
+                Some(ctx) => ctx.clone(),
                 None => {
-                    if size <= limits.progress_bytes() {
-                        while routes.early.len() >= EARLY_KEPT
-                            || routes.early_bytes + size > limits.progress_bytes()
-                        {
-                            let Some((_, gone)) = routes.early.pop_front() else {
-                                break;
-                            };
-                            routes.early_bytes -= gone;
-                        }
-                        routes.early_bytes += size;
-                        routes.early.push_back((params.clone(), size));
-                    }
+                    route.queued.push(params.clone());
                     return;
                 }
             }
@@ -373,6 +371,37 @@ mod caps {
             message.contains("McpClientLimits::max_progress_per_call"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn progress_before_the_call_registers_is_counted_not_lost() {
+        // A busy client registers its token late: what came first is kept and counted under the
+        // call's own limits, none of it dropped without a count.
+        let router = Router::new(McpClientLimits::default().max_progress_per_call(100));
+        let token = ProgressToken(rmcp::model::NumberOrString::Number(1));
+        for i in 1..=300 {
+            router.progress(&ProgressNotificationParam::new(token.clone(), f64::from(i)));
+        }
+        let ctx = ToolContext::detached();
+        router.register(token.clone(), ctx.clone());
+        router.unregister(&token);
+        let progress = ctx.progress();
+        assert_eq!(progress.len(), 101, "{progress:?}");
+        assert_eq!(progress[99], json!({"progress": 100}));
+        let message = progress[100]["message"].as_str().unwrap();
+        assert!(message.starts_with("200 more"), "{message}");
+    }
+
+    #[test]
+    fn progress_for_tokens_no_call_claims_is_bounded() {
+        let router = Router::new(McpClientLimits::default());
+        for t in 0..10_000 {
+            let token = ProgressToken(rmcp::model::NumberOrString::Number(t));
+            router.progress(&ProgressNotificationParam::new(token, 1.0));
+        }
+        let routes = router.routes.lock().unwrap();
+        assert_eq!(routes.live.len(), EARLY_TOKENS);
+        assert_eq!(routes.early.len(), EARLY_TOKENS);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::limits::{Limit, LimitExceeded};
+use crate::limits::{Limit, LimitExceeded, ParseCost, parse_budget_for};
 use crate::mcp::client::observe::Router;
 
 /// A child's stdout as the reading half of a transport.
@@ -42,6 +42,7 @@ pub(crate) fn spawn(
         inner: stdout,
         max: max_line,
         line: 0,
+        cost: ParseCost::default(),
         over: false,
         router,
     };
@@ -51,7 +52,8 @@ pub(crate) fn spawn(
     Ok((child, transport))
 }
 
-/// A reader that fails once a line (the bytes between two `\n`) is longer than `max`.
+/// A reader that fails once a line (the bytes between two `\n`) is longer than `max`, or would
+/// cost more memory once parsed than [`parse_budget_for`] `max`.
 ///
 /// The lines before the long one are passed on whole; the read that crosses the bound is cut at
 /// its last line end, and the next read fails.
@@ -60,6 +62,8 @@ pub(crate) struct BoundedLines<R> {
     max: usize,
     /// Bytes of the current line so far.
     line: usize,
+    /// What the current line would cost once parsed, so far.
+    cost: ParseCost,
     over: bool,
     router: Arc<Router>,
 }
@@ -86,13 +90,18 @@ impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
         let before = buf.filled().len();
         ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
         let mut whole_lines = 0;
+        let budget = parse_budget_for(this.max);
         for (i, &byte) in buf.filled()[before..].iter().enumerate() {
             if byte == b'\n' {
                 this.line = 0;
+                this.cost = ParseCost::default();
                 whole_lines = i + 1;
             } else {
                 this.line += 1;
-                if this.line > this.max {
+                this.cost.push(byte);
+                // A line within its size can still cost gigabytes once rmcp parses it
+                // (`[[],[],..]` in a result's `structuredContent`): that is refused the same way.
+                if this.line > this.max || this.cost.size() > budget {
                     this.over = true;
                     break;
                 }
@@ -126,6 +135,7 @@ mod tests {
             inner: &b"ok\nalso ok\nmuch too long\nnever read\n"[..],
             max: 8,
             line: 0,
+            cost: ParseCost::default(),
             over: false,
             router: router.clone(),
         };
