@@ -654,7 +654,10 @@ pub(crate) fn parsed_size_of(text: &[u8]) -> usize {
 /// objects (30 to 100 times their text) do not.
 #[cfg_attr(
     not(any(feature = "openai", feature = "anthropic", feature = "mcp")),
-    allow(dead_code, reason = "used by the providers and MCP, behind their features")
+    allow(
+        dead_code,
+        reason = "used by the providers and MCP, behind their features"
+    )
 )]
 pub(crate) fn parse_budget_for(max: usize) -> usize {
     max.saturating_mul(2).saturating_add(1 << 20).max(64 << 20)
