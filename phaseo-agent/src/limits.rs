@@ -44,6 +44,8 @@ pub enum Limit {
     StreamIdle,
     /// A model request from start to end, a streamed body included.
     RequestTime,
+    /// Opening the connection to a model server.
+    ConnectTime,
     /// An MCP server's time to answer `initialize` after the connection is made.
     McpConnectTime,
     /// An MCP server's time to answer a `tools/list` page.
@@ -91,6 +93,7 @@ impl Limit {
             Limit::EventBytes => "ModelLimits::max_event_bytes",
             Limit::StreamIdle => "ModelLimits::stream_idle_timeout",
             Limit::RequestTime => "ModelLimits::request_timeout",
+            Limit::ConnectTime => "ModelLimits::connect_timeout",
             Limit::McpConnectTime => "McpClientLimits::connect_timeout",
             Limit::McpListTime => "McpClientLimits::list_timeout",
             Limit::McpCallTime => "McpClientLimits::call_timeout",
@@ -124,6 +127,7 @@ impl Limit {
             | Limit::HttpBodyBytes => "bytes",
             Limit::StreamIdle
             | Limit::RequestTime
+            | Limit::ConnectTime
             | Limit::McpConnectTime
             | Limit::McpListTime
             | Limit::McpCallTime
@@ -148,6 +152,7 @@ impl Limit {
             Limit::EventBytes => "one event of the stream is larger than",
             Limit::StreamIdle => "the stream was silent for longer than",
             Limit::RequestTime => "the request took longer than",
+            Limit::ConnectTime => "the connection to the model server was not made within",
             Limit::McpConnectTime => "the MCP server did not answer `initialize` within",
             Limit::McpListTime => "the MCP server did not answer `tools/list` within",
             Limit::McpCallTime => "the MCP server did not answer `tools/call` within",
@@ -232,6 +237,7 @@ const MIB: usize = 1024 * 1024;
 /// | [`max_event_bytes`](Self::max_event_bytes) | 8 MiB | a tool call's arguments may come in one event |
 /// | [`stream_idle_timeout`](Self::stream_idle_timeout) | 5 minutes | a local model on a CPU may think that long before its first token |
 /// | [`request_timeout`](Self::request_timeout) | 10 minutes | a long answer streams for minutes |
+/// | [`connect_timeout`](Self::connect_timeout) | 10 s | a server that is up accepts a connection at once |
 ///
 /// An error body (a 4xx or 5xx) is read up to 64 KiB: its message is what is kept.
 ///
@@ -249,6 +255,7 @@ pub struct ModelLimits {
     event_bytes: usize,
     stream_idle: Duration,
     request_time: Duration,
+    connect_time: Duration,
 }
 
 impl Default for ModelLimits {
@@ -258,6 +265,7 @@ impl Default for ModelLimits {
             event_bytes: 8 * MIB,
             stream_idle: Duration::from_secs(300),
             request_time: Duration::from_secs(600),
+            connect_time: Duration::from_secs(10),
         }
     }
 }
@@ -287,6 +295,12 @@ impl ModelLimits {
         self
     }
 
+    /// The longest opening the connection may take (TCP and TLS).
+    pub fn connect_timeout(mut self, wait: Duration) -> Self {
+        self.connect_time = wait;
+        self
+    }
+
     /// See [`max_response_bytes`](Self::max_response_bytes).
     pub fn response_bytes(&self) -> usize {
         self.response_bytes
@@ -305,6 +319,11 @@ impl ModelLimits {
     /// See [`request_timeout`](Self::request_timeout).
     pub fn request_time(&self) -> Duration {
         self.request_time
+    }
+
+    /// See [`connect_timeout`](Self::connect_timeout).
+    pub fn connect_time(&self) -> Duration {
+        self.connect_time
     }
 }
 
@@ -735,6 +754,7 @@ mod tests {
             Limit::EventBytes,
             Limit::StreamIdle,
             Limit::RequestTime,
+            Limit::ConnectTime,
             Limit::McpConnectTime,
             Limit::McpListTime,
             Limit::McpCallTime,

@@ -291,3 +291,31 @@ fn a_truncated_tool_call_never_runs() {
         failed_with(&last, ModelErrorKind::InvalidResponse);
     });
 }
+
+#[test]
+fn a_server_whose_backlog_is_full_hits_the_connect_limit() {
+    case(Duration::from_secs(60), async {
+        // A listener that never accepts: once its backlog is full, the kernel drops new SYNs and
+        // a connection is never made.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let address = listener.local_addr().expect("address");
+        let mut held = Vec::new();
+        for _ in 0..1024 {
+            let attempt = tokio::net::TcpStream::connect(address);
+            match tokio::time::timeout(Duration::from_millis(100), attempt).await {
+                Ok(Ok(stream)) => held.push(stream),
+                _ => break,
+            }
+        }
+        let url = format!("http://{address}");
+        for provider in BOTH {
+            let limits = ModelLimits::default().connect_timeout(Duration::from_millis(300));
+            let error = ask(&*model(provider, &url, limits), false)
+                .await
+                .expect_err("never connected");
+            assert_limit(&error, Limit::ConnectTime);
+            assert_eq!(error.limit.as_ref().map(|l| l.value), Some(300));
+        }
+        drop((held, listener));
+    });
+}

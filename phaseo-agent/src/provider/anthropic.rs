@@ -136,7 +136,7 @@ pub const RAW_ARGUMENTS_KEY: &str = "_raw_arguments";
 /// - [`timeout`](Anthropic::timeout): for a whole request, a streamed body included (the same
 ///   setting as the limits' request time); default
 ///   [`DEFAULT_TIMEOUT`], 10 minutes, as Anthropic's own SDKs (a long answer streams for minutes).
-///   Connecting has its own 10 s limit.
+///   Connecting has its own limit, `ModelLimits::connect_timeout` (10 s).
 /// - [`max_tokens`](Anthropic::max_tokens): Anthropic requires `max_tokens` on every request.
 ///   Default [`DEFAULT_MAX_TOKENS`], 4,096: the output limit of the Claude 3 models (Haiku,
 ///   Opus), the lowest of the models still served, so every model accepts the default; and enough
@@ -298,6 +298,8 @@ impl Anthropic {
     /// ```
     pub fn limits(mut self, limits: ModelLimits) -> Self {
         self.limits = limits;
+        // The connect timeout is the client's own.
+        self.client = OnceLock::new();
         self
     }
 
@@ -431,7 +433,8 @@ impl Anthropic {
     }
 
     fn client(&self) -> &reqwest::Client {
-        self.client.get_or_init(http::client)
+        self.client
+            .get_or_init(|| http::client(self.limits.connect_time()))
     }
 
     /// The headers of a request (content-type is added by `post_json`): the built-in ones unless

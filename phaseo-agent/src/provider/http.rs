@@ -22,15 +22,15 @@ pub(crate) const ERROR_BODY_BYTES: usize = 64 * 1024;
 /// adding it to an `Instant` cannot overflow.
 pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(86_400);
 
-/// The default client: rustls, a connect timeout of 10 s, and no redirects.
+/// The default client: rustls, `connect` to open a connection, and no redirects.
 ///
 /// No redirect is followed: an API endpoint never legitimately redirects a POST, and following
 /// one would send the key, the configured headers and (on 307 and 308) the whole conversation to
 /// wherever the server points, even another host. The time limits are the providers' own (see
 /// [`within`] and [`Body`]), so that each error names its setting.
-pub(crate) fn client() -> reqwest::Client {
+pub(crate) fn client(connect: Duration) -> reqwest::Client {
     reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
+        .connect_timeout(connect)
         .redirect(reqwest::redirect::Policy::none())
         .build()
         // Only rustls failing to start fails this, and `reqwest::Client::new()` panics then too;
@@ -81,7 +81,14 @@ pub(crate) async fn post_json(
     let response = tokio::time::timeout(idle, request.send())
         .await
         .map_err(|_| idle_error(idle))?
-        .map_err(transport)?;
+        .map_err(|error| {
+            if error.is_connect() && error.is_timeout() {
+                let wait = limits.connect_time();
+                ModelError::limit_exceeded(LimitExceeded::time(Limit::ConnectTime, wait))
+            } else {
+                transport(error)
+            }
+        })?;
     let status = response.status();
     if status.is_success() {
         return Ok(response);

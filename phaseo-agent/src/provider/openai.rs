@@ -245,8 +245,8 @@ impl MaxTokensField {
 /// - [`base_url`](OpenAi::base_url): default [`DEFAULT_BASE_URL`]; requests go to
 ///   `{base_url}/chat/completions`, so the URL includes the `/v1`.
 /// - [`limits`](OpenAi::limits): the bounds of a response ([`ModelLimits`]): its size, one
-///   event's size, the silence between its pieces and the whole request's time. Connecting has
-///   its own 10 s limit. Redirects are not followed (see [`ModelErrorKind::BadRequest`] in the
+///   event's size, the silence between its pieces, the whole request's time and connecting.
+///   Redirects are not followed (see [`ModelErrorKind::BadRequest`] in the
 ///   [module docs](self)).
 /// - [`timeout`](OpenAi::timeout): the whole request's time, a streamed body included; default
 ///   [`DEFAULT_TIMEOUT`], 10 minutes (the same setting as the limits' request time).
@@ -401,6 +401,8 @@ impl OpenAi {
     /// ```
     pub fn limits(mut self, limits: ModelLimits) -> Self {
         self.limits = limits;
+        // The connect timeout is the client's own.
+        self.client = OnceLock::new();
         self
     }
 
@@ -509,7 +511,8 @@ impl OpenAi {
     }
 
     fn client(&self) -> &reqwest::Client {
-        self.client.get_or_init(http::client)
+        self.client
+            .get_or_init(|| http::client(self.limits.connect_time()))
     }
 
     /// The headers of a request (content-type is added by `post_json`): authorization unless a
