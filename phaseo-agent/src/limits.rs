@@ -216,6 +216,11 @@ impl LimitExceeded {
         LimitExceeded { limit, value }
     }
 
+    /// A limit of `value` bytes or items was hit (as [`new`](Self::new), from a `usize`).
+    pub(crate) fn count(limit: Limit, value: usize) -> Self {
+        LimitExceeded::new(limit, u64::try_from(value).unwrap_or(u64::MAX))
+    }
+
     /// A time limit of `value` was hit (the value kept in milliseconds).
     pub fn time(limit: Limit, value: Duration) -> Self {
         LimitExceeded::new(limit, u64::try_from(value.as_millis()).unwrap_or(u64::MAX))

@@ -691,10 +691,8 @@ impl ServerHandler for McpHandler {
         // a task per request, and over HTTP a client that goes away does not end its calls: past
         // the limit, a call is refused before anything of it runs.
         let Ok(_place) = self.calls.try_acquire() else {
-            let limit = LimitExceeded::new(
-                Limit::McpCallsPerSession,
-                self.inner.calls_per_session as u64,
-            );
+            let limit =
+                LimitExceeded::count(Limit::McpCallsPerSession, self.inner.calls_per_session);
             let refusal = failed(&AgentError::LimitExceeded(limit));
             return Ok(m::CallToolResponse::Complete(refusal));
         };

@@ -1223,11 +1223,7 @@ fn block_index(event: &Value) -> Result<u64, ModelError> {
 
 /// The start of a text, for an error message.
 fn cut(text: &str) -> &str {
-    let mut end = text.len().min(200);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    http::cut(text, 200)
 }
 
 #[cfg(test)]

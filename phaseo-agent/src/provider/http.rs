@@ -138,10 +138,7 @@ fn idle_error(idle: Duration) -> ModelError {
 }
 
 fn too_large(limit: usize) -> ModelError {
-    ModelError::limit_exceeded(LimitExceeded::new(
-        Limit::ResponseBytes,
-        u64::try_from(limit).unwrap_or(u64::MAX),
-    ))
+    ModelError::limit_exceeded(LimitExceeded::count(Limit::ResponseBytes, limit))
 }
 
 /// A response body read chunk by chunk: each chunk within the idle time, all of them within the
@@ -200,17 +197,14 @@ pub(crate) async fn json_body(
     limits: &ModelLimits,
 ) -> Result<Value, ModelError> {
     let max = limits.response_bytes();
-    if response
-        .content_length()
-        .is_some_and(|length| length > max as u64)
-    {
+    let announced = response.content_length().map(usize::try_from);
+    if announced.is_some_and(|length| length.map_or(true, |length| length > max)) {
         return Err(too_large(max));
     }
     // The announced length (within the limit) is allocated once: growing by doubling would
     // hold the old and the new buffer together near the end.
-    let announced = response.content_length().unwrap_or(0);
     let mut body = Body::new(response, limits);
-    let mut bytes = Vec::with_capacity(usize::try_from(announced).unwrap_or(0));
+    let mut bytes = Vec::with_capacity(announced.and_then(Result::ok).unwrap_or(0));
     while let Some(chunk) = body.chunk().await? {
         bytes.extend_from_slice(chunk.as_ref());
     }
@@ -237,7 +231,7 @@ pub(crate) fn check_parse_cost(text: &[u8], limit: Limit, max: usize) -> Result<
     if cost <= budget {
         return Ok(());
     }
-    let hit = LimitExceeded::new(limit, u64::try_from(max).unwrap_or(u64::MAX));
+    let hit = LimitExceeded::count(limit, max);
     let mut error = ModelError::limit_exceeded(hit);
     error.message = format!(
         "{} bytes of JSON would take about {} MB once parsed, more than the {} MB allowed for a \
@@ -280,9 +274,9 @@ impl Events {
                 Err(error) => return Some(Err(error)),
             };
             if self.parser.feed(chunk.as_ref()).is_err() {
-                return Some(Err(ModelError::limit_exceeded(LimitExceeded::new(
+                return Some(Err(ModelError::limit_exceeded(LimitExceeded::count(
                     Limit::EventBytes,
-                    u64::try_from(self.max_event).unwrap_or(u64::MAX),
+                    self.max_event,
                 ))));
             }
         }
@@ -363,7 +357,7 @@ pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Durati
 }
 
 /// The start of `text`, at most `max` bytes, on a character boundary.
-fn cut(text: &str, max: usize) -> &str {
+pub(crate) fn cut(text: &str, max: usize) -> &str {
     let mut end = text.len().min(max);
     while !text.is_char_boundary(end) {
         end -= 1;

@@ -1598,11 +1598,7 @@ impl StreamAssembler {
 
 /// The start of some data, for an error message (200 bytes at most).
 fn cut(data: &str) -> &str {
-    let mut end = data.len().min(200);
-    while !data.is_char_boundary(end) {
-        end -= 1;
-    }
-    &data[..end]
+    http::cut(data, 200)
 }
 
 #[cfg(test)]

@@ -216,10 +216,7 @@ impl Inliner<'_> {
     fn charge(&mut self) -> Result<(), LimitExceeded> {
         self.nodes += 1;
         if self.nodes > self.budget.nodes {
-            return Err(LimitExceeded::new(
-                Limit::SchemaNodes,
-                to_u64(self.budget.nodes),
-            ));
+            return Err(LimitExceeded::count(Limit::SchemaNodes, self.budget.nodes));
         }
         Ok(())
     }
@@ -227,10 +224,7 @@ impl Inliner<'_> {
     /// `node` with its `$ref`s inlined, `depth` levels below the root.
     fn build(&mut self, node: Value, depth: usize) -> Result<Value, LimitExceeded> {
         if depth > self.budget.depth {
-            return Err(LimitExceeded::new(
-                Limit::SchemaDepth,
-                to_u64(self.budget.depth),
-            ));
+            return Err(LimitExceeded::count(Limit::SchemaDepth, self.budget.depth));
         }
         self.charge()?;
         match node {
@@ -285,10 +279,6 @@ impl Inliner<'_> {
         }
         Ok(())
     }
-}
-
-fn to_u64(n: usize) -> u64 {
-    u64::try_from(n).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -81,10 +81,7 @@ impl Http {
     /// The answer to request `id` in place of one over the limit: a JSON-RPC error, and the
     /// request recorded as oversized so that its call fails with the limit.
     fn too_large(&self, id: RequestId) -> ServerJsonRpcMessage {
-        let limit = LimitExceeded::new(
-            Limit::McpMessageBytes,
-            u64::try_from(self.max).unwrap_or(u64::MAX),
-        );
+        let limit = LimitExceeded::count(Limit::McpMessageBytes, self.max);
         self.router.oversized(id.clone());
         JsonRpcMessage::error(ErrorData::internal_error(limit.to_string(), None), Some(id))
     }

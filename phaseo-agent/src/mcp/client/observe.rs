@@ -77,14 +77,14 @@ impl Route {
     ) -> bool {
         if self.hit.is_none() {
             if self.kept >= limits.progress_per_call() {
-                self.hit = Some(LimitExceeded::new(
+                self.hit = Some(LimitExceeded::count(
                     Limit::ProgressPerCall,
-                    to_u64(limits.progress_per_call()),
+                    limits.progress_per_call(),
                 ));
             } else if size > limits.progress_bytes().saturating_sub(self.bytes) {
-                self.hit = Some(LimitExceeded::new(
+                self.hit = Some(LimitExceeded::count(
                     Limit::ProgressBytes,
-                    to_u64(limits.progress_bytes()),
+                    limits.progress_bytes(),
                 ));
             }
         }
@@ -216,17 +216,13 @@ impl Router {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         if oversized.remove(id) {
-            return Some(LimitExceeded::new(
+            return Some(LimitExceeded::count(
                 Limit::McpMessageBytes,
-                to_u64(self.limits.message_bytes()),
+                self.limits.message_bytes(),
             ));
         }
         self.broken.get().cloned()
     }
-}
-
-fn to_u64(n: usize) -> u64 {
-    u64::try_from(n).unwrap_or(u64::MAX)
 }
 
 /// The length of a value's JSON text, counted without writing it anywhere.

@@ -72,7 +72,7 @@ impl<R> BoundedLines<R> {
     fn failure(&self) -> io::Error {
         io::Error::new(
             io::ErrorKind::InvalidData,
-            LimitExceeded::new(Limit::McpMessageBytes, to_u64(self.max)),
+            LimitExceeded::count(Limit::McpMessageBytes, self.max),
         )
     }
 }
@@ -109,7 +109,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
         }
         if this.over {
             this.router
-                .break_with(LimitExceeded::new(Limit::McpMessageBytes, to_u64(this.max)));
+                .break_with(LimitExceeded::count(Limit::McpMessageBytes, this.max));
             buf.set_filled(before + whole_lines);
             if whole_lines == 0 {
                 return Poll::Ready(Err(this.failure()));
@@ -117,10 +117,6 @@ impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
         }
         Poll::Ready(Ok(()))
     }
-}
-
-fn to_u64(n: usize) -> u64 {
-    u64::try_from(n).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

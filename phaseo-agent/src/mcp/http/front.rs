@@ -204,7 +204,7 @@ impl Refusal {
         let (status, message) = match self {
             Refusal::TooLarge(max) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
-                LimitExceeded::new(Limit::HttpBodyBytes, max as u64).to_string(),
+                LimitExceeded::count(Limit::HttpBodyBytes, max).to_string(),
             ),
             Refusal::TooSlow => (
                 StatusCode::REQUEST_TIMEOUT,

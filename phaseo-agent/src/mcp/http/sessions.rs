@@ -56,7 +56,7 @@ impl BoundedSessions {
 
     /// The refusal of a session past the limit.
     pub(crate) fn refusal(&self) -> LimitExceeded {
-        LimitExceeded::new(Limit::McpSessions, self.max as u64)
+        LimitExceeded::count(Limit::McpSessions, self.max)
     }
 }
 
