@@ -94,6 +94,10 @@ enum Kind {
     Flood { count: usize },
     /// `silent`, whose calls are never answered.
     SilentCall,
+    /// Never answers `tools/list`.
+    SilentList,
+    /// Lists `n` tools in one page.
+    ManyTools { n: usize },
 }
 
 impl Kind {
@@ -294,7 +298,15 @@ where
                             "name": "silent", "description": "Never answers", "inputSchema": {"type": "object"}
                         })]),
                     ),
-                    Kind::SilentInitialize => continue,
+                    Kind::ManyTools { n } => response(
+                        &id,
+                        tools(
+                            (0..n)
+                                .map(|i| json!({"name": format!("t{i}"), "inputSchema": {"type": "object"}}))
+                                .collect(),
+                        ),
+                    ),
+                    Kind::SilentInitialize | Kind::SilentList => continue,
                 }
             }
             "tools/call" => {
@@ -973,4 +985,50 @@ fn a_list_page_within_its_size_that_would_parse_to_gigabytes_is_refused_over_htt
         assert_limit(&err, Limit::McpMessageBytes);
     });
     case.assert_memory("a list page that parses to gigabytes over HTTP");
+}
+
+#[test]
+fn a_server_that_never_answers_tools_list_hits_the_list_timeout() {
+    let case = case();
+    runtime().block_on(async {
+        let (pipe, _) = in_process(Kind::SilentList);
+        let limits = McpClientLimits::default().list_timeout(Duration::from_millis(300));
+        let err = within(
+            10,
+            "connect",
+            McpClient::builder().limits(limits).connect(pipe),
+        )
+        .await
+        .unwrap_err();
+        assert_limit(&err, Limit::McpListTime);
+    });
+    case.assert_memory("a silent tools/list");
+}
+
+#[test]
+fn more_tools_than_max_tools_is_an_error() {
+    let case = case();
+    runtime().block_on(async {
+        let (pipe, _) = in_process(Kind::ManyTools { n: 11 });
+        let limits = McpClientLimits::default().max_tools(10);
+        let err = within(
+            10,
+            "connect",
+            McpClient::builder().limits(limits).connect(pipe),
+        )
+        .await
+        .unwrap_err();
+        assert_limit(&err, Limit::McpTools);
+        // At the limit, every tool is listed.
+        let (pipe, _) = in_process(Kind::ManyTools { n: 10 });
+        let client = within(
+            10,
+            "connect",
+            McpClient::builder().limits(limits).connect(pipe),
+        )
+        .await
+        .expect("ten tools are within the limit");
+        assert_eq!(client.tools().len(), 10);
+    });
+    case.assert_memory("too many tools");
 }

@@ -9,7 +9,7 @@ use rmcp::model::{
     CancelledNotificationParam, ClientRequest, ContentBlock, ProgressToken, RequestId,
     ServerResult,
 };
-use rmcp::service::{Peer, PeerRequestOptions};
+use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 use serde_json::{Map, Value};
 
 use crate::error::AgentError;
@@ -39,9 +39,9 @@ pub(crate) fn tool(
     limits: &McpClientLimits,
 ) -> Result<Tool, LimitExceeded> {
     if json_size(&listed.input_schema) > limits.schema_bytes() {
-        return Err(LimitExceeded::new(
+        return Err(LimitExceeded::count(
             Limit::SchemaBytes,
-            u64::try_from(limits.schema_bytes()).unwrap_or(u64::MAX),
+            limits.schema_bytes(),
         ));
     }
     let budget = Budget {
@@ -84,7 +84,7 @@ async fn call(
     ));
     let handle = server
         .peer
-        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .send_request_with_option(request, PeerRequestOptions::with_timeout(wait))
         .await
         .map_err(|e| match server.router.broken() {
             Some(limit) => AgentError::LimitExceeded(limit),
@@ -97,19 +97,17 @@ async fn call(
         token: handle.progress_token.clone(),
     };
     server.router.register(pending.token.clone(), ctx);
-    // A server that never answers is bounded here, whatever the tool's own timeout; `pending`
-    // still holds the id, so returning cancels the request on the server.
-    let Ok(response) = tokio::time::timeout(wait, handle.await_response()).await else {
-        return Err(AgentError::LimitExceeded(LimitExceeded::time(
-            Limit::McpCallTime,
-            wait,
-        )));
-    };
+    // A server that never answers is bounded here, whatever the tool's own timeout; rmcp then
+    // sends the server `notifications/cancelled` itself.
+    let response = handle.await_response().await;
     pending.id = None;
     match response {
         Ok(ServerResult::CallToolResult(result)) => output(result),
         Ok(_) => Err(AgentError::tool(
             "the MCP server answered tools/call with something other than a tool result",
+        )),
+        Err(ServiceError::Timeout { timeout }) => Err(AgentError::LimitExceeded(
+            LimitExceeded::time(Limit::McpCallTime, timeout),
         )),
         Err(e) => Err(match server.router.exceeded(&id) {
             Some(limit) => AgentError::LimitExceeded(limit),

@@ -5,11 +5,8 @@ use std::collections::HashSet;
 use std::hash::BuildHasher;
 
 use rmcp::RoleClient;
-use rmcp::model::{
-    CancelledNotification, CancelledNotificationParam, ClientRequest, ListToolsRequest,
-    PaginatedRequestParams, ServerResult,
-};
-use rmcp::service::{Peer, PeerRequestOptions};
+use rmcp::model::{ClientRequest, ListToolsRequest, PaginatedRequestParams, ServerResult};
+use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 
 use crate::limits::{Limit, LimitExceeded, McpClientLimits};
 use crate::mcp::client::observe::Router;
@@ -37,9 +34,9 @@ pub(crate) async fn all_tools(
     for _ in 0..limits.list_pages() {
         let page = page(peer, router, limits, cursor.take()).await?;
         if page.tools.len() > limits.tools().saturating_sub(tools.len()) {
-            return Err(Failure::Limit(LimitExceeded::new(
+            return Err(Failure::Limit(LimitExceeded::count(
                 Limit::McpTools,
-                to_u64(limits.tools()),
+                limits.tools(),
             )));
         }
         tools.extend(page.tools);
@@ -53,9 +50,9 @@ pub(crate) async fn all_tools(
         }
         cursor = Some(next);
     }
-    Err(Failure::Limit(LimitExceeded::new(
+    Err(Failure::Limit(LimitExceeded::count(
         Limit::McpListPages,
-        to_u64(limits.list_pages()),
+        limits.list_pages(),
     )))
 }
 
@@ -69,39 +66,29 @@ async fn page(
     let params = PaginatedRequestParams::default().with_cursor(cursor);
     let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
     let handle = peer
-        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .send_request_with_option(
+            request,
+            PeerRequestOptions::with_timeout(limits.list_time()),
+        )
         .await
         .map_err(|e| match router.broken() {
             Some(limit) => Failure::Limit(limit),
             None => Failure::Request(e.to_string()),
         })?;
     let id = handle.id.clone();
-    let Ok(answer) = tokio::time::timeout(limits.list_time(), handle.await_response()).await else {
-        let params = CancelledNotificationParam::new(
-            Some(id),
-            Some("the page took longer than the client's list timeout".into()),
-        );
-        // The server may be gone already; the listing fails either way.
-        let _ = peer
-            .send_notification(CancelledNotification::new(params).into())
-            .await;
-        return Err(Failure::Limit(LimitExceeded::time(
-            Limit::McpListTime,
-            limits.list_time(),
-        )));
-    };
-    match answer {
+    // rmcp ends a page that takes longer with `notifications/cancelled` to the server.
+    match handle.await_response().await {
         Ok(ServerResult::ListToolsResult(result)) => Ok(result),
         Ok(_) => Err(Failure::Request(
             "the server answered with something other than a tool list".into(),
         )),
+        Err(ServiceError::Timeout { timeout }) => Err(Failure::Limit(LimitExceeded::time(
+            Limit::McpListTime,
+            timeout,
+        ))),
         Err(e) => Err(match router.exceeded(&id) {
             Some(limit) => Failure::Limit(limit),
             None => Failure::Request(e.to_string()),
         }),
     }
-}
-
-fn to_u64(n: usize) -> u64 {
-    u64::try_from(n).unwrap_or(u64::MAX)
 }
