@@ -2,8 +2,8 @@
 //! with schema validation on, against a hand-written baseline that only does
 //! `serde_json::from_str` into the input struct, calls the function and serialises the output.
 //!
-//! Run with `cargo bench --bench dispatch`. As a bench of the root package it is built with the
-//! root's dev-dependencies, whose features unify into crates the runtime shares with them (tokio's
+//! Run with `cargo bench --bench dispatch`. As a bench of the tests package it is built with the
+//! tests' dev-dependencies, whose features unify into crates the runtime shares with them (tokio's
 //! `test-util`, `net` and `fs`, serde's `rc`; none of serde_json's today). The same call against
 //! the same floor in a build of `phaseo-agent` alone is `cargo bench -p phaseo-agent --bench
 //! run_cost`.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # server-everything: the reference MCP server of the Model Context Protocol project
 # (npm @modelcontextprotocol/server-everything), which our MCP client
-# (tests/interop_mcp_client.rs) starts as a child process and uses over stdio.
+# (tests/it/interop/mcp_client.rs) starts as a child process and uses over stdio.
 #
 #   interop/mcp_everything.sh install   prints the path of the server's entry point;
 #                                       run it as `node PATH stdio`

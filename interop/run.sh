@@ -9,8 +9,8 @@
 #   1. aimock start   the OpenAI/Anthropic wire-format mock, fixtures interop/fixtures/aimock
 #   2. llama start    llama-cpp-python serving SmolLM2-135M-Instruct (real model, tool calling)
 #   3. mcp everything install the reference MCP server (npm @modelcontextprotocol/server-everything),
-#                     which tests/interop_mcp_client.rs starts as its client's child process
-#   4. cargo interop  cargo test --workspace --all-features --no-fail-fast --test 'interop_*' -- --ignored --test-threads=1
+#                     which tests/it/interop/mcp_client.rs starts as its client's child process
+#   4. cargo interop  cargo test --all-features --no-fail-fast -p phaseo-agent-tests --test it -- --ignored --test-threads=1 interop::
 #                     with PHASEO_INTEROP_AIMOCK_URL, PHASEO_INTEROP_LLAMA_URL and
 #                     PHASEO_INTEROP_MCP_EVERYTHING (the server's entry point, run as `node PATH stdio`) set
 #   5. strict schemas interop/strict_check.py tests/golden/dialects/openai_strict_all.json
@@ -25,7 +25,7 @@
 # Env:
 #   PHASEO_INTEROP_AIMOCK_PORT  default 14310     PHASEO_INTEROP_LLAMA_PORT  default 18311
 #   PHASEO_INTEROP_CACHE        where everything is installed (see interop/README.md)
-#   PHASEO_INTEROP_SKIP_LLAMA=1 skip the model server and the tests in tests/interop_llama*.rs.
+#   PHASEO_INTEROP_SKIP_LLAMA=1 skip the model server and the tests in tests/it/interop/llama.rs.
 #                               For local iteration ONLY: refused when CI is set.
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -54,7 +54,7 @@ if [[ -n "$SKIP_LLAMA" ]]; then
         die "PHASEO_INTEROP_SKIP_LLAMA is set while CI=$CI: the model server may only be skipped for local iteration"
     fi
     banner "WARNING: PHASEO_INTEROP_SKIP_LLAMA=1: the real-model server is NOT started" \
-        "and tests/interop_llama*.rs are NOT run. Local iteration only: CI never skips it."
+        "and tests/it/interop/llama.rs is NOT run. Local iteration only: CI never skips it."
 fi
 
 # --- bookkeeping --------------------------------------------------------------
@@ -137,41 +137,28 @@ fi
 
 # --- 4. the Rust interop tests --------------------------------------------------
 t0="$(now)"
-shopt -s nullglob
-TEST_FILES=(tests/interop_*.rs)
-shopt -u nullglob
-if (( ${#TEST_FILES[@]} == 0 )); then
-    banner "NOTE: no tests/interop_*.rs file exists yet: the Rust interop tests were NOT run."
-    record SKIP "cargo interop" "$t0" "no tests/interop_*.rs yet"
-elif [[ -z "$AIMOCK_UP" || ( -z "$LLAMA_UP" && -z "$SKIP_LLAMA" ) ]]; then
+# The interop tests are the module `interop` of the `it` test binary (tests/it/interop/), ignored
+# in a plain `cargo test`; the filter `interop::` runs only them.
+TEST_ARGS=(-p phaseo-agent-tests --test it)
+FILTER=(interop::)
+if [[ -n "$SKIP_LLAMA" ]]; then FILTER+=(--skip interop::llama); fi
+if [[ -z "$AIMOCK_UP" || ( -z "$LLAMA_UP" && -z "$SKIP_LLAMA" ) ]]; then
     record FAIL "cargo interop" "$t0" "not run: a server did not start"
 else
-    TEST_ARGS=(--test 'interop_*')
-    if [[ -n "$SKIP_LLAMA" ]]; then
-        TEST_ARGS=()
-        for f in "${TEST_FILES[@]}"; do
-            name="$(basename "$f" .rs)"
-            [[ "$name" == interop_llama* ]] || TEST_ARGS+=(--test "$name")
-        done
-    fi
     mkdir -p target
     CARGO_LOG="target/interop-cargo.log"
-    if (( ${#TEST_ARGS[@]} == 0 )); then
-        record SKIP "cargo interop" "$t0" "only llama tests exist and PHASEO_INTEROP_SKIP_LLAMA=1"
+    log "cargo test --all-features --no-fail-fast ${TEST_ARGS[*]} -- --ignored --test-threads=1 ${FILTER[*]}"
+    set +e
+    cargo test --all-features --no-fail-fast "${TEST_ARGS[@]}" \
+        -- --ignored --test-threads=1 "${FILTER[@]}" 2>&1 \
+        | tee "$CARGO_LOG"
+    rc="${PIPESTATUS[0]}"
+    set -e
+    counts="$(awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed", p, f }' "$CARGO_LOG")"
+    if [[ "$rc" == 0 ]]; then
+        record PASS "cargo interop" "$t0" "$counts"
     else
-        log "cargo test --workspace --all-features --no-fail-fast ${TEST_ARGS[*]} -- --ignored --test-threads=1"
-        set +e
-        cargo test --workspace --all-features --no-fail-fast "${TEST_ARGS[@]}" \
-            -- --ignored --test-threads=1 2>&1 \
-            | tee "$CARGO_LOG"
-        rc="${PIPESTATUS[0]}"
-        set -e
-        counts="$(awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed", p, f }' "$CARGO_LOG")"
-        if [[ "$rc" == 0 ]]; then
-            record PASS "cargo interop" "$t0" "$counts"
-        else
-            record FAIL "cargo interop" "$t0" "$counts, cargo exit $rc (log: $CARGO_LOG)"
-        fi
+        record FAIL "cargo interop" "$t0" "$counts, cargo exit $rc (log: $CARGO_LOG)"
     fi
 fi
 

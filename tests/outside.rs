@@ -11,7 +11,7 @@ fn a_crate_outside_the_workspace_builds_a_method_tool_set_with_resources() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = Command::new(cargo)
         .args(["test", "--quiet", "--manifest-path"])
-        .arg(format!("{root}/tests/outside/Cargo.toml"))
+        .arg(format!("{root}/outside/Cargo.toml"))
         .env("CARGO_TARGET_DIR", &target)
         .env_remove("RUSTFLAGS")
         .output()

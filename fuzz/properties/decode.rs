@@ -1,4 +1,4 @@
-//! The property of the `decode` fuzz target, shared with `tests/fuzz_corpus.rs`: what a typed tool
+//! The property of the `decode` fuzz target, shared with `tests/it/fuzz_corpus.rs`: what a typed tool
 //! receives is a value its schema accepts.
 //!
 //! The first input byte picks one of the input types below; the rest, if it is UTF-8, is the

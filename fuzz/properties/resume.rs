@@ -1,4 +1,4 @@
-//! The property of the `resume` fuzz target, shared with `tests/fuzz_corpus.rs`: resuming any
+//! The property of the `resume` fuzz target, shared with `tests/it/fuzz_corpus.rs`: resuming any
 //! stored run state with any decisions never panics, and every state the agent returns can be
 //! stored and read back.
 //!

@@ -1,0 +1,7 @@
+//! The interop suite: the runtime against real outside software (a wire-format mock, a local
+//! model, the reference MCP server). Every test here is ignored in a plain `cargo test`;
+//! `interop/run.sh` starts the servers and runs them with `--ignored`.
+
+mod aimock;
+mod llama;
+mod mcp_client;

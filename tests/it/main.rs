@@ -1,0 +1,51 @@
+//! The integration tests of phaseo-agent, as one binary: the runtime is linked once, and the
+//! helpers in `common` are shared. Each module is one area of the runtime, tested through its
+//! public API only.
+//!
+//! Kept apart, each in a binary of its own: `hostile` (its cases measure the process's peak heap,
+//! so nothing else may run beside them), `run_allocations` (counts an agent run's allocations),
+//! `architecture`, `compiletest` (trybuild) and `outside` (a user's crate, built by cargo).
+
+mod common;
+mod shapes;
+mod interop;
+mod agent_loop;
+mod approval_properties;
+mod bad_arguments;
+mod concurrency;
+mod decode_hostile;
+mod differential;
+mod error_policy;
+mod fuzz_corpus;
+mod hostile_input;
+mod hostile_state;
+mod hostile_tools;
+mod interactive;
+// Public, so that clippy and `missing_docs` see its tools as a user's exported API.
+pub mod lints;
+mod macro_approval;
+mod macro_call;
+mod macro_fields;
+mod macro_hints;
+mod macro_plain_args;
+mod macro_run;
+mod mcp_client;
+mod mcp_roundtrip;
+mod mcp_server;
+mod model_errors;
+mod model_interface;
+mod pause_matrix;
+mod pause_resume;
+mod progress_context;
+mod provider_anthropic;
+mod provider_openai;
+mod resources;
+mod retry;
+mod run_semantics;
+mod schema_dialects;
+mod schema_golden;
+mod spec_snippets;
+mod strict_tools;
+mod timeouts;
+mod tool_reports;
+mod validators;
