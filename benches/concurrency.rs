@@ -10,7 +10,7 @@
 //!   schedules a turn's calls, without the agent (the scheduling floor).
 //!
 //! Each run builds a fresh agent and model outside the timed region (the script is consumed by a
-//! run) and times only `agent.run_with(..)`, spawned as a task on a multi-thread Tokio runtime and
+//! run) and times only `agent.run(..)` awaited, spawned as a task on a multi-thread Tokio runtime and
 //! driven with `block_on` (criterion's `to_async` needs its `async_tokio` feature, which is off).
 //!
 //! After criterion's own report, a summary prints each measurement's median over the measured runs
@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkGroup, Criterion, SamplingMode, measurement::WallTime};
 use futures::StreamExt;
-use phaseo_agent::{Agent, RunOptions, ScriptedModel, Tool, ToolCall};
+use phaseo_agent::{Agent, ScriptedModel, Tool, ToolCall};
 use serde_json::json;
 use tokio::runtime::Runtime;
 
@@ -114,11 +114,11 @@ fn agent_turn(group: &mut BenchmarkGroup<'_, WallTime>, runtime: &Runtime, concu
                 iters,
                 || agent(concurrency),
                 |agent| async move {
-                    let options = RunOptions {
-                        concurrency: Some(concurrency),
-                        ..RunOptions::default()
-                    };
-                    match agent.run_with("Nap 64 times.", options).await {
+                    match agent
+                        .run("Nap 64 times.")
+                        .tool_concurrency(concurrency)
+                        .await
+                    {
                         Ok(done) => assert_eq!(done.output(), Some("done")),
                         Err(e) => panic!("the benchmark run failed: {e}"),
                     }

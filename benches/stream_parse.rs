@@ -335,28 +335,25 @@ async fn connection(mut socket: TcpStream, writes: Arc<Vec<Vec<u8>>>) {
 // The readers.
 
 fn phaseo_request() -> ModelRequest<'static> {
-    ModelRequest {
-        model: None,
-        instructions: "You are an operations assistant. Be brief.".into(),
-        messages: vec![Message::User {
+    ModelRequest::default()
+        .instructions("You are an operations assistant. Be brief.")
+        .messages(vec![Message::User {
             content: "Summarise the deploy into deploy-summary.txt and search the docs.".into(),
-        }]
-        .into(),
-        tools: vec![
-            ToolDefinition {
-                name: "write_file".into(),
-                description: "Write a text file".into(),
-                parameters: json!({
+        }])
+        .tools(vec![
+            ToolDefinition::new(
+                "write_file",
+                "Write a text file",
+                json!({
                     "type": "object",
                     "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
                     "required": ["path", "content"]
                 }),
-                strict: false,
-            },
-            ToolDefinition {
-                name: "search_docs".into(),
-                description: "Search the documentation".into(),
-                parameters: json!({
+            ),
+            ToolDefinition::new(
+                "search_docs",
+                "Search the documentation",
+                json!({
                     "type": "object",
                     "properties": {
                         "query": {"type": "string"},
@@ -365,16 +362,11 @@ fn phaseo_request() -> ModelRequest<'static> {
                     },
                     "required": ["query"]
                 }),
-                strict: false,
-            },
-        ]
-        .into(),
-        temperature: None,
-        max_output_tokens: None,
-        tool_choice: ToolChoice::Auto,
-        parallel_tool_calls: Some(true),
-        meta: Default::default(),
-    }
+            ),
+        ])
+        .tool_choice(ToolChoice::Auto)
+        .parallel_tool_calls(true)
+        .meta(Default::default())
 }
 
 /// The same request for async-openai: the body the provider sends, read as its request type.
@@ -484,24 +476,20 @@ impl HandAssembled {
     }
 
     fn check(self, recorded: &Recorded) {
-        let response = ModelResponse {
-            text: Some(self.text),
-            tool_calls: self
-                .calls
-                .into_iter()
-                .map(|(id, name, arguments)| phaseo_agent::ToolCall::raw(id, name, arguments))
-                .collect(),
-            finish_reason: match self.finish_reason {
-                Some(OpenAiFinishReason::ToolCalls) => Some(FinishReason::ToolCalls),
-                _ => None,
-            },
-            usage: self.usage.map(|(input, output)| phaseo_agent::Usage {
-                input_tokens: input.into(),
-                output_tokens: output.into(),
-                cached_input_tokens: None,
-            }),
-            id: self.id,
-        };
+        let calls = self
+            .calls
+            .into_iter()
+            .map(|(id, name, arguments)| phaseo_agent::ToolCall::raw(id, name, arguments));
+        let mut response = ModelResponse::new(Some(self.text), calls);
+        if let Some(OpenAiFinishReason::ToolCalls) = self.finish_reason {
+            response = response.finish_reason(FinishReason::ToolCalls);
+        }
+        if let Some((input, output)) = self.usage {
+            response = response.usage(phaseo_agent::Usage::new(input.into(), output.into()));
+        }
+        if let Some(id) = self.id {
+            response = response.id(id);
+        }
         check(recorded, &response, self.deltas, self.text_len);
     }
 }

@@ -124,7 +124,7 @@ fn show(result: &RunResult) {
 /// (A paused state keeps the results of the turn's calls that already ran, but `RunState::steps()`
 /// lists only finished turns, so the event stream is how to see them now.)
 async fn start_until_paused(agent: &Agent, input: &str) -> RunState {
-    let mut events = agent.stream(input);
+    let mut events = agent.run(input).stream();
     let mut paused = None;
     while let Some(event) = events.next().await {
         match event {
@@ -132,6 +132,7 @@ async fn start_until_paused(agent: &Agent, input: &str) -> RunState {
                 call_id,
                 tool,
                 content,
+                ..
             } => println!("   ran at once: {call_id} {tool}: {content}"),
             Event::Paused { state, .. } => paused = Some(*state),
             Event::Completed { output, .. } => println!("   completed: {output}"),

@@ -2,7 +2,7 @@
 //!
 //! - `.tool_concurrency(n)` on the agent: the calls of one turn run at the same time, up to `n`, and
 //!   their results reach the model in call order, though a later call finishes first;
-//! - `RunOptions { concurrency: Some(n), .. }`: a different limit for one run;
+//! - `agent.run(..).tool_concurrency(n)`: a different limit for one run;
 //! - `.exclusive()`: a tool whose calls run alone (the calls before it finish first, the calls after
 //!   it wait);
 //! - `.next_turn(..)` (`TurnParams`): tools change the next model request (model, temperature,
@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use phaseo_agent::{
-    Agent, AgentError, Event, Message, RunOptions, ScriptedModel, Tool, ToolCall, ToolChoice,
+    Agent, AgentError, Event, Message, RunRequest, ScriptedModel, Tool, ToolCall, ToolChoice,
     TurnParams,
 };
 use serde_json::{Value, json};
@@ -95,7 +95,7 @@ impl Timing {
 }
 
 /// Streams one run, printing when each call starts and finishes.
-async fn timed_run(agent: &Agent, options: RunOptions) -> Timing {
+async fn timed_run(run: RunRequest) -> Timing {
     let t0 = Instant::now();
     let ms = || t0.elapsed().as_millis();
     let mut timing = Timing {
@@ -103,10 +103,10 @@ async fn timed_run(agent: &Agent, options: RunOptions) -> Timing {
         finished: Vec::new(),
         elapsed: 0,
     };
-    let mut events = agent.stream_with("Get everything.", options);
+    let mut events = run.stream();
     while let Some(event) = events.next().await {
         match event {
-            Event::ToolCalled { call } => {
+            Event::ToolCalled { call, .. } => {
                 println!("   [{:>4} ms] {} {} started", ms(), call.id, call.arguments);
                 timing.started.push((call.id, ms()));
             }
@@ -164,7 +164,7 @@ async fn main() -> Result<(), AgentError> {
         .tool(fetch())
         .tool_concurrency(4)
         .build()?;
-    let timing = timed_run(&agent, RunOptions::default()).await;
+    let timing = timed_run(agent.run("Get everything.")).await;
     let order = result_order(&model);
     println!("   the model read the results in call order: {order:?}");
     assert_eq!(
@@ -177,20 +177,14 @@ async fn main() -> Result<(), AgentError> {
         "about 300 ms, the slowest call"
     );
 
-    println!(
-        "\n== 2. The same agent, with `RunOptions {{ concurrency: Some(1), .. }}` for one run"
-    );
+    println!("\n== 2. The same agent, with `.tool_concurrency(1)` on one run");
     let model = four_fetches();
     let agent = Agent::builder("reports")
         .model(model.clone())
         .tool(fetch())
         .tool_concurrency(4)
         .build()?;
-    let one_at_a_time = RunOptions {
-        concurrency: Some(1),
-        ..RunOptions::default()
-    };
-    let timing = timed_run(&agent, one_at_a_time).await;
+    let timing = timed_run(agent.run("Get everything.").tool_concurrency(1)).await;
     assert_eq!(
         timing.finish_order(),
         ["call_1", "call_2", "call_3", "call_4"]
@@ -220,7 +214,7 @@ async fn main() -> Result<(), AgentError> {
         .tools([fetch(), migrate()])
         .tool_concurrency(4)
         .build()?;
-    let timing = timed_run(&agent, RunOptions::default()).await;
+    let timing = timed_run(agent.run("Get everything.")).await;
     assert!(timing.started("call_3") >= timing.finished("call_1").max(timing.finished("call_2")));
     assert!(timing.started("call_4") >= timing.finished("call_3"));
     assert!(timing.started("call_5") >= timing.finished("call_3"));
@@ -246,16 +240,17 @@ async fn main() -> Result<(), AgentError> {
         json!({ "type": "object", "properties": { "reason": { "type": "string" } } }),
         |_input, _ctx| Ok(json!("escalated")),
     )
-    .next_turn(|input: &Value, current: &TurnParams| TurnParams {
-        model: Some("senior-model".into()),
-        temperature: Some(0.0),
-        instructions: Some(format!(
-            "You are the senior engineer. Escalated because: {}",
-            input["reason"].as_str().unwrap_or("unknown")
-        )),
-        tool_choice: Some(ToolChoice::Tool("lookup".into())),
-        active_tools: Some(vec!["lookup".into()]),
-        ..current.clone()
+    .next_turn(|input: &Value, current: &TurnParams| {
+        current
+            .clone()
+            .model("senior-model")
+            .temperature(0.0)
+            .instructions(format!(
+                "You are the senior engineer. Escalated because: {}",
+                input["reason"].as_str().unwrap_or("unknown")
+            ))
+            .tool_choice(ToolChoice::Tool("lookup".into()))
+            .active_tools(["lookup"])
     });
     let budget = Tool::new(
         "budget",
@@ -263,13 +258,14 @@ async fn main() -> Result<(), AgentError> {
         json!({ "type": "object", "properties": { "tokens": { "type": "integer" } } }),
         |_input, _ctx| Ok(json!("budget set")),
     )
-    .next_turn(|input: &Value, current: &TurnParams| TurnParams {
+    .next_turn(|input: &Value, current: &TurnParams| {
         // The senior model gets a bigger budget; anything else the one asked for.
-        max_output_tokens: match current.model.as_deref() {
+        let mut next = current.clone();
+        next.max_output_tokens = match current.model.as_deref() {
             Some("senior-model") => Some(2_000),
             _ => input["tokens"].as_u64().and_then(|t| u32::try_from(t).ok()),
-        },
-        ..current.clone()
+        };
+        next
     });
     let lookup = Tool::new(
         "lookup",

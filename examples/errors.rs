@@ -101,7 +101,7 @@ async fn main() -> Result<(), AgentError> {
         .build()?;
     // Arguments are checked when the turn is planned, before any tool runs, so the two refused
     // calls are reported first; the model still gets every result in call order.
-    let mut events = agent.stream("Check the orders.");
+    let mut events = agent.run("Check the orders.").stream();
     let mut operator_errors = Vec::new();
     let mut output = None;
     while let Some(event) = events.next().await {

@@ -60,7 +60,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
 
     // Stream the run: the server's progress arrives as preliminary results.
-    let mut events = agent.stream("What is the weather in Oslo? Warn people if needed.");
+    let mut events = agent
+        .run("What is the weather in Oslo? Warn people if needed.")
+        .stream();
     let mut progress = Vec::new();
     let mut paused = None;
     while let Some(event) = events.next().await {

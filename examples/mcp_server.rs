@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use phaseo_agent::mcp::server::McpServer;
+use phaseo_agent::mcp::McpServer;
 use phaseo_agent::{ToolContext, tool};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,

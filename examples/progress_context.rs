@@ -9,15 +9,13 @@
 //! - `ctx.emit_progress(..)` from an ordinary async tool;
 //! - `ctx.set_context(..)`: the next turn's tools see it in `ctx.context()` (calls of the same turn
 //!   keep seeing the context the turn started with), and the run's state keeps it;
-//! - `RunOptions::with_context(..)`: the application context a run starts with;
-//! - consuming `agent.stream(..)`, a `futures::Stream` of `Event`s, and printing each one.
+//! - `agent.run(..).context(..)`: the application context a run starts with;
+//! - consuming `agent.run(..).stream()`, a `futures::Stream` of `Event`s, and printing each one.
 //!
 //! Run it with `cargo run --example progress_context`. The model is scripted, so it runs offline.
 
 use futures::{StreamExt, stream};
-use phaseo_agent::{
-    Agent, AgentError, Event, RunOptions, ScriptedModel, Tool, ToolCall, ToolEvent,
-};
+use phaseo_agent::{Agent, AgentError, Event, ScriptedModel, Tool, ToolCall, ToolEvent};
 use serde_json::{Value, json};
 
 fn tools() -> Vec<Tool> {
@@ -106,8 +104,10 @@ fn agent(model: ScriptedModel) -> Result<Agent, AgentError> {
 async fn main() -> Result<(), AgentError> {
     println!("== 1. Stream a run's events, starting with the context {{\"tenant\": \"acme\"}}");
     let agent = agent(script())?;
-    let options = RunOptions::with_context(json!({ "tenant": "acme" }));
-    let mut events = agent.stream_with("Where is fn main?", options);
+    let mut events = agent
+        .run("Where is fn main?")
+        .context(json!({ "tenant": "acme" }))
+        .stream();
     let mut preliminary = Vec::new();
     let mut results = Vec::new();
     let mut names = Vec::new();
@@ -126,7 +126,7 @@ async fn main() -> Result<(), AgentError> {
                     event.name()
                 );
             }
-            Event::ToolCalled { call } => {
+            Event::ToolCalled { call, .. } => {
                 println!(
                     "   {:<24} {} {} {}",
                     event.name(),
@@ -199,10 +199,8 @@ async fn main() -> Result<(), AgentError> {
         "\n== 2. The same run without streaming: progress is kept on each step, context in the state"
     );
     let done = self::agent(script())?
-        .run_with(
-            "Where is fn main?",
-            RunOptions::with_context(json!({ "tenant": "acme" })),
-        )
+        .run("Where is fn main?")
+        .context(json!({ "tenant": "acme" }))
         .await?;
     for step in done.state.steps() {
         println!(

@@ -74,7 +74,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool(to_fahrenheit)
         .build()?;
 
-    let mut events = agent.stream("What is the weather in Oslo, in Fahrenheit?");
+    let mut events = agent
+        .run("What is the weather in Oslo, in Fahrenheit?")
+        .stream();
     while let Some(event) = events.next().await {
         match event {
             Event::ModelDelta {
@@ -84,7 +86,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 print!("{text}");
                 std::io::stdout().flush()?;
             }
-            Event::ToolCalled { call } => println!("\n-> {}({})", call.name, call.arguments),
+            Event::ToolCalled { call, .. } => println!("\n-> {}({})", call.name, call.arguments),
             Event::ToolResult { content, .. } => println!("<- {content}"),
             Event::ModelRetry {
                 error, delay_ms, ..

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use phaseo_agent::{Agent, AgentError, Event, RunOptions, ScriptedModel, Tool, ToolCall};
+use phaseo_agent::{Agent, AgentError, Event, ScriptedModel, Tool, ToolCall};
 use serde_json::{Value, json};
 
 /// A clock started at the run and a log of what happened when, shared by the tools and the printer.
@@ -198,10 +198,10 @@ async fn main() -> Result<(), AgentError> {
         .build()?;
 
     let mut results = Vec::new();
-    let mut events = agent.stream("Do all the things.");
+    let mut events = agent.run("Do all the things.").stream();
     while let Some(event) = events.next().await {
         match event {
-            Event::ToolCalled { call } => {
+            Event::ToolCalled { call, .. } => {
                 log.mark(
                     &format!("called.{}", call.id),
                     &format!("{} started", call.name),
@@ -211,6 +211,7 @@ async fn main() -> Result<(), AgentError> {
                 call_id,
                 tool,
                 content,
+                ..
             } => {
                 log.mark(
                     &format!("done.{call_id}"),
@@ -331,15 +332,7 @@ async fn main() -> Result<(), AgentError> {
         .tool(report)
         .build()?;
     let started = Instant::now();
-    let done = agent
-        .run_with(
-            "Build two reports.",
-            RunOptions {
-                concurrency: Some(1),
-                ..RunOptions::default()
-            },
-        )
-        .await?;
+    let done = agent.run("Build two reports.").tool_concurrency(1).await?;
     let elapsed = started.elapsed().as_millis();
     for step in done.state.steps() {
         println!("   {} {}: {}", step.call_id, step.tool, step.content);

@@ -7,6 +7,8 @@
 //! The counter (allocation-counter) counts per thread, and the run is driven on this test's thread
 //! by a current-thread runtime, so tests running beside it are not counted.
 
+use std::future::IntoFuture;
+
 #[path = "../phaseo-agent/benches/one_call/mod.rs"]
 mod one_call;
 
@@ -66,12 +68,12 @@ fn allocations_of_scripted_run(record: bool) -> u64 {
     };
     let warm = agent(script());
     runtime
-        .block_on(std::pin::pin!(warm.run("Hi")))
+        .block_on(std::pin::pin!(warm.run("Hi").into_future()))
         .expect("the run completes");
     let agent = agent(script());
     allocation_counter::measure(|| {
         runtime
-            .block_on(std::pin::pin!(agent.run("Hi")))
+            .block_on(std::pin::pin!(agent.run("Hi").into_future()))
             .expect("the run completes");
     })
     .count_total

@@ -22,6 +22,7 @@
 //! The seeds (`corpus/resume`) are real paused states of this agent, written by
 //! `src/bin/gen_corpus.rs` with [`agent`] and [`model`].
 
+use std::future::IntoFuture;
 use std::sync::OnceLock;
 
 use phaseo_agent::{
@@ -70,12 +71,11 @@ async fn restart(service: String) -> String {
 }
 
 fn escalated(_input: &Value, current: &TurnParams) -> TurnParams {
-    TurnParams {
-        model: Some("senior".into()),
-        temperature: Some(0.25),
-        active_tools: Some(vec!["restart".into(), "get_status".into()]),
-        ..current.clone()
-    }
+    current
+        .clone()
+        .model("senior")
+        .temperature(0.25)
+        .active_tools(["restart", "get_status"])
 }
 
 /// Get a service's status; a call for `billing` is reviewed by a person (`human_review`).
@@ -349,7 +349,9 @@ fn stored_state_loads(agent: &Agent, state: &RunState, signed: bool, input: &str
     );
     if signed && state.is_signed() && !state.pending().is_empty() {
         // No decisions: refused, but for a missing decision, not for the signature.
-        if let Err(error) = runtime().block_on(agent.resume(&loaded, Decisions::new())) {
+        if let Err(error) =
+            runtime().block_on(agent.resume(&loaded, Decisions::new()).into_future())
+        {
             assert!(
                 !matches!(error.error, AgentError::StateSignature(_)),
                 "a state the agent signed fails its signature check after a JSON round trip: \
@@ -377,7 +379,7 @@ pub fn check(data: &[u8]) {
     };
     let (decisions, model) = decisions(&state, &mut Script(script));
     let agent = agent(model, signed);
-    let outcome = runtime().block_on(agent.resume(&state, decisions));
+    let outcome = runtime().block_on(agent.resume(&state, decisions).into_future());
     match outcome {
         Ok(result) => stored_state_loads(&agent, &result.state, signed, text),
         Err(error) => {

@@ -190,7 +190,7 @@ use proc_macro::TokenStream;
 /// }
 ///
 /// fn to_the_senior_model(_input: &Value, current: &TurnParams) -> TurnParams {
-///     TurnParams { model: Some("senior-model".into()), ..current.clone() }
+///     current.clone().model("senior-model")
 /// }
 ///
 /// /// Migrate the database to a version.

@@ -36,23 +36,18 @@
 //!
 //! ## Tool fields
 //!
-//! Every field a tool can have: its builder method (on [`Tool`], or on [`AgentBuilder`] for an
-//! agent-wide default) and its `#[tool(...)]` key:
+//! A tool is built with [`Tool::new`] (over JSON), [`Tool::typed`] (over your input type),
+//! [`Tool::external`] (its result comes from outside) or `#[tool]` on a function or a method, and
+//! each of its fields has one builder method on [`Tool`] (an agent-wide default, where there is
+//! one, on [`AgentBuilder`]) and one `#[tool(...)]` key. The table of every field, method, key
+//! and default is in the
+//! [reference](https://github.com/phaseo/phaseo-agent/blob/main/docs/reference.md#fields).
 //!
-//! | field | builder | `#[tool(...)]` |
-//! |---|---|---|
-//! | parameters | the constructor's schema, or generated from the input type ([`Tool::typed`]) | the function's parameters |
-//! | validators | [`Tool::input_schema`], [`Tool::output_schema`], [`Tool::output_json_schema`], [`Tool::event_schema`], [`Tool::event_json_schema`] | `input_schema = f`, `output_schema = f`, `event_schema = f` |
-//! | timeout | [`Tool::timeout`], [`AgentBuilder::default_timeout`] | `timeout_ms = 3_000` |
-//! | approval | [`Tool::require_approval`], [`Tool::approval`] / [`Tool::approval_async`], [`AgentBuilder::approval`] / [`AgentBuilder::approval_policy`] (and `_async`) | `require_approval`, `require_approval = f` |
-//! | manual and interactive | [`Tool::external`], [`Tool::on_tool_called`] / [`Tool::on_tool_called_async`], [`Tool::on_response_received`], [`AgentBuilder::human_review`] | `external`, `on_tool_called = f`, `on_response_received = f` |
-//! | next-turn overrides | [`Tool::next_turn`] | `next_turn = f` |
-//! | error policy | [`Tool::on_error`], [`AgentBuilder::on_error`], [`AgentBuilder::on_unknown_tool`], [`AgentBuilder::on_invalid_arguments`] | `on_error = "fail-run"` / `"return-to-model"` |
-//! | progress and context | [`ToolContext::emit_progress`], [`Tool::streaming`], [`ToolContext::set_context`] | a `ctx: &ToolContext` parameter |
-//! | concurrency | [`AgentBuilder::tool_concurrency`], [`RunOptions::concurrency`], [`Tool::exclusive`] | `exclusive` |
-//! | output caps | [`Tool::max_output_chars`], [`AgentBuilder::max_output_chars`] | `max_output_chars = 2_000` |
-//! | title and behaviour hints (for MCP clients) | [`Tool::title`], [`Tool::read_only`], [`Tool::destructive`], [`Tool::idempotent`], [`Tool::open_world`], read with [`Tool::hints`] | `title = "..."`, `read_only`, `destructive`, `idempotent`, `open_world` |
-//! | output schema (MCP's `outputSchema`) | [`Tool::structured_output`], read with [`Tool::output_type_schema`] | recorded when the output type implements `JsonSchema` |
+//! ## Running an agent
+//!
+//! One method per verb, each returning a request that is awaited for its result or streamed for
+//! its events: [`Agent::run`] ([`RunRequest`]), [`Agent::resume`] ([`ResumeRequest`]),
+//! [`Agent::retry`] ([`RetryRequest`]) and [`Agent::continue_run`] ([`ContinueRequest`]).
 //!
 //! ## Choices this crate makes
 //!
@@ -92,10 +87,10 @@
 //!   calls), which is an error of its own kind, never a completed run with `""`. A provider's
 //!   `retry-after` is honoured up to 60 s; a longer one fails at once. See [`RetryPolicy`].
 //! - **Streaming costs nothing unless someone listens**: a model's deltas become
-//!   [`Event::ModelDelta`] events only for [`Agent::stream`] and its siblings; `run()` asks the
+//!   [`Event::ModelDelta`] events only for a streamed run ([`RunRequest::stream`] and its siblings); an awaited run asks the
 //!   model for a whole answer.
 //! - **Tools run one at a time by default**, in call order; raise [`AgentBuilder::tool_concurrency`]
-//!   (or [`RunOptions::concurrency`] for one run) to run the calls of a turn concurrently. Results
+//!   (or [`RunRequest::tool_concurrency`] for one run) to run the calls of a turn concurrently. Results
 //!   always reach the model in call order, one call's failure never drops another's result, and
 //!   context updates and next-turn overrides apply in call order.
 //! - **Timeouts and cancellation.** At a call's deadline the timeout is reported at once as a tool
@@ -135,7 +130,7 @@
 //! - **Only offered tools run.** A call to a tool the turn did not offer (hidden by a next-turn
 //!   `active_tools`, or any tool under [`ToolChoice::None`]) is treated as a call to an unknown
 //!   tool, under [`AgentBuilder::on_unknown_tool`].
-//! - **A refused resume is on the stream.** [`Agent::stream_resume`] that is refused (a missing
+//! - **A refused resume is on the stream.** A [`ResumeRequest::stream`] that is refused (a missing
 //!   decision, a bad signature, another agent's state, a run that is not paused) yields one
 //!   `run.failed` event carrying the error and the state as given.
 //! - **A model turn with two calls of the same id is refused** ([`AgentError::Model`]): decisions are
@@ -159,8 +154,8 @@
 //!   what `#[tool]` expands to. Uses the stages above.
 //! - `run`: [`Agent`], the loop, pausing and resuming ([`RunState`], [`Decisions`]), signed states,
 //!   [`Event`]s. Uses every stage above.
-//! - [`mcp`] (feature `mcp`): serving tools over MCP (`mcp::server::McpServer`) and using MCP
-//!   servers' tools (`mcp::McpClient`). Uses every stage above.
+//! - [`mcp`] (feature `mcp`): serving tools over MCP ([`mcp::McpServer`]) and using MCP
+//!   servers' tools ([`mcp::McpClient`]). Uses every stage above.
 //!
 //! A later stage will follow: `store` (durable run stores).
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -176,6 +171,8 @@ pub mod provider;
 mod decode;
 mod tool;
 mod run;
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
 
 pub use error::AgentError;
@@ -186,7 +183,8 @@ pub use model::request::{
     ToolChoice, ToolDefinition, TurnParams, Usage,
 };
 pub use model::scripted::ScriptedModel;
-pub use run::agent::{Agent, AgentBuilder, RetryPolicy, RunOptions, ToolExecution};
+pub use run::agent::{Agent, AgentBuilder, RetryPolicy, ToolExecution};
+pub use run::entry::{ContinueRequest, ResumeRequest, RetryRequest, RunRequest};
 pub use run::event::{Event, EventStream};
 pub use run::state::{
     Decision, Decisions, PendingCall, PendingKind, RunError, RunResult, RunState, RunStatus,

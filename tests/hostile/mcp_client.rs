@@ -6,6 +6,7 @@
 //! A stdio server is this test binary run again with `HOSTILE_MCP_CHILD` set: the test that starts
 //! it is also the one the child runs, and in the child it serves instead of testing.
 
+use std::future::IntoFuture;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -57,7 +58,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// Awaits `future` for at most `secs` seconds, or fails the test naming `what`.
-async fn within<F: Future>(secs: u64, what: &str, future: F) -> F::Output {
+async fn within<F: IntoFuture>(secs: u64, what: &str, future: F) -> F::Output {
     tokio::time::timeout(Duration::from_secs(secs), future)
         .await
         .unwrap_or_else(|_| panic!("{what} did not end within {secs} s"))

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use phaseo_agent::Tool;
 use phaseo_agent::limits::McpServerLimits;
-use phaseo_agent::mcp::server::{McpServer, NO_ELICITATION};
+use phaseo_agent::mcp::{McpServer, NO_ELICITATION};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;

@@ -5,8 +5,8 @@ use crate::common;
 use common::{Counter, object_schema, result_ids, result_of, status_tool, tool_results};
 use futures::StreamExt;
 use phaseo_agent::{
-    Agent, AgentError, Event, Message, ModelResponse, RunOptions, RunStatus, ScriptedModel, Tool,
-    ToolCall, ToolContext,
+    Agent, AgentError, Event, Message, ModelResponse, RunStatus, ScriptedModel, Tool, ToolCall,
+    ToolContext,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -93,11 +93,12 @@ async fn an_async_tool_sees_its_context() {
         .tool(tool)
         .build()
         .unwrap();
-    let options = RunOptions {
-        run_id: Some("run-42".into()),
-        ..RunOptions::with_context(json!({"tenant": "acme"}))
-    };
-    agent.run_with("hi", options).await.unwrap();
+    agent
+        .run("hi")
+        .context(json!({"tenant": "acme"}))
+        .run_id("run-42")
+        .await
+        .unwrap();
     let last = &model.requests()[2];
     assert_eq!(
         result_of(last, "call_2"),
@@ -513,18 +514,17 @@ async fn the_event_stream_tells_the_run_in_order() {
     let runs = Counter::default();
     let model = ScriptedModel::new()
         .record_requests()
-        .turn(ModelResponse {
-            text: Some("Checking.".into()),
-            tool_calls: vec![ToolCall::new("c1", "get_status", json!({"service": "api"}))],
-            ..ModelResponse::default()
-        })
+        .turn(ModelResponse::new(
+            Some("Checking.".into()),
+            [ToolCall::new("c1", "get_status", json!({"service": "api"}))],
+        ))
         .text("Healthy.");
     let agent = Agent::builder("ops")
         .model(model)
         .tool(status_tool(&runs))
         .build()
         .unwrap();
-    let events: Vec<Event> = agent.stream("up?").collect().await;
+    let events: Vec<Event> = agent.run("up?").stream().collect().await;
     let names: Vec<&str> = events.iter().map(Event::name).collect();
     assert_eq!(
         names,
@@ -541,7 +541,7 @@ async fn the_event_stream_tells_the_run_in_order() {
         matches!(&events[3], Event::ToolResult { call_id, content, .. }
         if call_id == "c1" && content.contains("healthy"))
     );
-    let Event::Completed { output, state } = &events[5] else {
+    let Event::Completed { output, state, .. } = &events[5] else {
         panic!("the last event is run.completed")
     };
     assert_eq!(output, "Healthy.");
@@ -566,7 +566,7 @@ async fn the_event_stream_reports_tool_errors_and_failures() {
         .tool(failing)
         .build()
         .unwrap();
-    let events: Vec<Event> = agent.stream("go").collect().await;
+    let events: Vec<Event> = agent.run("go").stream().collect().await;
     let names: Vec<&str> = events.iter().map(Event::name).collect();
     assert_eq!(
         names,
@@ -583,7 +583,7 @@ async fn the_event_stream_reports_tool_errors_and_failures() {
         matches!(&events[3], Event::ToolError { error, content: Some(c), .. } if error == "boom" && c.contains("boom"))
     );
     assert!(
-        matches!(&events[5], Event::Failed { error, state } if error == "Unknown tool: nope" && state.status() == RunStatus::Failed)
+        matches!(&events[5], Event::Failed { error, state, .. } if error == "Unknown tool: nope" && state.status() == RunStatus::Failed)
     );
 }
 

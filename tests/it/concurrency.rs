@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{result_ids, result_of, tool_results};
 use phaseo_agent::{
-    Agent, Decisions, RunOptions, RunState, ScriptedModel, Tool, ToolCall, ToolChoice, TurnParams,
+    Agent, Decisions, RunState, ScriptedModel, Tool, ToolCall, ToolChoice, TurnParams,
 };
 use serde_json::{Value, json};
 
@@ -132,11 +132,7 @@ async fn the_default_runs_one_call_at_a_time_and_a_run_can_override_the_limit() 
         .tool(flight.tool("sleep"))
         .build()
         .unwrap();
-    let options = RunOptions {
-        concurrency: Some(6),
-        ..RunOptions::default()
-    };
-    agent.run_with("go", options).await.unwrap();
+    agent.run("go").tool_concurrency(6).await.unwrap();
     assert_eq!(flight.max(), 6);
 }
 
@@ -291,19 +287,21 @@ async fn next_turn_overrides_change_only_the_next_request_in_call_order() {
         ])
         .tool_call("c3", "other", json!({}))
         .text("ok");
-    let escalate = override_tool("escalate", |input, current| TurnParams {
-        model: input["model"].as_str().map(str::to_owned),
-        temperature: Some(0.7),
-        ..current.clone()
+    let escalate = override_tool("escalate", |input, current| {
+        let mut value = current.clone().temperature(0.7);
+        value.model = input["model"].as_str().map(str::to_owned);
+        value
     });
     // Runs after `escalate` (call order): sees its overrides and builds on them.
-    let focus = override_tool("focus", |_, current| TurnParams {
-        temperature: current.temperature.map(|t| t / 7.0),
-        max_output_tokens: Some(256),
-        instructions: Some("Be brief.".into()),
-        tool_choice: Some(ToolChoice::Tool("other".into())),
-        active_tools: Some(vec!["other".into()]),
-        ..current.clone()
+    let focus = override_tool("focus", |_, current| {
+        let mut value = current
+            .clone()
+            .max_output_tokens(256)
+            .instructions("Be brief.")
+            .tool_choice(ToolChoice::Tool("other".into()))
+            .active_tools(["other"]);
+        value.temperature = current.temperature.map(|t| t / 7.0);
+        value
     });
     let agent = Agent::builder("t")
         .instructions("Be thorough.")
@@ -347,9 +345,8 @@ async fn next_turn_overrides_are_kept_in_the_state_across_a_pause() {
         .text("ok");
     let agent = Agent::builder("t")
         .model(model.clone())
-        .tool(override_tool("escalate", |_, current| TurnParams {
-            model: Some("big".into()),
-            ..current.clone()
+        .tool(override_tool("escalate", |_, current| {
+            current.clone().model("big")
         }))
         .tool(echo("gated").require_approval())
         .build()

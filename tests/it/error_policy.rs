@@ -144,7 +144,8 @@ async fn a_panicking_tool_beside_two_healthy_ones_becomes_a_tool_error() {
         .tool_concurrency(4)
         .build()
         .unwrap();
-    let events: Vec<phaseo_agent::Event> = futures::StreamExt::collect(agent.stream("go")).await;
+    let events: Vec<phaseo_agent::Event> =
+        futures::StreamExt::collect(agent.run("go").stream()).await;
     assert!(matches!(
         events.last(),
         Some(phaseo_agent::Event::Completed { .. })

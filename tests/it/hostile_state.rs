@@ -98,11 +98,11 @@ async fn a_plus_sign_in_place_of_a_zero_digit_no_longer_verifies() {
             .tool_call("c1", "deploy", json!({"environment": "staging"}))
             .text("done");
         let agent = signed_agent(&model, &deploy);
-        let options = phaseo_agent::RunOptions {
-            run_id: Some(format!("run-{attempt}")),
-            ..Default::default()
-        };
-        let paused = agent.run_with("ship", options).await.unwrap();
+        let paused = agent
+            .run("ship")
+            .run_id(format!("run-{attempt}"))
+            .await
+            .unwrap();
         let value: Value = serde_json::from_str(&paused.state.to_json()).unwrap();
         let signature = value["signature"].as_str().unwrap().to_owned();
         let Some(pair) = (0..signature.len())
@@ -225,11 +225,7 @@ async fn two_runs(deploy: &Counter) -> (Agent, RunState, RunState) {
         let _ = model
             .clone()
             .tool_call("call_1", "deploy", json!({"environment": environment}));
-        let options = phaseo_agent::RunOptions {
-            run_id: Some(run_id.into()),
-            ..Default::default()
-        };
-        let paused = agent.run_with("ship", options).await.unwrap();
+        let paused = agent.run("ship").run_id(run_id).await.unwrap();
         assert_eq!(paused.state.run_id(), run_id);
         assert_eq!(paused.pending()[0].call.id, "call_1");
         states.push(paused.state);
@@ -271,7 +267,8 @@ async fn decisions_for_one_run_are_refused_on_another_runs_state_with_the_same_c
     // The stream reports the refusal and ends.
     use futures::StreamExt;
     let names: Vec<&str> = agent
-        .stream_resume(&b, for_a)
+        .resume(&b, for_a)
+        .stream()
         .map(|e| e.name())
         .collect()
         .await;

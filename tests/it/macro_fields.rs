@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use common::{result_ids, result_of, tool_results};
 use phaseo_agent::{
-    Agent, AgentError, Decisions, Event, IntoTool, OnError, PendingKind, RunOptions, ScriptedModel,
-    ToolCall, ToolContext, TurnParams, tool,
+    Agent, AgentError, Decisions, Event, IntoTool, OnError, PendingKind, ScriptedModel, ToolCall,
+    ToolContext, TurnParams, tool,
 };
 use serde_json::{Value, json};
 
@@ -323,7 +323,7 @@ async fn event_schema_checks_each_progress_value() {
         .tool(index)
         .build()
         .unwrap();
-    let events: Vec<Event> = agent.stream("go").collect().await;
+    let events: Vec<Event> = agent.run("go").stream().collect().await;
     let published: Vec<(String, Value)> = events
         .iter()
         .filter_map(|e| match e {
@@ -431,14 +431,10 @@ async fn on_tool_called_answers_at_once_or_hands_the_call_to_a_person() {
 #[tokio::test]
 async fn next_turn_changes_the_next_model_request() {
     fn senior(input: &Value, current: &TurnParams) -> TurnParams {
-        TurnParams {
-            model: Some("senior-model".into()),
-            instructions: Some(format!(
-                "Escalated: {}",
-                input["reason"].as_str().unwrap_or("")
-            )),
-            ..current.clone()
-        }
+        current.clone().model("senior-model").instructions(format!(
+            "Escalated: {}",
+            input["reason"].as_str().unwrap_or("")
+        ))
     }
 
     /// Hand the conversation to the senior model.
@@ -492,8 +488,8 @@ async fn require_approval_takes_a_function_of_the_input_and_the_context() {
             .tool(delete)
             .build()
             .unwrap();
-        let options = RunOptions::with_context(json!({"role": role}));
-        async move { agent.run_with("clean up", options).await.unwrap() }
+        let run = agent.run("clean up").context(json!({"role": role}));
+        async move { run.await.unwrap() }
     };
     let as_user = run("user").await;
     let pending: Vec<&str> = as_user

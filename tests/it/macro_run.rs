@@ -1,7 +1,7 @@
 //! `#[tool]` functions run through the agent loop with the scripted model: sync and async, typed
 //! input and plain arguments, the context parameter, and errors reaching the model.
 
-use phaseo_agent::{Agent, ModelRequest, RunOptions, ScriptedModel, ToolContext, tool};
+use phaseo_agent::{Agent, ModelRequest, ScriptedModel, ToolContext, tool};
 use serde_json::{Value, json};
 
 use crate::common;
@@ -53,10 +53,8 @@ async fn async_tool_with_a_typed_input_and_the_context() {
         .build()
         .unwrap();
     let result = agent
-        .run_with(
-            "What about T-42?",
-            RunOptions::with_context(json!({"tenant": "acme"})),
-        )
+        .run("What about T-42?")
+        .context(json!({"tenant": "acme"}))
         .await
         .unwrap();
     assert_eq!(result.output(), Some("It is on fire."));

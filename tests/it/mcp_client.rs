@@ -454,7 +454,7 @@ async fn progress_becomes_preliminary_results_in_the_event_stream() {
         .tools(client.tools())
         .build()
         .unwrap();
-    let events: Vec<Event> = agent.stream("Count").collect().await;
+    let events: Vec<Event> = agent.run("Count").stream().collect().await;
     let names: Vec<&str> = events
         .iter()
         .filter(|e| e.name().starts_with("tool."))
@@ -477,6 +477,7 @@ async fn progress_becomes_preliminary_results_in_the_event_stream() {
                 call_id,
                 tool,
                 value,
+                ..
             } if call_id == "call_1" && tool == "count" => Some(value),
             _ => None,
         })

@@ -3,7 +3,7 @@
 //! output, its progress, its errors and its approval gate carried across.
 
 use phaseo_agent::mcp::McpClient;
-use phaseo_agent::mcp::server::{McpServer, NO_ELICITATION, Serving};
+use phaseo_agent::mcp::{McpServer, NO_ELICITATION, Serving};
 use phaseo_agent::{AgentError, IntoTool, ToolContext, tool};
 use serde_json::{Value, json};
 

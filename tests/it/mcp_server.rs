@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use phaseo_agent::mcp::server::{McpServer, NO_ELICITATION};
+use phaseo_agent::mcp::{McpServer, NO_ELICITATION};
 use phaseo_agent::{Agent, AgentError, ScriptedModel, Tool, ToolContext, tool};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,

@@ -13,17 +13,13 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use phaseo_agent::{
     Agent, AgentError, Decisions, DeltaSink, Event, FinishReason, Message, Model, ModelDelta,
-    ModelError, ModelErrorKind, ModelRequest, ModelResponse, RetryPolicy, RunOptions, RunState,
-    RunStatus, ScriptedModel, ToolCall, Usage,
+    ModelError, ModelErrorKind, ModelRequest, ModelResponse, RetryPolicy, RunState, RunStatus,
+    ScriptedModel, ToolCall, Usage,
 };
 use serde_json::json;
 
 fn usage(input: u64, output: u64) -> Usage {
-    Usage {
-        input_tokens: input,
-        output_tokens: output,
-        cached_input_tokens: None,
-    }
+    Usage::new(input, output)
 }
 
 fn model_error(error: &AgentError) -> &ModelError {
@@ -43,7 +39,7 @@ async fn a_rate_limited_request_is_retried_after_the_wait_the_provider_asked_for
         .text("Hello!");
     let agent = Agent::builder("a").model(model.clone()).build().unwrap();
     let started = tokio::time::Instant::now();
-    let events: Vec<Event> = agent.stream("Hi").collect().await;
+    let events: Vec<Event> = agent.run("Hi").stream().collect().await;
     assert_eq!(started.elapsed(), Duration::from_secs(7));
     let retry = events
         .iter()
@@ -157,10 +153,7 @@ fn the_retry_delay_follows_the_policy() {
     assert_eq!(ms(policy.delay(0, &overloaded, 0.999_999)), Some(499));
     assert_eq!(ms(policy.delay(2, &overloaded, 0.0)), Some(1_000));
     assert_eq!(policy.delay(3, &overloaded, 0.0), None, "retries used up");
-    let long = RetryPolicy {
-        max_retries: 40,
-        ..policy
-    };
+    let long = policy.max_retries(40);
     assert_eq!(ms(long.delay(30, &overloaded, 0.0)), Some(10_000), "capped");
     assert_eq!(
         policy.delay(0, &ModelError::from_status(400, "x"), 0.5),
@@ -199,10 +192,7 @@ fn http_statuses_map_to_kinds() {
 
 #[tokio::test(start_paused = true)]
 async fn an_empty_answer_is_an_error_of_its_own_kind_and_is_retried() {
-    let empty = || ModelResponse {
-        finish_reason: Some(FinishReason::Length),
-        ..ModelResponse::default()
-    };
+    let empty = || ModelResponse::default().finish_reason(FinishReason::Length);
     let model = ScriptedModel::new()
         .record_requests()
         .turn(empty())
@@ -241,12 +231,9 @@ async fn usage_is_on_each_turn_and_summed_over_the_run_across_a_pause() {
                 "deploy",
                 json!({"environment": "prod"}),
             )])
-            .with_usage(usage(100, 10)),
+            .usage(usage(100, 10)),
         )
-        .turn(ModelResponse::text("Deployed.").with_usage(Usage {
-            cached_input_tokens: Some(80),
-            ..usage(150, 5)
-        }));
+        .turn(ModelResponse::text("Deployed.").usage(usage(150, 5).cached_input_tokens(80)));
     let agent = Agent::builder("a")
         .model(model)
         .tool(deploy_tool(&runs))
@@ -257,7 +244,8 @@ async fn usage_is_on_each_turn_and_summed_over_the_run_across_a_pause() {
     let stored = RunState::from_json(&paused.state.to_json()).unwrap();
     assert_eq!(stored.usage(), usage(100, 10));
     let events: Vec<Event> = agent
-        .stream_resume(&stored, Decisions::for_run(stored.run_id()).approve("c1"))
+        .resume(&stored, Decisions::for_run(stored.run_id()).approve("c1"))
+        .stream()
         .collect()
         .await;
     let turn = events
@@ -274,24 +262,14 @@ async fn usage_is_on_each_turn_and_summed_over_the_run_across_a_pause() {
     assert_eq!(
         turn,
         (
-            Some(Usage {
-                cached_input_tokens: Some(80),
-                ..usage(150, 5)
-            }),
+            Some(usage(150, 5).cached_input_tokens(80)),
             Some(FinishReason::Stop)
         )
     );
     let Some(Event::Completed { state, .. }) = events.last() else {
         panic!("completed")
     };
-    assert_eq!(
-        state.usage(),
-        Usage {
-            input_tokens: 250,
-            output_tokens: 15,
-            cached_input_tokens: Some(80)
-        }
-    );
+    assert_eq!(state.usage(), Usage::new(250, 15).cached_input_tokens(80));
 }
 
 #[tokio::test]
@@ -321,11 +299,7 @@ async fn each_request_names_its_run_agent_and_turn() {
         .tool(status_tool(&runs))
         .build()
         .unwrap();
-    let options = RunOptions {
-        run_id: Some("run-42".into()),
-        ..RunOptions::default()
-    };
-    agent.run_with("up?", options).await.unwrap();
+    agent.run("up?").run_id("run-42").await.unwrap();
     let metas: Vec<_> = model.requests().into_iter().map(|r| r.meta).collect();
     assert_eq!(metas.len(), 2);
     for (turn, meta) in metas.iter().enumerate() {
@@ -354,7 +328,7 @@ async fn a_streaming_model_sends_deltas_before_its_turn() {
         .tool(status_tool(&runs))
         .build()
         .unwrap();
-    let events: Vec<Event> = agent.stream("up?").collect().await;
+    let events: Vec<Event> = agent.run("up?").stream().collect().await;
     let mut text = String::new();
     let mut arguments = String::new();
     let mut names = Vec::new();
@@ -432,7 +406,7 @@ async fn a_run_without_a_listener_does_not_stream() {
         ),
         (1, 0)
     );
-    let names: Vec<&str> = agent.stream("Hi").map(|e| e.name()).collect().await;
+    let names: Vec<&str> = agent.run("Hi").stream().map(|e| e.name()).collect().await;
     assert_eq!(
         names,
         [
@@ -463,11 +437,11 @@ async fn a_run_starts_from_a_conversation() {
             tool_calls: vec![],
         },
     ];
-    let options = RunOptions {
-        history: history.clone(),
-        ..RunOptions::default()
-    };
-    let done = agent.run_with("What is my name?", options).await.unwrap();
+    let done = agent
+        .run("What is my name?")
+        .history(history.clone())
+        .await
+        .unwrap();
     let sent = &model.requests()[0].messages;
     assert_eq!(sent.len(), 3);
     assert_eq!(sent[..2], history[..]);
@@ -535,15 +509,15 @@ async fn the_first_request_can_be_changed_like_a_next_turn() {
         .text("ok")
         .text("again");
     let agent = Agent::builder("a").model(model.clone()).build().unwrap();
-    let options = RunOptions {
-        first_turn: phaseo_agent::TurnParams {
-            tool_choice: Some(phaseo_agent::ToolChoice::Required),
-            temperature: Some(0.0),
-            ..Default::default()
-        },
-        ..RunOptions::default()
-    };
-    let done = agent.run_with("go", options).await.unwrap();
+    let done = agent
+        .run("go")
+        .first_turn(
+            phaseo_agent::TurnParams::default()
+                .tool_choice(phaseo_agent::ToolChoice::Required)
+                .temperature(0.0),
+        )
+        .await
+        .unwrap();
     let first = &model.requests()[0];
     assert_eq!(first.tool_choice, phaseo_agent::ToolChoice::Required);
     assert_eq!(first.temperature, Some(0.0));

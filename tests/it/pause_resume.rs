@@ -702,7 +702,8 @@ async fn a_resumed_stream_reports_what_the_resumed_calls_do() {
         .output("c2", json!("a long answer"))
         .reject("c3", "not now");
     let events: Vec<Event> = agent
-        .stream_resume(&paused.state, decisions)
+        .resume(&paused.state, decisions)
+        .stream()
         .collect()
         .await;
     let names: Vec<&str> = events.iter().map(Event::name).collect();

@@ -98,11 +98,9 @@ fn model(server: &MockServer) -> Anthropic {
 
 /// Retries that take a millisecond, so the tests are fast.
 fn fast_retries() -> RetryPolicy {
-    RetryPolicy {
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_millis(2),
-        ..RetryPolicy::default()
-    }
+    RetryPolicy::default()
+        .initial_backoff(Duration::from_millis(1))
+        .max_backoff(Duration::from_millis(2))
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -160,20 +158,14 @@ fn model_error(error: &AgentError) -> &ModelError {
 }
 
 fn simple_request(text: &str) -> ModelRequest<'static> {
-    ModelRequest {
-        model: None,
-        instructions: String::new().into(),
-        messages: vec![Message::User {
+    ModelRequest::default()
+        .instructions(String::new())
+        .messages(vec![Message::User {
             content: text.into(),
-        }]
-        .into(),
-        tools: Vec::new().into(),
-        temperature: None,
-        max_output_tokens: None,
-        tool_choice: ToolChoice::Auto,
-        parallel_tool_calls: None,
-        meta: Default::default(),
-    }
+        }])
+        .tools(Vec::new())
+        .tool_choice(ToolChoice::Auto)
+        .meta(Default::default())
 }
 
 /// Streams `request` from `model`, collecting the deltas.
@@ -203,11 +195,7 @@ async fn a_two_turn_tool_run_sends_the_conversation_anthropic_expects() {
     assert_eq!(result.output(), Some("The api service is healthy."));
     assert_eq!(
         result.usage(),
-        Usage {
-            input_tokens: 472 + 120 + 448,
-            output_tokens: 61 + 9,
-            cached_input_tokens: Some(448),
-        }
+        Usage::new(472 + 120 + 448, 61 + 9).cached_input_tokens(448)
     );
 
     let requests = requests(&server).await;
@@ -260,13 +248,20 @@ async fn a_two_turn_tool_run_sends_the_conversation_anthropic_expects() {
 #[tokio::test]
 async fn a_streamed_tool_run_hands_out_deltas_that_add_up_to_each_turn() {
     let server = server(vec![sse_ok(TOOL_USE_SSE), sse_ok(END_TURN_SSE)]).await;
-    let events: Vec<Event> = agent(&server, &[]).stream("Is the api up?").collect().await;
+    let events: Vec<Event> = agent(&server, &[])
+        .run("Is the api up?")
+        .stream()
+        .collect()
+        .await;
 
     let mut text = [String::new(), String::new()];
     let mut arguments = String::new();
     let mut call_header = None;
     for event in &events {
-        if let Event::ModelDelta { step_index, delta } = event {
+        if let Event::ModelDelta {
+            step_index, delta, ..
+        } = event
+        {
             match delta {
                 ModelDelta::Text { text: piece } => text[*step_index].push_str(piece),
                 ModelDelta::ToolCall {
@@ -407,7 +402,7 @@ async fn a_429_is_retried_after_its_retry_after() {
         sse_ok(END_TURN_SSE),
     ])
     .await;
-    let events: Vec<Event> = agent(&server, &[]).stream("Hi").collect().await;
+    let events: Vec<Event> = agent(&server, &[]).run("Hi").stream().collect().await;
     let retry = events
         .iter()
         .find_map(|e| match e {
@@ -466,7 +461,7 @@ async fn a_400_is_not_retried() {
 #[tokio::test]
 async fn a_401_is_not_retried() {
     let server = server(vec![error(401, ERROR_401), sse_ok(END_TURN_SSE)]).await;
-    let events: Vec<Event> = agent(&server, &[]).stream("Hi").collect().await;
+    let events: Vec<Event> = agent(&server, &[]).run("Hi").stream().collect().await;
     assert!(
         !events.iter().any(|e| matches!(e, Event::ModelRetry { .. })),
         "{events:?}"
@@ -498,7 +493,7 @@ async fn an_error_event_mid_stream_is_overloaded_and_retried() {
 
     // Through an agent: retried, and the run completes.
     let server = self::server(vec![sse_ok(OVERLOADED_SSE), sse_ok(END_TURN_SSE)]).await;
-    let events: Vec<Event> = agent(&server, &[]).stream("Hi").collect().await;
+    let events: Vec<Event> = agent(&server, &[]).run("Hi").stream().collect().await;
     assert!(
         events
             .iter()
@@ -636,22 +631,14 @@ fn parse_response_reads_text_calls_reason_usage_and_id() {
     assert_eq!(response.finish_reason, Some(FinishReason::ToolCalls));
     assert_eq!(
         response.usage,
-        Some(Usage {
-            input_tokens: 472,
-            output_tokens: 61,
-            cached_input_tokens: Some(0)
-        })
+        Some(Usage::new(472, 61).cached_input_tokens(0))
     );
 
     let response = parse_response(&fixture(END_TURN_JSON)).expect("response");
     assert_eq!(response.finish_reason, Some(FinishReason::Stop));
     assert_eq!(
         response.usage,
-        Some(Usage {
-            input_tokens: 568,
-            output_tokens: 9,
-            cached_input_tokens: Some(448)
-        })
+        Some(Usage::new(568, 9).cached_input_tokens(448))
     );
 }
 
@@ -705,14 +692,7 @@ fn the_assembler_builds_the_streamed_tool_turn() {
         )]
     );
     assert_eq!(response.finish_reason, Some(FinishReason::ToolCalls));
-    assert_eq!(
-        response.usage,
-        Some(Usage {
-            input_tokens: 472,
-            output_tokens: 89,
-            cached_input_tokens: None
-        })
-    );
+    assert_eq!(response.usage, Some(Usage::new(472, 89)));
     // Three text pieces, the call's header, then three argument pieces (the empty one skipped).
     assert_eq!(deltas.len(), 7);
     assert_eq!(
@@ -792,10 +772,9 @@ fn the_assembler_fails_on_an_error_event_and_on_a_cut_stream() {
 
 #[test]
 fn request_body_maps_a_conversation_with_malformed_arguments_and_choices() {
-    let request = ModelRequest {
-        model: None,
-        instructions: String::new().into(),
-        messages: vec![
+    let request = ModelRequest::default()
+        .instructions(String::new())
+        .messages(vec![
             Message::User {
                 content: "Deploy".into(),
             },
@@ -808,21 +787,15 @@ fn request_body_maps_a_conversation_with_malformed_arguments_and_choices() {
                 name: "deploy".into(),
                 content: json!({"error": "Invalid tool input: EOF while parsing"}).to_string(),
             },
-        ]
-        .into(),
-        tools: vec![ToolDefinition {
-            name: "deploy".into(),
-            description: String::new(),
-            parameters: json!({"properties": {"env": {"type": "string"}}}),
-            strict: false,
-        }]
-        .into(),
-        temperature: None,
-        max_output_tokens: None,
-        tool_choice: ToolChoice::Tool("deploy".into()),
-        parallel_tool_calls: Some(false),
-        meta: Default::default(),
-    };
+        ])
+        .tools(vec![ToolDefinition::new(
+            "deploy",
+            String::new(),
+            json!({"properties": {"env": {"type": "string"}}}),
+        )])
+        .tool_choice(ToolChoice::Tool("deploy".into()))
+        .parallel_tool_calls(false)
+        .meta(Default::default());
     let body = request_body(&request, &Anthropic::new("claude-x"), true).expect("body");
     assert_eq!(
         body,

@@ -180,11 +180,9 @@ fn model(server: &MockServer) -> OpenAi {
 
 /// Retries that take a millisecond, so the tests are fast.
 fn fast_retries() -> RetryPolicy {
-    RetryPolicy {
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_millis(2),
-        ..RetryPolicy::default()
-    }
+    RetryPolicy::default()
+        .initial_backoff(Duration::from_millis(1))
+        .max_backoff(Duration::from_millis(2))
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -284,11 +282,7 @@ async fn a_two_turn_tool_run_sends_the_exact_requests() {
     assert_eq!(done.output(), Some("Both api and db are healthy."));
     assert_eq!(
         done.usage(),
-        Usage {
-            input_tokens: 1245 + 1340,
-            output_tokens: 52 + 11,
-            cached_input_tokens: Some(1024 + 1280),
-        }
+        Usage::new(1245 + 1340, 52 + 11).cached_input_tokens(1024 + 1280)
     );
 
     let requests = requests(&server).await;
@@ -386,11 +380,7 @@ async fn settings_reach_the_wire() {
         .model_name("openai/gpt-4.1")
         .build()
         .expect("agent");
-    let options = phaseo_agent::RunOptions {
-        run_id: Some("run-42".into()),
-        ..Default::default()
-    };
-    agent.run_with("Hi", options).await.expect("run");
+    agent.run("Hi").run_id("run-42").await.expect("run");
     let requests = requests(&server).await;
     assert_eq!(requests[0].headers["http-referer"], "https://example.com");
     assert_eq!(requests[0].headers["x-title"], "Ops agent");
@@ -418,7 +408,7 @@ async fn settings_reach_the_wire() {
 
 /// Runs `agent` streamed; returns its events' deltas and the run's output.
 async fn stream_run(agent: &Agent) -> (Vec<ModelDelta>, Vec<Event>, String) {
-    let events: Vec<Event> = agent.stream(QUESTION).collect().await;
+    let events: Vec<Event> = agent.run(QUESTION).stream().collect().await;
     let deltas = events
         .iter()
         .filter_map(|e| match e {
@@ -524,7 +514,7 @@ async fn a_streamed_run_on_llama_cpp_python_keeps_one_name_per_call() {
     let called: Vec<&ToolCall> = events
         .iter()
         .filter_map(|e| match e {
-            Event::ToolCalled { call } => Some(call),
+            Event::ToolCalled { call, .. } => Some(call),
             _ => None,
         })
         .collect();
@@ -619,7 +609,7 @@ async fn errors_that_fail_the_same_way_again_are_not_retried() {
 async fn a_rate_limited_request_is_retried_after_the_wait_the_server_asked_for() {
     let limited = error(429, OPENAI_429).insert_header("retry-after-ms", "25");
     let server = mock_server(vec![limited, sse_ok(OPENAI_TEXT_SSE)]).await;
-    let events: Vec<Event> = agent(&server).stream(QUESTION).collect().await;
+    let events: Vec<Event> = agent(&server).run(QUESTION).stream().collect().await;
     let retry = events
         .iter()
         .find_map(|e| match e {
@@ -650,13 +640,9 @@ async fn a_rate_limited_request_is_retried_after_the_wait_the_server_asked_for()
 async fn retry_after_in_seconds_is_read() {
     let limited = error(429, OPENAI_429).insert_header("retry-after", "2");
     let server = mock_server(vec![limited]).await;
-    let request = ModelRequest {
-        messages: vec![Message::User {
-            content: "Hi".into(),
-        }]
-        .into(),
-        ..request()
-    };
+    let request = request().messages(vec![Message::User {
+        content: "Hi".into(),
+    }]);
     let error = model(&server).respond(&request).await.unwrap_err();
     assert_eq!(error.kind, ModelErrorKind::RateLimited);
     assert_eq!(error.retry_after, Some(Duration::from_secs(2)));
@@ -671,7 +657,7 @@ async fn server_failures_are_retried() {
         sse_ok(OPENAI_TEXT_SSE),
     ])
     .await;
-    let events: Vec<Event> = agent(&server).stream(QUESTION).collect().await;
+    let events: Vec<Event> = agent(&server).run(QUESTION).stream().collect().await;
     let retries: Vec<String> = events
         .iter()
         .filter_map(|e| match e {
@@ -699,7 +685,7 @@ async fn an_error_in_a_successful_response_is_an_error() {
         json_ok(OPENAI_TEXT_JSON),
     ])
     .await;
-    let events: Vec<Event> = agent(&server).stream(QUESTION).collect().await;
+    let events: Vec<Event> = agent(&server).run(QUESTION).stream().collect().await;
     let retry = events.iter().find_map(|e| match e {
         Event::ModelRetry { error, .. } => Some(error.clone()),
         _ => None,
@@ -761,7 +747,11 @@ async fn a_malformed_chunk_is_an_invalid_response() {
     let body = "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\
                 data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"cont\n\n";
     let server = mock_server(vec![sse_ok(body)]).await;
-    let failed = agent(&server).stream(QUESTION).collect::<Vec<_>>().await;
+    let failed = agent(&server)
+        .run(QUESTION)
+        .stream()
+        .collect::<Vec<_>>()
+        .await;
     let Some(Event::Failed { error, .. }) = failed.last() else {
         panic!("the run did not fail");
     };
@@ -807,51 +797,40 @@ async fn local_failures_are_not_sent_or_retried() {
 // Requests, directly.
 
 fn request() -> ModelRequest<'static> {
-    ModelRequest {
-        model: None,
-        instructions: String::new().into(),
-        messages: Vec::new().into(),
-        tools: Vec::new().into(),
-        temperature: None,
-        max_output_tokens: None,
-        tool_choice: ToolChoice::Auto,
-        parallel_tool_calls: None,
-        meta: RequestMeta::default(),
-    }
+    ModelRequest::default()
+        .instructions(String::new())
+        .messages(Vec::new())
+        .tools(Vec::new())
+        .tool_choice(ToolChoice::Auto)
+        .meta(RequestMeta::default())
 }
 
 fn user_request() -> ModelRequest<'static> {
-    ModelRequest {
-        messages: vec![Message::User {
-            content: "Hi".into(),
-        }]
-        .into(),
-        ..request()
-    }
+    request().messages(vec![Message::User {
+        content: "Hi".into(),
+    }])
 }
 
 fn tool_definition(name: &str, strict: bool) -> ToolDefinition {
-    ToolDefinition {
-        name: name.into(),
-        description: String::new(),
-        parameters: json!({
+    ToolDefinition::new(
+        name,
+        String::new(),
+        json!({
             "type": "object",
             "properties": {"service": {"type": "string"}, "verbose": {"type": "boolean"}},
             "required": ["service"]
         }),
-        strict,
-    }
+    )
+    .strict(strict)
 }
 
 #[test]
 fn tool_choice_and_parallel_calls_are_sent_with_tools_only() {
     let local = OpenAi::new("m").base_url("http://localhost:8080/v1");
     let body = |request: &ModelRequest| request_body(request, &local, false).expect("a body");
-    let with_tools = ModelRequest {
-        tools: vec![tool_definition("get_status", false)].into(),
-        parallel_tool_calls: Some(false),
-        ..request()
-    };
+    let with_tools = request()
+        .tools(vec![tool_definition("get_status", false)])
+        .parallel_tool_calls(false);
     for (choice, wire) in [
         (ToolChoice::Auto, json!("auto")),
         (ToolChoice::None, json!("none")),
@@ -865,30 +844,24 @@ fn tool_choice_and_parallel_calls_are_sent_with_tools_only() {
             json!({"type": "function", "function": {"name": "get_status"}}),
         ),
     ] {
-        let sent = body(&ModelRequest {
-            tool_choice: choice,
-            ..with_tools.clone()
-        });
+        let sent = body(&with_tools.clone().tool_choice(choice));
         assert_eq!(sent["tool_choice"], wire);
         assert_eq!(sent["parallel_tool_calls"], false);
         // A tool without a description has none on the wire.
         assert_eq!(sent["tools"][0]["function"].get("description"), None);
     }
-    let two_tools = ModelRequest {
-        tools: vec![
+    let two_tools = request()
+        .tools(vec![
             tool_definition("get_status", false),
             tool_definition("deploy", false),
-        ]
-        .into(),
-        tool_choice: ToolChoice::Required,
-        ..request()
-    };
+        ])
+        .tool_choice(ToolChoice::Required);
     assert_eq!(body(&two_tools)["tool_choice"], "required");
-    let without_tools = body(&ModelRequest {
-        parallel_tool_calls: Some(true),
-        tool_choice: ToolChoice::None,
-        ..request()
-    });
+    let without_tools = body(
+        &request()
+            .parallel_tool_calls(true)
+            .tool_choice(ToolChoice::None),
+    );
     for key in ["tools", "tool_choice", "parallel_tool_calls"] {
         assert_eq!(without_tools.get(key), None, "{key}");
     }
@@ -899,27 +872,15 @@ fn tool_choice_and_parallel_calls_are_sent_with_tools_only() {
         } else {
             Vec::new().into()
         };
-        let error = request_body(
-            &ModelRequest {
-                tool_choice: choice,
-                tools,
-                ..request()
-            },
-            &local,
-            false,
-        )
-        .unwrap_err();
+        let error =
+            request_body(&request().tool_choice(choice).tools(tools), &local, false).unwrap_err();
         assert_eq!(error.kind, ModelErrorKind::BadRequest, "{error}");
     }
 }
 
 #[test]
 fn the_max_tokens_field_follows_the_base_url_unless_set() {
-    let limited = ModelRequest {
-        max_output_tokens: Some(300),
-        temperature: Some(0.7),
-        ..user_request()
-    };
+    let limited = user_request().max_output_tokens(300).temperature(0.7);
     let openai = request_body(&limited, &OpenAi::new("gpt-4.1"), false).expect("body");
     assert_eq!(openai["max_completion_tokens"], 300);
     assert_eq!(openai.get("max_tokens"), None);
@@ -942,14 +903,10 @@ fn the_max_tokens_field_follows_the_base_url_unless_set() {
 
 #[test]
 fn a_strict_tool_is_sent_in_the_strict_dialect() {
-    let request = ModelRequest {
-        tools: vec![
-            tool_definition("get_status", true),
-            tool_definition("loose", false),
-        ]
-        .into(),
-        ..user_request()
-    };
+    let request = user_request().tools(vec![
+        tool_definition("get_status", true),
+        tool_definition("loose", false),
+    ]);
     let body = request_body(&request, &OpenAi::new("gpt-4.1"), false).expect("body");
     assert_eq!(
         body["tools"][0]["function"],
@@ -969,15 +926,10 @@ fn a_strict_tool_is_sent_in_the_strict_dialect() {
         json!({"name": "loose", "parameters": tool_definition("loose", false).parameters})
     );
     // A strict tool whose schema the dialect cannot express (a map) goes as a plain one.
-    let map = ToolDefinition {
-        parameters: json!({"type": "object", "additionalProperties": {"type": "string"}}),
-        ..tool_definition("labels", true)
-    };
+    let mut map = tool_definition("labels", true);
+    map.parameters = json!({"type": "object", "additionalProperties": {"type": "string"}});
     let body = request_body(
-        &ModelRequest {
-            tools: vec![map.clone()].into(),
-            ..user_request()
-        },
+        &user_request().tools(vec![map.clone()]),
         &OpenAi::new("gpt-4.1"),
         false,
     )
@@ -993,56 +945,45 @@ fn requests_are_refused_before_sending_when_they_cannot_be_right() {
     let no_model = request_body(&user_request(), &OpenAi::new(""), false).unwrap_err();
     assert_eq!(no_model.kind, ModelErrorKind::BadRequest);
     // A model name in the request wins over the configured one.
-    let named = ModelRequest {
-        model: Some("gpt-4.1-mini".into()),
-        ..user_request()
-    };
+    let named = user_request().model("gpt-4.1-mini");
     assert_eq!(
         request_body(&named, &OpenAi::new(""), false).expect("body")["model"],
         "gpt-4.1-mini"
     );
-    let nan = ModelRequest {
-        temperature: Some(f32::NAN),
-        ..user_request()
-    };
+    let nan = user_request().temperature(f32::NAN);
     let error = request_body(&nan, &OpenAi::new("m"), false).unwrap_err();
     assert_eq!(error.kind, ModelErrorKind::BadRequest);
 }
 
 #[test]
 fn the_conversation_maps_to_messages() {
-    let request = ModelRequest {
-        instructions: "Be brief.".into(),
-        messages: vec![
-            Message::User {
-                content: "Hello".into(),
-            },
-            Message::Assistant {
-                content: Some("Checking.".into()),
-                tool_calls: vec![ToolCall::raw("c1", "get_status", "")],
-            },
-            Message::Tool {
-                call_id: "c1".into(),
-                name: "get_status".into(),
-                content: "{\"error\":\"Invalid tool input: $: missing service\"}".into(),
-            },
-            Message::Assistant {
-                content: None,
-                tool_calls: vec![ToolCall::raw("c2", "get_status", "{not json")],
-            },
-            Message::Tool {
-                call_id: "c2".into(),
-                name: "get_status".into(),
-                content: "{}".into(),
-            },
-            Message::Assistant {
-                content: Some("Done.".into()),
-                tool_calls: vec![],
-            },
-        ]
-        .into(),
-        ..request()
-    };
+    let request = request().instructions("Be brief.").messages(vec![
+        Message::User {
+            content: "Hello".into(),
+        },
+        Message::Assistant {
+            content: Some("Checking.".into()),
+            tool_calls: vec![ToolCall::raw("c1", "get_status", "")],
+        },
+        Message::Tool {
+            call_id: "c1".into(),
+            name: "get_status".into(),
+            content: "{\"error\":\"Invalid tool input: $: missing service\"}".into(),
+        },
+        Message::Assistant {
+            content: None,
+            tool_calls: vec![ToolCall::raw("c2", "get_status", "{not json")],
+        },
+        Message::Tool {
+            call_id: "c2".into(),
+            name: "get_status".into(),
+            content: "{}".into(),
+        },
+        Message::Assistant {
+            content: Some("Done.".into()),
+            tool_calls: vec![],
+        },
+    ]);
     let body = request_body(&request, &OpenAi::new("m"), false).expect("body");
     assert_eq!(
         body["messages"],
@@ -1090,11 +1031,7 @@ fn whole_responses_of_each_server_parse() {
     assert_eq!(openai.finish_reason, Some(FinishReason::ToolCalls));
     assert_eq!(
         openai.usage,
-        Some(Usage {
-            input_tokens: 1245,
-            output_tokens: 52,
-            cached_input_tokens: Some(1024)
-        })
+        Some(Usage::new(1245, 52).cached_input_tokens(1024))
     );
     assert_eq!(
         openai.id.as_deref(),
@@ -1121,14 +1058,7 @@ fn whole_responses_of_each_server_parse() {
     let ollama = parse_response(&json(OLLAMA_TOOL_JSON)).expect("ollama");
     assert_eq!(ollama.text, None);
     assert_eq!(ollama.tool_calls[0].id, "call_k2v9q1xz");
-    assert_eq!(
-        ollama.usage,
-        Some(Usage {
-            input_tokens: 164,
-            output_tokens: 58,
-            cached_input_tokens: None
-        })
-    );
+    assert_eq!(ollama.usage, Some(Usage::new(164, 58)));
 
     // vLLM: `reasoning_content: null`, `prompt_tokens_details: null`.
     let vllm = parse_response(&json(VLLM_TOOLS_JSON)).expect("vllm");
@@ -1251,10 +1181,7 @@ fn streams_of_each_server_assemble() {
     assert_eq!(
         response,
         parse_response(&json(OPENAI_TOOLS_JSON))
-            .map(|r| ModelResponse {
-                id: Some("chatcmpl-CLq5A1bCdEfGhIjKlMnOpQrStUvWx".into()),
-                ..r
-            })
+            .map(|r| r.id("chatcmpl-CLq5A1bCdEfGhIjKlMnOpQrStUvWx"))
             .expect("whole")
     );
     assert_eq!(deltas.len(), 12);
@@ -1317,14 +1244,7 @@ fn streams_of_each_server_assemble() {
     let (text, _) = from_deltas(&deltas);
     assert_eq!(response.text.as_deref(), Some(text.as_str()));
     assert_eq!(text, "Both api and db are healthy.");
-    assert_eq!(
-        response.usage,
-        Some(Usage {
-            input_tokens: 312,
-            output_tokens: 21,
-            cached_input_tokens: None
-        })
-    );
+    assert_eq!(response.usage, Some(Usage::new(312, 21)));
     assert_eq!(response.finish_reason, Some(FinishReason::Stop));
 
     // OpenRouter: comments skipped; a usage chunk after the finish reason keeps it.

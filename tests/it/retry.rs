@@ -170,7 +170,12 @@ async fn a_retry_streams_its_events() {
     let model = Flaky::new(ScriptedModel::new().record_requests().text("late"), &[0]);
     let agent = Agent::builder("t").model(model).build().unwrap();
     let state = agent.run("go").await.unwrap_err().state.unwrap();
-    let names: Vec<&str> = agent.stream_retry(&state).map(|e| e.name()).collect().await;
+    let names: Vec<&str> = agent
+        .retry(&state)
+        .stream()
+        .map(|e| e.name())
+        .collect()
+        .await;
     assert_eq!(names, ["run.started", "model.turn", "run.completed"]);
 }
 
@@ -223,7 +228,7 @@ async fn a_plain_run_that_fails_returns_its_state_with_the_error() {
         "the user's input and the model's turn"
     );
     // The same state as the stream's run.failed carries.
-    let last = agent.stream("go").collect::<Vec<_>>().await.pop();
+    let last = agent.run("go").stream().collect::<Vec<_>>().await.pop();
     assert!(matches!(last, Some(Event::Failed { .. })));
 }
 

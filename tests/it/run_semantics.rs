@@ -9,7 +9,7 @@ use common::{Counter, deploy_tool, status_tool};
 use futures::StreamExt;
 use phaseo_agent::{
     Agent, AgentError, Decisions, Event, OnError, PendingKind, RunState, RunStatus, ScriptedModel,
-    Tool, ToolCall, ToolChoice, ToolContext, TurnParams,
+    Tool, ToolCall, ToolChoice, ToolContext,
 };
 use serde_json::{Value, json};
 
@@ -66,10 +66,10 @@ async fn fail_run_stops_the_turn_at_concurrency_one() {
         .tool(slow("slow", 10, &started, &finished, &cancelled))
         .build()
         .unwrap();
-    let (names, last) = stream_end(agent.stream("go")).await;
+    let (names, last) = stream_end(agent.run("go").stream()).await;
     assert_eq!(started.get(), 0, "no later call of the failed turn starts");
     assert_eq!(names.last(), Some(&"run.failed"));
-    let Some(Event::Failed { state, error }) = last else {
+    let Some(Event::Failed { state, error, .. }) = last else {
         panic!("{names:?}")
     };
     assert_eq!(error, "broken");
@@ -127,10 +127,7 @@ async fn a_tool_hidden_by_active_tools_is_treated_as_unknown() {
         json!({"type": "object"}),
         |_, _| Ok(json!("ok")),
     )
-    .next_turn(|_, params| TurnParams {
-        active_tools: Some(vec!["narrow".into()]),
-        ..params.clone()
-    });
+    .next_turn(|_, params| params.clone().active_tools(["narrow"]));
     let model = ScriptedModel::new()
         .record_requests()
         .tool_call("c1", "narrow", json!({}))
@@ -162,10 +159,7 @@ async fn a_call_under_tool_choice_none_is_treated_as_unknown_and_its_policy_appl
         json!({"type": "object"}),
         |_, _| Ok(json!("ok")),
     )
-    .next_turn(|_, params| TurnParams {
-        tool_choice: Some(ToolChoice::None),
-        ..params.clone()
-    });
+    .next_turn(|_, params| params.clone().tool_choice(ToolChoice::None));
     let model = ScriptedModel::new()
         .record_requests()
         .tool_call("c1", "quiet", json!({}))
@@ -301,11 +295,12 @@ async fn assert_refused_on_stream(
     decisions: Decisions,
     expected: &str,
 ) {
-    let (names, last) = stream_end(agent.stream_resume(state, decisions)).await;
+    let (names, last) = stream_end(agent.resume(state, decisions).stream()).await;
     assert_eq!(names, ["run.failed"], "a refused resume starts nothing");
     let Some(Event::Failed {
         error,
         state: carried,
+        ..
     }) = last
     else {
         panic!("{names:?}")

@@ -302,7 +302,7 @@ async fn dropping_a_run_fires_the_tokens_of_its_running_calls() {
         .tool_call("c1", "long", json!({}))
         .text("unreachable");
     let agent = Agent::builder("t").model(model).tool(tool).build().unwrap();
-    let mut stream = agent.stream("go");
+    let mut stream = agent.run("go").stream();
     // Read until the tool reports it started, then walk away from the run.
     while let Some(event) = stream.next().await {
         if event.name() == "tool.preliminary_result" {

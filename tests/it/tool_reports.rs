@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{Counter, status_tool};
 use phaseo_agent::{
     Agent, AgentError, Decisions, PendingKind, RunStatus, ScriptedModel, Tool, ToolCall,
-    ToolContext, TurnParams,
+    ToolContext,
 };
 use serde_json::{Value, json};
 
@@ -58,10 +58,7 @@ async fn context_and_progress_set_inside_on_tool_called_are_kept() {
 
 /// A tool whose calls switch the next turn's model to `fast`.
 fn switching(tool: Tool) -> Tool {
-    tool.next_turn(|_, params| TurnParams {
-        model: Some("fast".into()),
-        ..params.clone()
-    })
+    tool.next_turn(|_, params| params.clone().model("fast"))
 }
 
 #[tokio::test]
@@ -167,10 +164,8 @@ async fn the_context_a_failing_call_set_is_dropped() {
         .build()
         .unwrap();
     let done = agent
-        .run_with(
-            "go",
-            phaseo_agent::RunOptions::with_context(json!({"tenant": "acme"})),
-        )
+        .run("go")
+        .context(json!({"tenant": "acme"}))
         .await
         .unwrap();
     assert_eq!(

@@ -2,10 +2,7 @@ use phaseo_agent::{TurnParams, tool};
 use serde_json::Value;
 
 fn senior(_input: &Value) -> TurnParams {
-    TurnParams {
-        model: Some("senior-model".into()),
-        ..TurnParams::default()
-    }
+    TurnParams::default().model("senior-model")
 }
 
 /// Hand the conversation to the senior model.

@@ -14,9 +14,10 @@
 //! Run ids are fixed, so the output is the same on every run. Every seed is checked against its
 //! target's property before it is written.
 
+use std::future::IntoFuture;
 use std::path::Path;
 
-use phaseo_agent::{Decision, Decisions, RunOptions, RunState, RunStatus};
+use phaseo_agent::{Decision, Decisions, RunState, RunStatus};
 use serde_json::{Value, json};
 
 #[path = "../../properties/decode.rs"]
@@ -336,13 +337,14 @@ fn paused(
     signed: bool,
 ) -> RunState {
     let agent = resume::agent(resume::model(first), signed);
-    let options = RunOptions {
-        run_id: Some(format!("run_seed_{run}")),
-        context: json!({"tenant": "acme"}),
-        ..RunOptions::default()
-    };
     let result = rt
-        .block_on(agent.run_with(input, options))
+        .block_on(
+            agent
+                .run(input)
+                .run_id(format!("run_seed_{run}"))
+                .context(json!({"tenant": "acme"}))
+                .into_future(),
+        )
         .expect("the seed run does not fail");
     assert_eq!(result.status(), RunStatus::WaitingForHuman, "{input}");
     result.state
@@ -358,7 +360,7 @@ fn paused_twice(
 ) -> RunState {
     let agent = resume::agent(resume::model(next), signed);
     let result = rt
-        .block_on(agent.resume(state, decisions))
+        .block_on(agent.resume(state, decisions).into_future())
         .expect("the seed resume does not fail");
     assert_eq!(result.status(), RunStatus::WaitingForHuman);
     result.state

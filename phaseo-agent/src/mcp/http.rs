@@ -69,7 +69,7 @@ impl McpServer {
     /// ```
     /// use http_body_util::Full;
     /// use hyper::body::Bytes;
-    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::mcp::McpServer;
     /// use phaseo_agent::Tool;
     /// use serde_json::json;
     /// use tower_service::Service;
@@ -96,12 +96,12 @@ impl McpServer {
     /// [the module docs](self)).
     ///
     /// ```
-    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::mcp::McpServer;
     /// use phaseo_agent::Tool;
     /// use serde_json::json;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), phaseo_agent::mcp::server::ServeError> {
+    /// # async fn main() -> Result<(), phaseo_agent::mcp::ServeError> {
     /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
     /// let http = McpServer::new(ping).serve_http("127.0.0.1:0").await?;
     /// assert!(http.local_addr().ip().is_loopback());

@@ -4,12 +4,10 @@
 //! Stage 8, the last: serving an agent's tools needs the agent (`run`), and a call from an MCP
 //! client goes through `tool::invoke`, the same path as the agent loop.
 
-#[cfg(feature = "mcp")]
-pub mod server;
-#[cfg(feature = "mcp")]
-pub mod http;
-#[cfg(feature = "mcp")]
-pub mod client;
+mod server;
+mod http;
+mod client;
 
-#[cfg(feature = "mcp")]
 pub use client::{McpClient, McpClientBuilder, McpClientError, RefusedTool};
+pub use http::{BoundedSessions, HttpServing, McpHttpBody, McpHttpService, SessionsError};
+pub use server::{McpHandler, McpServer, NO_ELICITATION, ServeError, Serving};

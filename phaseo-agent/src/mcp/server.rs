@@ -2,7 +2,7 @@
 //! resources, to any MCP client (desktop assistants, IDEs, other agents).
 //!
 //! ```
-//! use phaseo_agent::mcp::server::McpServer;
+//! use phaseo_agent::mcp::McpServer;
 //! use phaseo_agent::tool;
 //!
 //! /// Add two numbers.
@@ -119,7 +119,7 @@ MCP client cannot ask for one (it does not support elicitation)";
 /// See [the module docs](self) for what clients see.
 ///
 /// ```
-/// use phaseo_agent::mcp::server::McpServer;
+/// use phaseo_agent::mcp::McpServer;
 /// use phaseo_agent::{Agent, ScriptedModel, Tool};
 /// use serde_json::json;
 ///
@@ -156,7 +156,7 @@ impl McpServer {
     /// `Vec` of them). Give the resources they use with [`resource`](Self::resource).
     ///
     /// ```
-    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::mcp::McpServer;
     /// use phaseo_agent::{Tool, tool};
     /// use serde_json::json;
     ///
@@ -190,7 +190,7 @@ impl McpServer {
     /// default timeout and output cap. The server is named after the agent.
     ///
     /// ```
-    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::mcp::McpServer;
     /// use phaseo_agent::{Agent, ScriptedModel, Tool};
     /// use serde_json::json;
     ///
@@ -224,7 +224,7 @@ impl McpServer {
     /// replaced.
     ///
     /// ```
-    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::mcp::McpServer;
     /// use phaseo_agent::Tool;
     /// use serde_json::json;
     ///
@@ -244,7 +244,7 @@ impl McpServer {
     /// Lends the tools these resources, added to (and replacing by type) those given before.
     ///
     /// ```
-    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::mcp::McpServer;
     /// use phaseo_agent::{Resources, Tool};
     /// use serde_json::json;
     ///
@@ -265,7 +265,7 @@ impl McpServer {
     /// (or the agent's id) and this crate's version.
     ///
     /// ```
-    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::mcp::McpServer;
     /// use phaseo_agent::Tool;
     /// use serde_json::json;
     ///
@@ -282,7 +282,7 @@ impl McpServer {
     /// Instructions the client may show its model (`instructions` of the `initialize` result).
     ///
     /// ```
-    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::mcp::McpServer;
     /// use phaseo_agent::Tool;
     /// use serde_json::json;
     ///
@@ -304,7 +304,7 @@ impl McpServer {
     /// ```
     /// use std::time::Duration;
     /// use phaseo_agent::limits::McpServerLimits;
-    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::mcp::McpServer;
     /// use phaseo_agent::Tool;
     /// use serde_json::json;
     ///
@@ -333,7 +333,7 @@ impl McpServer {
     /// of sandboxed pages and local files. Calling this again replaces the list.
     ///
     /// ```
-    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::mcp::McpServer;
     /// use phaseo_agent::Tool;
     /// use serde_json::json;
     ///
@@ -354,7 +354,7 @@ impl McpServer {
     /// [`AgentError::InvalidAgent`] when two tools share an id.
     ///
     /// ```
-    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::mcp::McpServer;
     /// use phaseo_agent::Tool;
     /// use serde_json::json;
     ///
@@ -422,7 +422,7 @@ impl McpServer {
     /// the session; [`Serving::wait`] for its end.
     ///
     /// ```
-    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::mcp::McpServer;
     /// use phaseo_agent::Tool;
     /// use serde_json::json;
     ///
@@ -446,12 +446,12 @@ impl McpServer {
     /// the server expects. Write logs to stderr (stdout carries the protocol).
     ///
     /// ```no_run
-    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::mcp::McpServer;
     /// use phaseo_agent::Tool;
     /// use serde_json::json;
     ///
     /// # #[tokio::main]
-    /// # async fn main() -> Result<(), phaseo_agent::mcp::server::ServeError> {
+    /// # async fn main() -> Result<(), phaseo_agent::mcp::ServeError> {
     /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| Ok(json!("pong")));
     /// McpServer::new(ping).serve_stdio().await?.wait().await
     /// # }
@@ -591,7 +591,7 @@ impl McpHandler {
     /// The ids of the tools served, in order.
     ///
     /// ```
-    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::mcp::McpServer;
     /// use phaseo_agent::Tool;
     /// use serde_json::json;
     ///
@@ -609,7 +609,7 @@ impl McpHandler {
     /// from.
     ///
     /// ```
-    /// use phaseo_agent::mcp::server::McpServer;
+    /// use phaseo_agent::mcp::McpServer;
     /// use phaseo_agent::Tool;
     /// use serde_json::json;
     ///

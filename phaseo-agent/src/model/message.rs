@@ -103,3 +103,33 @@ pub enum Message {
         content: String,
     },
 }
+
+impl Message {
+    /// A user's message.
+    ///
+    /// ```
+    /// use phaseo_agent::Message;
+    ///
+    /// assert_eq!(Message::user("Hi"), Message::User { content: "Hi".into() });
+    /// ```
+    pub fn user(content: impl Into<String>) -> Self {
+        Message::User {
+            content: content.into(),
+        }
+    }
+
+    /// A model's text answer, without tool calls.
+    ///
+    /// ```
+    /// use phaseo_agent::Message;
+    ///
+    /// let answer = Message::assistant("Thanks, noted.");
+    /// assert_eq!(answer, Message::Assistant { content: Some("Thanks, noted.".into()), tool_calls: vec![] });
+    /// ```
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Message::Assistant {
+            content: Some(content.into()),
+            tool_calls: Vec::new(),
+        }
+    }
+}

@@ -25,16 +25,16 @@ use crate::model::message::{Message, ToolCall};
 /// let agent = Agent::builder("ops").model(model.clone()).tool(ping).build()?;
 /// agent.run("Hello").await?;
 /// // What the model was told about the tool.
-/// assert_eq!(model.requests()[0].tools, vec![ToolDefinition {
-///     name: "ping".into(),
-///     description: "Check that a host answers".into(),
-///     parameters: json!({"type": "object", "properties": {"host": {"type": "string"}}}),
-///     strict: false,
-/// }]);
+/// assert_eq!(model.requests()[0].tools, vec![ToolDefinition::new(
+///     "ping",
+///     "Check that a host answers",
+///     json!({"type": "object", "properties": {"host": {"type": "string"}}}),
+/// )]);
 /// # Ok(())
 /// # }
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolDefinition {
     /// The tool id.
     pub name: String,
@@ -46,6 +46,33 @@ pub struct ToolDefinition {
     /// a provider converts `parameters` to its strict dialect.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub strict: bool,
+}
+
+impl ToolDefinition {
+    /// A tool as a model is told of it, not strict.
+    ///
+    /// ```
+    /// use phaseo_agent::ToolDefinition;
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// let ping = ToolDefinition::new("ping", "Check that a host answers", json!({"type": "object"}));
+    /// assert!(!ping.strict);
+    /// assert!(ping.strict(true).strict);
+    /// ```
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+        ToolDefinition {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+            strict: false,
+        }
+    }
+
+    /// Whether the provider is asked to hold the model to the schema (see the field).
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
 }
 
 /// Which tools the model may or must call on a turn.
@@ -109,22 +136,23 @@ pub enum ToolChoice {
 /// # }
 /// ```
 ///
-/// Built by hand, a request owns its fields (`.into()` turns a `String`, `&str` or `Vec` into a
-/// `Cow`):
+/// Built by hand (to test a [`Model`] of your own), a request starts from its messages, and its
+/// other fields are set with methods of the same names (`.into()` turns a `String`, `&str`, slice
+/// or `Vec` into a `Cow`):
 ///
 /// ```
 /// use phaseo_agent::{Message, ModelRequest};
 ///
-/// let request = ModelRequest {
-///     instructions: "Be brief.".into(),
-///     messages: vec![Message::User { content: "Hi".into() }].into(),
-///     ..ModelRequest::default()
-/// };
+/// let request = ModelRequest::new(vec![Message::user("Hi")])
+///     .instructions("Be brief.")
+///     .temperature(0.2);
+/// assert_eq!(request.temperature, Some(0.2));
 /// assert_eq!(request.messages.len(), 1);
 /// let kept: ModelRequest<'static> = request.into_owned();
 /// assert_eq!(kept.instructions, "Be brief.");
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ModelRequest<'a> {
     /// A model name override for this turn, if any (see next-turn overrides).
     pub model: Option<Cow<'a, str>>,
@@ -149,7 +177,69 @@ pub struct ModelRequest<'a> {
     pub meta: RequestMeta<'a>,
 }
 
-impl ModelRequest<'_> {
+impl<'a> ModelRequest<'a> {
+    /// A request of these messages, with every other field at its default (no instructions, no
+    /// tools, automatic tool choice, the provider's own sampling).
+    pub fn new(messages: impl Into<Cow<'a, [Message]>>) -> Self {
+        ModelRequest {
+            messages: messages.into(),
+            ..ModelRequest::default()
+        }
+    }
+
+    /// The model name; unset, the provider's own.
+    pub fn model(mut self, model: impl Into<Cow<'a, str>>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// The conversation so far.
+    pub fn messages(mut self, messages: impl Into<Cow<'a, [Message]>>) -> Self {
+        self.messages = messages.into();
+        self
+    }
+
+    /// The instructions (system prompt).
+    pub fn instructions(mut self, instructions: impl Into<Cow<'a, str>>) -> Self {
+        self.instructions = instructions.into();
+        self
+    }
+
+    /// The tools offered to the model.
+    pub fn tools(mut self, tools: impl Into<Cow<'a, [ToolDefinition]>>) -> Self {
+        self.tools = tools.into();
+        self
+    }
+
+    /// The sampling temperature.
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// The most output tokens.
+    pub fn max_output_tokens(mut self, max: u32) -> Self {
+        self.max_output_tokens = Some(max);
+        self
+    }
+
+    /// Which tools the model may or must call.
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = choice;
+        self
+    }
+
+    /// Whether the model may call several tools in one turn; unset, the provider's default.
+    pub fn parallel_tool_calls(mut self, allowed: bool) -> Self {
+        self.parallel_tool_calls = Some(allowed);
+        self
+    }
+
+    /// Which run, agent and turn the request belongs to.
+    pub fn meta(mut self, meta: RequestMeta<'a>) -> Self {
+        self.meta = meta;
+        self
+    }
     /// The same request, owning all its data (a deep copy of whatever it borrows), so it can be
     /// kept after the run goes on.
     ///
@@ -157,7 +247,7 @@ impl ModelRequest<'_> {
     /// use phaseo_agent::{Message, ModelRequest};
     ///
     /// let conversation = vec![Message::User { content: "Hi".into() }];
-    /// let borrowed = ModelRequest { messages: conversation.as_slice().into(), ..ModelRequest::default() };
+    /// let borrowed = ModelRequest::new(conversation.as_slice());
     /// let kept = borrowed.into_owned();
     /// drop(conversation);
     /// assert_eq!(kept.messages, vec![Message::User { content: "Hi".into() }]);
@@ -203,6 +293,7 @@ impl ModelRequest<'_> {
 /// # }
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RequestMeta<'a> {
     /// The run's id.
     pub run_id: Cow<'a, str>,
@@ -212,14 +303,27 @@ pub struct RequestMeta<'a> {
     pub turn: usize,
 }
 
-impl RequestMeta<'_> {
+impl<'a> RequestMeta<'a> {
+    /// The ids of a run's request: its run, its agent, and the turn's index (0 for the first).
+    pub fn new(
+        run_id: impl Into<Cow<'a, str>>,
+        agent_id: impl Into<Cow<'a, str>>,
+        turn: usize,
+    ) -> Self {
+        RequestMeta {
+            run_id: run_id.into(),
+            agent_id: agent_id.into(),
+            turn,
+        }
+    }
+
     /// The same ids, owned.
     ///
     /// ```
     /// use phaseo_agent::RequestMeta;
     ///
     /// let run_id = String::from("run_1");
-    /// let meta = RequestMeta { run_id: run_id.as_str().into(), agent_id: "ops".into(), turn: 0 };
+    /// let meta = RequestMeta::new(run_id.as_str(), "ops", 0);
     /// let kept: RequestMeta<'static> = meta.into_owned();
     /// drop(run_id);
     /// assert_eq!(kept.run_id, "run_1");
@@ -268,13 +372,14 @@ pub enum FinishReason {
 /// ```
 /// use phaseo_agent::Usage;
 ///
-/// let first = Usage { input_tokens: 100, output_tokens: 20, cached_input_tokens: Some(64) };
-/// let second = Usage { input_tokens: 130, output_tokens: 5, cached_input_tokens: None };
+/// let first = Usage::new(100, 20).cached_input_tokens(64);
+/// let second = Usage::new(130, 5);
 /// let total = first + second;
 /// assert_eq!((total.input_tokens, total.output_tokens, total.cached_input_tokens), (230, 25, Some(64)));
 /// assert!(Usage::default().is_zero());
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Usage {
     /// Tokens of input (the prompt: instructions, conversation, tools).
     pub input_tokens: u64,
@@ -286,6 +391,21 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Input and output tokens; the counts a provider may add (cached input) are unset.
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Usage {
+            input_tokens,
+            output_tokens,
+            cached_input_tokens: None,
+        }
+    }
+
+    /// The input tokens read from the provider's prompt cache.
+    pub fn cached_input_tokens(mut self, tokens: u64) -> Self {
+        self.cached_input_tokens = Some(tokens);
+        self
+    }
+
     /// Whether no tokens are counted.
     pub fn is_zero(&self) -> bool {
         *self == Usage::default()
@@ -328,6 +448,7 @@ impl std::ops::AddAssign for Usage {
 /// assert!(ModelResponse::text("  ").is_empty()); // whitespace only: an empty answer
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ModelResponse {
     /// Text, if any. A response with no tool calls ends the run with this text as its output.
     pub text: Option<String>,
@@ -345,6 +466,41 @@ pub struct ModelResponse {
 }
 
 impl ModelResponse {
+    /// A response of this text and these calls, with no finish reason, usage or id (set them with
+    /// the methods of the same names). Most test doubles want [`text`](Self::text) or
+    /// [`tool_calls`](Self::tool_calls) instead.
+    ///
+    /// ```
+    /// use phaseo_agent::{FinishReason, ModelResponse, ToolCall, Usage};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// let turn = ModelResponse::new(Some("Checking.".into()), [ToolCall::new("c1", "get_status", json!({}))])
+    ///     .finish_reason(FinishReason::ToolCalls)
+    ///     .usage(Usage::new(120, 8))
+    ///     .id("resp_1");
+    /// assert_eq!(turn.text.as_deref(), Some("Checking."));
+    /// assert_eq!(turn.id.as_deref(), Some("resp_1"));
+    /// ```
+    pub fn new(text: Option<String>, tool_calls: impl IntoIterator<Item = ToolCall>) -> Self {
+        ModelResponse {
+            text,
+            tool_calls: tool_calls.into_iter().collect(),
+            ..ModelResponse::default()
+        }
+    }
+
+    /// The same response, with why the model stopped.
+    pub fn finish_reason(mut self, reason: FinishReason) -> Self {
+        self.finish_reason = Some(reason);
+        self
+    }
+
+    /// The same response, with the provider's id of it.
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
     /// A final text answer.
     pub fn text(text: impl Into<String>) -> Self {
         ModelResponse {
@@ -370,14 +526,14 @@ impl ModelResponse {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let usage = Usage { input_tokens: 120, output_tokens: 8, cached_input_tokens: None };
-    /// let model = ScriptedModel::new().turn(ModelResponse::text("Hello!").with_usage(usage));
+    /// let usage = Usage::new(120, 8);
+    /// let model = ScriptedModel::new().turn(ModelResponse::text("Hello!").usage(usage));
     /// let agent = Agent::builder("greeter").model(model).build()?;
     /// assert_eq!(agent.run("Hi").await?.usage(), usage);
     /// # Ok(())
     /// # }
     /// ```
-    pub fn with_usage(mut self, usage: Usage) -> Self {
+    pub fn usage(mut self, usage: Usage) -> Self {
         self.usage = Some(usage);
         self
     }
@@ -390,7 +546,7 @@ impl ModelResponse {
 
 /// A piece of a response as it streams in.
 ///
-/// A streamed run ([`Agent::stream`](crate::Agent::stream)) hands them out as
+/// A streamed run ([`RunRequest::stream`](crate::RunRequest::stream)) hands them out as
 /// [`Event::ModelDelta`](crate::Event::ModelDelta) events:
 ///
 /// ```
@@ -406,7 +562,7 @@ impl ModelResponse {
 ///     .text("Nothing found.")
 ///     .streaming(true);
 /// let agent = Agent::builder("helper").model(model).tool(search).build()?;
-/// let mut events = agent.stream("Search for the printer");
+/// let mut events = agent.run("Search for the printer").stream();
 /// let mut arguments = String::new();
 /// while let Some(event) = events.next().await {
 ///     if let Event::ModelDelta { delta: ModelDelta::ToolCall { arguments: piece, .. }, .. } = event {
@@ -516,7 +672,7 @@ pub trait Model: Send + Sync {
 
     /// Answers one request, sending text and tool-call deltas to `deltas` as they arrive, and
     /// returns the whole response at the end. The agent calls it only when someone listens to the
-    /// run's events ([`Agent::stream`](crate::Agent::stream)); a plain `run()` calls
+    /// run's events ([`RunRequest::stream`](crate::RunRequest::stream)); a plain `run()` calls
     /// [`respond`](Model::respond). The default sends nothing and answers whole.
     fn respond_streaming<'a>(
         &'a self,
@@ -560,12 +716,13 @@ forward_model!(Arc, Box);
 /// use serde_json::json;
 ///
 /// // Let the model answer in words next turn, with no tool calls.
-/// let params = TurnParams { tool_choice: Some(ToolChoice::None), ..TurnParams::default() };
+/// let params = TurnParams::default().tool_choice(ToolChoice::None);
 /// assert_eq!(params.model, None); // the agent's model stays
 /// // Unset fields are left out of the stored form.
 /// assert_eq!(serde_json::to_value(&params).unwrap(), json!({"tool_choice": {"type": "none"}}));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TurnParams {
     /// The model name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -588,6 +745,42 @@ pub struct TurnParams {
 }
 
 impl TurnParams {
+    /// Use this model.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Use this sampling temperature.
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Allow at most this many output tokens.
+    pub fn max_output_tokens(mut self, max: u32) -> Self {
+        self.max_output_tokens = Some(max);
+        self
+    }
+
+    /// Use these instructions (system prompt).
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Let the model call tools this way.
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
+        self
+    }
+
+    /// Offer only the tools with these ids.
+    pub fn active_tools(mut self, ids: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.active_tools = Some(ids.into_iter().map(Into::into).collect());
+        self
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         *self == TurnParams::default()
     }

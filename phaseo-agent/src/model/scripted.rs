@@ -54,7 +54,7 @@ impl ScriptedModel {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let cut_short = ModelResponse { finish_reason: Some(FinishReason::Length), ..ModelResponse::text("The answer is") };
+    /// let cut_short = ModelResponse::text("The answer is").finish_reason(FinishReason::Length);
     /// let model = ScriptedModel::new().turn(cut_short);
     /// let agent = Agent::builder("a").model(model).build()?;
     /// assert_eq!(agent.run("What is the answer?").await?.output(), Some("The answer is"));
@@ -79,7 +79,7 @@ impl ScriptedModel {
     /// let model = ScriptedModel::new().text("Hello there!").streaming(true);
     /// let agent = Agent::builder("a").model(model).build().unwrap();
     /// let text: String = agent
-    ///     .stream("Hi")
+    ///     .run("Hi").stream()
     ///     .filter_map(|event| async move {
     ///         match event {
     ///             Event::ModelDelta { delta: ModelDelta::Text { text }, .. } => Some(text),

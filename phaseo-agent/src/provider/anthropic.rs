@@ -548,39 +548,30 @@ impl Model for Anthropic {
 /// Anthropic `input_schema` (its root is a union, or not an object).
 ///
 /// ```
-/// use phaseo_agent::{Message, ModelRequest, ToolCall, ToolChoice, ToolDefinition};
+/// use phaseo_agent::{Message, ModelRequest, ToolCall, ToolDefinition};
 /// use phaseo_agent::provider::anthropic::{Anthropic, request_body};
 /// use serde_json::json;
 ///
-/// let request = ModelRequest {
-///     model: None,
-///     instructions: "Be brief.".into(),
-///     messages: vec![
-///         Message::User { content: "Status of api and db?".into() },
-///         Message::Assistant {
-///             content: None,
-///             tool_calls: vec![
-///                 ToolCall::new("toolu_1", "get_status", json!({"service": "api"})),
-///                 ToolCall::new("toolu_2", "get_status", json!({"service": "db"})),
-///             ],
-///         },
-///         Message::Tool { call_id: "toolu_1".into(), name: "get_status".into(), content: r#"{"status":"up"}"#.into() },
-///         Message::Tool { call_id: "toolu_2".into(), name: "get_status".into(), content: r#"{"error":"timed out"}"#.into() },
-///     ]
-///     .into(),
-///     tools: vec![ToolDefinition {
-///         name: "get_status".into(),
-///         description: "Get a service's status".into(),
-///         parameters: json!({"type": "object", "properties": {"service": {"type": "string"}}}),
-///         strict: false,
-///     }]
-///     .into(),
-///     temperature: None,
-///     max_output_tokens: None,
-///     tool_choice: ToolChoice::Auto,
-///     parallel_tool_calls: Some(false),
-///     meta: Default::default(),
-/// };
+/// let tools = vec![ToolDefinition::new(
+///     "get_status",
+///     "Get a service's status",
+///     json!({"type": "object", "properties": {"service": {"type": "string"}}}),
+/// )];
+/// let request = ModelRequest::new(vec![
+///     Message::User { content: "Status of api and db?".into() },
+///     Message::Assistant {
+///         content: None,
+///         tool_calls: vec![
+///             ToolCall::new("toolu_1", "get_status", json!({"service": "api"})),
+///             ToolCall::new("toolu_2", "get_status", json!({"service": "db"})),
+///         ],
+///     },
+///     Message::Tool { call_id: "toolu_1".into(), name: "get_status".into(), content: r#"{"status":"up"}"#.into() },
+///     Message::Tool { call_id: "toolu_2".into(), name: "get_status".into(), content: r#"{"error":"timed out"}"#.into() },
+/// ])
+///     .instructions("Be brief.")
+///     .tools(tools)
+///     .parallel_tool_calls(false);
 /// let body = request_body(&request, &Anthropic::new("claude-sonnet-4-5"), false).unwrap();
 /// assert_eq!(body["system"], "Be brief.");
 /// assert_eq!(body["max_tokens"], 4096);

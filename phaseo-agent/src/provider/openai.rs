@@ -659,39 +659,32 @@ fn whole_deltas(response: &ModelResponse) -> Vec<ModelDelta> {
 /// not offered (or requires a tool and none is offered).
 ///
 /// ```
-/// use phaseo_agent::{Message, ModelRequest, ToolCall, ToolChoice, ToolDefinition};
+/// use phaseo_agent::{Message, ModelRequest, ToolCall, ToolDefinition};
 /// use phaseo_agent::provider::openai::{OpenAi, request_body};
 /// use serde_json::json;
 ///
-/// let request = ModelRequest {
-///     model: None,
-///     instructions: "Be brief.".into(),
-///     messages: vec![
-///         Message::User { content: "Status of api and db?".into() },
-///         Message::Assistant {
-///             content: None,
-///             tool_calls: vec![
-///                 ToolCall::new("call_1", "get_status", json!({"service": "api"})),
-///                 ToolCall::new("call_2", "get_status", json!({"service": "db"})),
-///             ],
-///         },
-///         Message::Tool { call_id: "call_1".into(), name: "get_status".into(), content: r#"{"status":"up"}"#.into() },
-///         Message::Tool { call_id: "call_2".into(), name: "get_status".into(), content: r#"{"status":"up"}"#.into() },
-///     ]
-///     .into(),
-///     tools: vec![ToolDefinition {
-///         name: "get_status".into(),
-///         description: "Get a service's status".into(),
-///         parameters: json!({"type": "object", "properties": {"service": {"type": "string"}}}),
-///         strict: false,
-///     }]
-///     .into(),
-///     temperature: Some(0.2),
-///     max_output_tokens: Some(500),
-///     tool_choice: ToolChoice::Auto,
-///     parallel_tool_calls: Some(true),
-///     meta: Default::default(),
-/// };
+/// let tools = vec![ToolDefinition::new(
+///     "get_status",
+///     "Get a service's status",
+///     json!({"type": "object", "properties": {"service": {"type": "string"}}}),
+/// )];
+/// let request = ModelRequest::new(vec![
+///     Message::User { content: "Status of api and db?".into() },
+///     Message::Assistant {
+///         content: None,
+///         tool_calls: vec![
+///             ToolCall::new("call_1", "get_status", json!({"service": "api"})),
+///             ToolCall::new("call_2", "get_status", json!({"service": "db"})),
+///         ],
+///     },
+///     Message::Tool { call_id: "call_1".into(), name: "get_status".into(), content: r#"{"status":"up"}"#.into() },
+///     Message::Tool { call_id: "call_2".into(), name: "get_status".into(), content: r#"{"status":"up"}"#.into() },
+/// ])
+///     .instructions("Be brief.")
+///     .tools(tools)
+///     .temperature(0.2)
+///     .max_output_tokens(500)
+///     .parallel_tool_calls(true);
 /// let model = OpenAi::new("qwen3:8b").base_url("http://localhost:11434/v1");
 /// let body = request_body(&request, &model, false).unwrap();
 /// assert_eq!(body["messages"][0], json!({"role": "system", "content": "Be brief."}));

@@ -4,11 +4,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use crate::error::{AgentError, ModelError};
-use crate::model::message::{Message, ToolCall};
-use crate::model::request::{Model, ToolDefinition, TurnParams};
+use crate::model::message::ToolCall;
+use crate::model::request::{Model, ToolDefinition};
 use crate::tool::call::Later;
 use crate::tool::context::ToolContext;
 use crate::tool::definition::{IntoTool, IntoTools, OnError, Tool};
@@ -108,12 +106,13 @@ impl AgentInner {
 /// assert_eq!(policy.max_retry_after, Duration::from_secs(60));
 ///
 /// // More patient with a provider that is often busy: a sixth retry (attempt 5) still happens.
-/// let patient = RetryPolicy { max_retries: 6, ..RetryPolicy::default() };
+/// let patient = RetryPolicy::default().max_retries(6);
 /// let overloaded = ModelError::from_status(529, "overloaded");
 /// assert_eq!(policy.delay(5, &overloaded, 0.0), None);
 /// assert_eq!(patient.delay(5, &overloaded, 0.0), Some(Duration::from_secs(8))); // half of 16 s
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RetryPolicy {
     /// How many times a request is retried (0: never).
     pub max_retries: u32,
@@ -137,6 +136,30 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// Retry a request at most this many times (0: never).
+    pub fn max_retries(mut self, retries: u32) -> Self {
+        self.max_retries = retries;
+        self
+    }
+
+    /// Wait this long before the first retry (the wait doubles from there, with jitter).
+    pub fn initial_backoff(mut self, wait: Duration) -> Self {
+        self.initial_backoff = wait;
+        self
+    }
+
+    /// Wait at most this long between retries.
+    pub fn max_backoff(mut self, wait: Duration) -> Self {
+        self.max_backoff = wait;
+        self
+    }
+
+    /// Honour a provider's `retry-after` up to this long; a longer one fails the request.
+    pub fn max_retry_after(mut self, wait: Duration) -> Self {
+        self.max_retry_after = wait;
+        self
+    }
+
     /// Never retry.
     ///
     /// ```
@@ -255,71 +278,6 @@ impl ToolExecution {
     pub(crate) fn max_output_chars_of(&self, tool: Option<&Tool>) -> Option<usize> {
         tool.and_then(|tool| tool.max_output_chars)
             .or(self.max_output_chars)
-    }
-}
-
-/// Options for one run.
-///
-/// ```
-/// use phaseo_agent::{Agent, RunOptions, ScriptedModel, TurnParams};
-/// use phaseo_agent::serde_json::json;
-///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-/// let model = ScriptedModel::new().record_requests().text("Hello, Acme!");
-/// let agent = Agent::builder("support").model(model.clone()).build()?;
-/// let options = RunOptions {
-///     run_id: Some("ticket-42".into()),
-///     first_turn: TurnParams { temperature: Some(0.0), ..TurnParams::default() },
-///     ..RunOptions::with_context(json!({"tenant": "acme"}))
-/// };
-/// let done = agent.run_with("Hi", options).await?;
-/// assert_eq!(done.state.run_id(), "ticket-42");
-/// assert_eq!(done.state.context(), &json!({"tenant": "acme"}));
-/// assert_eq!(model.requests()[0].temperature, Some(0.0));
-/// # Ok(())
-/// # }
-/// ```
-#[derive(Debug, Clone, Default)]
-pub struct RunOptions {
-    /// The application context tools see (`ctx.context()`); `Value::Null` if unset.
-    pub context: Value,
-    /// A run id; a fresh one is made if unset.
-    pub run_id: Option<String>,
-    /// Overrides the agent's tool concurrency for this run.
-    pub concurrency: Option<usize>,
-    /// Earlier messages of the conversation: the run starts from them, with the new user input
-    /// after them (see also [`Agent::continue_run`](crate::Agent::continue_run)).
-    pub history: Vec<Message>,
-    /// Overrides for the run's first model request, as a tool's next-turn overrides are for the
-    /// request after it: for example `tool_choice: Some(ToolChoice::Required)` to make the model
-    /// call a tool first.
-    pub first_turn: TurnParams,
-}
-
-impl RunOptions {
-    /// Options with an application context.
-    ///
-    /// ```
-    /// use phaseo_agent::{Agent, RunOptions, ScriptedModel, Tool};
-    /// use phaseo_agent::serde_json::json;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let whoami = Tool::new("whoami", "The current tenant", json!({"type": "object"}),
-    ///     |_, ctx| Ok(ctx.context()["tenant"].clone()));
-    /// let model = ScriptedModel::new().tool_call("call_1", "whoami", json!({})).text("You are Acme.");
-    /// let agent = Agent::builder("support").model(model).tool(whoami).build()?;
-    /// let done = agent.run_with("Who am I?", RunOptions::with_context(json!({"tenant": "acme"}))).await?;
-    /// assert_eq!(done.state.tool_result("call_1"), Some(r#""acme""#));
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn with_context(context: Value) -> Self {
-        RunOptions {
-            context,
-            ..Self::default()
-        }
     }
 }
 
@@ -509,7 +467,7 @@ impl AgentBuilder {
     ///     .error(ModelError::from_status(429, "slow down"))
     ///     .error(ModelError::from_status(529, "overloaded"))
     ///     .text("Hello!");
-    /// let quick = RetryPolicy { initial_backoff: Duration::from_millis(1), ..RetryPolicy::default() };
+    /// let quick = RetryPolicy::default().initial_backoff(Duration::from_millis(1));
     /// let agent = Agent::builder("a").model(model.clone()).model_retries(quick).build()?;
     /// assert_eq!(agent.run("Hi").await?.output(), Some("Hello!"));
     /// assert_eq!(model.requests().len(), 3); // two retries, then the answer

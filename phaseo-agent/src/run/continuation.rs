@@ -3,9 +3,9 @@
 
 use crate::error::AgentError;
 use crate::model::message::Message;
-use crate::run::agent::{Agent, RunOptions};
+use crate::run::agent::Agent;
 use crate::run::event::Emitter;
-use crate::run::runner::{Runner, refuse};
+use crate::run::runner::{RunOptions, Runner, refuse};
 use crate::run::state::{RunError, RunResult, RunState, RunStatus};
 
 impl Runner {
@@ -13,7 +13,7 @@ impl Runner {
         agent: Agent,
         state: RunState,
         input: String,
-        options: RunOptions,
+        mut options: RunOptions,
         events: Emitter,
     ) -> Result<RunResult, RunError> {
         let given = events.is_listening().then(|| state.clone());
@@ -28,6 +28,9 @@ impl Runner {
         runner.state.output = None;
         runner.state.turn_base = runner.state.turns;
         runner.state.messages.push(Message::User { content: input });
+        if let Some(first_turn) = options.first_turn.take() {
+            runner.state.next_turn = first_turn;
+        }
         runner.emit_started(true);
         let result = runner.drive().await;
         runner.finish(result)

@@ -1,4 +1,4 @@
-//! The events of a run, in the order they happen; see [`Agent::stream`](crate::Agent::stream).
+//! The events of a run, in the order they happen; see [`RunRequest::stream`](crate::RunRequest::stream).
 
 use std::sync::Arc;
 
@@ -25,7 +25,7 @@ use crate::tool::context::ProgressSink;
 /// let ping = Tool::new("ping", "Ping a host", json!({"type": "object"}), |_, _| Ok(json!("pong")));
 /// let model = ScriptedModel::new().tool_call("call_1", "ping", json!({})).text("It answers.");
 /// let agent = Agent::builder("ops").model(model).tool(ping).build()?;
-/// let events: Vec<Event> = agent.stream("Ping it").collect().await;
+/// let events: Vec<Event> = agent.run("Ping it").stream().collect().await;
 ///
 /// let names: Vec<&str> = events.iter().map(Event::name).collect();
 /// assert_eq!(names, ["run.started", "model.turn", "tool.called", "tool.result", "model.turn", "run.completed"]);
@@ -40,6 +40,7 @@ use crate::tool::context::ProgressSink;
 pub enum Event {
     /// A run started, or a paused run resumed.
     #[serde(rename = "run.started")]
+    #[non_exhaustive]
     RunStarted {
         /// The run id.
         run_id: String,
@@ -50,6 +51,7 @@ pub enum Event {
     },
     /// The model answered a turn.
     #[serde(rename = "model.turn")]
+    #[non_exhaustive]
     ModelTurn {
         /// The turn index (0 for the first).
         step_index: usize,
@@ -69,6 +71,7 @@ pub enum Event {
     /// [`Model::respond_streaming`](crate::Model::respond_streaming)). The whole turn follows as
     /// `model.turn`.
     #[serde(rename = "model.delta")]
+    #[non_exhaustive]
     ModelDelta {
         /// The turn index.
         step_index: usize,
@@ -77,6 +80,7 @@ pub enum Event {
     },
     /// A model request failed with a retryable error, and will be retried after `delay_ms`.
     #[serde(rename = "model.retry")]
+    #[non_exhaustive]
     ModelRetry {
         /// The turn index.
         step_index: usize,
@@ -89,12 +93,14 @@ pub enum Event {
     },
     /// A tool call is about to run.
     #[serde(rename = "tool.called")]
+    #[non_exhaustive]
     ToolCalled {
         /// The call.
         call: ToolCall,
     },
     /// A tool published a progress value.
     #[serde(rename = "tool.preliminary_result")]
+    #[non_exhaustive]
     PreliminaryResult {
         /// The call id.
         call_id: String,
@@ -105,6 +111,7 @@ pub enum Event {
     },
     /// A tool call finished; `content` is what the model sees.
     #[serde(rename = "tool.result")]
+    #[non_exhaustive]
     ToolResult {
         /// The call id.
         call_id: String,
@@ -116,6 +123,7 @@ pub enum Event {
     /// A tool call failed. `error` is the operator's diagnostic; `content` is what the model sees
     /// (absent when the error fails the run).
     #[serde(rename = "tool.error")]
+    #[non_exhaustive]
     ToolError {
         /// The call id.
         call_id: String,
@@ -128,6 +136,7 @@ pub enum Event {
     },
     /// The run paused for a person; `state` is what to store and resume.
     #[serde(rename = "run.paused")]
+    #[non_exhaustive]
     Paused {
         /// The calls waiting for a decision.
         pending: Vec<PendingCall>,
@@ -136,6 +145,7 @@ pub enum Event {
     },
     /// The run completed.
     #[serde(rename = "run.completed")]
+    #[non_exhaustive]
     Completed {
         /// The model's final text.
         output: String,
@@ -144,6 +154,7 @@ pub enum Event {
     },
     /// The run failed, or a resume was refused.
     #[serde(rename = "run.failed")]
+    #[non_exhaustive]
     Failed {
         /// The error.
         error: String,
@@ -160,9 +171,17 @@ impl Event {
     /// The event's dotted name, e.g. `"tool.preliminary_result"`.
     ///
     /// ```
-    /// use phaseo_agent::Event;
-    /// let e = Event::ToolCalled { call: phaseo_agent::ToolCall::raw("call_1", "fly", "{}") };
-    /// assert_eq!(e.name(), "tool.called");
+    /// use futures::StreamExt;
+    /// use phaseo_agent::{Agent, Event, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let agent = Agent::builder("greeter").model(ScriptedModel::new().text("Hi!")).build()?;
+    /// let events: Vec<Event> = agent.run("Hello").stream().collect().await;
+    /// assert_eq!(events[0].name(), "run.started");
+    /// assert_eq!(events.last().map(Event::name), Some("run.completed"));
+    /// # Ok(())
+    /// # }
     /// ```
     pub fn name(&self) -> &'static str {
         match self {
@@ -257,13 +276,13 @@ type RunFuture = futures::future::BoxFuture<'static, Result<RunResult, RunError>
 /// let model = ScriptedModel::new().tool_call("call_1", "deploy", json!({"environment": "staging"}));
 /// let agent = Agent::builder("release").model(model).tool(deploy).build()?;
 ///
-/// let mut events = agent.stream("Deploy staging");
+/// let mut events = agent.run("Deploy staging").stream();
 /// let mut last = None;
 /// while let Some(event) = events.next().await {
 ///     println!("{}", event.name());
 ///     last = Some(event);
 /// }
-/// let Some(Event::Paused { pending, state }) = last else { panic!("the run should pause") };
+/// let Some(Event::Paused { pending, state, .. }) = last else { panic!("the run should pause") };
 /// assert_eq!(pending[0].kind, PendingKind::ToolApproval);
 /// assert!(state.to_json().contains("call_1")); // store it, resume it later
 /// # Ok(())

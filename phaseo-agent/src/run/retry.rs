@@ -2,9 +2,9 @@
 
 use crate::error::AgentError;
 use crate::model::message::Message;
-use crate::run::agent::{Agent, RunOptions};
+use crate::run::agent::Agent;
 use crate::run::event::Emitter;
-use crate::run::runner::{Runner, refuse};
+use crate::run::runner::{RunOptions, Runner, refuse};
 use crate::run::state::{RunError, RunResult, RunState, RunStatus};
 
 impl Runner {

@@ -20,7 +20,7 @@ use crate::model::message::{Message, ToolCall};
 use crate::model::request::{
     DeltaSink, ModelDelta, ModelRequest, ModelResponse, RequestMeta, ToolChoice, TurnParams,
 };
-use crate::run::agent::{Agent, AgentInner, RunOptions};
+use crate::run::agent::{Agent, AgentInner};
 use crate::run::event::{Emitter, Event};
 use crate::run::execute::{Effects, Execution, Outcome, Run};
 use crate::run::signing;
@@ -64,6 +64,21 @@ pub(crate) struct Runner {
     pub(crate) context: Arc<serde_json::Value>,
 }
 
+/// The settings of one run, set on its request (see `entry`); the runner reads them once.
+#[derive(Debug, Default)]
+pub(crate) struct RunOptions {
+    /// The application context of a new run.
+    pub(crate) context: serde_json::Value,
+    /// The id of a new run; a fresh one if unset.
+    pub(crate) run_id: Option<String>,
+    /// Overrides the agent's tool concurrency for this run.
+    pub(crate) concurrency: Option<usize>,
+    /// Earlier messages of a new run's conversation.
+    pub(crate) history: Vec<Message>,
+    /// Overrides for the first model request of a new or continued run.
+    pub(crate) first_turn: Option<TurnParams>,
+}
+
 impl Runner {
     pub(crate) async fn start(
         agent: Agent,
@@ -75,7 +90,7 @@ impl Runner {
         let context = std::mem::take(&mut options.context);
         let mut state = RunState::new(run_id, agent.inner.id.clone(), context);
         state.messages = std::mem::take(&mut options.history);
-        state.next_turn = std::mem::take(&mut options.first_turn);
+        state.next_turn = options.first_turn.take().unwrap_or_default();
         state.messages.push(Message::User { content: input });
         let mut runner = Runner::new(agent, state, &options, events);
         runner.emit_started(false);

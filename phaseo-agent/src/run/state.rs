@@ -180,7 +180,7 @@ impl Decision {
 /// state with [`AgentError::WrongRun`], before anything runs or changes:
 ///
 /// ```
-/// use phaseo_agent::{Agent, AgentError, Decisions, RunOptions, ScriptedModel, Tool};
+/// use phaseo_agent::{Agent, AgentError, Decisions, ScriptedModel, Tool};
 /// use serde_json::json;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
@@ -862,7 +862,8 @@ impl RunState {
 /// A refused resume or retry (a missing decision, a bad signature, ...) starts no run and has no
 /// state: the one you passed is unchanged.
 ///
-/// It compares equal to its [`AgentError`], dereferences to it, and converts into it with `?`.
+/// It compares equal to its [`AgentError`], gives it as its [`source`](std::error::Error::source),
+/// and converts into it with `?`.
 ///
 /// ```
 /// use phaseo_agent::{Agent, AgentError, ScriptedModel};
@@ -897,13 +898,9 @@ impl std::fmt::Display for RunError {
     }
 }
 
-impl std::error::Error for RunError {}
-
-impl std::ops::Deref for RunError {
-    type Target = AgentError;
-
-    fn deref(&self) -> &AgentError {
-        &self.error
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
     }
 }
 

@@ -257,7 +257,7 @@ impl ToolContext {
     /// The run id: the same for every call of the run, across pauses and resumes.
     ///
     /// ```
-    /// use phaseo_agent::{Agent, RunOptions, ScriptedModel, Tool};
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
     /// use phaseo_agent::serde_json::json;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
@@ -266,8 +266,7 @@ impl ToolContext {
     ///     |_, ctx| Ok(json!(ctx.run_id())));
     /// let model = ScriptedModel::new().tool_call("call_1", "which_run", json!({})).text("Run 42.");
     /// let agent = Agent::builder("ops").model(model).tool(which).build()?;
-    /// let options = RunOptions { run_id: Some("run-42".into()), ..RunOptions::default() };
-    /// let done = agent.run_with("Which run is this?", options).await?;
+    /// let done = agent.run("Which run is this?").run_id("run-42").await?;
     /// assert_eq!(done.state.tool_result("call_1"), Some(r#""run-42""#));
     /// # Ok(())
     /// # }
@@ -325,7 +324,7 @@ impl ToolContext {
     /// The application context as it was when this turn's calls started (`Value::Null` if none was set).
     ///
     /// ```
-    /// use phaseo_agent::{Agent, RunOptions, ScriptedModel, Tool};
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
     /// use phaseo_agent::serde_json::json;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
@@ -334,8 +333,7 @@ impl ToolContext {
     ///     |_, ctx| Ok(ctx.context()["plan"].clone()));
     /// let model = ScriptedModel::new().tool_call("call_1", "plan", json!({})).text("You are on Pro.");
     /// let agent = Agent::builder("support").model(model).tool(plan).build()?;
-    /// let options = RunOptions::with_context(json!({"customer": "acme", "plan": "pro"}));
-    /// let done = agent.run_with("Which plan am I on?", options).await?;
+    /// let done = agent.run("Which plan am I on?").context(json!({"customer": "acme", "plan": "pro"})).await?;
     /// assert_eq!(done.state.tool_result("call_1"), Some(r#""pro""#));
     /// # Ok(())
     /// # }
@@ -479,7 +477,7 @@ impl ToolContext {
     /// });
     /// let model = ScriptedModel::new().tool_call("call_1", "index", json!({})).text("Indexed.");
     /// let agent = Agent::builder("a").model(model).tool(index).build()?;
-    /// let events: Vec<Event> = agent.stream("Index the docs").collect().await;
+    /// let events: Vec<Event> = agent.run("Index the docs").stream().collect().await;
     /// let progress: Vec<&Value> = events.iter().filter_map(|event| match event {
     ///     Event::PreliminaryResult { value, .. } => Some(value),
     ///     _ => None,

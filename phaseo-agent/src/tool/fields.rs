@@ -315,10 +315,8 @@ impl Tool {
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// let escalate = Tool::new("escalate", "Hand the conversation to the senior model",
     ///     json!({"type": "object", "properties": {}}), |_, _| Ok(json!("escalated")))
-    ///     .next_turn(|_input: &Value, current: &TurnParams| TurnParams {
-    ///         model: Some("senior-model".into()),
-    ///         temperature: Some(0.0),
-    ///         ..current.clone()
+    ///     .next_turn(|_input: &Value, current: &TurnParams| {
+    ///         current.clone().model("senior-model").temperature(0.0)
     ///     });
     /// let model = ScriptedModel::new().record_requests().tool_call("call_1", "escalate", json!({})).text("Escalated.");
     /// let agent = Agent::builder("support").model(model.clone()).tool(escalate).build()?;

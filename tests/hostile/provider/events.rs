@@ -211,7 +211,7 @@ async fn run_with_tool(provider: Provider, body: String) -> (Event, usize, usize
         .model_retries(fast_retries())
         .build()
         .expect("agent");
-    let events: Vec<Event> = agent.stream("Hi").collect().await;
+    let events: Vec<Event> = agent.run("Hi").stream().collect().await;
     let last = events.last().cloned().expect("events");
     (last, calls.load(Ordering::SeqCst), server.requests())
 }

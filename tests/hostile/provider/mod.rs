@@ -87,20 +87,14 @@ fn path(provider: Provider) -> &'static str {
 
 /// A one-message request.
 fn request() -> ModelRequest<'static> {
-    ModelRequest {
-        model: None,
-        instructions: "".into(),
-        messages: vec![Message::User {
+    ModelRequest::default()
+        .instructions("")
+        .messages(vec![Message::User {
             content: "Hi".into(),
-        }]
-        .into(),
-        tools: Vec::new().into(),
-        temperature: None,
-        max_output_tokens: None,
-        tool_choice: ToolChoice::Auto,
-        parallel_tool_calls: None,
-        meta: RequestMeta::default(),
-    }
+        }])
+        .tools(Vec::new())
+        .tool_choice(ToolChoice::Auto)
+        .meta(RequestMeta::default())
 }
 
 /// Asks `model` once, whole or streamed (the deltas are dropped).
@@ -145,11 +139,9 @@ fn model_error(error: &AgentError) -> &ModelError {
 
 /// Retries that wait a millisecond, so cases that retry stay fast.
 fn fast_retries() -> RetryPolicy {
-    RetryPolicy {
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_millis(2),
-        ..RetryPolicy::default()
-    }
+    RetryPolicy::default()
+        .initial_backoff(Duration::from_millis(1))
+        .max_backoff(Duration::from_millis(2))
 }
 
 /// The `data:` line of an OpenAI chunk whose delta is `delta` (JSON text).

@@ -87,7 +87,7 @@ fn an_endless_stream_hits_the_response_limit_and_is_not_retried() {
                 .model_retries(fast_retries())
                 .build()
                 .expect("agent");
-            let events: Vec<Event> = agent.stream("Hi").collect().await;
+            let events: Vec<Event> = agent.run("Hi").stream().collect().await;
             match events.last() {
                 Some(Event::Failed { error, .. }) => {
                     assert!(error.contains("ModelLimits::max_response_bytes"), "{error}")

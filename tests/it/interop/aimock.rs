@@ -80,7 +80,7 @@ async fn run(agent: &Agent, input: &str, streamed: bool) -> RunResult {
     let mut text = String::new();
     let mut argument_pieces = 0;
     let mut last = None;
-    let mut events = agent.stream(input);
+    let mut events = agent.run(input).stream();
     while let Some(event) = events.next().await {
         match &event {
             Event::ModelDelta {
@@ -95,7 +95,7 @@ async fn run(agent: &Agent, input: &str, streamed: bool) -> RunResult {
         }
         last = Some(event);
     }
-    let Some(Event::Completed { output, state }) = last else {
+    let Some(Event::Completed { output, state, .. }) = last else {
         panic!("the streamed run did not complete: {last:?}")
     };
     assert_eq!(text, output, "the text deltas add up to the output");

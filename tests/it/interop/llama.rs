@@ -9,9 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::StreamExt;
 use phaseo_agent::provider::openai::OpenAi;
-use phaseo_agent::{
-    Agent, Event, IntoTool, Message, RunOptions, RunResult, ToolChoice, TurnParams, tool,
-};
+use phaseo_agent::{Agent, Event, IntoTool, Message, RunResult, ToolChoice, TurnParams, tool};
 
 fn llama() -> String {
     std::env::var("PHASEO_INTEROP_LLAMA_URL").expect(
@@ -39,29 +37,24 @@ fn agent() -> Agent {
         )
         // After the result, the model answers in words: a model this small would otherwise call
         // the tool again.
-        .tool(
-            IntoTool::into_tool(get_weather).next_turn(|_, current| TurnParams {
-                tool_choice: Some(ToolChoice::None),
-                temperature: Some(0.0),
-                max_output_tokens: Some(64),
-                ..current.clone()
-            }),
-        )
+        .tool(IntoTool::into_tool(get_weather).next_turn(|_, current| {
+            current
+                .clone()
+                .tool_choice(ToolChoice::None)
+                .temperature(0.0)
+                .max_output_tokens(64)
+        }))
         .max_turns(3)
         .build()
         .expect("an agent")
 }
 
-fn options() -> RunOptions {
-    RunOptions {
-        first_turn: TurnParams {
-            tool_choice: Some(ToolChoice::Required),
-            temperature: Some(0.0),
-            max_output_tokens: Some(64),
-            ..TurnParams::default()
-        },
-        ..RunOptions::default()
-    }
+/// The first turn must call a tool, deterministically and briefly.
+fn first_turn() -> TurnParams {
+    TurnParams::default()
+        .tool_choice(ToolChoice::Required)
+        .temperature(0.0)
+        .max_output_tokens(64)
 }
 
 /// The run called `get_weather` with a city, and its result is in the conversation.
@@ -96,7 +89,8 @@ fn check(result: &RunResult) {
 async fn a_real_model_calls_a_tool() {
     let before = CALLS.load(Ordering::SeqCst);
     let result = agent()
-        .run_with("What is the weather in Oslo?", options())
+        .run("What is the weather in Oslo?")
+        .first_turn(first_turn())
         .await
         .expect("the run completes");
     assert!(CALLS.load(Ordering::SeqCst) > before, "the tool ran");
@@ -109,7 +103,10 @@ async fn a_real_model_calls_a_tool_streamed() {
     let before = CALLS.load(Ordering::SeqCst);
     let mut deltas = 0;
     let mut last = None;
-    let mut events = agent().stream_with("What is the weather in Oslo?", options());
+    let mut events = agent()
+        .run("What is the weather in Oslo?")
+        .first_turn(first_turn())
+        .stream();
     while let Some(event) = events.next().await {
         if matches!(event, Event::ModelDelta { .. }) {
             deltas += 1;

@@ -35,6 +35,7 @@ pub fn ask(question: String) -> String;
 
 #[cfg(test)]
 mod tests {
+    use std::future::IntoFuture;
     use std::pin::pin;
     use std::sync::Arc;
     use std::task::{Context, Poll, Wake};
@@ -46,7 +47,7 @@ mod tests {
     use super::*;
 
     /// Runs a future to completion on this thread.
-    fn block_on<F: Future>(future: F) -> F::Output {
+    fn block_on<F: IntoFuture>(future: F) -> F::Output {
         struct Unpark(std::thread::Thread);
         impl Wake for Unpark {
             fn wake(self: Arc<Self>) {
@@ -55,7 +56,7 @@ mod tests {
         }
         let waker = Arc::new(Unpark(std::thread::current())).into();
         let mut cx = Context::from_waker(&waker);
-        let mut future = pin!(future);
+        let mut future = pin!(future.into_future());
         loop {
             match future.as_mut().poll(&mut cx) {
                 Poll::Ready(output) => return output,
