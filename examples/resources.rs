@@ -24,9 +24,9 @@ use phaseo_agent::{
     tools,
 };
 use serde::Serialize;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, SemaphorePermit};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
 
 /// A stand-in for a database connection pool: at most `size` connections at once.
 struct Pool {
@@ -181,14 +181,42 @@ fn agent(model: ScriptedModel, db: &Res<Pool>, carrier_url: &str) -> Result<Agen
         .build()
 }
 
+/// A stand-in for the carrier's HTTP API on loopback: `GET /parcels/ZX-881` is "out for delivery",
+/// anything else a 404. Returns its base URL.
+async fn carrier_api() -> std::io::Result<String> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let found = head.starts_with(b"GET /parcels/ZX-881 ");
+                let (status, body) = if found {
+                    ("200 OK", "out for delivery")
+                } else {
+                    ("404 Not Found", "no such parcel")
+                };
+                let response = format!(
+                    "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                socket.write_all(response.as_bytes()).await.ok();
+            });
+        }
+    });
+    Ok(url)
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let carrier = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path("/parcels/ZX-881"))
-        .respond_with(ResponseTemplate::new(200).set_body_string("out for delivery"))
-        .mount(&carrier)
-        .await;
+    let carrier = carrier_api().await?;
 
     let model = ScriptedModel::new()
         .record_requests()
@@ -213,7 +241,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Process one: runs until the large refund needs a person.
     let first_pool = Res::new(Pool::new(4));
-    let first = agent(model.clone(), &first_pool, &carrier.uri())?;
+    let first = agent(model.clone(), &first_pool, &carrier)?;
     let paused = first.run("Where is 1042, and refund 1043 please").await?;
     assert_eq!(paused.pending()[0].kind, PendingKind::ToolApproval);
     assert_eq!(paused.pending()[0].call.name, "refund");
@@ -231,7 +259,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Process two, after a restart: its own pool (with the same data) and client resume the run.
     let second_pool = Res::new(Pool::new(4));
-    let second = agent(model.clone(), &second_pool, &carrier.uri())?;
+    let second = agent(model.clone(), &second_pool, &carrier)?;
     let state = RunState::from_json(&stored)?;
     let done = second
         .resume(&state, Decisions::for_run(state.run_id()).approve("call_4"))

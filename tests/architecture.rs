@@ -10,7 +10,7 @@
 //! hide an import from a later stage. `#[cfg(test)]` modules may use their ancestors (`use super::*`).
 //! Paths inside macro invocations are not seen (they are tokens until expanded).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use syn::visit::Visit;
@@ -385,23 +385,112 @@ fn the_macro_crate_imports_run_from_later_stages_to_earlier_ones_only() {
     );
 }
 
-#[test]
-fn the_runtime_has_the_stages_the_architecture_names() {
+/// The stages `lib.rs` declares, in order.
+fn declared_stages() -> Vec<String> {
     let lib = &read_crate("phaseo-agent")[Path::new("lib.rs")];
     let parsed = syn::parse_file(lib).expect("lib.rs parses");
-    let stages: Vec<String> = parsed
+    parsed
         .items
         .iter()
         .filter_map(|item| match item {
             syn::Item::Mod(m) if m.content.is_none() => Some(m.ident.to_string()),
             _ => None,
         })
+        .collect()
+}
+
+/// ARCHITECTURE.md, read from the repository root.
+fn architecture_page() -> String {
+    let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../ARCHITECTURE.md"));
+    std::fs::read_to_string(path).expect("ARCHITECTURE.md is readable")
+}
+
+/// The section of `page` under the heading `## title`, up to the next `## ` heading.
+fn section<'a>(page: &'a str, title: &str) -> &'a str {
+    let start = page
+        .find(&format!("\n## {title}\n"))
+        .unwrap_or_else(|| panic!("ARCHITECTURE.md has no section `## {title}`"));
+    let rest = &page[start + 1..];
+    let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3);
+    &rest[..end]
+}
+
+#[test]
+fn the_runtime_has_the_stages_the_architecture_names() {
+    // The first column of the stage table: `limits.rs`, `error.rs`, `model/`, ...
+    let page = architecture_page();
+    let documented: Vec<String> = section(&page, "Bird's eye view")
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `"))
+        .filter_map(|rest| rest.split('`').next())
+        .map(|stage| {
+            stage
+                .trim_end_matches(".rs")
+                .trim_end_matches('/')
+                .to_string()
+        })
         .collect();
     assert_eq!(
-        stages,
-        [
-            "limits", "error", "model", "schema", "provider", "decode", "tool", "run", "mcp"
-        ]
+        declared_stages(),
+        documented,
+        "lib.rs declares these stages, in this order; ARCHITECTURE.md's table must list the same"
+    );
+}
+
+/// The public methods of `Agent` (in `impl Agent` blocks of the run stage).
+fn agent_methods() -> BTreeSet<String> {
+    let files = read_crate("phaseo-agent");
+    let mut methods = BTreeSet::new();
+    for (path, text) in &files {
+        if !path.starts_with("run") {
+            continue;
+        }
+        let parsed = syn::parse_file(text).expect("a run file parses");
+        for item in parsed.items {
+            let syn::Item::Impl(block) = item else {
+                continue;
+            };
+            let syn::Type::Path(ty) = &*block.self_ty else {
+                continue;
+            };
+            if block.trait_.is_some() || !ty.path.is_ident("Agent") {
+                continue;
+            }
+            for item in block.items {
+                if let syn::ImplItem::Fn(f) = item
+                    && matches!(f.vis, syn::Visibility::Public(_))
+                {
+                    methods.insert(f.sig.ident.to_string());
+                }
+            }
+        }
+    }
+    methods
+}
+
+#[test]
+fn every_entry_point_of_agent_is_in_the_architecture_and_exists() {
+    let page = architecture_page();
+    let named: BTreeSet<String> = section(&page, "Entry points")
+        .split("`Agent::")
+        .skip(1)
+        .map(|rest| {
+            rest.chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect()
+        })
+        .collect();
+    let methods = agent_methods();
+    assert!(
+        methods.contains("run") && methods.contains("builder"),
+        "{methods:?}"
+    );
+    let undocumented: Vec<_> = methods.difference(&named).collect();
+    let gone: Vec<_> = named.difference(&methods).collect();
+    assert!(
+        undocumented.is_empty() && gone.is_empty(),
+        "ARCHITECTURE.md's entry points do not match `Agent`: not named there: {undocumented:?}; \
+         named there but not methods of `Agent`: {gone:?}"
     );
 }
 
@@ -552,7 +641,9 @@ fn document_names(line: &str) -> Vec<String> {
                         && file
                             .chars()
                             .all(|c| c.is_ascii_uppercase() || c == '_' || c == '-');
-                    if capitals || stem.contains('/') {
+                    // A web address (`https://host/docs/x.md`) names no file of this repository.
+                    let address = line[..s].ends_with(':');
+                    if (capitals || stem.contains('/')) && !address {
                         names.push(word.trim_start_matches("./").to_string());
                     }
                 }
@@ -572,6 +663,7 @@ fn document_names_are_found_in_prose_and_paths() {
         ["docs/a-b.txt", "../x/y.md"]
     );
     assert!(document_names(r#"include_str!("deploy.md") or notes.txt"#).is_empty());
+    assert!(document_names("the [reference](https://example.com/docs/reference.md#x)").is_empty());
 }
 
 /// No comment or document cites an item of a tracker the repository does not hold ("issue" and a
