@@ -590,7 +590,10 @@ impl Setup {
     fn new(runtime: Runtime, recorded: &Arc<Recorded>, writes: &Arc<Vec<Vec<u8>>>) -> Setup {
         let addr = start_server(&runtime, Arc::clone(writes));
         let base_url = format!("http://{addr}/v1");
-        let phaseo = OpenAi::new("m").base_url(&base_url).api_key("k");
+        let phaseo = OpenAi::new("m")
+            .base_url(&base_url)
+            .api_key("k")
+            .expect("a key");
         let config = OpenAIConfig::new()
             .with_api_base(&base_url)
             .with_api_key("k");

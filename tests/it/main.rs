@@ -38,6 +38,7 @@ mod pause_matrix;
 mod pause_resume;
 mod progress_context;
 mod provider_anthropic;
+mod provider_http;
 mod provider_openai;
 mod resources;
 mod retry;

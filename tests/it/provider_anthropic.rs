@@ -93,6 +93,7 @@ fn error(status: u16, body: &str) -> ResponseTemplate {
 fn model(server: &MockServer) -> Anthropic {
     Anthropic::new("claude-sonnet-4-5")
         .api_key("test-key")
+        .expect("a key")
         .base_url(server.uri())
 }
 
@@ -332,6 +333,40 @@ async fn a_streamed_tool_run_hands_out_deltas_that_add_up_to_each_turn() {
 }
 
 #[tokio::test]
+async fn a_whole_answer_to_a_streamed_request_is_read_whole() {
+    // A proxy that ignores `stream: true` and answers JSON: one text delta and one delta per
+    // call, then the response as a whole answer gives it.
+    let overloaded =
+        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    let server = server(vec![json_ok(TOOL_USE_JSON), json_ok(overloaded)]).await;
+    let (result, deltas) = stream_model(&model(&server), &simple_request("Hi")).await;
+    let response = result.expect("a whole answer");
+    assert_eq!(
+        response,
+        parse_response(&fixture(TOOL_USE_JSON)).expect("whole")
+    );
+    assert_eq!(
+        deltas,
+        [
+            ModelDelta::Text {
+                text: "I'll check the status of the api service.".into()
+            },
+            ModelDelta::ToolCall {
+                index: 0,
+                id: Some("toolu_01A09q90qw90lq917835lq9".into()),
+                name: Some("get_status".into()),
+                arguments: r#"{"service":"api"}"#.into(),
+            },
+        ]
+    );
+    assert_eq!(bodies(&server).await[0]["stream"], true);
+    // A whole error body is the error it describes, not a stream cut short.
+    let (result, deltas) = stream_model(&model(&server), &simple_request("Hi")).await;
+    assert_eq!(result.unwrap_err().kind, ModelErrorKind::Overloaded);
+    assert!(deltas.is_empty());
+}
+
+#[tokio::test]
 async fn two_parallel_calls_are_answered_by_one_user_message_with_two_results() {
     let server = server(vec![json_ok(PARALLEL_JSON), json_ok(END_TURN_JSON)]).await;
     let result = agent(&server, &[])
@@ -536,7 +571,8 @@ async fn configuration_reaches_the_wire() {
     let model = model(&server)
         .max_tokens(1_000)
         .version("2099-01-01")
-        .header("anthropic-beta", "some-beta")
+        .and_then(|m| m.header("anthropic-beta", "some-beta"))
+        .expect("headers")
         .send_metadata(true);
     let mut request = simple_request("Hi");
     request.model = Some("claude-haiku-4-5".into());

@@ -1,10 +1,12 @@
-//! What both providers share: the HTTP client, a request whose failure becomes a [`ModelError`]
-//! (status, the provider's message, `retry-after`), and a response body read within the
-//! [`ModelLimits`]: whole as JSON, or as server-sent events.
+//! The HTTP under every provider: the client (this crate's or the user's), a post whose failure
+//! becomes a [`ModelError`] (status, the provider's message, `retry-after`, a redirect), and a
+//! response body read within the [`ModelLimits`]: whole as JSON, or as server-sent events.
 
 use std::future::Future;
+use std::sync::OnceLock;
 use std::time::Duration;
 
+use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 use crate::error::{ModelError, ModelErrorKind};
@@ -22,13 +24,52 @@ pub(crate) const ERROR_BODY_BYTES: usize = 64 * 1024;
 /// adding it to an `Instant` cannot overflow.
 pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(86_400);
 
-/// The default client: rustls, `connect` to open a connection, and no redirects.
+/// A provider's HTTP client: this crate's, built on first use, or the user's (see
+/// `HttpModel::http_client`).
+#[derive(Clone)]
+pub(crate) enum Client {
+    /// This crate's: rustls, the limits' connect time, and no redirects (see [`client_with`]).
+    /// Cloning a provider shares it once it is built.
+    Ours(OnceLock<reqwest::Client>),
+    /// The user's, as given: its redirects, connecting, proxies and TLS are its own.
+    Users(reqwest::Client),
+}
+
+impl Default for Client {
+    fn default() -> Self {
+        Client::Ours(OnceLock::new())
+    }
+}
+
+impl Client {
+    /// The client to send with, this crate's built with `limits`' connect time.
+    fn get(&self, limits: &ModelLimits) -> &reqwest::Client {
+        match self {
+            Client::Ours(client) => client.get_or_init(|| client_with(limits.connect_time())),
+            Client::Users(client) => client,
+        }
+    }
+
+    /// The limits changed: this crate's client is built again (its connect time is its own).
+    pub(crate) fn limits_changed(&mut self) {
+        if let Client::Ours(client) = self {
+            *client = OnceLock::new();
+        }
+    }
+
+    /// Whether the client is the user's.
+    pub(crate) fn is_users(&self) -> bool {
+        matches!(self, Client::Users(_))
+    }
+}
+
+/// This crate's client: rustls, `connect` to open a connection, and no redirects.
 ///
 /// No redirect is followed: an API endpoint never legitimately redirects a POST, and following
 /// one would send the key, the configured headers and (on 307 and 308) the whole conversation to
 /// wherever the server points, even another host. The time limits are the providers' own (see
 /// [`within`] and [`Body`]), so that each error names its setting.
-pub(crate) fn client(connect: Duration) -> reqwest::Client {
+fn client_with(connect: Duration) -> reqwest::Client {
     reqwest::Client::builder()
         .connect_timeout(connect)
         .redirect(reqwest::redirect::Policy::none())
@@ -54,41 +95,39 @@ pub(crate) async fn within<T>(
         })
 }
 
-/// Posts `body` as JSON with `headers` (`content-type: application/json` unless `headers` has
-/// another), waiting for the response's headers at most `limits`' idle time; a transport
-/// failure, a redirect or a non-2xx status is a [`ModelError`] (the status mapped by
+/// Posts `body` as JSON to `url` with `headers`, waiting for the response's headers at most
+/// `limits`' idle time. A URL that is not one, a transport failure, a redirect (answered, or
+/// followed by a user's client) or a non-2xx status is a [`ModelError`] (the status mapped by
 /// [`ModelError::from_status`], the message taken from the first [`ERROR_BODY_BYTES`] of the
 /// body, its `error.message` where there is one, `retry-after` read from the headers).
 pub(crate) async fn post_json(
-    client: &reqwest::Client,
+    client: &Client,
     url: &str,
-    headers: &[(&str, String)],
+    headers: HeaderMap,
     body: &Value,
     limits: &ModelLimits,
 ) -> Result<reqwest::Response, ModelError> {
-    let mut request = client.post(url).body(body.to_string());
-    // reqwest appends headers: a `content-type` among `headers` replaces this one, not joins it.
-    if !headers
-        .iter()
-        .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
-    {
-        request = request.header("content-type", "application/json");
-    }
-    for (name, value) in headers {
-        request = request.header(*name, value);
-    }
+    let url = http_url(url)?;
+    let request = client
+        .get(limits)
+        .post(url.clone())
+        .headers(headers)
+        .body(body.to_string());
     let idle = limits.stream_idle();
     let response = tokio::time::timeout(idle, request.send())
         .await
         .map_err(|_| idle_error(idle))?
         .map_err(|error| {
-            if error.is_connect() && error.is_timeout() {
+            if error.is_connect() && error.is_timeout() && !client.is_users() {
                 let wait = limits.connect_time();
                 ModelError::limit_exceeded(LimitExceeded::time(Limit::ConnectTime, wait))
             } else {
                 transport(error)
             }
         })?;
+    if *response.url() != url {
+        return Err(followed(&url, response.url()));
+    }
     let status = response.status();
     if status.is_success() {
         return Ok(response);
@@ -107,8 +146,39 @@ pub(crate) async fn post_json(
     Err(error)
 }
 
-/// The error of a redirect, which is not followed (see [`client`]): a configuration to fix, so
-/// [`ModelErrorKind::BadRequest`] (not retried, like a 404 for a wrong path). It names the
+/// `url` parsed, if it is an `http` or `https` URL with a host; else a
+/// [`ModelErrorKind::BadRequest`] (a base URL to fix), before anything is sent.
+fn http_url(url: &str) -> Result<reqwest::Url, ModelError> {
+    let refused = |why: String| {
+        ModelError::new(
+            ModelErrorKind::BadRequest,
+            format!(
+                "the base URL does not make an HTTP address ({why}): set base_url to one such as \
+                 http://localhost:8080/v1"
+            ),
+        )
+    };
+    let parsed = reqwest::Url::parse(url).map_err(|error| refused(error.to_string()))?;
+    match parsed.scheme() {
+        "http" | "https" if parsed.has_host() => Ok(parsed),
+        "http" | "https" => Err(refused("it has no host".to_owned())),
+        scheme => Err(refused(format!(
+            "its scheme is `{scheme}`, not http or https"
+        ))),
+    }
+}
+
+/// Whether a response's body is JSON rather than an event stream.
+pub(crate) fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"))
+}
+
+/// The error of a redirect, which is not followed (see [`client_with`]): a configuration to fix,
+/// so [`ModelErrorKind::BadRequest`] (not retried, like a 404 for a wrong path). It names the
 /// status and where it pointed, without the query or fragment (they may hold a token).
 fn redirect(response: &reqwest::Response) -> ModelError {
     let location = response
@@ -116,10 +186,7 @@ fn redirect(response: &reqwest::Response) -> ModelError {
         .get(reqwest::header::LOCATION)
         .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
     let target = match &location {
-        Some(location) => {
-            let bare = location.split(['?', '#']).next().unwrap_or_default();
-            format!("to {}", cut(bare, 500))
-        }
+        Some(location) => format!("to {}", bare(location)),
         None => "without a location".to_owned(),
     };
     let status = response.status().as_u16();
@@ -131,6 +198,27 @@ fn redirect(response: &reqwest::Response) -> ModelError {
         ),
     )
     .with_status(status)
+}
+
+/// The error of a response from another address than `asked`: a user's client followed a
+/// redirect. Not retried (the client would follow it again), and the response is not read.
+fn followed(asked: &reqwest::Url, answered: &reqwest::Url) -> ModelError {
+    ModelError::new(
+        ModelErrorKind::BadRequest,
+        format!(
+            "the response came from {}, not from {}: the client given to http_client followed a \
+             redirect, which may have sent the key, the headers and the conversation there; \
+             build it with .redirect(reqwest::redirect::Policy::none()), and set base_url to the \
+             final address",
+            bare(answered.as_str()),
+            bare(asked.as_str()),
+        ),
+    )
+}
+
+/// An address for a message: without its query or fragment (they may hold a token), cut.
+fn bare(url: &str) -> &str {
+    cut(url.split(['?', '#']).next().unwrap_or_default(), 500)
 }
 
 fn idle_error(idle: Duration) -> ModelError {
@@ -289,8 +377,8 @@ pub(crate) fn env_var(name: &str) -> Option<String> {
 }
 
 /// A transport failure: a timeout, or a connection that failed or broke. A request that could not
-/// even be built (a base URL that is not a URL, a header name or value HTTP does not allow) is a
-/// [`ModelErrorKind::BadRequest`] instead: it fails the same way again, so it is not retried.
+/// even be built (the URL and headers are checked before, so only what a user's client refuses)
+/// is a [`ModelErrorKind::BadRequest`] instead: it fails the same way again, so it is not retried.
 pub(crate) fn transport(error: reqwest::Error) -> ModelError {
     let kind = if error.is_timeout() {
         ModelErrorKind::Timeout
@@ -338,7 +426,7 @@ pub fn error_message(body: &str) -> String {
 /// `retry-after-ms` (milliseconds, OpenAI) or `retry-after` (seconds), of the first header of
 /// each name. A value that is not a non-negative decimal number (an HTTP date, a negative
 /// number, `NaN`, `inf`, text) is ignored; one over [`MAX_RETRY_AFTER`] is read as that.
-pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let seconds = |name: &str, scale: f64| -> Option<Duration> {
         let value = headers
             .get(name)?

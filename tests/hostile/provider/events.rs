@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use phaseo_agent::limits::{Limit, ModelLimits};
-use phaseo_agent::{Agent, Event, ModelErrorKind, Tool, ToolContext};
+use phaseo_agent::provider::anthropic::Anthropic;
+use phaseo_agent::provider::openai::OpenAi;
+use phaseo_agent::provider::reqwest;
+use phaseo_agent::{Agent, Event, Model, ModelErrorKind, Tool, ToolContext};
 use serde_json::{Value, json};
 
 use super::server::{Server, start};
@@ -315,6 +318,30 @@ fn a_server_whose_backlog_is_full_hits_the_connect_limit() {
                 .expect_err("never connected");
             assert_limit(&error, Limit::ConnectTime);
             assert_eq!(error.limit.as_ref().map(|l| l.value), Some(300));
+        }
+        // With the user's own client, connecting is the client's: its connect timeout, not the
+        // limits' (10 s by default), and the error names no limit of this crate's.
+        for provider in BOTH {
+            let client = reqwest::Client::builder()
+                .connect_timeout(Duration::from_millis(300))
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .expect("a client");
+            let model: Box<dyn Model> = match provider {
+                Provider::OpenAi => Box::new(
+                    OpenAi::new("gpt-test")
+                        .base_url(format!("{url}/v1"))
+                        .http_client(client),
+                ),
+                Provider::Anthropic => Box::new(
+                    Anthropic::new("claude-test")
+                        .base_url(&url)
+                        .http_client(client),
+                ),
+            };
+            let error = ask(&*model, false).await.expect_err("never connected");
+            assert_eq!(error.kind, ModelErrorKind::Timeout, "{provider:?}: {error}");
+            assert_eq!(error.limit, None, "{provider:?}: {error}");
         }
         drop((held, listener));
     });

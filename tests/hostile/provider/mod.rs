@@ -64,14 +64,16 @@ fn model(provider: Provider, url: &str, limits: ModelLimits) -> Box<dyn Model> {
             OpenAi::new("gpt-test")
                 .base_url(format!("{url}/v1"))
                 .api_key("sk-secret-key")
-                .header("x-custom", "custom-secret")
+                .and_then(|m| m.header("x-custom", "custom-secret"))
+                .expect("settings")
                 .limits(limits),
         ),
         Provider::Anthropic => Box::new(
             Anthropic::new("claude-test")
                 .base_url(url)
                 .api_key("sk-ant-secret-key")
-                .header("x-custom", "custom-secret")
+                .and_then(|m| m.header("x-custom", "custom-secret"))
+                .expect("settings")
                 .limits(limits),
         ),
     }

@@ -163,14 +163,16 @@ fn openai(test: &str) -> OpenAi {
     OpenAi::new("gpt-interop")
         .base_url(aimock())
         .api_key("unused")
-        .header("X-Test-Id", test)
+        .and_then(|m| m.header("X-Test-Id", test))
+        .expect("settings")
 }
 
 fn anthropic(test: &str) -> Anthropic {
     Anthropic::new("claude-interop")
         .base_url(root())
         .api_key("unused")
-        .header("X-Test-Id", test)
+        .and_then(|m| m.header("X-Test-Id", test))
+        .expect("settings")
 }
 
 #[tokio::test]

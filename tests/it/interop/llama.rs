@@ -33,7 +33,8 @@ fn agent() -> Agent {
         .model(
             OpenAi::new("smollm2-135m-instruct")
                 .base_url(llama())
-                .api_key("unused"),
+                .api_key("unused")
+                .expect("a key"),
         )
         // After the result, the model answers in words: a model this small would otherwise call
         // the tool again.

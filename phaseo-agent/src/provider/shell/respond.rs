@@ -1,0 +1,255 @@
+//! A request, whole or streamed, the same for every wire format: the headers, the post, the body
+//! read within the limits, and the streaming loop.
+
+use futures::future::BoxFuture;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use serde_json::Value;
+
+use crate::error::{ModelError, ModelErrorKind};
+use crate::model::request::{DeltaSink, Model, ModelDelta, ModelRequest, ModelResponse};
+use crate::provider::http;
+use crate::provider::shell::format::Assemble;
+use crate::provider::shell::model::{HttpModel, Key};
+use crate::provider::shell::wire::Wire;
+
+impl<W: Wire> Model for HttpModel<W> {
+    fn respond<'a>(
+        &'a self,
+        request: &'a ModelRequest<'a>,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        Box::pin(http::within(&self.limits, async move {
+            let body = (W::BODIES.0)(request, self, false)?;
+            let response = self.post(request, &body, false).await?;
+            (W::BODIES.1)(&http::json_body(response, &self.limits).await?)
+        }))
+    }
+
+    fn respond_streaming<'a>(
+        &'a self,
+        request: &'a ModelRequest<'a>,
+        deltas: &'a DeltaSink<'a>,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        Box::pin(http::within(&self.limits, async move {
+            let body = (W::BODIES.0)(request, self, true)?;
+            let response = self.post(request, &body, true).await?;
+            if http::is_json(&response) {
+                // A server that ignored `stream` (or answered an error whole): one piece.
+                let response = (W::BODIES.1)(&http::json_body(response, &self.limits).await?)?;
+                for delta in whole_deltas(&response) {
+                    deltas.send(delta);
+                }
+                return Ok(response);
+            }
+            let mut events = http::Events::new(response, &self.limits);
+            let mut stream = W::Stream::default();
+            while let Some(event) = events.next().await {
+                let (name, data) = event?;
+                for delta in stream.event(&name, &data)? {
+                    deltas.send(delta);
+                }
+                if stream.is_complete() {
+                    break;
+                }
+            }
+            stream.finish()
+        }))
+    }
+}
+
+impl<W: Wire> HttpModel<W> {
+    /// Posts `body` for `request` (its model may be in the URL), with [`request_headers`];
+    /// without a key for the provider's own URL, or with a key no header can carry, nothing is
+    /// sent.
+    ///
+    /// [`request_headers`]: HttpModel::request_headers
+    async fn post(
+        &self,
+        request: &ModelRequest<'_>,
+        body: &Value,
+        stream: bool,
+    ) -> Result<reqwest::Response, ModelError> {
+        let has_key = match &self.key {
+            Key::Unusable(error) => {
+                return Err(ModelError::new(
+                    ModelErrorKind::Authentication,
+                    error.to_string(),
+                ));
+            }
+            Key::Set(_) => true,
+            Key::None => self.headers.iter().any(|(name, _)| *name == W::KEY.0),
+        };
+        let api = W::API;
+        if !has_key && self.base_url == api.default_base_url {
+            let (model_type, variable) = (api.model_type, api.variable("API_KEY"));
+            return Err(ModelError::new(
+                ModelErrorKind::Authentication,
+                format!(
+                    "no API key for {}: set {variable} (with {model_type}::from_env) or call \
+                     {model_type}::api_key",
+                    self.base_url
+                ),
+            ));
+        }
+        let model = request.model.as_deref().unwrap_or(&self.model);
+        let url = W::url(&self.base_url, model, stream);
+        let headers = self.request_headers();
+        http::post_json(&self.client, &url, headers, body, &self.limits).await
+    }
+
+    /// The headers of a request: `content-type: application/json`, the key, the format's own,
+    /// then the configured ones, each of which replaces a header of its name before it.
+    pub(crate) fn request_headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::with_capacity(self.headers.len() + 3);
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Key::Set(key) = &self.key {
+            headers.insert(W::KEY.0, key.clone());
+        }
+        self.wire.headers(&mut headers);
+        for (name, _) in &self.headers {
+            headers.remove(name);
+        }
+        for (name, value) in &self.headers {
+            headers.append(name.clone(), value.clone());
+        }
+        headers
+    }
+
+    /// The headers a request gets, as sorted text pairs (for tests).
+    #[cfg(test)]
+    pub(crate) fn sent_headers(&self) -> Vec<(String, String)> {
+        let headers = self.request_headers();
+        let text = |value: &HeaderValue| value.to_str().unwrap_or("<not text>").to_owned();
+        let mut pairs: Vec<_> = headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), text(v)))
+            .collect();
+        pairs.sort();
+        pairs
+    }
+}
+
+/// The deltas of a whole response: its text, then each call in one piece.
+fn whole_deltas(response: &ModelResponse) -> Vec<ModelDelta> {
+    let mut deltas = Vec::with_capacity(response.tool_calls.len() + 1);
+    if let Some(text) = response.text.as_ref().filter(|t| !t.is_empty()) {
+        deltas.push(ModelDelta::Text { text: text.clone() });
+    }
+    for (index, call) in response.tool_calls.iter().enumerate() {
+        deltas.push(ModelDelta::ToolCall {
+            index,
+            id: (!call.id.is_empty()).then(|| call.id.clone()),
+            name: Some(call.name.clone()),
+            arguments: call.arguments.clone(),
+        });
+    }
+    deltas
+}
+
+#[cfg(test)]
+mod tests {
+    use reqwest::header::HeaderName;
+
+    use super::*;
+    use crate::provider::shell::format::{Api, Bodies, KeyHeader};
+
+    /// A format with a version header, to see what replaces what.
+    #[derive(Clone, Default)]
+    struct Versioned;
+
+    impl crate::provider::shell::format::Format for Versioned {
+        const API: Api = Api::new("Versioned", "TEST", "https://api.example.com", "/v1/test");
+        const KEY: KeyHeader = KeyHeader(HeaderName::from_static("x-api-key"), "");
+        const BODIES: Bodies<Self> = Bodies(
+            |_, _, _| Ok(Value::Null),
+            |_| Err(ModelError::other("none")),
+        );
+        type Stream = NoStream;
+
+        fn headers(&self, headers: &mut HeaderMap) {
+            headers.insert("test-version", HeaderValue::from_static("1"));
+        }
+
+        fn debug(_: &HttpModel<Self>, _: &mut std::fmt::DebugStruct<'_, '_>) {}
+    }
+
+    impl Wire for Versioned {}
+
+    #[derive(Default)]
+    struct NoStream;
+
+    impl Assemble for NoStream {
+        fn event(&mut self, _: &str, _: &str) -> Result<Vec<ModelDelta>, ModelError> {
+            Ok(Vec::new())
+        }
+
+        fn is_complete(&self) -> bool {
+            true
+        }
+
+        fn finish(self) -> Result<ModelResponse, ModelError> {
+            Err(ModelError::other("not used"))
+        }
+    }
+
+    #[test]
+    fn configured_headers_replace_built_in_ones_and_repeat_among_themselves() {
+        let model = HttpModel::<Versioned>::new("m")
+            .api_key("k")
+            .unwrap()
+            .header("Test-Version", "2")
+            .unwrap()
+            .header("x-beta", "a")
+            .unwrap()
+            .header("x-beta", "b")
+            .unwrap();
+        let owned = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        assert_eq!(
+            model.sent_headers(),
+            owned(&[
+                ("content-type", "application/json"),
+                ("test-version", "2"),
+                ("x-api-key", "k"),
+                ("x-beta", "a"),
+                ("x-beta", "b"),
+            ])
+        );
+        let plain = HttpModel::<Versioned>::new("m");
+        assert_eq!(
+            plain.sent_headers(),
+            owned(&[("content-type", "application/json"), ("test-version", "1")])
+        );
+    }
+
+    #[test]
+    fn a_blank_key_is_no_key_and_a_key_is_trimmed_and_sensitive() {
+        for blank in ["", "  ", "\n"] {
+            let model = HttpModel::<Versioned>::new("m").api_key(blank).unwrap();
+            assert!(matches!(model.key, Key::None), "{blank:?}");
+            assert!(!model.request_headers().contains_key("x-api-key"));
+        }
+        let model = HttpModel::<Versioned>::new("m")
+            .api_key(" secret-key\r\n")
+            .unwrap();
+        let key = &model.request_headers()["x-api-key"];
+        assert_eq!(key, "secret-key");
+        assert!(key.is_sensitive());
+    }
+
+    #[test]
+    fn debug_shows_neither_the_key_nor_header_values() {
+        let model = HttpModel::<Versioned>::new("m")
+            .api_key("secret-key")
+            .unwrap()
+            .header("x-token", "secret-token")
+            .unwrap();
+        let debug = format!("{model:?}");
+        assert!(!debug.contains("secret"), "{debug}");
+        assert!(debug.starts_with("Versioned {"), "{debug}");
+        assert!(debug.contains("x-token"), "{debug}");
+    }
+}
