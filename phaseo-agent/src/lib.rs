@@ -44,8 +44,8 @@
 //! | parameters | the constructor's schema, or generated from the input type ([`Tool::typed`]) | the function's parameters |
 //! | validators | [`Tool::input_schema`], [`Tool::output_schema`], [`Tool::output_json_schema`], [`Tool::event_schema`], [`Tool::event_json_schema`] | `input_schema = f`, `output_schema = f`, `event_schema = f` |
 //! | timeout | [`Tool::timeout`], [`AgentBuilder::default_timeout`] | `timeout_ms = 3_000` |
-//! | approval | [`Tool::require_approval`], [`Tool::approval`] / [`Tool::approval_async`], [`AgentBuilder::approval`] / [`AgentBuilder::approval_policy`] (and `_async`) | `require_approval`, `require_approval = f` |
-//! | manual and interactive | [`Tool::external`], [`Tool::on_tool_called`] / [`Tool::on_tool_called_async`], [`Tool::on_response_received`], [`AgentBuilder::human_review`] | `external`, `on_tool_called = f`, `on_response_received = f` |
+//! | approval | [`Tool::require_approval`], [`Tool::approval`], [`AgentBuilder::approval`], [`AgentBuilder::approval_policy`] | `require_approval`, `require_approval = f` |
+//! | manual and interactive | [`Tool::external`], [`Tool::on_tool_called`], [`Tool::on_response_received`], [`AgentBuilder::human_review`] | `external`, `on_tool_called = f`, `on_response_received = f` |
 //! | next-turn overrides | [`Tool::next_turn`] | `next_turn = f` |
 //! | error policy | [`Tool::on_error`], [`AgentBuilder::on_error`], [`AgentBuilder::on_unknown_tool`], [`AgentBuilder::on_invalid_arguments`] | `on_error = "fail-run"` / `"return-to-model"` |
 //! | progress and context | [`ToolContext::emit_progress`], [`Tool::streaming`], [`ToolContext::set_context`] | a `ctx: &ToolContext` parameter |
@@ -67,8 +67,12 @@
 //!   that produced a result, whoever answered it: the tool, its hook, or a person supplying the
 //!   output; not for a call that failed or was rejected (it produced nothing). A call that fails
 //!   changes nothing: the context it set before failing is dropped.
-//! - **Checks may do I/O.** Approval functions, agent-level rules and interactive hooks have
-//!   `_async` forms; a panic inside their futures fails closed like a panic before them.
+//! - **One method takes a sync or an async closure.** A tool's executor ([`Tool::new`],
+//!   [`Tool::typed`]) may be synchronous (it runs on Tokio's blocking pool) or async (its future
+//!   is awaited); so may approval functions, agent-level rules and interactive hooks, for checks
+//!   that do I/O (a synchronous one is called in place). The form is inferred from what the
+//!   closure returns ([`ToolReturn`], [`TypedReturn`], [`Answer`]). A panic inside a check's
+//!   future fails closed like a panic before it.
 //! - **A failed run is data too.** `run`, `resume` and `retry` fail with a [`RunError`]: the
 //!   [`AgentError`] and, when the run had started, its state (status `failed`) with everything
 //!   that ran. [`Agent::retry`] asks the model again from that state (stored or not); calls of the
@@ -102,8 +106,8 @@
 //!   error (`Tool <id> timed out after <n>ms`), the call's future is dropped, and its
 //!   [`ToolContext::cancellation_token`] fires. Time spent waiting for a concurrency slot does not
 //!   count. Dropping a run (or its event stream) fires the tokens of its running calls too. What
-//!   cannot be stopped: code that blocks a thread. Synchronous tools ([`Tool::new`],
-//!   [`Tool::typed_blocking`], `#[tool]` on a plain `fn`) run on Tokio's blocking pool, so they never
+//!   cannot be stopped: code that blocks a thread. Synchronous tools (a synchronous closure given to
+//!   [`Tool::new`] or [`Tool::typed`], `#[tool]` on a plain `fn`) run on Tokio's blocking pool, so they never
 //!   stall the async workers and the run goes on at the deadline, but their thread runs until the
 //!   function returns: check [`ToolContext::is_cancelled`] in long loops (Tokio waits for blocking
 //!   threads when its runtime shuts down, so such a thread also delays the process's exit). An async tool that blocks
@@ -205,6 +209,7 @@ pub use serde_json;
 pub use tool::context::ToolContext;
 pub use tool::definition::{IntoTool, IntoTools, OnError, Tool, ToolEvent, ToolHints};
 pub use tool::resource::{Res, Resources};
+pub use tool::returns::{Answer, Awaited, Blocking, ToolReturn, TypedReturn};
 pub use tool::typed::ToolOutput;
 
 /// The README's examples, compiled and run as doctests so that they cannot drift from the API.

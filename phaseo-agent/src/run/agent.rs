@@ -13,6 +13,7 @@ use crate::tool::call::Later;
 use crate::tool::context::ToolContext;
 use crate::tool::definition::{IntoTool, IntoTools, OnError, Tool};
 use crate::tool::resource::{Res, Resources};
+use crate::tool::returns::{Answer, sealed};
 
 pub(crate) type CallPredicate = dyn Fn(&ToolCall, &ToolContext) -> bool + Send + Sync;
 /// The agent's approval rule: the call, its context and the tool's own verdict in, the final verdict out.
@@ -813,7 +814,7 @@ impl AgentBuilder {
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// // Each call waits for the other: one at a time, the first would wait forever.
     /// let barrier = Arc::new(Barrier::new(2));
-    /// let meet = Tool::new_async("meet", "Wait for the other call", json!({"type": "object"}), move |_, _| {
+    /// let meet = Tool::new("meet", "Wait for the other call", json!({"type": "object"}), move |_, _| {
     ///     let barrier = barrier.clone();
     ///     async move { barrier.wait().await; Ok(json!("met")) }
     /// });
@@ -918,7 +919,7 @@ impl AgentBuilder {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let slow = Tool::new_async("slow", "Takes its time", json!({"type": "object"}), |_, _| async {
+    /// let slow = Tool::new("slow", "Takes its time", json!({"type": "object"}), |_, _| async {
     ///     tokio::time::sleep(Duration::from_secs(60)).await;
     ///     Ok(json!("too late"))
     /// });
@@ -987,81 +988,65 @@ impl AgentBuilder {
     /// An agent-level approval rule, added to every tool's own: a call pauses for approval (kind
     /// `tool_approval`) when its tool requires it **or** this function says so. A rule written for
     /// one tool never removes another tool's `require_approval`. The function is not called when the
-    /// tool already requires approval for the call. A panic counts as "needs approval".
+    /// tool already requires approval for the call. It replaces an earlier `approval` or
+    /// [`approval_policy`](Self::approval_policy).
+    ///
+    /// The function returns `bool`, and is called in place (keep it quick), or a future of `bool`,
+    /// which is awaited: for a rule that does I/O, read what it needs from the call and return an
+    /// `async move` block (see [`Answer`]). A panic, before or inside the future, counts as "needs
+    /// approval".
     ///
     /// ```
-    /// use phaseo_agent::{Agent, ScriptedModel, Tool, ToolCall, ToolContext};
+    /// use phaseo_agent::{Agent, PendingKind, ScriptedModel, Tool, ToolCall, ToolContext};
     /// use serde_json::json;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// let status = Tool::new("get_status", "Service status", json!({"type": "object"}), |v, _| Ok(v));
     /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+    ///
+    /// // Synchronous: answered in place.
     /// let model = ScriptedModel::new().tool_calls([
     ///     ToolCall::new("c1", "get_status", json!({"service": "payments"})),
     ///     ToolCall::new("c2", "deploy", json!({"environment": "staging"})),
     /// ]);
     /// let agent = Agent::builder("ops")
     ///     .model(model)
-    ///     .tool(status)
+    ///     .tool(status.clone())
     ///     .tool(deploy)
     ///     .approval(|call: &ToolCall, _ctx: &ToolContext| call.arguments.contains("payments"))
     ///     .build()?;
     /// let paused = agent.run("check payments, then deploy staging").await?;
     /// assert_eq!(paused.pending().len(), 2); // c1 by the agent's rule, c2 by deploy's own
+    ///
+    /// // Async: the future owns what it read from the call, and is awaited.
+    /// let model = ScriptedModel::new().tool_call("c1", "get_status", json!({"service": "payments"}));
+    /// let agent = Agent::builder("ops")
+    ///     .model(model)
+    ///     .tool(status)
+    ///     .approval(|call: &ToolCall, _ctx: &ToolContext| {
+    ///         let sensitive = call.arguments.contains("payments");
+    ///         async move { sensitive /* or ask a policy service */ }
+    ///     })
+    ///     .build()?;
+    /// let paused = agent.run("check payments").await?;
+    /// assert_eq!(paused.pending()[0].kind, PendingKind::ToolApproval);
     /// # Ok(())
     /// # }
     /// ```
     ///
     /// To decide against a tool's own setting, use [`approval_policy`](Self::approval_policy).
-    pub fn approval(
-        mut self,
-        decide: impl Fn(&ToolCall, &ToolContext) -> bool + Send + Sync + 'static,
-    ) -> Self {
-        self.approval = Some(Arc::new(
-            move |call: &ToolCall, ctx: &ToolContext, tool_says: bool| {
-                Later::Now(tool_says || decide(call, ctx))
-            },
-        ));
-        self
-    }
-
-    /// [`approval`](Self::approval) for a rule that does I/O: it reads what it needs from the call
-    /// and returns a future of its verdict. It is not called when the tool already requires
-    /// approval for the call. A panic, before or inside the future, counts as "needs approval".
-    ///
-    /// ```
-    /// use phaseo_agent::{Agent, PendingKind, ScriptedModel, Tool, ToolCall, ToolContext};
-    /// use phaseo_agent::serde_json::json;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let restart = Tool::new("restart", "Restart a service", json!({"type": "object"}), |v, _| Ok(v));
-    /// let model = ScriptedModel::new().tool_call("c1", "restart", json!({"service": "payments"}));
-    /// let agent = Agent::builder("ops")
-    ///     .model(model)
-    ///     .tool(restart)
-    ///     .approval_async(|call: &ToolCall, _ctx: &ToolContext| {
-    ///         let sensitive = call.arguments.contains("payments");
-    ///         async move { sensitive /* or ask a policy service */ }
-    ///     })
-    ///     .build()?;
-    /// let paused = agent.run("restart payments").await?;
-    /// assert_eq!(paused.pending()[0].kind, PendingKind::ToolApproval);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn approval_async<F, Fut>(mut self, decide: F) -> Self
+    pub fn approval<F, R, How>(mut self, decide: F) -> Self
     where
-        F: Fn(&ToolCall, &ToolContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = bool> + Send + 'static,
+        F: Fn(&ToolCall, &ToolContext) -> R + Send + Sync + 'static,
+        R: Answer<bool, How>,
     {
         self.approval = Some(Arc::new(
             move |call: &ToolCall, ctx: &ToolContext, tool_says: bool| {
                 if tool_says {
                     Later::Now(true)
                 } else {
-                    Later::Wait(Box::pin(decide(call, ctx)))
+                    sealed::Answer::later(decide(call, ctx))
                 }
             },
         ));
@@ -1071,8 +1056,13 @@ impl AgentBuilder {
     /// An agent-level approval policy with the last word: it sees each call, its context and the
     /// tool's own verdict (`require_approval`, or the tool's approval function), and returns whether
     /// the call pauses for approval. Use it to waive a tool's own gate on purpose (say, deploys to
-    /// staging); prefer [`approval`](Self::approval), which can only add gates. A panic counts as
-    /// "needs approval". It replaces an earlier `approval` or `approval_policy`.
+    /// staging); prefer [`approval`](Self::approval), which can only add gates. It replaces an
+    /// earlier `approval` or `approval_policy`.
+    ///
+    /// The policy returns `bool`, and is called in place (keep it quick), or a future of `bool`,
+    /// which is awaited: for a policy that does I/O, read what it needs from the call and return
+    /// an `async move` block (see [`Answer`]). A panic, before or inside the future, counts as
+    /// "needs approval".
     ///
     /// ```
     /// use phaseo_agent::{Agent, ScriptedModel, Tool, ToolCall, ToolContext};
@@ -1081,40 +1071,19 @@ impl AgentBuilder {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+    ///
+    /// // Synchronous: answered in place.
     /// let model = ScriptedModel::new().tool_call("c1", "deploy", json!({"environment": "staging"})).text("done");
     /// let agent = Agent::builder("ops")
     ///     .model(model)
-    ///     .tool(deploy)
+    ///     .tool(deploy.clone())
     ///     .approval_policy(|call: &ToolCall, _ctx: &ToolContext, tool_says: bool| {
     ///         tool_says && !call.arguments.contains("staging")
     ///     })
     ///     .build()?;
     /// assert_eq!(agent.run("deploy staging").await?.output(), Some("done"));
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn approval_policy(
-        mut self,
-        decide: impl Fn(&ToolCall, &ToolContext, bool) -> bool + Send + Sync + 'static,
-    ) -> Self {
-        self.approval = Some(Arc::new(
-            move |call: &ToolCall, ctx: &ToolContext, tool_says: bool| {
-                Later::Now(decide(call, ctx, tool_says))
-            },
-        ));
-        self
-    }
-
-    /// [`approval_policy`](Self::approval_policy) for a policy that does I/O: it returns a future
-    /// of its verdict. A panic, before or inside the future, counts as "needs approval".
     ///
-    /// ```
-    /// use phaseo_agent::{Agent, ScriptedModel, Tool, ToolCall, ToolContext};
-    /// use phaseo_agent::serde_json::json;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+    /// // Async: the future owns what it read from the call, and is awaited.
     /// let model = ScriptedModel::new().tool_calls([
     ///     ToolCall::new("c1", "deploy", json!({"environment": "staging"})),
     ///     ToolCall::new("c2", "deploy", json!({"environment": "production"})),
@@ -1122,7 +1091,7 @@ impl AgentBuilder {
     /// let agent = Agent::builder("ops")
     ///     .model(model)
     ///     .tool(deploy)
-    ///     .approval_policy_async(|call: &ToolCall, _ctx: &ToolContext, tool_says: bool| {
+    ///     .approval_policy(|call: &ToolCall, _ctx: &ToolContext, tool_says: bool| {
     ///         let staging = call.arguments.contains("staging");
     ///         async move { tool_says && !staging /* or ask a policy service */ }
     ///     })
@@ -1133,14 +1102,14 @@ impl AgentBuilder {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn approval_policy_async<F, Fut>(mut self, decide: F) -> Self
+    pub fn approval_policy<F, R, How>(mut self, decide: F) -> Self
     where
-        F: Fn(&ToolCall, &ToolContext, bool) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = bool> + Send + 'static,
+        F: Fn(&ToolCall, &ToolContext, bool) -> R + Send + Sync + 'static,
+        R: Answer<bool, How>,
     {
         self.approval = Some(Arc::new(
             move |call: &ToolCall, ctx: &ToolContext, tool_says: bool| {
-                Later::Wait(Box::pin(decide(call, ctx, tool_says)))
+                sealed::Answer::later(decide(call, ctx, tool_says))
             },
         ));
         self

@@ -405,7 +405,7 @@ impl ToolContext {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    /// let export = Tool::new_async("export", "Export a report", json!({"type": "object"}), move |_, ctx| {
+    /// let export = Tool::new("export", "Export a report", json!({"type": "object"}), move |_, ctx| {
     ///     let tx = tx.clone();
     ///     async move {
     ///         // Work that outlives the call's future stops with the call.
