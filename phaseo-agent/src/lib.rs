@@ -190,7 +190,7 @@ pub use model::request::{
     ToolChoice, ToolDefinition, TurnParams, Usage,
 };
 pub use model::scripted::ScriptedModel;
-pub use run::agent::{Agent, AgentBuilder, RetryPolicy, RunOptions, ToolExecution};
+pub use run::agent::{Agent, AgentBuilder, RetryPolicy, RunOptions};
 pub use run::event::{Event, EventStream};
 pub use run::state::{
     Decision, Decisions, PendingCall, PendingKind, RunError, RunResult, RunState, RunStatus,

@@ -197,44 +197,27 @@ impl RetryPolicy {
     }
 }
 
-/// How an agent executes tools. Every field has a documented default.
-///
-/// ```
-/// use phaseo_agent::{OnError, ToolExecution};
-///
-/// let defaults = ToolExecution::default();
-/// assert_eq!(defaults.concurrency, 1);
-/// assert_eq!(defaults.on_error, OnError::ReturnToModel);
-/// assert_eq!(defaults.on_unknown_tool, OnError::FailRun);
-/// assert_eq!(defaults.on_invalid_arguments, OnError::ReturnToModel);
-/// assert_eq!((defaults.default_timeout, defaults.max_output_chars), (None, None));
-/// assert_eq!(defaults.max_calls_per_turn, 128);
-/// ```
-///
-/// Set them all at once with [`AgentBuilder::tool_execution`], or one by one with its other
-/// setters.
+/// How an agent executes tools: the settings of [`AgentBuilder::tool_concurrency`],
+/// [`AgentBuilder::on_error`], [`AgentBuilder::on_unknown_tool`],
+/// [`AgentBuilder::on_invalid_arguments`], [`AgentBuilder::default_timeout`],
+/// [`AgentBuilder::max_output_chars`] and [`AgentBuilder::max_calls_per_turn`], whose docs give
+/// each default.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolExecution {
-    /// How many calls of one turn run at once. Default 1: calls run one after another in call order,
-    /// the safe default for tools that share state. Results always reach the model in call order.
-    pub concurrency: usize,
-    /// The error policy of tools that set none. Default: [`OnError::ReturnToModel`].
-    pub on_error: OnError,
-    /// What to do with a call to a tool id that is not in the list. Default: [`OnError::FailRun`]
-    /// (the run fails with `Unknown tool: <name>`); `ReturnToModel` answers the model with that error.
-    pub on_unknown_tool: OnError,
-    /// What to do with arguments that are not valid JSON or fail the parameter schema. Default:
-    /// [`OnError::ReturnToModel`], with the path and reason, so the model can correct itself.
-    pub on_invalid_arguments: OnError,
-    /// The timeout of tools that set none. Default: none.
-    pub default_timeout: Option<Duration>,
-    /// Cap on the characters of a result the model sees. Default: none.
-    pub max_output_chars: Option<usize>,
-    /// The most tool calls one model turn may make. Default: 128, far above what models send (a
-    /// few, at most a few dozen), low enough that a runaway or hostile model cannot make one turn
-    /// arbitrarily large. A turn with more fails the run with [`AgentError::TooManyToolCalls`]
-    /// before any of its calls runs.
-    pub max_calls_per_turn: usize,
+pub(crate) struct ToolExecution {
+    /// How many calls of one turn run at once.
+    pub(crate) concurrency: usize,
+    /// The error policy of tools that set none.
+    pub(crate) on_error: OnError,
+    /// What to do with a call to a tool id that is not in the list.
+    pub(crate) on_unknown_tool: OnError,
+    /// What to do with arguments that are not valid JSON or fail the parameter schema.
+    pub(crate) on_invalid_arguments: OnError,
+    /// The timeout of tools that set none.
+    pub(crate) default_timeout: Option<Duration>,
+    /// Cap on the characters of a result the model sees.
+    pub(crate) max_output_chars: Option<usize>,
+    /// The most tool calls one model turn may make.
+    pub(crate) max_calls_per_turn: usize,
 }
 
 impl Default for ToolExecution {
@@ -776,53 +759,47 @@ impl AgentBuilder {
         self
     }
 
-    /// All tool execution settings at once (see [`ToolExecution`] for the defaults).
-    ///
-    /// ```
-    /// use phaseo_agent::{Agent, OnError, ScriptedModel, ToolExecution};
-    /// use phaseo_agent::serde_json::json;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let lenient = ToolExecution {
-    ///     on_unknown_tool: OnError::ReturnToModel,
-    ///     max_calls_per_turn: 8,
-    ///     ..ToolExecution::default()
-    /// };
-    /// let model = ScriptedModel::new().tool_call("call_1", "lookup", json!({})).text("I cannot look that up.");
-    /// let agent = Agent::builder("a").model(model).tool_execution(lenient).build()?;
-    /// let done = agent.run("Look it up").await?;
-    /// assert_eq!(done.output(), Some("I cannot look that up."));
-    /// assert!(done.state.steps()[0].is_error);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn tool_execution(mut self, settings: ToolExecution) -> Self {
-        self.settings = settings;
-        self
-    }
-
-    /// How many calls of one turn run at once (values below 1 are raised to 1).
+    /// How many calls of one turn run at once (values below 1 are raised to 1). Default 1: calls
+    /// run one after another in call order, the safe default for tools that share state. Results
+    /// reach the model in call order whatever the setting.
     ///
     /// ```
     /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     /// use phaseo_agent::{Agent, ScriptedModel, Tool, ToolCall};
     /// use phaseo_agent::serde_json::json;
     /// use tokio::sync::Barrier;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let two_calls = |tool: &str| {
+    ///     let calls = [ToolCall::new("c1", tool, json!({})), ToolCall::new("c2", tool, json!({}))];
+    ///     ScriptedModel::new().tool_calls(calls).text("Done.")
+    /// };
+    ///
+    /// // The default: one call at a time, however long each takes.
+    /// let (running, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    /// let (r, m) = (running.clone(), most.clone());
+    /// let nap = Tool::new("nap", "Nap briefly", json!({"type": "object"}), move |_, _| {
+    ///     let (r, m) = (r.clone(), m.clone());
+    ///     async move {
+    ///         m.fetch_max(r.fetch_add(1, SeqCst) + 1, SeqCst);
+    ///         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    ///         r.fetch_sub(1, SeqCst);
+    ///         Ok(json!("rested"))
+    ///     }
+    /// });
+    /// Agent::builder("a").model(two_calls("nap")).tool(nap).build()?.run("Nap").await?;
+    /// assert_eq!(most.load(SeqCst), 1);
+    ///
     /// // Each call waits for the other: one at a time, the first would wait forever.
     /// let barrier = Arc::new(Barrier::new(2));
     /// let meet = Tool::new("meet", "Wait for the other call", json!({"type": "object"}), move |_, _| {
     ///     let barrier = barrier.clone();
     ///     async move { barrier.wait().await; Ok(json!("met")) }
     /// });
-    /// let model = ScriptedModel::new()
-    ///     .tool_calls([ToolCall::new("c1", "meet", json!({})), ToolCall::new("c2", "meet", json!({}))])
-    ///     .text("Both met.");
-    /// let agent = Agent::builder("a").model(model).tool(meet).tool_concurrency(2).build()?;
-    /// assert_eq!(agent.run("Meet").await?.output(), Some("Both met."));
+    /// let agent = Agent::builder("a").model(two_calls("meet")).tool(meet).tool_concurrency(2).build()?;
+    /// assert_eq!(agent.run("Meet").await?.output(), Some("Done."));
     /// # Ok(())
     /// # }
     /// ```
@@ -831,7 +808,9 @@ impl AgentBuilder {
         self
     }
 
-    /// The error policy of tools that set none (default: return the error to the model).
+    /// The error policy of tools that set none ([`Tool::on_error`] wins). Default:
+    /// [`OnError::ReturnToModel`], the error goes back to the model as the call's result and the
+    /// run goes on.
     ///
     /// ```
     /// use phaseo_agent::{Agent, AgentError, OnError, ScriptedModel, Tool};
@@ -843,8 +822,9 @@ impl AgentBuilder {
     ///     |_, _| Err(AgentError::tool("card declined")));
     /// let script = ScriptedModel::new().tool_call("call_1", "charge", json!({})).text("Charged.");
     ///
+    /// // The default: the model reads the error, and the run goes on.
     /// let agent = Agent::builder("billing").model(script.clone()).tool(charge.clone()).build()?;
-    /// let done = agent.run("Charge the card").await?; // the model reads the error, the run goes on
+    /// let done = agent.run("Charge the card").await?;
     /// assert_eq!(done.state.tool_result("call_1"), Some(r#"{"error":"card declined"}"#));
     ///
     /// let script = ScriptedModel::new().tool_call("call_1", "charge", json!({})).text("Charged.");
@@ -859,7 +839,9 @@ impl AgentBuilder {
         self
     }
 
-    /// What to do with calls to unknown tools (default: fail the run).
+    /// What to do with a call to a tool id the agent does not have (or the turn did not offer).
+    /// Default: [`OnError::FailRun`], the run fails with `Unknown tool: <name>`;
+    /// [`OnError::ReturnToModel`] answers the model with that error.
     ///
     /// ```
     /// use phaseo_agent::{Agent, AgentError, OnError, ScriptedModel};
@@ -869,6 +851,7 @@ impl AgentBuilder {
     /// # async fn main() -> Result<(), AgentError> {
     /// let script = || ScriptedModel::new().tool_call("call_1", "lookup", json!({})).text("No such tool.");
     ///
+    /// // The default: the run fails.
     /// let agent = Agent::builder("a").model(script()).build()?;
     /// let failed = agent.run("Look it up").await.unwrap_err();
     /// assert_eq!(failed.error, AgentError::UnknownTool("lookup".into()));
@@ -884,7 +867,9 @@ impl AgentBuilder {
         self
     }
 
-    /// What to do with unreadable or invalid arguments (default: tell the model).
+    /// What to do with arguments that are not valid JSON or fail the parameter schema. Default:
+    /// [`OnError::ReturnToModel`], the error goes back to the model with the JSON path and the
+    /// reason, so it can correct itself.
     ///
     /// ```
     /// use phaseo_agent::{Agent, AgentError, OnError, ScriptedModel, Tool};
@@ -895,8 +880,17 @@ impl AgentBuilder {
     /// let double = Tool::new("double", "Double a number",
     ///     json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
     ///     |input, _| Ok(json!(input["n"].as_i64().unwrap_or(0) * 2)));
-    /// let model = ScriptedModel::new().tool_call("call_1", "double", json!({"n": "two"})).text("4.");
-    /// let agent = Agent::builder("calc").model(model).tool(double)
+    /// let script = || ScriptedModel::new().tool_call("call_1", "double", json!({"n": "two"})).text("4.");
+    ///
+    /// // The default: the model reads what was wrong, and where.
+    /// let agent = Agent::builder("calc").model(script()).tool(double.clone()).build()?;
+    /// let done = agent.run("Double two").await?;
+    /// assert_eq!(
+    ///     done.state.tool_result("call_1"),
+    ///     Some(r#"{"error":"Invalid tool input: $.n: \"two\" is not of type \"integer\""}"#)
+    /// );
+    ///
+    /// let agent = Agent::builder("calc").model(script()).tool(double)
     ///     .on_invalid_arguments(OnError::FailRun)
     ///     .build()?;
     /// let failed = agent.run("Double two").await.unwrap_err();
@@ -910,21 +904,28 @@ impl AgentBuilder {
         self
     }
 
-    /// The timeout of tools that set none (a tool's own [`Tool::timeout`] wins).
+    /// The timeout of tools that set none ([`Tool::timeout`] wins). Default: none, a call runs
+    /// until it finishes.
     ///
     /// ```
     /// use std::time::Duration;
     /// use phaseo_agent::{Agent, ScriptedModel, Tool};
     /// use phaseo_agent::serde_json::json;
     ///
-    /// # #[tokio::main(flavor = "current_thread")]
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let slow = Tool::new("slow", "Takes its time", json!({"type": "object"}), |_, _| async {
-    ///     tokio::time::sleep(Duration::from_secs(60)).await;
-    ///     Ok(json!("too late"))
+    /// // (The clock is paused: Tokio skips ahead to the next timer, so a day passes at once.)
+    /// let slow = Tool::new("slow", "Takes a day", json!({"type": "object"}), |_, _| async {
+    ///     tokio::time::sleep(Duration::from_secs(24 * 60 * 60)).await;
+    ///     Ok(json!("finally"))
     /// });
-    /// let model = ScriptedModel::new().tool_call("call_1", "slow", json!({})).text("It timed out.");
-    /// let agent = Agent::builder("a").model(model).tool(slow)
+    /// let script = || ScriptedModel::new().tool_call("call_1", "slow", json!({})).text("Done.");
+    ///
+    /// // The default: no timeout, the call takes its day.
+    /// let agent = Agent::builder("a").model(script()).tool(slow.clone()).build()?;
+    /// assert_eq!(agent.run("Go").await?.state.tool_result("call_1"), Some(r#""finally""#));
+    ///
+    /// let agent = Agent::builder("a").model(script()).tool(slow)
     ///     .default_timeout(Duration::from_millis(20))
     ///     .build()?;
     /// let done = agent.run("Go").await?; // the error goes back to the model
@@ -937,9 +938,9 @@ impl AgentBuilder {
         self
     }
 
-    /// Caps the characters of each result the model sees (a tool's own
-    /// [`Tool::max_output_chars`] wins). A longer result keeps its start and its end around a
-    /// notice of how many characters were cut.
+    /// Caps the characters of each result the model sees ([`Tool::max_output_chars`] wins).
+    /// A longer result keeps its start and its end around a notice of how many characters were
+    /// cut. Default: none, results reach the model whole.
     ///
     /// ```
     /// use phaseo_agent::{Agent, ScriptedModel, Tool};
@@ -947,12 +948,17 @@ impl AgentBuilder {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let logs = Tool::new("logs", "Read the logs", json!({"type": "object"}), |_, _| Ok(json!("x".repeat(100))));
-    /// let model = ScriptedModel::new().tool_call("call_1", "logs", json!({})).text("Lots of x.");
-    /// let agent = Agent::builder("a").model(model).tool(logs).max_output_chars(10).build()?;
+    /// let logs = Tool::new("logs", "Read the logs", json!({"type": "object"}), |_, _| Ok(json!("x".repeat(100_000))));
+    /// let script = || ScriptedModel::new().tool_call("call_1", "logs", json!({})).text("Lots of x.");
+    ///
+    /// // The default: no cap, all 100,002 characters of the JSON string `"xxx…"`.
+    /// let agent = Agent::builder("a").model(script()).tool(logs.clone()).build()?;
+    /// assert_eq!(agent.run("Read the logs").await?.state.tool_result("call_1").unwrap().len(), 100_002);
+    ///
+    /// let agent = Agent::builder("a").model(script()).tool(logs).max_output_chars(10).build()?;
     /// let done = agent.run("Read the logs").await?;
-    /// // The JSON string `"xxx…"` is 102 characters: the first 5 and last 5 are kept.
-    /// assert_eq!(done.state.tool_result("call_1"), Some("\"xxxx\n[... 92 characters cut ...]\nxxxx\""));
+    /// // The first 5 and the last 5 characters are kept.
+    /// assert_eq!(done.state.tool_result("call_1"), Some("\"xxxx\n[... 99992 characters cut ...]\nxxxx\""));
     /// # Ok(())
     /// # }
     /// ```
@@ -961,22 +967,31 @@ impl AgentBuilder {
         self
     }
 
-    /// The most tool calls one model turn may make (default 128). A turn with more fails the run
-    /// with [`AgentError::TooManyToolCalls`] before any of its calls runs; the failed state can be
-    /// retried with [`Agent::retry`].
+    /// The most tool calls one model turn may make. Default: 128, far above what models send (a
+    /// few, at most a few dozen), low enough that a runaway or hostile model cannot make one turn
+    /// arbitrarily large. A turn with more fails the run with [`AgentError::TooManyToolCalls`]
+    /// before any of its calls runs; the failed state can be retried with [`Agent::retry`].
     ///
     /// ```
-    /// use phaseo_agent::{Agent, AgentError, ScriptedModel, ToolCall};
+    /// use phaseo_agent::{Agent, AgentError, ScriptedModel, Tool, ToolCall};
+    /// use phaseo_agent::serde_json::json;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
-    /// let calls = (0..3).map(|i| ToolCall::raw(format!("c{i}"), "add", "{}"));
-    /// let agent = Agent::builder("calc")
-    ///     .model(ScriptedModel::new().tool_calls(calls))
-    ///     .max_calls_per_turn(2)
-    ///     .build()
-    ///     .unwrap();
-    /// let failed = agent.run("add things").await.unwrap_err();
+    /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| async { Ok(json!("pong")) });
+    /// let turn = |n: usize| {
+    ///     let calls = (0..n).map(|i| ToolCall::raw(format!("c{i}"), "ping", "{}"));
+    ///     ScriptedModel::new().tool_calls(calls).text("Pinged.")
+    /// };
+    /// let agent = |n: usize| Agent::builder("a").model(turn(n)).tool(ping.clone());
+    ///
+    /// // The default: 128 calls run; 129 are refused, and none of them runs.
+    /// let done = agent(128).build().unwrap().run("Ping").await.unwrap();
+    /// assert_eq!(done.state.steps().len(), 128);
+    /// let failed = agent(129).build().unwrap().run("Ping").await.unwrap_err();
+    /// assert_eq!(failed.error, AgentError::TooManyToolCalls { count: 129, limit: 128 });
+    ///
+    /// let failed = agent(3).max_calls_per_turn(2).build().unwrap().run("Ping").await.unwrap_err();
     /// assert_eq!(failed.error, AgentError::TooManyToolCalls { count: 3, limit: 2 });
     /// # }
     /// ```
