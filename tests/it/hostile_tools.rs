@@ -182,7 +182,7 @@ fn progress_and_context_too_deep_to_store_are_refused() {
         Err(AgentError::InvalidEvent(_))
     ));
     assert!(ctx.set_context(nested(121)).is_err());
-    assert!(ctx.progress().is_empty() && ctx.new_context().is_none());
+    assert!(ctx.progress().is_empty() && ctx.context_update().is_none());
     ctx.emit_progress(nested(120)).unwrap();
     ctx.set_context(nested(120)).unwrap();
 }

@@ -294,7 +294,7 @@ async fn a_detached_context_records_what_a_tool_reports() {
     }
     assert_eq!(ctx.context_as::<App>().unwrap().tenant, "acme");
     ctx.set_context(json!({"tenant": "globex"})).unwrap();
-    assert_eq!(ctx.new_context(), Some(json!({"tenant": "globex"})));
+    assert_eq!(ctx.context_update(), Some(json!({"tenant": "globex"})));
     assert_eq!(
         ctx.context(),
         &json!({"tenant": "acme"}),

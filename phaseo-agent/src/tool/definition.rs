@@ -275,7 +275,7 @@ impl Tool {
     /// let ctx = ToolContext::detached();
     /// assert_eq!(index.invoke(r#"{"path": "."}"#, &ctx).await?, r#"{"indexed":248}"#);
     /// assert_eq!(ctx.progress().len(), 2);
-    /// assert_eq!(ctx.new_context(), Some(json!({"indexed": true})));
+    /// assert_eq!(ctx.context_update(), Some(json!({"indexed": true})));
     /// # Ok(())
     /// # }
     /// ```
