@@ -43,7 +43,15 @@ pub struct Awaited;
 /// How each form is run. Public traits in a module no user can name: the public traits above are
 /// implemented only here.
 pub(crate) mod sealed {
-    use super::*;
+    use std::fmt::Display;
+    use std::sync::Arc;
+
+    use serde::Serialize;
+    use serde_json::Value;
+
+    use crate::decode::ToolInput;
+    use crate::tool::call::{Exec, Later, Start};
+    use crate::tool::context::ToolContext;
 
     /// A `Tool::new` executor's return type, and how its calls start.
     pub trait ToolReturn<How>: Sized {
