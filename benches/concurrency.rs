@@ -41,7 +41,7 @@ fn record(name: &'static str, runs: Vec<Duration>) {
 }
 
 fn nap() -> Tool {
-    Tool::new_async(
+    Tool::new(
         "nap",
         "Sleep for 20 ms",
         json!({

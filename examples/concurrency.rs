@@ -36,7 +36,7 @@ fn sleep_schema() -> Value {
 
 /// Fetches something that takes `ms` milliseconds.
 fn fetch() -> Tool {
-    Tool::new_async(
+    Tool::new(
         "fetch",
         "Fetch a named resource",
         sleep_schema(),
@@ -50,7 +50,7 @@ fn fetch() -> Tool {
 
 /// A schema migration: it must not run beside anything else.
 fn migrate() -> Tool {
-    Tool::new_async(
+    Tool::new(
         "migrate",
         "Migrate the database schema",
         sleep_schema(),

@@ -1,7 +1,7 @@
-//! Define a tool, the four ways: `Tool::new` (`get_status`, a synchronous closure over
-//! JSON), `Tool::new_async`, `Tool::typed` (input and output are Rust types; the parameter schema is
-//! generated from the input type), and the tool fields around them: the parameter schema, validators
-//! (`input_schema`, a function that may transform the arguments; `output_json_schema`;
+//! Define a tool: `Tool::new` over JSON, with a synchronous closure (`get_status`) or an async one
+//! (`search_tickets`), `Tool::typed` (input and output are Rust types; the parameter schema is
+//! generated from the input type), and the tool fields around them: the parameter schema,
+//! validators (`input_schema`, a function that may transform the arguments; `output_json_schema`;
 //! `output_schema`, a function that may transform the result) and `timeout`. Then one run that calls
 //! them, including two calls the validators refuse before any tool code runs.
 //!
@@ -56,11 +56,11 @@ fn get_status() -> Tool {
     }))
 }
 
-/// `search_tickets`: an async executor, a 10 s timeout, and a custom input validator
+/// `search_tickets`: an async executor (the same `Tool::new`: its future is awaited), a 10 s timeout, and a custom input validator
 /// (`input_schema`) that runs after the parameter schema check. It may transform the arguments: here
 /// it trims the query, and refuses a blank one.
 fn search_tickets() -> Tool {
-    Tool::new_async(
+    Tool::new(
         "search_tickets",
         "Search support tickets by keyword",
         json!({

@@ -59,7 +59,7 @@ fn tools() -> Vec<Tool> {
     }));
 
     // An ordinary async tool that reports progress and reads the application context.
-    let search_code = Tool::new_async(
+    let search_code = Tool::new(
         "search_code",
         "Search the indexed code",
         json!({

@@ -74,7 +74,7 @@ fn no_parameters() -> Value {
 
 fn tools(log: &Log) -> Vec<Tool> {
     // Finishes well inside the agent's default timeout.
-    let quick = Tool::new_async(
+    let quick = Tool::new(
         "quick",
         "Answer quickly",
         no_parameters(),
@@ -87,7 +87,7 @@ fn tools(log: &Log) -> Vec<Tool> {
     // Honours the token: the real work runs in a spawned task (as an upload or a child process
     // would), which outlives the tool's future, so it listens to the token to know when to stop.
     let upload_log = log.clone();
-    let upload = Tool::new_async(
+    let upload = Tool::new(
         "upload",
         "Upload a large file",
         no_parameters(),
@@ -113,7 +113,7 @@ fn tools(log: &Log) -> Vec<Tool> {
     // Ignores the token, and is stopped anyway: at the deadline its future is dropped, so it never
     // gets past its `.await`. (No `.timeout`: the agent's default applies.)
     let stubborn_log = log.clone();
-    let stubborn = Tool::new_async(
+    let stubborn = Tool::new(
         "stubborn",
         "Wait for something that never comes",
         no_parameters(),
@@ -317,7 +317,7 @@ async fn main() -> Result<(), AgentError> {
             ToolCall::new("call_2", "report", json!({})),
         ])
         .text("Both reports are ready.");
-    let report = Tool::new_async(
+    let report = Tool::new(
         "report",
         "Build a report",
         no_parameters(),

@@ -264,8 +264,9 @@ use proc_macro::TokenStream;
 /// (`fetch_ticket::fetch_ticket`), so the compiler's messages about it name it as you did. The
 /// struct:
 ///
-/// - implements `IntoTool`, through the runtime's typed constructors (`Tool::typed`,
-///   `Tool::typed_blocking`, `Tool::external_typed`), so `AgentBuilder::tool(fetch_ticket)` takes it;
+/// - implements `IntoTool`, through the runtime's typed constructors (`Tool::typed`, which runs a
+///   plain `fn` on Tokio's blocking pool, and `Tool::external_typed`), so
+///   `AgentBuilder::tool(fetch_ticket)` takes it;
 ///   the keys of the table above are builder calls on the tool it builds, in a fixed order
 ///   (`Tool::timeout(tool, Duration::from_millis(3_000))`, ..., then the function keys in the order
 ///   written, each through a helper whose bounds check the function's signature at its path);

@@ -62,8 +62,12 @@
 //!   that produced a result, whoever answered it: the tool, its hook, or a person supplying the
 //!   output; not for a call that failed or was rejected (it produced nothing). A call that fails
 //!   changes nothing: the context it set before failing is dropped.
-//! - **Checks may do I/O.** Approval functions, agent-level rules and interactive hooks have
-//!   `_async` forms; a panic inside their futures fails closed like a panic before them.
+//! - **One method takes a sync or an async closure.** A tool's executor ([`Tool::new`],
+//!   [`Tool::typed`]) may be synchronous (it runs on Tokio's blocking pool) or async (its future
+//!   is awaited); so may approval functions, agent-level rules and interactive hooks, for checks
+//!   that do I/O (a synchronous one is called in place). The form is inferred from what the
+//!   closure returns ([`ToolReturn`], [`TypedReturn`], [`Answer`]). A panic inside a check's
+//!   future fails closed like a panic before it.
 //! - **A failed run is data too.** `run`, `resume` and `retry` fail with a [`RunError`]: the
 //!   [`AgentError`] and, when the run had started, its state (status `failed`) with everything
 //!   that ran. [`Agent::retry`] asks the model again from that state (stored or not); calls of the
@@ -97,8 +101,8 @@
 //!   error (`Tool <id> timed out after <n>ms`), the call's future is dropped, and its
 //!   [`ToolContext::cancellation_token`] fires. Time spent waiting for a concurrency slot does not
 //!   count. Dropping a run (or its event stream) fires the tokens of its running calls too. What
-//!   cannot be stopped: code that blocks a thread. Synchronous tools ([`Tool::new`],
-//!   [`Tool::typed_blocking`], `#[tool]` on a plain `fn`) run on Tokio's blocking pool, so they never
+//!   cannot be stopped: code that blocks a thread. Synchronous tools (a synchronous closure given to
+//!   [`Tool::new`] or [`Tool::typed`], `#[tool]` on a plain `fn`) run on Tokio's blocking pool, so they never
 //!   stall the async workers and the run goes on at the deadline, but their thread runs until the
 //!   function returns: check [`ToolContext::is_cancelled`] in long loops (Tokio waits for blocking
 //!   threads when its runtime shuts down, so such a thread also delays the process's exit). An async tool that blocks
@@ -183,7 +187,7 @@ pub use model::request::{
     ToolChoice, ToolDefinition, TurnParams, Usage,
 };
 pub use model::scripted::ScriptedModel;
-pub use run::agent::{Agent, AgentBuilder, RetryPolicy, ToolExecution};
+pub use run::agent::{Agent, AgentBuilder, RetryPolicy};
 pub use run::entry::{ContinueRequest, ResumeRequest, RetryRequest, RunRequest};
 pub use run::event::{Event, EventStream};
 pub use run::state::{
@@ -203,6 +207,7 @@ pub use serde_json;
 pub use tool::context::ToolContext;
 pub use tool::definition::{IntoTool, IntoTools, OnError, Tool, ToolEvent, ToolHints};
 pub use tool::resource::{Res, Resources};
+pub use tool::returns::{Answer, Awaited, Blocking, ToolReturn, TypedReturn};
 pub use tool::typed::ToolOutput;
 
 /// The README's examples, compiled and run as doctests so that they cannot drift from the API.

@@ -88,7 +88,7 @@ enum Held {
 
 /// A tool that runs until `release` says so (or forever), reporting on `events`.
 fn hold(events: mpsc::UnboundedSender<Held>, release: Arc<tokio::sync::Notify>) -> Tool {
-    Tool::new_async(
+    Tool::new(
         "hold",
         "Hold until released",
         json!({"type": "object"}),

@@ -68,7 +68,7 @@ async fn results_reach_the_model_in_call_order() {
 
 #[tokio::test]
 async fn an_async_tool_sees_its_context() {
-    let tool = Tool::new_async(
+    let tool = Tool::new(
         "whoami",
         "Report the run's context",
         json!({"type": "object", "properties": {}}),
@@ -198,7 +198,7 @@ async fn a_typed_tool_with_no_parameters_advertises_an_empty_object() {
 async fn a_blocking_typed_tool_runs_off_the_async_workers() {
     // A current-thread runtime runs every task on this thread: a tool that ran inline would see it.
     let runtime_thread = std::thread::current().id();
-    let tool = Tool::typed_blocking(
+    let tool = Tool::typed(
         "slow_add",
         "Add slowly",
         move |input: Add, _ctx: ToolContext| {

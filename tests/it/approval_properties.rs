@@ -88,7 +88,7 @@ type Ledger = Arc<Mutex<Vec<String>>>;
 fn build_agent(model: &Flaky, ledger: &Ledger) -> Agent {
     let record = |ledger: &Ledger| {
         let ledger = ledger.clone();
-        move |input: serde_json::Value, ctx: &ToolContext| {
+        move |input: serde_json::Value, ctx: ToolContext| {
             ledger.lock().unwrap().push(ctx.tool_call().id.clone());
             Ok(input)
         }

@@ -22,7 +22,7 @@ struct InFlight {
 impl InFlight {
     fn tool(&self, id: &str) -> Tool {
         let this = self.clone();
-        Tool::new_async(
+        Tool::new(
             id,
             "Sleeps for `ms`",
             json!({"type": "object", "properties": {"ms": {"type": "integer"}}}),
@@ -142,7 +142,7 @@ async fn an_exclusive_tool_runs_alone() {
     let during_exclusive = Arc::new(AtomicUsize::new(usize::MAX));
     let seen = during_exclusive.clone();
     let probe = flight.clone();
-    let migrate = Tool::new_async(
+    let migrate = Tool::new(
         "migrate",
         "Runs a migration",
         json!({"type": "object"}),
@@ -386,4 +386,107 @@ async fn a_call_that_finished_early_frees_its_place_at_once() {
     assert_eq!(started.elapsed(), Duration::from_millis(300));
     let ids = result_ids(&model.requests()[1]);
     assert_eq!(ids, ["a", "b", "c", "d"]);
+}
+
+/// Two calls that each wait for the other, on the test's current-thread runtime: the synchronous
+/// side blocks its thread until the async side has run, then answers it; the async side sends its
+/// ping and awaits that answer. Both finish, each having heard the other, only if the synchronous
+/// side runs off the runtime's thread (on the blocking pool) and the async side's future is awaited
+/// on it. A synchronous side run in place would block the only thread: it gives up after a while
+/// and says it heard nothing.
+#[derive(Clone)]
+struct Handshake {
+    runtime: std::thread::ThreadId,
+    ping: std::sync::mpsc::Sender<()>,
+    heard: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<()>>>,
+    answer: Arc<tokio::sync::Notify>,
+}
+
+impl Handshake {
+    fn new() -> Self {
+        let (ping, heard) = std::sync::mpsc::channel();
+        Handshake {
+            runtime: std::thread::current().id(),
+            ping,
+            heard: Arc::new(std::sync::Mutex::new(heard)),
+            answer: Arc::new(tokio::sync::Notify::new()),
+        }
+    }
+
+    /// The synchronous side: blocks its thread until the ping comes (or ten seconds pass).
+    fn blocking_side(&self) -> Result<Value, String> {
+        let heard = self
+            .heard
+            .lock()
+            .unwrap()
+            .recv_timeout(Duration::from_secs(10));
+        self.answer.notify_one();
+        let off_the_runtime = std::thread::current().id() != self.runtime;
+        Ok(json!({"heard": heard.is_ok(), "off_the_runtime": off_the_runtime}))
+    }
+
+    /// The async side: pings, then awaits the synchronous side's answer.
+    async fn awaited_side(self) -> Result<Value, String> {
+        let on_the_runtime = std::thread::current().id() == self.runtime;
+        self.ping.send(()).map_err(|e| e.to_string())?;
+        self.answer.notified().await;
+        Ok(json!({"answered": true, "on_the_runtime": on_the_runtime}))
+    }
+
+    /// Runs `wait` (the synchronous side) and `signal` (the async side) in one turn, two at once,
+    /// and returns what each call answered.
+    async fn run(wait: Tool, signal: Tool) -> (Value, Value) {
+        let calls = [
+            ToolCall::new("w", "wait", json!({})),
+            ToolCall::new("s", "signal", json!({})),
+        ];
+        let model = ScriptedModel::new()
+            .record_requests()
+            .tool_calls(calls)
+            .text("done");
+        let agent = Agent::builder("t")
+            .model(model.clone())
+            .tools((wait, signal))
+            .tool_concurrency(2)
+            .build()
+            .unwrap();
+        agent.run("go").await.unwrap();
+        let request = &model.requests()[1];
+        (result_of(request, "w"), result_of(request, "s"))
+    }
+}
+
+#[tokio::test]
+async fn tool_new_runs_a_sync_executor_on_the_blocking_pool_and_awaits_an_async_one() {
+    let hand = Handshake::new();
+    let (h, object) = (hand.clone(), json!({"type": "object"}));
+    let wait = Tool::new("wait", "Blocks", object.clone(), move |_, _| {
+        h.blocking_side().map_err(phaseo_agent::AgentError::tool)
+    });
+    let signal = Tool::new("signal", "Awaits", object, move |_, _| {
+        let hand = hand.clone();
+        async move {
+            let answered = hand.awaited_side().await;
+            answered.map_err(phaseo_agent::AgentError::tool)
+        }
+    });
+    let (waited, signalled) = Handshake::run(wait, signal).await;
+    assert_eq!(waited, json!({"heard": true, "off_the_runtime": true}));
+    assert_eq!(signalled, json!({"answered": true, "on_the_runtime": true}));
+}
+
+#[tokio::test]
+async fn tool_typed_runs_a_sync_function_on_the_blocking_pool_and_awaits_an_async_one() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Nothing {}
+
+    let hand = Handshake::new();
+    let h = hand.clone();
+    let wait = Tool::typed("wait", "Blocks", move |_: Nothing, _| h.blocking_side());
+    let signal = Tool::typed("signal", "Awaits", move |_: Nothing, _| {
+        hand.clone().awaited_side()
+    });
+    let (waited, signalled) = Handshake::run(wait, signal).await;
+    assert_eq!(waited, json!({"heard": true, "off_the_runtime": true}));
+    assert_eq!(signalled, json!({"answered": true, "on_the_runtime": true}));
 }

@@ -116,7 +116,7 @@ async fn unreadable_arguments_can_fail_the_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_tool_beside_two_healthy_ones_becomes_a_tool_error() {
     let runs = Counter::default();
-    let panicking_async = Tool::new_async(
+    let panicking_async = Tool::new(
         "boom_async",
         "Panics",
         json!({"type": "object"}),
@@ -124,9 +124,12 @@ async fn a_panicking_tool_beside_two_healthy_ones_becomes_a_tool_error() {
             panic!("index out of bounds in the async tool");
         },
     );
-    let panicking_sync = Tool::new("boom_sync", "Panics", json!({"type": "object"}), |_, _| {
-        panic!("the sync tool fell over");
-    });
+    let panicking_sync = Tool::new(
+        "boom_sync",
+        "Panics",
+        json!({"type": "object"}),
+        |_, _| -> Result<serde_json::Value, AgentError> { panic!("the sync tool fell over") },
+    );
     let model = ScriptedModel::new()
         .record_requests()
         .tool_calls([
@@ -184,7 +187,8 @@ async fn a_panicking_tool_beside_two_healthy_ones_becomes_a_tool_error() {
 #[tokio::test]
 async fn a_panicking_approval_function_fails_closed() {
     let runs = Counter::default();
-    let tool = status_tool(&runs).approval(|_: &serde_json::Value, _| panic!("bug in the policy"));
+    let tool = status_tool(&runs)
+        .approval(|_: &serde_json::Value, _| -> bool { panic!("bug in the policy") });
     let model = ScriptedModel::new().record_requests().tool_call(
         "c1",
         "get_status",
@@ -205,7 +209,7 @@ async fn a_fail_run_error_cancels_a_sibling_that_is_still_running() {
     // The sibling is still running (50 ms) when `f` fails at once: the turn stops.
     let finished = Counter::default();
     let done = finished.clone();
-    let slow = Tool::new_async(
+    let slow = Tool::new(
         "slow",
         "Works for 50 ms",
         json!({"type": "object"}),

@@ -84,7 +84,7 @@ async fn progress_too_deep_to_store_is_refused_and_the_state_loads_back() {
         "t",
         "Reports deep progress",
         json!({"type": "object"}),
-        |_, ctx: &ToolContext| {
+        |_, ctx: ToolContext| {
             assert!(ctx.emit_progress(nested(126)).is_err(), "too deep to store");
             ctx.emit_progress(nested(120))
                 .map_err(|e| AgentError::tool(e.to_string()))?;

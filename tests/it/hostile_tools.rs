@@ -33,7 +33,7 @@ async fn result_of(tool: Tool, args: Value) -> String {
 async fn a_result_that_arrives_after_the_deadline_is_a_timeout() {
     // The tool blocks its thread past its deadline and only then returns: the deadline was never
     // polled while it blocked, but the result is still late.
-    let tool = Tool::new_async("slow", "Blocks", json!({"type": "object"}), |_, _| async {
+    let tool = Tool::new("slow", "Blocks", json!({"type": "object"}), |_, _| async {
         std::thread::sleep(Duration::from_millis(300));
         Ok(json!("too late"))
     })
@@ -61,7 +61,7 @@ impl Drop for PanicsOnDrop {
 
 #[tokio::test(start_paused = true)]
 async fn a_tool_whose_future_panics_when_dropped_at_its_deadline_is_a_timeout() {
-    let tool = Tool::new_async("t", "Hangs", json!({"type": "object"}), |_, _| async {
+    let tool = Tool::new("t", "Hangs", json!({"type": "object"}), |_, _| async {
         let _guard = PanicsOnDrop;
         std::future::pending::<()>().await;
         Ok(json!("never"))
@@ -182,7 +182,7 @@ fn progress_and_context_too_deep_to_store_are_refused() {
         Err(AgentError::InvalidEvent(_))
     ));
     assert!(ctx.set_context(nested(121)).is_err());
-    assert!(ctx.progress().is_empty() && ctx.new_context().is_none());
+    assert!(ctx.progress().is_empty() && ctx.context_update().is_none());
     ctx.emit_progress(nested(120)).unwrap();
     ctx.set_context(nested(120)).unwrap();
 }

@@ -64,7 +64,7 @@ fn charge() -> Tool {
 }
 
 fn slow() -> Tool {
-    Tool::new_async(
+    Tool::new(
         "slow",
         "Never in time",
         json!({"type": "object"}),
@@ -87,7 +87,7 @@ fn alphabet() -> Tool {
 }
 
 fn index() -> Tool {
-    Tool::new_async(
+    Tool::new(
         "index",
         "Index the docs",
         json!({"type": "object"}),
@@ -101,7 +101,7 @@ fn index() -> Tool {
 
 /// A tool that runs until it is cancelled, and says on `stopped` that its token fired.
 fn wait(started: mpsc::UnboundedSender<()>, stopped: mpsc::UnboundedSender<()>) -> Tool {
-    Tool::new_async(
+    Tool::new(
         "wait",
         "Wait until cancelled",
         json!({"type": "object"}),
@@ -437,7 +437,7 @@ async fn an_agents_approval_rule_and_timeout_apply() {
     let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| {
         Ok(json!("pong"))
     });
-    let nap = Tool::new_async("nap", "Nap", json!({"type": "object"}), |_, _| async {
+    let nap = Tool::new("nap", "Nap", json!({"type": "object"}), |_, _| async {
         tokio::time::sleep(Duration::from_secs(60)).await;
         Ok(json!("rested"))
     });

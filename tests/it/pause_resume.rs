@@ -671,7 +671,7 @@ async fn an_agent_with_a_state_key_refuses_unsigned_states() {
 async fn a_resumed_stream_reports_what_the_resumed_calls_do() {
     use futures::StreamExt;
     use phaseo_agent::{Event, Tool, ToolContext};
-    let tool = Tool::new_async(
+    let tool = Tool::new(
         "index",
         "Index",
         json!({"type": "object"}),

@@ -12,7 +12,7 @@ use phaseo_agent::{
 use serde_json::{Value, json};
 
 fn indexer() -> Tool {
-    Tool::new_async(
+    Tool::new(
         "index",
         "Index a repository",
         json!({"type": "object"}),
@@ -147,7 +147,7 @@ async fn a_streaming_tool_yields_progress_then_its_result() {
 
 #[tokio::test]
 async fn an_event_validator_rejects_bad_progress_and_fails_the_call() {
-    let tool = Tool::new_async("index", "Index", json!({"type": "object"}), |_, ctx: ToolContext| async move {
+    let tool = Tool::new("index", "Index", json!({"type": "object"}), |_, ctx: ToolContext| async move {
         ctx.emit_progress(json!({"phase": "scan"}))?;
         // A tool that ignores the error still fails: the runtime remembers it.
         let _ = ctx.emit_progress(json!({"phase": 3}));
@@ -255,7 +255,7 @@ async fn set_context_is_seen_by_the_next_turn_and_survives_a_pause_and_a_json_ro
 
 #[tokio::test(start_paused = true)]
 async fn among_concurrent_calls_the_last_in_call_order_wins() {
-    let set = Tool::new_async(
+    let set = Tool::new(
         "set",
         "Sets the context after `ms`",
         json!({"type": "object"}),
@@ -297,7 +297,7 @@ async fn a_detached_context_records_what_a_tool_reports() {
     }
     assert_eq!(ctx.context_as::<App>().unwrap().tenant, "acme");
     ctx.set_context(json!({"tenant": "globex"})).unwrap();
-    assert_eq!(ctx.new_context(), Some(json!({"tenant": "globex"})));
+    assert_eq!(ctx.context_update(), Some(json!({"tenant": "globex"})));
     assert_eq!(
         ctx.context(),
         &json!({"tenant": "acme"}),

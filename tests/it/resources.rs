@@ -349,7 +349,7 @@ async fn tools_are_callable_directly_with_resources() {
 
 #[tokio::test]
 async fn a_hand_written_tool_uses_ctx_resource_and_declares_it() {
-    let tool = Tool::new_async(
+    let tool = Tool::new(
         "pool_name",
         "The pool's name",
         json!({"type": "object"}),

@@ -23,7 +23,7 @@ fn failing(id: &str) -> Tool {
 /// A tool that works for `ms` milliseconds (counting starts, finishes and cancellations).
 fn slow(id: &str, ms: u64, started: &Counter, finished: &Counter, cancelled: &Counter) -> Tool {
     let (started, finished, cancelled) = (started.clone(), finished.clone(), cancelled.clone());
-    Tool::new_async(
+    Tool::new(
         id,
         "Works a while",
         json!({"type": "object"}),

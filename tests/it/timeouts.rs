@@ -36,7 +36,7 @@ async fn a_tool_that_ignores_cancellation_is_abandoned_at_its_deadline() {
     let dropped = Arc::new(AtomicBool::new(false));
     let finished = Arc::new(AtomicBool::new(false));
     let (c, d, f) = (cancelled.clone(), dropped.clone(), finished.clone());
-    let sleeper = Tool::new_async(
+    let sleeper = Tool::new(
         "sleeper",
         "Sleeps for ten seconds",
         json!({"type": "object"}),
@@ -136,7 +136,7 @@ async fn a_blocking_tool_cannot_be_stopped_but_the_run_does_not_wait_for_it() {
 
 #[tokio::test(start_paused = true)]
 async fn time_queued_behind_the_concurrency_limit_does_not_count() {
-    let slow = Tool::new_async(
+    let slow = Tool::new(
         "slow",
         "Takes 300 ms",
         json!({"type": "object"}),
@@ -145,7 +145,7 @@ async fn time_queued_behind_the_concurrency_limit_does_not_count() {
             Ok(json!("slow done"))
         },
     );
-    let quick = Tool::new_async(
+    let quick = Tool::new(
         "quick",
         "Takes 50 ms",
         json!({"type": "object"}),
@@ -188,7 +188,7 @@ async fn time_queued_behind_the_concurrency_limit_does_not_count() {
 #[tokio::test(start_paused = true)]
 async fn the_agent_default_timeout_applies_to_tools_without_one_and_a_tool_timeout_wins() {
     let make = |id: &str, ms: u64| {
-        Tool::new_async(
+        Tool::new(
             id,
             "Sleeps",
             json!({"type": "object"}),
@@ -223,7 +223,7 @@ async fn the_agent_default_timeout_applies_to_tools_without_one_and_a_tool_timeo
 
 #[tokio::test(start_paused = true)]
 async fn a_timeout_under_fail_run_fails_the_run() {
-    let tool = Tool::new_async(
+    let tool = Tool::new(
         "sleepy",
         "Sleeps",
         json!({"type": "object"}),
@@ -279,7 +279,7 @@ async fn dropping_a_run_fires_the_tokens_of_its_running_calls() {
     use futures::StreamExt;
     let cancelled = Arc::new(AtomicBool::new(false));
     let c = cancelled.clone();
-    let tool = Tool::new_async(
+    let tool = Tool::new(
         "long",
         "Runs long",
         json!({"type": "object"}),
@@ -320,7 +320,7 @@ async fn dropping_a_run_fires_the_tokens_of_its_running_calls() {
 /// cooperative budget on every poll; its deadline is polled outside that budget, so it still fires.
 #[tokio::test]
 async fn a_tool_that_uses_up_its_cooperative_budget_still_times_out() {
-    let busy = Tool::new_async(
+    let busy = Tool::new(
         "busy",
         "Reads a channel that is never empty",
         json!({"type": "object"}),

@@ -178,7 +178,7 @@ async fn the_context_a_failing_call_set_is_dropped() {
 #[tokio::test(start_paused = true)]
 async fn an_async_approval_function_decides_after_its_io() {
     let runs = Counter::default();
-    let tool = status_tool(&runs).approval_async(|input: &Value, _ctx: &ToolContext| {
+    let tool = status_tool(&runs).approval(|input: &Value, _ctx: &ToolContext| {
         let service = input["service"].as_str().unwrap_or_default().to_owned();
         async move {
             tokio::time::sleep(Duration::from_millis(20)).await; // a policy service
@@ -203,7 +203,7 @@ async fn an_async_approval_function_decides_after_its_io() {
 #[tokio::test]
 async fn a_panicking_async_approval_function_fails_closed() {
     let runs = Counter::default();
-    let tool = status_tool(&runs).approval_async(|_: &Value, _: &ToolContext| async {
+    let tool = status_tool(&runs).approval(|_: &Value, _: &ToolContext| async {
         panic!("the policy service client panicked")
     });
     let model = ScriptedModel::new().record_requests().tool_call(
@@ -228,7 +228,7 @@ async fn an_async_agent_level_rule_adds_a_gate() {
     let agent = Agent::builder("t")
         .model(model)
         .tool(status_tool(&runs))
-        .approval_async(|call: &ToolCall, _ctx: &ToolContext| {
+        .approval(|call: &ToolCall, _ctx: &ToolContext| {
             let sensitive = call.arguments.contains("payments");
             async move { sensitive }
         })
@@ -242,7 +242,7 @@ async fn an_async_agent_level_rule_adds_a_gate() {
 #[tokio::test]
 async fn an_async_hook_answers_or_defers_after_its_io() {
     let runs = Counter::default();
-    let tool = status_tool(&runs).on_tool_called_async(|input: &Value, _ctx: &ToolContext| {
+    let tool = status_tool(&runs).on_tool_called(|input: &Value, _ctx: &ToolContext| {
         let service = input["service"].as_str().unwrap_or_default().to_owned();
         async move {
             tokio::task::yield_now().await; // a cache lookup

@@ -11,6 +11,7 @@ use crate::tool::call::Later;
 use crate::tool::context::ToolContext;
 use crate::tool::definition::{IntoTool, IntoTools, OnError, Tool};
 use crate::tool::resource::{Res, Resources};
+use crate::tool::returns::{Answer, sealed};
 
 pub(crate) type CallPredicate = dyn Fn(&ToolCall, &ToolContext) -> bool + Send + Sync;
 /// The agent's approval rule: the call, its context and the tool's own verdict in, the final verdict out.
@@ -219,44 +220,27 @@ impl RetryPolicy {
     }
 }
 
-/// How an agent executes tools. Every field has a documented default.
-///
-/// ```
-/// use phaseo_agent::{OnError, ToolExecution};
-///
-/// let defaults = ToolExecution::default();
-/// assert_eq!(defaults.concurrency, 1);
-/// assert_eq!(defaults.on_error, OnError::ReturnToModel);
-/// assert_eq!(defaults.on_unknown_tool, OnError::FailRun);
-/// assert_eq!(defaults.on_invalid_arguments, OnError::ReturnToModel);
-/// assert_eq!((defaults.default_timeout, defaults.max_output_chars), (None, None));
-/// assert_eq!(defaults.max_calls_per_turn, 128);
-/// ```
-///
-/// Set them all at once with [`AgentBuilder::tool_execution`], or one by one with its other
-/// setters.
+/// How an agent executes tools: the settings of [`AgentBuilder::tool_concurrency`],
+/// [`AgentBuilder::on_error`], [`AgentBuilder::on_unknown_tool`],
+/// [`AgentBuilder::on_invalid_arguments`], [`AgentBuilder::default_timeout`],
+/// [`AgentBuilder::max_output_chars`] and [`AgentBuilder::max_calls_per_turn`], whose docs give
+/// each default.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolExecution {
-    /// How many calls of one turn run at once. Default 1: calls run one after another in call order,
-    /// the safe default for tools that share state. Results always reach the model in call order.
-    pub concurrency: usize,
-    /// The error policy of tools that set none. Default: [`OnError::ReturnToModel`].
-    pub on_error: OnError,
-    /// What to do with a call to a tool id that is not in the list. Default: [`OnError::FailRun`]
-    /// (the run fails with `Unknown tool: <name>`); `ReturnToModel` answers the model with that error.
-    pub on_unknown_tool: OnError,
-    /// What to do with arguments that are not valid JSON or fail the parameter schema. Default:
-    /// [`OnError::ReturnToModel`], with the path and reason, so the model can correct itself.
-    pub on_invalid_arguments: OnError,
-    /// The timeout of tools that set none. Default: none.
-    pub default_timeout: Option<Duration>,
-    /// Cap on the characters of a result the model sees. Default: none.
-    pub max_output_chars: Option<usize>,
-    /// The most tool calls one model turn may make. Default: 128, far above what models send (a
-    /// few, at most a few dozen), low enough that a runaway or hostile model cannot make one turn
-    /// arbitrarily large. A turn with more fails the run with [`AgentError::TooManyToolCalls`]
-    /// before any of its calls runs.
-    pub max_calls_per_turn: usize,
+pub(crate) struct ToolExecution {
+    /// How many calls of one turn run at once.
+    pub(crate) concurrency: usize,
+    /// The error policy of tools that set none.
+    pub(crate) on_error: OnError,
+    /// What to do with a call to a tool id that is not in the list.
+    pub(crate) on_unknown_tool: OnError,
+    /// What to do with arguments that are not valid JSON or fail the parameter schema.
+    pub(crate) on_invalid_arguments: OnError,
+    /// The timeout of tools that set none.
+    pub(crate) default_timeout: Option<Duration>,
+    /// Cap on the characters of a result the model sees.
+    pub(crate) max_output_chars: Option<usize>,
+    /// The most tool calls one model turn may make.
+    pub(crate) max_calls_per_turn: usize,
 }
 
 impl Default for ToolExecution {
@@ -733,53 +717,47 @@ impl AgentBuilder {
         self
     }
 
-    /// All tool execution settings at once (see [`ToolExecution`] for the defaults).
-    ///
-    /// ```
-    /// use phaseo_agent::{Agent, OnError, ScriptedModel, ToolExecution};
-    /// use phaseo_agent::serde_json::json;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let lenient = ToolExecution {
-    ///     on_unknown_tool: OnError::ReturnToModel,
-    ///     max_calls_per_turn: 8,
-    ///     ..ToolExecution::default()
-    /// };
-    /// let model = ScriptedModel::new().tool_call("call_1", "lookup", json!({})).text("I cannot look that up.");
-    /// let agent = Agent::builder("a").model(model).tool_execution(lenient).build()?;
-    /// let done = agent.run("Look it up").await?;
-    /// assert_eq!(done.output(), Some("I cannot look that up."));
-    /// assert!(done.state.steps()[0].is_error);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn tool_execution(mut self, settings: ToolExecution) -> Self {
-        self.settings = settings;
-        self
-    }
-
-    /// How many calls of one turn run at once (values below 1 are raised to 1).
+    /// How many calls of one turn run at once (values below 1 are raised to 1). Default 1: calls
+    /// run one after another in call order, the safe default for tools that share state. Results
+    /// reach the model in call order whatever the setting.
     ///
     /// ```
     /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     /// use phaseo_agent::{Agent, ScriptedModel, Tool, ToolCall};
     /// use phaseo_agent::serde_json::json;
     /// use tokio::sync::Barrier;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let two_calls = |tool: &str| {
+    ///     let calls = [ToolCall::new("c1", tool, json!({})), ToolCall::new("c2", tool, json!({}))];
+    ///     ScriptedModel::new().tool_calls(calls).text("Done.")
+    /// };
+    ///
+    /// // The default: one call at a time, however long each takes.
+    /// let (running, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    /// let (r, m) = (running.clone(), most.clone());
+    /// let nap = Tool::new("nap", "Nap briefly", json!({"type": "object"}), move |_, _| {
+    ///     let (r, m) = (r.clone(), m.clone());
+    ///     async move {
+    ///         m.fetch_max(r.fetch_add(1, SeqCst) + 1, SeqCst);
+    ///         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    ///         r.fetch_sub(1, SeqCst);
+    ///         Ok(json!("rested"))
+    ///     }
+    /// });
+    /// Agent::builder("a").model(two_calls("nap")).tool(nap).build()?.run("Nap").await?;
+    /// assert_eq!(most.load(SeqCst), 1);
+    ///
     /// // Each call waits for the other: one at a time, the first would wait forever.
     /// let barrier = Arc::new(Barrier::new(2));
-    /// let meet = Tool::new_async("meet", "Wait for the other call", json!({"type": "object"}), move |_, _| {
+    /// let meet = Tool::new("meet", "Wait for the other call", json!({"type": "object"}), move |_, _| {
     ///     let barrier = barrier.clone();
     ///     async move { barrier.wait().await; Ok(json!("met")) }
     /// });
-    /// let model = ScriptedModel::new()
-    ///     .tool_calls([ToolCall::new("c1", "meet", json!({})), ToolCall::new("c2", "meet", json!({}))])
-    ///     .text("Both met.");
-    /// let agent = Agent::builder("a").model(model).tool(meet).tool_concurrency(2).build()?;
-    /// assert_eq!(agent.run("Meet").await?.output(), Some("Both met."));
+    /// let agent = Agent::builder("a").model(two_calls("meet")).tool(meet).tool_concurrency(2).build()?;
+    /// assert_eq!(agent.run("Meet").await?.output(), Some("Done."));
     /// # Ok(())
     /// # }
     /// ```
@@ -788,7 +766,9 @@ impl AgentBuilder {
         self
     }
 
-    /// The error policy of tools that set none (default: return the error to the model).
+    /// The error policy of tools that set none ([`Tool::on_error`] wins). Default:
+    /// [`OnError::ReturnToModel`], the error goes back to the model as the call's result and the
+    /// run goes on.
     ///
     /// ```
     /// use phaseo_agent::{Agent, AgentError, OnError, ScriptedModel, Tool};
@@ -800,8 +780,9 @@ impl AgentBuilder {
     ///     |_, _| Err(AgentError::tool("card declined")));
     /// let script = ScriptedModel::new().tool_call("call_1", "charge", json!({})).text("Charged.");
     ///
+    /// // The default: the model reads the error, and the run goes on.
     /// let agent = Agent::builder("billing").model(script.clone()).tool(charge.clone()).build()?;
-    /// let done = agent.run("Charge the card").await?; // the model reads the error, the run goes on
+    /// let done = agent.run("Charge the card").await?;
     /// assert_eq!(done.state.tool_result("call_1"), Some(r#"{"error":"card declined"}"#));
     ///
     /// let script = ScriptedModel::new().tool_call("call_1", "charge", json!({})).text("Charged.");
@@ -816,7 +797,9 @@ impl AgentBuilder {
         self
     }
 
-    /// What to do with calls to unknown tools (default: fail the run).
+    /// What to do with a call to a tool id the agent does not have (or the turn did not offer).
+    /// Default: [`OnError::FailRun`], the run fails with `Unknown tool: <name>`;
+    /// [`OnError::ReturnToModel`] answers the model with that error.
     ///
     /// ```
     /// use phaseo_agent::{Agent, AgentError, OnError, ScriptedModel};
@@ -826,6 +809,7 @@ impl AgentBuilder {
     /// # async fn main() -> Result<(), AgentError> {
     /// let script = || ScriptedModel::new().tool_call("call_1", "lookup", json!({})).text("No such tool.");
     ///
+    /// // The default: the run fails.
     /// let agent = Agent::builder("a").model(script()).build()?;
     /// let failed = agent.run("Look it up").await.unwrap_err();
     /// assert_eq!(failed.error, AgentError::UnknownTool("lookup".into()));
@@ -841,7 +825,9 @@ impl AgentBuilder {
         self
     }
 
-    /// What to do with unreadable or invalid arguments (default: tell the model).
+    /// What to do with arguments that are not valid JSON or fail the parameter schema. Default:
+    /// [`OnError::ReturnToModel`], the error goes back to the model with the JSON path and the
+    /// reason, so it can correct itself.
     ///
     /// ```
     /// use phaseo_agent::{Agent, AgentError, OnError, ScriptedModel, Tool};
@@ -852,8 +838,17 @@ impl AgentBuilder {
     /// let double = Tool::new("double", "Double a number",
     ///     json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
     ///     |input, _| Ok(json!(input["n"].as_i64().unwrap_or(0) * 2)));
-    /// let model = ScriptedModel::new().tool_call("call_1", "double", json!({"n": "two"})).text("4.");
-    /// let agent = Agent::builder("calc").model(model).tool(double)
+    /// let script = || ScriptedModel::new().tool_call("call_1", "double", json!({"n": "two"})).text("4.");
+    ///
+    /// // The default: the model reads what was wrong, and where.
+    /// let agent = Agent::builder("calc").model(script()).tool(double.clone()).build()?;
+    /// let done = agent.run("Double two").await?;
+    /// assert_eq!(
+    ///     done.state.tool_result("call_1"),
+    ///     Some(r#"{"error":"Invalid tool input: $.n: \"two\" is not of type \"integer\""}"#)
+    /// );
+    ///
+    /// let agent = Agent::builder("calc").model(script()).tool(double)
     ///     .on_invalid_arguments(OnError::FailRun)
     ///     .build()?;
     /// let failed = agent.run("Double two").await.unwrap_err();
@@ -867,21 +862,28 @@ impl AgentBuilder {
         self
     }
 
-    /// The timeout of tools that set none (a tool's own [`Tool::timeout`] wins).
+    /// The timeout of tools that set none ([`Tool::timeout`] wins). Default: none, a call runs
+    /// until it finishes.
     ///
     /// ```
     /// use std::time::Duration;
     /// use phaseo_agent::{Agent, ScriptedModel, Tool};
     /// use phaseo_agent::serde_json::json;
     ///
-    /// # #[tokio::main(flavor = "current_thread")]
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let slow = Tool::new_async("slow", "Takes its time", json!({"type": "object"}), |_, _| async {
-    ///     tokio::time::sleep(Duration::from_secs(60)).await;
-    ///     Ok(json!("too late"))
+    /// // (The clock is paused: Tokio skips ahead to the next timer, so a day passes at once.)
+    /// let slow = Tool::new("slow", "Takes a day", json!({"type": "object"}), |_, _| async {
+    ///     tokio::time::sleep(Duration::from_secs(24 * 60 * 60)).await;
+    ///     Ok(json!("finally"))
     /// });
-    /// let model = ScriptedModel::new().tool_call("call_1", "slow", json!({})).text("It timed out.");
-    /// let agent = Agent::builder("a").model(model).tool(slow)
+    /// let script = || ScriptedModel::new().tool_call("call_1", "slow", json!({})).text("Done.");
+    ///
+    /// // The default: no timeout, the call takes its day.
+    /// let agent = Agent::builder("a").model(script()).tool(slow.clone()).build()?;
+    /// assert_eq!(agent.run("Go").await?.state.tool_result("call_1"), Some(r#""finally""#));
+    ///
+    /// let agent = Agent::builder("a").model(script()).tool(slow)
     ///     .default_timeout(Duration::from_millis(20))
     ///     .build()?;
     /// let done = agent.run("Go").await?; // the error goes back to the model
@@ -894,9 +896,9 @@ impl AgentBuilder {
         self
     }
 
-    /// Caps the characters of each result the model sees (a tool's own
-    /// [`Tool::max_output_chars`] wins). A longer result keeps its start and its end around a
-    /// notice of how many characters were cut.
+    /// Caps the characters of each result the model sees ([`Tool::max_output_chars`] wins).
+    /// A longer result keeps its start and its end around a notice of how many characters were
+    /// cut. Default: none, results reach the model whole.
     ///
     /// ```
     /// use phaseo_agent::{Agent, ScriptedModel, Tool};
@@ -904,12 +906,17 @@ impl AgentBuilder {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let logs = Tool::new("logs", "Read the logs", json!({"type": "object"}), |_, _| Ok(json!("x".repeat(100))));
-    /// let model = ScriptedModel::new().tool_call("call_1", "logs", json!({})).text("Lots of x.");
-    /// let agent = Agent::builder("a").model(model).tool(logs).max_output_chars(10).build()?;
+    /// let logs = Tool::new("logs", "Read the logs", json!({"type": "object"}), |_, _| Ok(json!("x".repeat(100_000))));
+    /// let script = || ScriptedModel::new().tool_call("call_1", "logs", json!({})).text("Lots of x.");
+    ///
+    /// // The default: no cap, all 100,002 characters of the JSON string `"xxx…"`.
+    /// let agent = Agent::builder("a").model(script()).tool(logs.clone()).build()?;
+    /// assert_eq!(agent.run("Read the logs").await?.state.tool_result("call_1").unwrap().len(), 100_002);
+    ///
+    /// let agent = Agent::builder("a").model(script()).tool(logs).max_output_chars(10).build()?;
     /// let done = agent.run("Read the logs").await?;
-    /// // The JSON string `"xxx…"` is 102 characters: the first 5 and last 5 are kept.
-    /// assert_eq!(done.state.tool_result("call_1"), Some("\"xxxx\n[... 92 characters cut ...]\nxxxx\""));
+    /// // The first 5 and the last 5 characters are kept.
+    /// assert_eq!(done.state.tool_result("call_1"), Some("\"xxxx\n[... 99992 characters cut ...]\nxxxx\""));
     /// # Ok(())
     /// # }
     /// ```
@@ -918,22 +925,31 @@ impl AgentBuilder {
         self
     }
 
-    /// The most tool calls one model turn may make (default 128). A turn with more fails the run
-    /// with [`AgentError::TooManyToolCalls`] before any of its calls runs; the failed state can be
-    /// retried with [`Agent::retry`].
+    /// The most tool calls one model turn may make. Default: 128, far above what models send (a
+    /// few, at most a few dozen), low enough that a runaway or hostile model cannot make one turn
+    /// arbitrarily large. A turn with more fails the run with [`AgentError::TooManyToolCalls`]
+    /// before any of its calls runs; the failed state can be retried with [`Agent::retry`].
     ///
     /// ```
-    /// use phaseo_agent::{Agent, AgentError, ScriptedModel, ToolCall};
+    /// use phaseo_agent::{Agent, AgentError, ScriptedModel, Tool, ToolCall};
+    /// use phaseo_agent::serde_json::json;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
-    /// let calls = (0..3).map(|i| ToolCall::raw(format!("c{i}"), "add", "{}"));
-    /// let agent = Agent::builder("calc")
-    ///     .model(ScriptedModel::new().tool_calls(calls))
-    ///     .max_calls_per_turn(2)
-    ///     .build()
-    ///     .unwrap();
-    /// let failed = agent.run("add things").await.unwrap_err();
+    /// let ping = Tool::new("ping", "Ping", json!({"type": "object"}), |_, _| async { Ok(json!("pong")) });
+    /// let turn = |n: usize| {
+    ///     let calls = (0..n).map(|i| ToolCall::raw(format!("c{i}"), "ping", "{}"));
+    ///     ScriptedModel::new().tool_calls(calls).text("Pinged.")
+    /// };
+    /// let agent = |n: usize| Agent::builder("a").model(turn(n)).tool(ping.clone());
+    ///
+    /// // The default: 128 calls run; 129 are refused, and none of them runs.
+    /// let done = agent(128).build().unwrap().run("Ping").await.unwrap();
+    /// assert_eq!(done.state.steps().len(), 128);
+    /// let failed = agent(129).build().unwrap().run("Ping").await.unwrap_err();
+    /// assert_eq!(failed.error, AgentError::TooManyToolCalls { count: 129, limit: 128 });
+    ///
+    /// let failed = agent(3).max_calls_per_turn(2).build().unwrap().run("Ping").await.unwrap_err();
     /// assert_eq!(failed.error, AgentError::TooManyToolCalls { count: 3, limit: 2 });
     /// # }
     /// ```
@@ -945,81 +961,65 @@ impl AgentBuilder {
     /// An agent-level approval rule, added to every tool's own: a call pauses for approval (kind
     /// `tool_approval`) when its tool requires it **or** this function says so. A rule written for
     /// one tool never removes another tool's `require_approval`. The function is not called when the
-    /// tool already requires approval for the call. A panic counts as "needs approval".
+    /// tool already requires approval for the call. It replaces an earlier `approval` or
+    /// [`approval_policy`](Self::approval_policy).
+    ///
+    /// The function returns `bool`, and is called in place (keep it quick), or a future of `bool`,
+    /// which is awaited: for a rule that does I/O, read what it needs from the call and return an
+    /// `async move` block (see [`Answer`]). A panic, before or inside the future, counts as "needs
+    /// approval".
     ///
     /// ```
-    /// use phaseo_agent::{Agent, ScriptedModel, Tool, ToolCall, ToolContext};
+    /// use phaseo_agent::{Agent, PendingKind, ScriptedModel, Tool, ToolCall, ToolContext};
     /// use serde_json::json;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// let status = Tool::new("get_status", "Service status", json!({"type": "object"}), |v, _| Ok(v));
     /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+    ///
+    /// // Synchronous: answered in place.
     /// let model = ScriptedModel::new().tool_calls([
     ///     ToolCall::new("c1", "get_status", json!({"service": "payments"})),
     ///     ToolCall::new("c2", "deploy", json!({"environment": "staging"})),
     /// ]);
     /// let agent = Agent::builder("ops")
     ///     .model(model)
-    ///     .tool(status)
+    ///     .tool(status.clone())
     ///     .tool(deploy)
     ///     .approval(|call: &ToolCall, _ctx: &ToolContext| call.arguments.contains("payments"))
     ///     .build()?;
     /// let paused = agent.run("check payments, then deploy staging").await?;
     /// assert_eq!(paused.pending().len(), 2); // c1 by the agent's rule, c2 by deploy's own
+    ///
+    /// // Async: the future owns what it read from the call, and is awaited.
+    /// let model = ScriptedModel::new().tool_call("c1", "get_status", json!({"service": "payments"}));
+    /// let agent = Agent::builder("ops")
+    ///     .model(model)
+    ///     .tool(status)
+    ///     .approval(|call: &ToolCall, _ctx: &ToolContext| {
+    ///         let sensitive = call.arguments.contains("payments");
+    ///         async move { sensitive /* or ask a policy service */ }
+    ///     })
+    ///     .build()?;
+    /// let paused = agent.run("check payments").await?;
+    /// assert_eq!(paused.pending()[0].kind, PendingKind::ToolApproval);
     /// # Ok(())
     /// # }
     /// ```
     ///
     /// To decide against a tool's own setting, use [`approval_policy`](Self::approval_policy).
-    pub fn approval(
-        mut self,
-        decide: impl Fn(&ToolCall, &ToolContext) -> bool + Send + Sync + 'static,
-    ) -> Self {
-        self.approval = Some(Arc::new(
-            move |call: &ToolCall, ctx: &ToolContext, tool_says: bool| {
-                Later::Now(tool_says || decide(call, ctx))
-            },
-        ));
-        self
-    }
-
-    /// [`approval`](Self::approval) for a rule that does I/O: it reads what it needs from the call
-    /// and returns a future of its verdict. It is not called when the tool already requires
-    /// approval for the call. A panic, before or inside the future, counts as "needs approval".
-    ///
-    /// ```
-    /// use phaseo_agent::{Agent, PendingKind, ScriptedModel, Tool, ToolCall, ToolContext};
-    /// use phaseo_agent::serde_json::json;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let restart = Tool::new("restart", "Restart a service", json!({"type": "object"}), |v, _| Ok(v));
-    /// let model = ScriptedModel::new().tool_call("c1", "restart", json!({"service": "payments"}));
-    /// let agent = Agent::builder("ops")
-    ///     .model(model)
-    ///     .tool(restart)
-    ///     .approval_async(|call: &ToolCall, _ctx: &ToolContext| {
-    ///         let sensitive = call.arguments.contains("payments");
-    ///         async move { sensitive /* or ask a policy service */ }
-    ///     })
-    ///     .build()?;
-    /// let paused = agent.run("restart payments").await?;
-    /// assert_eq!(paused.pending()[0].kind, PendingKind::ToolApproval);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn approval_async<F, Fut>(mut self, decide: F) -> Self
+    pub fn approval<F, R, How>(mut self, decide: F) -> Self
     where
-        F: Fn(&ToolCall, &ToolContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = bool> + Send + 'static,
+        F: Fn(&ToolCall, &ToolContext) -> R + Send + Sync + 'static,
+        R: Answer<bool, How>,
     {
         self.approval = Some(Arc::new(
             move |call: &ToolCall, ctx: &ToolContext, tool_says: bool| {
                 if tool_says {
                     Later::Now(true)
                 } else {
-                    Later::Wait(Box::pin(decide(call, ctx)))
+                    sealed::Answer::later(decide(call, ctx))
                 }
             },
         ));
@@ -1029,8 +1029,13 @@ impl AgentBuilder {
     /// An agent-level approval policy with the last word: it sees each call, its context and the
     /// tool's own verdict (`require_approval`, or the tool's approval function), and returns whether
     /// the call pauses for approval. Use it to waive a tool's own gate on purpose (say, deploys to
-    /// staging); prefer [`approval`](Self::approval), which can only add gates. A panic counts as
-    /// "needs approval". It replaces an earlier `approval` or `approval_policy`.
+    /// staging); prefer [`approval`](Self::approval), which can only add gates. It replaces an
+    /// earlier `approval` or `approval_policy`.
+    ///
+    /// The policy returns `bool`, and is called in place (keep it quick), or a future of `bool`,
+    /// which is awaited: for a policy that does I/O, read what it needs from the call and return
+    /// an `async move` block (see [`Answer`]). A panic, before or inside the future, counts as
+    /// "needs approval".
     ///
     /// ```
     /// use phaseo_agent::{Agent, ScriptedModel, Tool, ToolCall, ToolContext};
@@ -1039,40 +1044,19 @@ impl AgentBuilder {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+    ///
+    /// // Synchronous: answered in place.
     /// let model = ScriptedModel::new().tool_call("c1", "deploy", json!({"environment": "staging"})).text("done");
     /// let agent = Agent::builder("ops")
     ///     .model(model)
-    ///     .tool(deploy)
+    ///     .tool(deploy.clone())
     ///     .approval_policy(|call: &ToolCall, _ctx: &ToolContext, tool_says: bool| {
     ///         tool_says && !call.arguments.contains("staging")
     ///     })
     ///     .build()?;
     /// assert_eq!(agent.run("deploy staging").await?.output(), Some("done"));
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn approval_policy(
-        mut self,
-        decide: impl Fn(&ToolCall, &ToolContext, bool) -> bool + Send + Sync + 'static,
-    ) -> Self {
-        self.approval = Some(Arc::new(
-            move |call: &ToolCall, ctx: &ToolContext, tool_says: bool| {
-                Later::Now(decide(call, ctx, tool_says))
-            },
-        ));
-        self
-    }
-
-    /// [`approval_policy`](Self::approval_policy) for a policy that does I/O: it returns a future
-    /// of its verdict. A panic, before or inside the future, counts as "needs approval".
     ///
-    /// ```
-    /// use phaseo_agent::{Agent, ScriptedModel, Tool, ToolCall, ToolContext};
-    /// use phaseo_agent::serde_json::json;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+    /// // Async: the future owns what it read from the call, and is awaited.
     /// let model = ScriptedModel::new().tool_calls([
     ///     ToolCall::new("c1", "deploy", json!({"environment": "staging"})),
     ///     ToolCall::new("c2", "deploy", json!({"environment": "production"})),
@@ -1080,7 +1064,7 @@ impl AgentBuilder {
     /// let agent = Agent::builder("ops")
     ///     .model(model)
     ///     .tool(deploy)
-    ///     .approval_policy_async(|call: &ToolCall, _ctx: &ToolContext, tool_says: bool| {
+    ///     .approval_policy(|call: &ToolCall, _ctx: &ToolContext, tool_says: bool| {
     ///         let staging = call.arguments.contains("staging");
     ///         async move { tool_says && !staging /* or ask a policy service */ }
     ///     })
@@ -1091,14 +1075,14 @@ impl AgentBuilder {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn approval_policy_async<F, Fut>(mut self, decide: F) -> Self
+    pub fn approval_policy<F, R, How>(mut self, decide: F) -> Self
     where
-        F: Fn(&ToolCall, &ToolContext, bool) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = bool> + Send + 'static,
+        F: Fn(&ToolCall, &ToolContext, bool) -> R + Send + Sync + 'static,
+        R: Answer<bool, How>,
     {
         self.approval = Some(Arc::new(
             move |call: &ToolCall, ctx: &ToolContext, tool_says: bool| {
-                Later::Wait(Box::pin(decide(call, ctx, tool_says)))
+                sealed::Answer::later(decide(call, ctx, tool_says))
             },
         ));
         self

@@ -297,7 +297,7 @@ impl IntoFuture for RunRequest {
 /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
 /// // Each call waits for the other, so they only finish if they run at once.
 /// let barrier = Arc::new(Barrier::new(2));
-/// let sync = Tool::new_async("sync", "Sync a region", json!({"type": "object"}), move |_, _| {
+/// let sync = Tool::new("sync", "Sync a region", json!({"type": "object"}), move |_, _| {
 ///     let barrier = barrier.clone();
 ///     async move { barrier.wait().await; Ok(json!("synced")) }
 /// })

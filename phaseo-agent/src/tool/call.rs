@@ -132,9 +132,12 @@ pub enum Produced {
 }
 
 /// An answer a user function gives at once, or after some I/O (an async approval function or
-/// hook). The sync kind costs no allocation; a panic in either counts as `on_panic`.
-pub(crate) enum Later<T> {
+/// hook). The sync kind costs no allocation; a panic in either counts as `on_panic`. `pub` (and
+/// unreachable: this module is private) because the sealed traits of `tool::returns` make it.
+pub enum Later<T> {
+    /// The answer.
     Now(T),
+    /// The future of the answer.
     Wait(BoxFuture<'static, T>),
 }
 

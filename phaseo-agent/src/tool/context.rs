@@ -92,7 +92,7 @@ impl ToolContext {
 
     /// A context that belongs to no run: for calling a tool function directly in a unit test.
     /// Progress and context updates are recorded and can be read back with [`progress`](Self::progress)
-    /// and [`new_context`](Self::new_context).
+    /// and [`context_update`](Self::context_update).
     ///
     /// ```
     /// use phaseo_agent::{Tool, ToolContext};
@@ -403,7 +403,7 @@ impl ToolContext {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    /// let export = Tool::new_async("export", "Export a report", json!({"type": "object"}), move |_, ctx| {
+    /// let export = Tool::new("export", "Export a report", json!({"type": "object"}), move |_, ctx| {
     ///     let tx = tx.clone();
     ///     async move {
     ///         // Work that outlives the call's future stops with the call.
@@ -588,14 +588,14 @@ impl ToolContext {
     ///     Ok(json!("noted"))
     /// });
     /// let ctx = ToolContext::detached();
-    /// assert_eq!(ctx.new_context(), None);
+    /// assert_eq!(ctx.context_update(), None);
     /// remember.invoke(r#"{"note": "call back"}"#, &ctx).await?;
-    /// assert_eq!(ctx.new_context(), Some(json!({"note": "call back"})));
+    /// assert_eq!(ctx.context_update(), Some(json!({"note": "call back"})));
     /// assert!(ctx.context().is_null()); // the context the call started with is unchanged
     /// # Ok(())
     /// # }
     /// ```
-    pub fn new_context(&self) -> Option<Value> {
+    pub fn context_update(&self) -> Option<Value> {
         self.record().new_context.clone()
     }
 

@@ -14,9 +14,10 @@ use crate::error::AgentError;
 use crate::model::request::TurnParams;
 use crate::schema::dialect::drop_strict_nulls;
 use crate::schema::validate::{CheckFn, Validator};
-use crate::tool::call::{Eager, Exec, InputType, Later, Parsed, Produced, blocking, panic_error};
+use crate::tool::call::{Eager, Exec, InputType, Later, Parsed, Produced, panic_error};
 use crate::tool::context::ToolContext;
 use crate::tool::resource::Need;
+use crate::tool::returns::{Answer, ToolReturn, sealed};
 
 /// Parses a call's argument text. The `Option<bool>`: `Some(want_value)` when the call's future
 /// may be made at once (see [`Parsed`]), `None` when something reads the input first.
@@ -141,9 +142,9 @@ pub(crate) enum Approval {
 /// A tool the model can call: its id, description and parameter schema, an executor (or none, for an
 /// external tool), and the runtime settings around it.
 ///
-/// Build one with [`Tool::new`] (a synchronous closure over JSON), [`Tool::new_async`],
-/// [`Tool::typed`] (typed input and output; what `#[tool]` expands to) or [`Tool::external`], then
-/// chain settings:
+/// Build one with [`Tool::new`] (a closure over JSON, synchronous or async), [`Tool::typed`]
+/// (typed input and output; what `#[tool]` expands to), [`Tool::streaming`] or [`Tool::external`],
+/// then chain settings:
 ///
 /// ```
 /// use std::time::Duration;
@@ -198,11 +199,15 @@ pub struct Tool {
 }
 
 impl Tool {
-    /// A tool over JSON with a synchronous executor.
+    /// A tool over JSON: its parameter schema, and an executor that takes the call's arguments and
+    /// context and returns its result.
     ///
-    /// The executor runs on Tokio's blocking thread pool, so it may block without stalling other
-    /// tools or the run. Arguments are validated against `parameters` before it runs; an `Err` it
-    /// returns goes back to the model as `{"error": "..."}` (see [`OnError`]).
+    /// The executor is a synchronous closure returning `Result<Value, AgentError>`, which runs on
+    /// Tokio's blocking thread pool (so it may block without stalling other tools or the run), or
+    /// an async one returning a future of it, which is awaited (see [`ToolReturn`]). Either gets
+    /// the context by value (it is one `Arc`), so an async executor's future can own it.
+    /// Arguments are validated against `parameters` before it runs; an `Err` it returns goes back
+    /// to the model as `{"error": "..."}` (see [`OnError`]).
     ///
     /// ```
     /// use phaseo_agent::{AgentError, Tool, ToolContext};
@@ -210,6 +215,7 @@ impl Tool {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), AgentError> {
+    /// // Synchronous: it may block (here, on nothing).
     /// let status = Tool::new("get_status", "Get the current service status",
     ///     json!({"type": "object", "properties": {"service": {"type": "string"}}, "required": ["service"]}),
     ///     |input, _ctx| match input["service"].as_str() {
@@ -219,36 +225,9 @@ impl Tool {
     /// let ctx = ToolContext::detached();
     /// assert_eq!(status.invoke(r#"{"service": "api"}"#, &ctx).await?, r#"{"service":"api","status":"healthy"}"#);
     /// assert_eq!(status.invoke(r#"{"service": "db"}"#, &ctx).await.unwrap_err().to_string(), "unknown service");
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn new<F>(
-        id: impl Into<String>,
-        description: impl Into<String>,
-        parameters: Value,
-        executor: F,
-    ) -> Self
-    where
-        F: Fn(Value, &ToolContext) -> Result<Value, AgentError> + Send + Sync + 'static,
-    {
-        let executor = Arc::new(executor);
-        let exec: Arc<Exec<Value>> = Arc::new(move |input, ctx, _| {
-            let executor = executor.clone();
-            blocking(move || executor(input, &ctx).map(Produced::Value))
-        });
-        Self::json(id.into(), description.into(), parameters, Some(exec))
-    }
-
-    /// A tool over JSON with an async executor. It gets the context by value (it is one `Arc`), so
-    /// the future can own it:
     ///
-    /// ```
-    /// use phaseo_agent::{Tool, ToolContext};
-    /// use serde_json::json;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let echo = Tool::new_async("echo", "Echo the input", json!({"type": "object"}), |input, ctx| async move {
+    /// // Async: the future owns the context, and is awaited.
+    /// let echo = Tool::new("echo", "Echo the input", json!({"type": "object"}), |input, ctx| async move {
     ///     ctx.emit_progress(json!({"stage": "echoing"}))?;
     ///     Ok(input)
     /// });
@@ -258,19 +237,17 @@ impl Tool {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn new_async<F, Fut>(
+    pub fn new<F, R, How>(
         id: impl Into<String>,
         description: impl Into<String>,
         parameters: Value,
         executor: F,
     ) -> Self
     where
-        F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Value, AgentError>> + Send + 'static,
+        F: Fn(Value, ToolContext) -> R + Send + Sync + 'static,
+        R: ToolReturn<How>,
     {
-        let exec: Arc<Exec<Value>> = Arc::new(move |input, ctx, _| {
-            executor(input, ctx).map(|r| r.map(Produced::Value)).boxed()
-        });
+        let exec = <R as sealed::ToolReturn<How>>::exec(executor);
         Self::json(id.into(), description.into(), parameters, Some(exec))
     }
 
@@ -298,7 +275,7 @@ impl Tool {
     /// let ctx = ToolContext::detached();
     /// assert_eq!(index.invoke(r#"{"path": "."}"#, &ctx).await?, r#"{"indexed":248}"#);
     /// assert_eq!(ctx.progress().len(), 2);
-    /// assert_eq!(ctx.new_context(), Some(json!({"indexed": true})));
+    /// assert_eq!(ctx.context_update(), Some(json!({"indexed": true})));
     /// # Ok(())
     /// # }
     /// ```
@@ -460,7 +437,7 @@ impl Tool {
     /// struct Pool { size: usize }
     ///
     /// let size = Tool::new("pool_size", "The size of the pool", json!({"type": "object"}),
-    ///     |_, ctx: &ToolContext| Ok(json!(ctx.resource::<Pool>()?.size)))
+    ///     |_, ctx: ToolContext| Ok(json!(ctx.resource::<Pool>()?.size)))
     ///     .needs_resource::<Pool>();
     ///
     /// let without = Agent::builder("ops").model(ScriptedModel::new()).tool(size.clone()).build();
@@ -505,7 +482,11 @@ impl Tool {
     }
 
     /// Decides per call whether it needs approval, from the validated input: `&Value` for JSON tools,
-    /// `&I` for typed tools. A panicking function counts as "needs approval" (fail closed).
+    /// `&I` for typed tools. The function returns `bool`, and is called in place (keep it quick),
+    /// or a future of `bool`, which is awaited: for a check that does I/O (a policy service, a
+    /// database), read what it needs from the input and return an `async move` block (see
+    /// [`Answer`]). A panic, before or inside the future, counts as "needs approval" (fail
+    /// closed).
     ///
     /// ```
     /// use phaseo_agent::{Agent, ScriptedModel, Tool, ToolCall};
@@ -513,6 +494,7 @@ impl Tool {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// // Synchronous: answered in place.
     /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |input, _| Ok(input))
     ///     .approval(|input: &Value, _ctx| input["environment"] == "production");
     /// let model = ScriptedModel::new().tool_calls([
@@ -525,31 +507,10 @@ impl Tool {
     /// assert_eq!(paused.state.tool_result("call_1"), Some(r#"{"environment":"staging"}"#));
     /// assert_eq!(paused.pending().len(), 1);
     /// assert_eq!(paused.pending()[0].call.id, "call_2");
-    /// # Ok(())
-    /// # }
-    /// ```
     ///
-    /// If `I` is not the tool's input type, building the agent fails and says so.
-    pub fn approval<I, F>(self, decide: F) -> Self
-    where
-        I: Any,
-        F: Fn(&I, &ToolContext) -> bool + Send + Sync + 'static,
-    {
-        self.approval_by(move |input: &I, ctx: &ToolContext| Later::Now(decide(input, ctx)))
-    }
-
-    /// [`approval`](Self::approval) for a check that does I/O (a policy service, a database): the
-    /// function reads what it needs from the input and returns a future of the verdict. A panic,
-    /// before or inside the future, counts as "needs approval".
-    ///
-    /// ```
-    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
-    /// use serde_json::{json, Value};
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// // Async: the future owns what it read from the input, and is awaited.
     /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |input, _| Ok(input))
-    ///     .approval_async(|input: &Value, _ctx| {
+    ///     .approval(|input: &Value, _ctx| {
     ///         let environment = input["environment"].as_str().unwrap_or_default().to_owned();
     ///         async move { environment != "staging" /* ask the change calendar here */ }
     ///     });
@@ -563,14 +524,16 @@ impl Tool {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn approval_async<I, F, Fut>(self, decide: F) -> Self
+    ///
+    /// If `I` is not the tool's input type, building the agent fails and says so.
+    pub fn approval<I, F, R, How>(self, decide: F) -> Self
     where
         I: Any,
-        F: Fn(&I, &ToolContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = bool> + Send + 'static,
+        F: Fn(&I, &ToolContext) -> R + Send + Sync + 'static,
+        R: Answer<bool, How>,
     {
         self.approval_by(move |input: &I, ctx: &ToolContext| {
-            Later::Wait(Box::pin(decide(input, ctx)))
+            sealed::Answer::later(decide(input, ctx))
         })
     }
 
@@ -606,7 +569,7 @@ impl Tool {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
-    /// let slow = Tool::new_async("slow", "Never finishes in time", json!({"type": "object"}), |_, _| async {
+    /// let slow = Tool::new("slow", "Never finishes in time", json!({"type": "object"}), |_, _| async {
     ///     tokio::time::sleep(Duration::from_secs(60)).await;
     ///     Ok(json!("too late"))
     /// })

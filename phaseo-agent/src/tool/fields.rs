@@ -11,9 +11,9 @@ use crate::model::request::TurnParams;
 use crate::schema::dialect::{Dialect, convert};
 use crate::schema::generate::object_schema_for;
 use crate::schema::validate::{CheckFn, Validator};
-use crate::tool::call::Later;
 use crate::tool::context::ToolContext;
 use crate::tool::definition::{Tool, ToolHints};
+use crate::tool::returns::{Answer, sealed};
 
 /// A closure validator as an internal check: its error becomes `$: <reason>`.
 fn check<E: Display>(
@@ -135,7 +135,7 @@ impl Tool {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let upload = Tool::new_async("upload", "Upload a file", json!({"type": "object"}), |_, ctx| async move {
+    /// let upload = Tool::new("upload", "Upload a file", json!({"type": "object"}), |_, ctx| async move {
     ///     ctx.emit_progress(json!({"percent": 50}))?;
     ///     ctx.emit_progress(json!({"percent": 150}))?;
     ///     Ok(json!("uploaded"))
@@ -192,9 +192,14 @@ impl Tool {
         self
     }
 
-    /// An interactive hook, run instead of the executor when the model calls the tool: return
+    /// An interactive hook, run instead of the executor when the model calls the tool: it answers
     /// `Some(value)` to answer at once (it goes through the output validators), or `None` to pause
     /// the run with pending kind `hitl` until a person supplies the output.
+    ///
+    /// The hook returns its answer, and is called in place (keep it quick), or a future of it,
+    /// which is awaited: for a hook that does I/O (a cache, a lookup), read what it needs from the
+    /// input and return an `async move` block (see [`Answer`]). A panic, before or inside the
+    /// future, hands the call to a person (kind `hitl`).
     ///
     /// ```
     /// use phaseo_agent::{Agent, PendingKind, ScriptedModel, Tool, ToolCall};
@@ -202,9 +207,9 @@ impl Tool {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// // Synchronous: small refunds are answered at once; larger ones wait for a person.
     /// let refund = Tool::external("refund", "Refund an order",
     ///     json!({"type": "object", "properties": {"amount": {"type": "number"}}, "required": ["amount"]}))
-    ///     // Small refunds are answered at once; larger ones wait for a person.
     ///     .on_tool_called(|input: &Value, _ctx| {
     ///         (input["amount"].as_f64()? <= 20.0).then(|| json!({"refunded": true}))
     ///     });
@@ -217,34 +222,10 @@ impl Tool {
     /// assert_eq!(paused.state.tool_result("call_1"), Some(r#"{"refunded":true}"#));
     /// assert_eq!(paused.pending()[0].call.id, "call_2");
     /// assert_eq!(paused.pending()[0].kind, PendingKind::Hitl);
-    /// # Ok(())
-    /// # }
-    /// ```
     ///
-    /// The hook runs with the call's context: progress it emits is kept on the call's step, and a
-    /// context it sets is kept like a tool's (see [`ToolContext::set_context`]).
-    pub fn on_tool_called(
-        mut self,
-        hook: impl Fn(&Value, &ToolContext) -> Option<Value> + Send + Sync + 'static,
-    ) -> Self {
-        self.on_tool_called = Some(Arc::new(move |input: &Value, ctx: &ToolContext| {
-            Later::Now(hook(input, ctx))
-        }));
-        self
-    }
-
-    /// [`on_tool_called`](Self::on_tool_called) for a hook that does I/O (a cache, a lookup): it
-    /// reads what it needs from the input and returns a future of its answer. A panic, before or
-    /// inside the future, hands the call to a person (kind `hitl`).
-    ///
-    /// ```
-    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
-    /// use serde_json::{json, Value};
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// // Async: the future owns what it read from the input, and is awaited.
     /// let status = Tool::external("status", "Service status", json!({"type": "object"}))
-    ///     .on_tool_called_async(|input: &Value, _ctx| {
+    ///     .on_tool_called(|input: &Value, _ctx| {
     ///         let service = input["service"].as_str().unwrap_or_default().to_owned();
     ///         async move { (service == "api").then(|| json!({"status": "cached"})) }
     ///     });
@@ -257,13 +238,16 @@ impl Tool {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn on_tool_called_async<F, Fut>(mut self, hook: F) -> Self
+    ///
+    /// The hook runs with the call's context: progress it emits is kept on the call's step, and a
+    /// context it sets is kept like a tool's (see [`ToolContext::set_context`]).
+    pub fn on_tool_called<F, R, How>(mut self, hook: F) -> Self
     where
-        F: Fn(&Value, &ToolContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Option<Value>> + Send + 'static,
+        F: Fn(&Value, &ToolContext) -> R + Send + Sync + 'static,
+        R: Answer<Option<Value>, How>,
     {
         self.on_tool_called = Some(Arc::new(move |input: &Value, ctx: &ToolContext| {
-            Later::Wait(Box::pin(hook(input, ctx)))
+            sealed::Answer::later(hook(input, ctx))
         }));
         self
     }
@@ -349,7 +333,7 @@ impl Tool {
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
     /// let (running, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     /// let (r, m) = (running.clone(), most.clone());
-    /// let migrate = Tool::new_async("migrate", "Migrate a database", json!({"type": "object"}), move |_, _| {
+    /// let migrate = Tool::new("migrate", "Migrate a database", json!({"type": "object"}), move |_, _| {
     ///     let (r, m) = (r.clone(), m.clone());
     ///     async move {
     ///         m.fetch_max(r.fetch_add(1, SeqCst) + 1, SeqCst);

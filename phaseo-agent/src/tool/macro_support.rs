@@ -237,7 +237,8 @@ pub fn produce_ok<O: Output>(output: O, want_value: bool) -> Result<Produced, Ag
     call::produce(Ok::<O, std::convert::Infallible>(output), want_value)
 }
 
-/// [`Tool::typed_blocking`] with the macro's bounds.
+/// [`Tool::typed`] for a synchronous function (run on Tokio's blocking pool), with the macro's
+/// bounds.
 pub fn typed_blocking<I, O, E, F>(id: &str, description: impl Into<String>, f: F) -> Tool
 where
     I: Input,
@@ -245,7 +246,7 @@ where
     E: Failure,
     F: Fn(I, ToolContext) -> Result<O, E> + Send + Sync + 'static,
 {
-    Tool::typed_blocking(id, description, f)
+    Tool::typed(id, description, f)
 }
 
 /// [`Tool::external_typed`] with the macro's bounds.

@@ -8,7 +8,11 @@
 //! - `context`: [`ToolContext`](context::ToolContext), what a running call knows and reports;
 //! - `call`: one call's parsed input, the future it becomes and what it produces;
 //! - `finish`: the future of a started typed call, its output produced;
-//! - `erase`: typed async functions with their future's type erased (`Start`);
+//! - `erase`: typed functions as `Start`s (an async one's future type erased, a synchronous one
+//!   sent to the blocking pool);
+//! - `returns`: what a tool's closures return, an answer or a future of it
+//!   ([`ToolReturn`](returns::ToolReturn), [`TypedReturn`](returns::TypedReturn),
+//!   [`Answer`](returns::Answer)), and how each form runs;
 //! - `definition`: [`Tool`](definition::Tool), its constructors over JSON, approval, timeout and
 //!   error policy, and `IntoTool`;
 //! - `fields`: a tool's other fields (validators, hooks, next-turn overrides, exclusivity, output
@@ -24,6 +28,7 @@ pub(crate) mod context;
 pub(crate) mod call;
 pub(crate) mod finish;
 pub(crate) mod erase;
+pub(crate) mod returns;
 pub(crate) mod definition;
 pub(crate) mod fields;
 pub(crate) mod invoke;

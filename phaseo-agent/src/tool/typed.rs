@@ -13,10 +13,11 @@ use serde_json::Value;
 use crate::decode::{self, Cx, NodeId, ToolInput};
 use crate::error::AgentError;
 use crate::schema;
-use crate::tool::call::{CallFuture, InputType, Parsed, Prepared, Start, blocking, produce};
+use crate::tool::call::{CallFuture, InputType, Parsed, Prepared, Start};
 use crate::tool::context::ToolContext;
 use crate::tool::definition::{FromValueFn, ParseFn, Tool};
 use crate::tool::erase;
+use crate::tool::returns::{TypedReturn, sealed};
 
 /// The output of a typed tool: serialised to JSON for the model.
 ///
@@ -99,7 +100,11 @@ pub fn typed_start<I: Input>(
 }
 
 impl Tool {
-    /// A typed tool from an async function of its input and context.
+    /// A typed tool from a function of its input and context.
+    ///
+    /// The function is synchronous, returning `Result<O, E>`, and runs on Tokio's blocking thread
+    /// pool (so it may block: file or network I/O, heavy computation, without stalling the run's
+    /// other tools), or async, returning a future of it, which is awaited (see [`TypedReturn`]).
     ///
     /// The parameter schema is generated from `I` once, here, and normalised (see
     /// [`schema`](crate::schema)). Arguments are validated against it and decoded into `I` before
@@ -108,6 +113,7 @@ impl Tool {
     /// ```
     /// use phaseo_agent::{Tool, ToolContext};
     /// use serde::{Deserialize, Serialize};
+    /// use serde_json::json;
     ///
     /// #[derive(Deserialize, schemars::JsonSchema)]
     /// struct Add { a: i64, b: i64 }
@@ -115,21 +121,35 @@ impl Tool {
     /// #[derive(Serialize)]
     /// struct Sum { sum: i64 }
     ///
+    /// #[derive(Deserialize, schemars::JsonSchema)]
+    /// struct Path { path: String }
+    ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let add = Tool::typed("add", "Add two numbers", |input: Add, _ctx: ToolContext| async move {
+    /// // Async: the future is awaited.
+    /// let add = Tool::typed("add", "Add two numbers", |input: Add, _ctx| async move {
     ///     Ok::<_, std::convert::Infallible>(Sum { sum: input.a + input.b })
     /// });
-    /// assert_eq!(add.parameters()["required"], serde_json::json!(["a", "b"]));
+    /// assert_eq!(add.parameters()["required"], json!(["a", "b"]));
     ///
     /// let ctx = ToolContext::detached();
     /// assert_eq!(add.invoke(r#"{"a": 2, "b": 3}"#, &ctx).await?, r#"{"sum":5}"#);
     /// let err = add.invoke(r#"{"a": 2}"#, &ctx).await.unwrap_err();
     /// assert_eq!(err.to_string(), r#"Invalid tool input: $: "b" is a required property"#);
+    ///
+    /// // Synchronous: it runs on the blocking pool, where blocking file I/O is fine.
+    /// let size = Tool::typed("file_size", "Size of a file in bytes", |input: Path, _ctx| {
+    ///     std::fs::metadata(&input.path).map(|m| m.len())
+    /// });
+    /// let path = std::env::temp_dir().join("phaseo-agent-typed-example.txt");
+    /// std::fs::write(&path, "hello").unwrap();
+    /// let arguments = json!({"path": path}).to_string();
+    /// assert_eq!(size.invoke(&arguments, &ctx).await?, "5");
+    /// # std::fs::remove_file(&path).ok();
     /// # Ok(())
     /// # }
     /// ```
-    pub fn typed<I, O, E, F, Fut>(
+    pub fn typed<I, O, E, F, R, How>(
         id: impl Into<String>,
         description: impl Into<String>,
         f: F,
@@ -138,15 +158,16 @@ impl Tool {
         I: ToolInput,
         O: ToolOutput,
         E: Display,
-        F: Fn(I, ToolContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<O, E>> + Send + 'static,
+        F: Fn(I, ToolContext) -> R + Send + Sync + 'static,
+        R: TypedReturn<O, E, How>,
     {
-        typed_start::<I>(id, description, false, Some(erase::with_context(f)))
+        let start = <R as sealed::TypedReturn<O, E, How>>::start::<I, F>(f);
+        typed_start::<I>(id, description, false, Some(start))
     }
 
-    /// [`Tool::typed`] for a function that does not take the context: each call skips handing one
-    /// over (a reference count taken and dropped per call). `#[tool]` uses it for functions without a
-    /// `&ToolContext` parameter.
+    /// [`Tool::typed`] for an async function that does not take the context: each call skips
+    /// handing one over (a reference count taken and dropped per call). `#[tool]` does the same for
+    /// an async function without a `&ToolContext` parameter.
     ///
     /// ```
     /// use phaseo_agent::{Tool, ToolContext};
@@ -176,48 +197,6 @@ impl Tool {
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
         typed_start::<I>(id, description, false, Some(erase::without_context(f)))
-    }
-
-    /// A typed tool from a synchronous function. It runs on Tokio's blocking thread pool, so it may
-    /// block (file or network I/O, heavy computation) without stalling the run's other tools.
-    ///
-    /// ```
-    /// use phaseo_agent::{AgentError, Tool, ToolContext};
-    /// use serde_json::json;
-    ///
-    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
-    /// struct Path { path: String }
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), AgentError> {
-    /// let size = Tool::typed_blocking("file_size", "Size of a file in bytes", |input: Path, _ctx: ToolContext| {
-    ///     std::fs::metadata(&input.path).map(|m| m.len())
-    /// });
-    /// let path = std::env::temp_dir().join("phaseo-agent-typed-blocking-example.txt");
-    /// std::fs::write(&path, "hello").unwrap();
-    /// let arguments = json!({"path": path}).to_string();
-    /// assert_eq!(size.invoke(&arguments, &ToolContext::detached()).await?, "5");
-    /// # std::fs::remove_file(&path).ok();
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn typed_blocking<I, O, E, F>(
-        id: impl Into<String>,
-        description: impl Into<String>,
-        f: F,
-    ) -> Self
-    where
-        I: ToolInput,
-        O: ToolOutput,
-        E: Display,
-        F: Fn(I, ToolContext) -> Result<O, E> + Send + Sync + 'static,
-    {
-        let f = Arc::new(f);
-        let start: Box<Start<I>> = Box::new(move |input, ctx, want_value| {
-            let (f, ctx) = (f.clone(), ctx.clone());
-            blocking(move || produce(f(input, ctx), want_value))
-        });
-        typed_start::<I>(id, description, false, Some(start))
     }
 
     /// A typed tool with no executor: calls pause with pending kind `external_output`, and the output

@@ -196,7 +196,7 @@ fn counted_tool(calls: Arc<AtomicUsize>) -> Tool {
         "act",
         "Acts",
         json!({"type": "object"}),
-        move |_input: Value, _ctx: &ToolContext| {
+        move |_input: Value, _ctx: ToolContext| {
             calls.fetch_add(1, Ordering::SeqCst);
             Ok(json!("done"))
         },

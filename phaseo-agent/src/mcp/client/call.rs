@@ -59,7 +59,7 @@ pub(crate) fn tool(
     let server = server.clone();
     let called = name.clone();
     let wait = limits.call_time();
-    let mut tool = Tool::new_async(name, description, schema, move |input, ctx| {
+    let mut tool = Tool::new(name, description, schema, move |input, ctx| {
         call(server.clone(), called.clone(), input, ctx, wait)
     });
     // Validation keeps the compiled schema as the server wrote it; only what the model reads is
