@@ -873,6 +873,9 @@ impl RunState {
 /// let agent = Agent::builder("t").model(ScriptedModel::new()).build().unwrap();
 /// let failed = agent.run("hello").await.unwrap_err();      // the script is empty
 /// assert!(matches!(failed.error, AgentError::Model(_)));
+/// // Its source is the error, so error reports (anyhow, eyre) walk on to it.
+/// let source = std::error::Error::source(&failed).expect("a source");
+/// assert_eq!(source.to_string(), failed.error.to_string());
 /// let state = failed.state.expect("the run had started");
 /// assert_eq!(state.messages().len(), 1);                     // the user's input
 /// # }

@@ -105,7 +105,7 @@ pub(crate) mod sealed {
     message = "`{Self}` is not what a tool's executor returns",
     label = "return `Result<Value, AgentError>`, or a future of it",
     note = "a synchronous executor returns `Result<serde_json::Value, AgentError>` (it runs on Tokio's blocking pool); an async one returns a future of it (`async move {{ ... }}`) that is `Send + 'static`",
-    note = "a closure that only panics (`todo!()`) has no return type to infer: name it, as in `|input, ctx| -> Result<Value, AgentError> {{ todo!() }}`"
+    note = "a closure whose body only panics has no return type to infer: name it, as in `|input, ctx| -> Result<Value, AgentError> {{ ... }}`"
 )]
 pub trait ToolReturn<How>: sealed::ToolReturn<How> {}
 
@@ -171,7 +171,7 @@ where
     message = "`{Self}` is not what a typed tool's function returns",
     label = "return `Result<O, E>`, or a future of it",
     note = "a synchronous function returns `Result<O, E>` (it runs on Tokio's blocking pool); an async one returns a future of it (`async move {{ ... }}`) that is `Send + 'static`; `O: Serialize` is the output, `E: Display` the error",
-    note = "a closure that only panics (`todo!()`) has no return type to infer: name it, as in `|input: I, ctx| -> Result<O, E> {{ todo!() }}`"
+    note = "a closure whose body only panics has no return type to infer: name it, as in `|input: I, ctx| -> Result<O, E> {{ ... }}`"
 )]
 pub trait TypedReturn<O, E, How>: sealed::TypedReturn<O, E, How> {}
 
@@ -243,7 +243,7 @@ where
     message = "`{Self}` is not an answer of type `{T}`",
     label = "return `{T}`, or a future of it",
     note = "a synchronous function returns `{T}` (it is called in place); an async one returns a future of it (`async move {{ ... }}`) that is `Send + 'static`: read what it needs from its arguments before the `async move` block",
-    note = "a closure that only panics (`todo!()`) has no return type to infer: name it, as in `|input, ctx| -> {T} {{ todo!() }}`"
+    note = "a closure whose body only panics has no return type to infer: name it, as in `|input, ctx| -> {T} {{ ... }}`"
 )]
 pub trait Answer<T, How>: sealed::Answer<T, How> {}
 
