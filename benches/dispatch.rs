@@ -32,8 +32,6 @@
 use std::any::Any;
 use std::hint::black_box;
 use std::panic::AssertUnwindSafe;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use futures::FutureExt;
@@ -43,6 +41,10 @@ use phaseo_agent::{IntoTools, Res, Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+#[path = "../tests/support/sync.rs"]
+mod sync;
+use sync::block_on;
 
 /// The input of the benchmarked tool: a string, an integer, an `Option` and a `Vec`.
 #[derive(Deserialize, JsonSchema)]
@@ -111,18 +113,6 @@ fn lookup(input: Lookup) -> Found {
 
 const ARGS: &str =
     r#"{"query": "refund policy", "limit": 5, "cursor": null, "tags": ["billing", "eu"]}"#;
-
-/// Polls a future that needs no runtime (a typed async tool without a timeout) to completion.
-fn block_on<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return output;
-        }
-        std::thread::yield_now();
-    }
-}
 
 fn dispatch(c: &mut Criterion) {
     let tool = Tool::typed(

@@ -16,6 +16,9 @@ static ALLOCATOR: PeakAlloc = PeakAlloc;
 /// One case at a time: the allocator's peak is the process's, so cases must not overlap.
 static SERIAL: Mutex<()> = Mutex::new(());
 
+#[path = "../support/mod.rs"]
+mod support;
+
 mod mcp_client;
 mod mcp_server;
 mod memory_bound;

@@ -199,6 +199,27 @@ async fn answer(response: reqwest::Response, id: u64) -> Value {
         .unwrap_or_else(|| panic!("no answer {id} in {text}"))
 }
 
+/// Calls the tool `name` (no arguments) in `session` as JSON-RPC request `id`, and returns the
+/// text of the answer's first content item.
+async fn call_text(
+    client: &reqwest::Client,
+    addr: SocketAddr,
+    session: &str,
+    id: u64,
+    name: &str,
+) -> Value {
+    let response = post(
+        client,
+        addr,
+        Some(session),
+        call_message(id, name).to_string(),
+    )
+    .send()
+    .await
+    .expect("an answer");
+    answer(response, id).await["result"]["content"][0]["text"].take()
+}
+
 /// Reads a raw connection until the server closes it (a reset counts as closed).
 async fn until_closed(stream: &mut TcpStream) -> String {
     let mut seen = Vec::new();
@@ -312,47 +333,51 @@ fn a_slow_body_gets_408_naming_the_setting() {
 #[test]
 fn an_oversized_body_gets_413_and_the_tool_never_runs() {
     case(Duration::from_secs(30), || async {
-        for (limits, size) in [
-            (
-                McpServerLimits::default().max_body_bytes(64 * 1024),
-                1 << 20,
-            ),
-            // The default (4 MiB).
-            (McpServerLimits::default(), 5 << 20),
-        ] {
-            let calls = Calls::default();
-            let server = McpServer::new(record(&calls)).limits(limits);
+        oversized_bodies_are_refused(|server| async move {
             let http_server = server.serve_http("127.0.0.1:0").await.unwrap();
             let addr = http_server.local_addr();
-            let client = http();
-            let session = open_session(&client, addr).await;
-            let mut message = call_message(2, "record");
-            message["params"]["arguments"] = json!({"blob": "x".repeat(size)});
-            let response = post(&client, addr, Some(&session), message.to_string())
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(response.status(), 413);
-            let text = response.text().await.unwrap();
-            assert!(text.contains("McpServerLimits::max_body_bytes"), "{text}");
-            assert!(calls.lock().unwrap().is_empty(), "the tool never ran");
-            // A call of a normal size still runs.
-            let response = post(
-                &client,
-                addr,
-                Some(&session),
-                call_message(3, "record").to_string(),
-            )
+            (addr, async move { http_server.shutdown().await })
+        })
+        .await;
+    });
+}
+
+/// For a body over a set `max_body_bytes` and one over the default (4 MiB): a server that `serve`
+/// starts (returning its address and what stops it) answers 413 naming the setting, the tool never
+/// runs, and a call of a normal size in the same session still runs.
+async fn oversized_bodies_are_refused<S, F, Stop>(serve: S)
+where
+    S: Fn(McpServer) -> F,
+    F: Future<Output = (SocketAddr, Stop)>,
+    Stop: Future<Output = ()>,
+{
+    for (limits, size) in [
+        (
+            McpServerLimits::default().max_body_bytes(64 * 1024),
+            1 << 20,
+        ),
+        (McpServerLimits::default(), 5 << 20),
+    ] {
+        let calls = Calls::default();
+        let (addr, stop) = serve(McpServer::new(record(&calls)).limits(limits)).await;
+        let client = http();
+        let session = open_session(&client, addr).await;
+        let mut message = call_message(2, "record");
+        message["params"]["arguments"] = json!({"blob": "x".repeat(size)});
+        let response = post(&client, addr, Some(&session), message.to_string())
             .send()
             .await
             .unwrap();
-            assert_eq!(
-                answer(response, 3).await["result"]["content"][0]["text"],
-                "recorded"
-            );
-            http_server.shutdown().await;
-        }
-    });
+        assert_eq!(response.status(), 413);
+        let text = response.text().await.unwrap();
+        assert!(text.contains("McpServerLimits::max_body_bytes"), "{text}");
+        assert!(calls.lock().unwrap().is_empty(), "the tool never ran");
+        assert_eq!(
+            call_text(&client, addr, &session, 3, "record").await,
+            "recorded"
+        );
+        stop.await;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,15 +2,17 @@
 //! (`max(64 MiB, 8 × its length)`, estimated from above before parsing), and the estimate is
 //! checked here against what the allocator is really asked for.
 //!
-//! One test function: the counting allocator sees every thread of this binary, so nothing else
-//! may run beside the measurements.
+//! One test function, holding the binary's lock `SERIAL`: the counting allocator sees every thread,
+//! so nothing else may run beside the measurements.
+
+use std::sync::PoisonError;
 
 use phaseo_agent::__internals::{parse_budget, parsed_size};
 use phaseo_agent::{Tool, ToolContext};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::ALLOCATOR;
+use crate::{ALLOCATOR, SERIAL};
 
 /// The peak of memory in use while `f` runs, above what was in use when it started.
 fn peak_of<R>(f: impl FnOnce() -> R) -> (R, usize) {
@@ -91,6 +93,8 @@ fn texts() -> Vec<(&'static str, String)> {
 
 #[test]
 fn memory_is_bounded_for_hostile_argument_text() {
+    // The allocator's peak is the process's: the other suites' cases must not run meanwhile.
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     // 1. The estimate is an upper bound on what parsing really allocates.
     for (name, text) in texts() {
         let (value, used) = peak_of(|| serde_json::from_str::<Value>(&text).expect("valid JSON"));

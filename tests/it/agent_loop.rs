@@ -1,8 +1,8 @@
 //! The agent loop: tools, typed tools, context, models, events, errors, turn limit.
 
-use crate::common;
-
-use common::{Counter, object_schema, result_ids, result_of, status_tool, tool_results};
+use crate::support::agent::{
+    Counter, object_schema, result_ids, result_of, status_tool, tool_results,
+};
 use futures::StreamExt;
 use phaseo_agent::{
     Agent, AgentError, Event, Message, ModelResponse, RunStatus, ScriptedModel, Tool, ToolCall,

@@ -10,13 +10,11 @@
 //!
 //! Cases: 10,000 (`PHASEO_PROPTEST_CASES` sets another number).
 
-use crate::common;
-
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use common::object_schema;
+use crate::support::agent::object_schema;
 use futures::future::BoxFuture;
 use phaseo_agent::{
     Agent, AgentError, Decisions, Model, ModelError, ModelRequest, ModelResponse, PendingKind,

@@ -1,12 +1,10 @@
 //! Concurrency, output caps and next-turn overrides.
 
-use crate::common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{result_ids, result_of, tool_results};
+use crate::support::agent::{result_ids, result_of, tool_results};
 use phaseo_agent::{
     Agent, Decisions, RunState, ScriptedModel, Tool, ToolCall, ToolChoice, TurnParams,
 };

@@ -3,27 +3,14 @@
 //! path; and values the schema accepts are not refused where serde can hold them.
 
 use std::collections::HashMap;
-use std::pin::pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
 
+use crate::support::sync::block_on;
 use phaseo_agent::__internals::typed_decoder;
 use phaseo_agent::{Tool, ToolContext, ToolInput};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
-
-/// Polls a future that needs no runtime to completion.
-fn block_on<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return output;
-        }
-        std::thread::yield_now();
-    }
-}
 
 /// Decodes `text` as the runtime does for a typed tool over `I`.
 fn decode<I: ToolInput>(text: &str) -> Result<I, String> {

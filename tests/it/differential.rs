@@ -25,10 +25,9 @@ use crate::{for_each_shape, shapes};
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::pin::pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
 
+use crate::support::sync::block_on;
 use phaseo_agent::__internals::strict_accepts as __strict_accepts;
 use phaseo_agent::schema::Validator;
 use phaseo_agent::{Tool, ToolContext, ToolInput};
@@ -55,18 +54,6 @@ const EXTRA_KEYS: &[&str] = &[
     "extra",
     "",
 ];
-
-/// Polls a future that needs no runtime (a typed async tool without a timeout) to completion.
-fn block_on<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return output;
-        }
-        std::thread::yield_now();
-    }
-}
 
 /// Any JSON value, small.
 fn junk() -> BoxedStrategy<Value> {

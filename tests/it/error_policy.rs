@@ -1,9 +1,7 @@
 //! Error policy: return-to-model by default, fail-run per tool and agent-wide, unknown tools and
 //! unreadable arguments, panics isolated.
 
-use crate::common;
-
-use common::{Counter, result_ids, result_of, status_tool};
+use crate::support::agent::{Counter, result_ids, result_of, status_tool};
 use phaseo_agent::{Agent, AgentError, OnError, RunStatus, ScriptedModel, Tool, ToolCall};
 use serde_json::json;
 

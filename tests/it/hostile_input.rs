@@ -1,9 +1,7 @@
 //! What a hostile model sends must not make a run unloadable or its errors unbounded: values the
 //! state keeps stay within what the JSON parser reads back, and error text quotes only an excerpt.
 
-use crate::common;
-
-use common::Counter;
+use crate::support::agent::Counter;
 use phaseo_agent::{
     Agent, AgentError, Decisions, RunState, ScriptedModel, Tool, ToolCall, ToolContext,
 };

@@ -2,9 +2,7 @@
 //! key cannot be empty (or short), and decisions name the run they answer, so one run's decisions
 //! cannot be replayed on another run's state with the same call ids.
 
-use crate::common;
-
-use common::{Counter, deploy_tool};
+use crate::support::agent::{Counter, deploy_tool};
 use phaseo_agent::{Agent, AgentError, Decisions, RunState, RunStatus, ScriptedModel};
 use serde_json::{Value, json};
 

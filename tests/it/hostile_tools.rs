@@ -1,11 +1,9 @@
 //! Tools under hostile conditions: user code that panics anywhere it runs, a deadline a blocking tool
 //! overruns, an output too deep to serialise, and hand-written schemas that are not objects.
 
-use crate::common;
-
 use std::time::Duration;
 
-use common::Counter;
+use crate::support::agent::Counter;
 use phaseo_agent::{Agent, AgentError, ScriptedModel, Tool, ToolContext, TurnParams};
 use serde_json::{Value, json};
 

@@ -1,8 +1,6 @@
 //! Approval, and manual and interactive tools.
 
-use crate::common;
-
-use common::{Counter, deploy_tool, result_of, status_tool};
+use crate::support::agent::{Counter, deploy_tool, result_of, status_tool};
 use phaseo_agent::{
     Agent, Decisions, PendingKind, RunStatus, ScriptedModel, Tool, ToolCall, ToolContext,
 };

@@ -4,11 +4,9 @@
 use phaseo_agent::{Agent, Decisions, PendingKind, ScriptedModel, ToolCall, tool};
 use serde_json::json;
 
-use crate::common;
-
 /// The calls' results in the model's last request.
 fn tool_results(model: &ScriptedModel) -> Vec<(String, String)> {
-    common::tool_results(model.requests().last().expect("the model was called"))
+    crate::support::agent::tool_results(model.requests().last().expect("the model was called"))
 }
 
 #[tokio::test]

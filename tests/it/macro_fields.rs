@@ -4,11 +4,9 @@
 //! (`on_tool_called`, `on_response_received`), `next_turn`, and `require_approval` with a function
 //! of the context.
 
-use crate::common;
-
 use std::time::Duration;
 
-use common::{result_ids, result_of, tool_results};
+use crate::support::agent::{result_ids, result_of, tool_results};
 use phaseo_agent::{
     Agent, AgentError, Decisions, Event, IntoTool, OnError, PendingKind, ScriptedModel, ToolCall,
     ToolContext, TurnParams, tool,

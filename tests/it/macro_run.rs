@@ -4,12 +4,10 @@
 use phaseo_agent::{Agent, ModelRequest, ScriptedModel, ToolContext, tool};
 use serde_json::{Value, json};
 
-use crate::common;
-
 /// The result text each tool call sent back to the model, in order, from the last request.
 fn tool_results(requests: &[ModelRequest]) -> Vec<String> {
     let last = requests.last().expect("the model was called");
-    common::tool_results(last)
+    crate::support::agent::tool_results(last)
         .into_iter()
         .map(|(_, content)| content)
         .collect()

@@ -1,12 +1,13 @@
 //! The integration tests of phaseo-agent, as one binary: the runtime is linked once, and the
-//! helpers in `common` are shared. Each module is one area of the runtime, tested through its
-//! public API only.
+//! helpers in `tests/support/` (shared with `hostile`) are written once. Each module is one area
+//! of the runtime, tested through its public API only.
 //!
 //! Kept apart, each in a binary of its own: `hostile` (its cases measure the process's peak heap,
 //! so nothing else may run beside them), `run_allocations` (counts an agent run's allocations),
 //! `architecture`, `compiletest` (trybuild) and `outside` (a user's crate, built by cargo).
 
-mod common;
+#[path = "../support/mod.rs"]
+mod support;
 mod shapes;
 mod interop;
 mod agent_loop;

@@ -2,13 +2,12 @@
 //! agent's retries, empty answers, request metadata, streamed deltas, and runs that start from or
 //! continue a conversation.
 
-use crate::common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{Counter, deploy_tool, status_tool};
+use crate::support::agent::{Counter, deploy_tool, status_tool};
+use crate::support::wire::model_error;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use phaseo_agent::{
@@ -20,13 +19,6 @@ use serde_json::json;
 
 fn usage(input: u64, output: u64) -> Usage {
     Usage::new(input, output)
-}
-
-fn model_error(error: &AgentError) -> &ModelError {
-    match error {
-        AgentError::Model(e) => e,
-        other => panic!("not a model error: {other}"),
-    }
 }
 
 // Retries.

@@ -12,9 +12,7 @@
 //!
 //! So a call asks a person at most once whether it may run; a second pause asks for its output.
 
-use crate::common;
-
-use common::Counter;
+use crate::support::agent::Counter;
 use phaseo_agent::{
     Agent, Decision, Decisions, PendingKind, RunStatus, ScriptedModel, Tool, ToolCall, ToolContext,
 };

@@ -1,9 +1,9 @@
 //! Pause and resume: gated and external calls, mixed turns, decisions by call id, states stored as
 //! JSON and resumed by a freshly built agent.
 
-use crate::common;
-
-use common::{Counter, deploy_tool, lookup_tool, result_ids, result_of, status_tool};
+use crate::support::agent::{
+    Counter, deploy_tool, lookup_tool, result_ids, result_of, status_tool,
+};
 use phaseo_agent::{
     Agent, AgentError, Decision, Decisions, PendingKind, RunState, RunStatus, STATE_VERSION,
     ScriptedModel, Tool, ToolCall,
@@ -468,7 +468,10 @@ async fn edited_arguments_go_through_the_tools_custom_input_validator_too() {
     let tool = Tool::new(
         "deploy",
         "Deploy a service",
-        common::object_schema(json!({"environment": {"type": "string"}}), &["environment"]),
+        crate::support::agent::object_schema(
+            json!({"environment": {"type": "string"}}),
+            &["environment"],
+        ),
         move |input, _| {
             ran.bump();
             Ok(input)

@@ -1,9 +1,7 @@
 //! Progress and context: what a tool reports while it runs (as events and on the step), and the
 //! context tools set for the turns after theirs.
 
-use crate::common;
-
-use common::result_of;
+use crate::support::agent::result_of;
 use futures::StreamExt;
 use phaseo_agent::{
     Agent, AgentError, Decisions, Event, RunState, ScriptedModel, Tool, ToolCall, ToolContext,

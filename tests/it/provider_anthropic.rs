@@ -21,20 +21,20 @@
 //!   `invalid_request_error`, 401 `authentication_error`, 429 `rate_limit_error` with
 //!   `retry-after`, 529 `overloaded_error`): https://docs.anthropic.com/en/api/errors
 
-use std::collections::VecDeque;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use futures::StreamExt;
 use phaseo_agent::provider::anthropic::{Anthropic, StreamAssembler, parse_response, request_body};
 use phaseo_agent::{
-    Agent, AgentError, DeltaSink, Event, FinishReason, Message, Model, ModelDelta, ModelError,
-    ModelErrorKind, ModelRequest, RetryPolicy, ToolCall, ToolChoice, ToolContext, ToolDefinition,
-    Usage,
+    Agent, DeltaSink, Event, FinishReason, Message, Model, ModelDelta, ModelError, ModelErrorKind,
+    ModelRequest, ToolCall, ToolChoice, ToolContext, ToolDefinition, Usage,
 };
 use serde_json::{Value, json};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
+
+use crate::support::wire::{
+    error, fast_retries, json_ok, model_error, requests, scripted_server, sse_ok,
+};
 
 // Fixtures and server.
 
@@ -54,40 +54,8 @@ const CUT_SSE: &str = include_str!("../fixtures/anthropic/cut.sse");
 
 const INSTRUCTIONS: &str = "You check services.";
 
-/// Answers each request with the next response of a script (a 418 when it runs out, which is not
-/// retried).
-struct Script(Mutex<VecDeque<ResponseTemplate>>);
-
-impl Respond for Script {
-    fn respond(&self, _: &Request) -> ResponseTemplate {
-        self.0
-            .lock()
-            .expect("script lock")
-            .pop_front()
-            .unwrap_or_else(|| ResponseTemplate::new(418).set_body_string("script ran out"))
-    }
-}
-
 async fn server(responses: Vec<ResponseTemplate>) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(Script(Mutex::new(responses.into())))
-        .mount(&server)
-        .await;
-    server
-}
-
-fn json_ok(body: &str) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_raw(body.as_bytes().to_vec(), "application/json")
-}
-
-fn sse_ok(body: &str) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_raw(body.as_bytes().to_vec(), "text/event-stream")
-}
-
-fn error(status: u16, body: &str) -> ResponseTemplate {
-    ResponseTemplate::new(status).set_body_raw(body.as_bytes().to_vec(), "application/json")
+    scripted_server("/v1/messages", responses).await
 }
 
 fn model(server: &MockServer) -> Anthropic {
@@ -95,13 +63,6 @@ fn model(server: &MockServer) -> Anthropic {
         .api_key("test-key")
         .expect("a key")
         .base_url(server.uri())
-}
-
-/// Retries that take a millisecond, so the tests are fast.
-fn fast_retries() -> RetryPolicy {
-    RetryPolicy::default()
-        .initial_backoff(Duration::from_millis(1))
-        .max_backoff(Duration::from_millis(2))
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -135,10 +96,6 @@ fn agent(server: &MockServer, down: &'static [&'static str]) -> Agent {
         .expect("agent")
 }
 
-async fn requests(server: &MockServer) -> Vec<Request> {
-    server.received_requests().await.expect("recording is on")
-}
-
 async fn bodies(server: &MockServer) -> Vec<Value> {
     requests(server)
         .await
@@ -149,13 +106,6 @@ async fn bodies(server: &MockServer) -> Vec<Value> {
 
 fn healthy(service: &str) -> String {
     json!({"service": service, "status": "healthy"}).to_string()
-}
-
-fn model_error(error: &AgentError) -> &ModelError {
-    match error {
-        AgentError::Model(e) => e,
-        other => panic!("not a model error: {other}"),
-    }
 }
 
 fn simple_request(text: &str) -> ModelRequest<'static> {

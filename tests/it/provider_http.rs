@@ -10,11 +10,10 @@ use phaseo_agent::provider::anthropic::Anthropic;
 use phaseo_agent::provider::openai::OpenAi;
 use phaseo_agent::provider::reqwest::{self, header};
 use phaseo_agent::provider::{HeaderError, HttpModel, Wire};
-use phaseo_agent::{
-    Agent, AgentError, Event, Message, Model, ModelError, ModelErrorKind, ModelRequest, RetryPolicy,
-};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+use phaseo_agent::{Agent, Event, Message, Model, ModelErrorKind, ModelRequest};
+use wiremock::{MockServer, ResponseTemplate};
+
+use crate::support::wire::{answering_server, fast_retries, json_ok, model_error, requests};
 
 const OPENAI_TEXT: &str = include_str!("../fixtures/openai/openai_text.json");
 const ANTHROPIC_TEXT: &str = include_str!("../fixtures/anthropic/end_turn.json");
@@ -97,23 +96,9 @@ impl Settings {
     }
 }
 
-fn json_ok(body: &str) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_raw(body.as_bytes().to_vec(), "application/json")
-}
-
 /// A server that answers `provider`'s path with `response`, each time.
 async fn server(provider: Provider, response: ResponseTemplate) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(provider.path()))
-        .respond_with(response)
-        .mount(&server)
-        .await;
-    server
-}
-
-async fn requests(server: &MockServer) -> Vec<Request> {
-    server.received_requests().await.expect("recording is on")
+    answering_server(provider.path(), response).await
 }
 
 fn request() -> ModelRequest<'static> {
@@ -123,21 +108,11 @@ fn request() -> ModelRequest<'static> {
 }
 
 fn agent(model: Box<dyn Model>) -> Agent {
-    let fast = RetryPolicy::default()
-        .initial_backoff(Duration::from_millis(1))
-        .max_backoff(Duration::from_millis(2));
     Agent::builder("a")
         .model(model)
-        .model_retries(fast)
+        .model_retries(fast_retries())
         .build()
         .expect("agent")
-}
-
-fn model_error(error: &AgentError) -> &ModelError {
-    match error {
-        AgentError::Model(e) => e,
-        other => panic!("not a model error: {other}"),
-    }
 }
 
 /// A client as many applications build one: reqwest's defaults (redirects followed), and a

@@ -9,7 +9,7 @@
 //! recordings of llama-cpp-python 0.3.36's server (SmolLM2-135M-Instruct,
 //! `chatml-function-calling`).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -18,13 +18,16 @@ use phaseo_agent::provider::openai::{
     MaxTokensField, OpenAi, StreamAssembler, parse_response, request_body,
 };
 use phaseo_agent::{
-    Agent, AgentError, DeltaSink, Event, FinishReason, Message, Model, ModelDelta, ModelError,
-    ModelErrorKind, ModelRequest, ModelResponse, RequestMeta, RetryPolicy, Tool, ToolCall,
-    ToolChoice, ToolContext, ToolDefinition, Usage,
+    Agent, DeltaSink, Event, FinishReason, Message, Model, ModelDelta, ModelError, ModelErrorKind,
+    ModelRequest, ModelResponse, RequestMeta, RetryPolicy, Tool, ToolCall, ToolChoice, ToolContext,
+    ToolDefinition, Usage,
 };
 use serde_json::{Value, json};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
+
+use crate::support::wire::{
+    error, fast_retries, json_ok, model_error, requests, scripted_server, sse_ok,
+};
 
 // Fixtures.
 
@@ -136,40 +139,8 @@ fn from_deltas(deltas: &[ModelDelta]) -> (String, BTreeMap<usize, (String, Strin
 
 // Server.
 
-/// Answers each request with the next response of a script (a 418 when it runs out, which is not
-/// retried).
-struct Script(Mutex<VecDeque<ResponseTemplate>>);
-
-impl Respond for Script {
-    fn respond(&self, _: &Request) -> ResponseTemplate {
-        self.0
-            .lock()
-            .expect("script lock")
-            .pop_front()
-            .unwrap_or_else(|| ResponseTemplate::new(418).set_body_string("script ran out"))
-    }
-}
-
 async fn mock_server(responses: Vec<ResponseTemplate>) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(Script(Mutex::new(responses.into())))
-        .mount(&server)
-        .await;
-    server
-}
-
-fn json_ok(body: &str) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_raw(body.as_bytes().to_vec(), "application/json")
-}
-
-fn sse_ok(body: &str) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_raw(body.as_bytes().to_vec(), "text/event-stream")
-}
-
-fn error(status: u16, body: &str) -> ResponseTemplate {
-    ResponseTemplate::new(status).set_body_raw(body.as_bytes().to_vec(), "application/json")
+    scripted_server("/v1/chat/completions", responses).await
 }
 
 fn model(server: &MockServer) -> OpenAi {
@@ -177,13 +148,6 @@ fn model(server: &MockServer) -> OpenAi {
         .api_key("test-key")
         .expect("a key")
         .base_url(format!("{}/v1", server.uri()))
-}
-
-/// Retries that take a millisecond, so the tests are fast.
-fn fast_retries() -> RetryPolicy {
-    RetryPolicy::default()
-        .initial_backoff(Duration::from_millis(1))
-        .max_backoff(Duration::from_millis(2))
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -226,23 +190,12 @@ fn agent(server: &MockServer) -> Agent {
     agent_with(model(server), false)
 }
 
-async fn requests(server: &MockServer) -> Vec<Request> {
-    server.received_requests().await.expect("recording is on")
-}
-
 async fn bodies(server: &MockServer) -> Vec<Value> {
     requests(server)
         .await
         .iter()
         .map(|r| serde_json::from_slice(&r.body).expect("a JSON request"))
         .collect()
-}
-
-fn model_error(error: &AgentError) -> &ModelError {
-    match error {
-        AgentError::Model(e) => e,
-        other => panic!("not a model error: {other}"),
-    }
 }
 
 /// The `get_status` tool as the model sees it.

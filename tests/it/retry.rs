@@ -1,11 +1,9 @@
 //! A failed run is recoverable without running a tool twice (`Agent::retry`), and what the model is
 //! not shown (a panic's text, the failed run's state) reaches operators from a plain `run()`.
 
-use crate::common;
-
 use std::sync::{Arc, Mutex};
 
-use common::{Counter, deploy_tool, status_tool};
+use crate::support::agent::{Counter, deploy_tool, status_tool};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use phaseo_agent::{
@@ -82,7 +80,7 @@ async fn a_model_failure_after_an_approved_call_is_retried_without_running_the_t
     assert_eq!(runs.get(), 1, "no tool runs twice");
     let last = script.requests().last().cloned().unwrap();
     assert!(
-        common::result_ids(&last).contains(&"c1".to_string()),
+        crate::support::agent::result_ids(&last).contains(&"c1".to_string()),
         "the model sees the result it missed"
     );
 }
@@ -122,12 +120,12 @@ async fn a_fail_run_turn_is_retried_with_its_results_and_no_call_runs_twice() {
     );
     let last = model.requests().last().cloned().unwrap();
     assert_eq!(
-        common::result_ids(&last),
+        crate::support::agent::result_ids(&last),
         ["c1", "c2", "c3"],
         "every call of the turn has a result"
     );
     assert!(
-        common::result_of(&last, "c3")["error"]
+        crate::support::agent::result_of(&last, "c3")["error"]
             .as_str()
             .unwrap()
             .contains("cancelled")

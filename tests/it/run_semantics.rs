@@ -1,11 +1,9 @@
 //! Run semantics that must hold under every combination: fail-run stops the turn, only offered
 //! tools run, approval rules compose, and a refused resume is visible on the event stream.
 
-use crate::common;
-
 use std::time::Duration;
 
-use common::{Counter, deploy_tool, status_tool};
+use crate::support::agent::{Counter, deploy_tool, status_tool};
 use futures::StreamExt;
 use phaseo_agent::{
     Agent, AgentError, Decisions, Event, OnError, PendingKind, RunState, RunStatus, ScriptedModel,

@@ -19,7 +19,7 @@
 //! To regenerate the files after an intended change, run
 //!
 //! ```text
-//! GOLDEN=overwrite cargo test --test schema_dialects
+//! GOLDEN=overwrite cargo test -p phaseo-agent-tests --test it -- schema_dialects::
 //! ```
 //!
 //! and review the diff of `tests/golden/dialects/` before committing it.
@@ -29,6 +29,7 @@ use crate::{for_each_shape, shapes};
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 
+use crate::support::golden::{compare_with_golden, each_schema, golden_path, overwrite};
 use phaseo_agent::schema::dialect::{Dialect, DialectError, MAX_DEPTH, convert};
 use phaseo_agent::schema::{Validator, schema_for};
 use schemars::JsonSchema;
@@ -375,38 +376,11 @@ impl Samples for Extras {
 // ---------------------------------------------------------------------------------------------
 
 fn dialects_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden/dialects")
+    golden_path("dialects")
 }
 
-fn golden_path(folder: &str, name: &str) -> PathBuf {
+fn dialect_path(folder: &str, name: &str) -> PathBuf {
     dialects_dir().join(folder).join(format!("{name}.json"))
-}
-
-fn overwrite() -> bool {
-    std::env::var("GOLDEN").as_deref() == Ok("overwrite")
-}
-
-/// Compares with a golden file, or rewrites it under `GOLDEN=overwrite`.
-fn compare_with_golden(path: &std::path::Path, value: &Value) {
-    let text = serde_json::to_string_pretty(value).expect("a schema serialises") + "\n";
-    if overwrite() {
-        std::fs::create_dir_all(path.parent().expect("a folder")).expect("the folder is writable");
-        std::fs::write(path, text).expect("the golden file is writable");
-        return;
-    }
-    let expected = std::fs::read_to_string(path).unwrap_or_else(|e| {
-        panic!(
-            "cannot read {}: {e}; run `GOLDEN=overwrite cargo test --test schema_dialects`",
-            path.display()
-        )
-    });
-    let expected: Value = serde_json::from_str(&expected).expect("the golden file is JSON");
-    assert!(
-        *value == expected,
-        "{} changed; if intended, run `GOLDEN=overwrite cargo test --test schema_dialects` and \
-         review the diff.\nnow:\n{text}",
-        path.display()
-    );
 }
 
 /// Where a dialect refuses a shape, if it does.
@@ -433,31 +407,6 @@ fn all_shapes() -> Vec<(&'static str, Value)> {
 // ---------------------------------------------------------------------------------------------
 // Walking schemas.
 // ---------------------------------------------------------------------------------------------
-
-/// Calls `f` with every schema position under `node` (the node itself included) and its pointer.
-fn each_schema<'a>(node: &'a Value, pointer: String, f: &mut dyn FnMut(&'a Value, &str)) {
-    f(node, &pointer);
-    let Value::Object(map) = node else { return };
-    for (key, value) in map {
-        let here = format!("{pointer}/{key}");
-        match (key.as_str(), value) {
-            ("properties" | "$defs" | "definitions" | "patternProperties", Value::Object(m)) => {
-                for (name, schema) in m {
-                    each_schema(schema, format!("{here}/{name}"), f);
-                }
-            }
-            // `additionalProperties: false` closes an object; it is not a schema position to check.
-            ("additionalProperties", v @ Value::Object(_)) => each_schema(v, here, f),
-            ("items" | "not" | "propertyNames" | "contains", v) => each_schema(v, here, f),
-            ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(items)) => {
-                for (i, item) in items.iter().enumerate() {
-                    each_schema(item, format!("{here}/{i}"), f);
-                }
-            }
-            _ => {}
-        }
-    }
-}
 
 fn type_names(schema: &Value) -> Vec<&str> {
     match schema.get("type") {
@@ -735,15 +684,15 @@ fn check_shape(name: &str, canonical: &Value, samples: &[Value]) {
             assert_eq!(err.path, path, "{name}: {dialect}: {err}");
             assert_eq!(err.dialect, dialect);
             assert!(
-                !golden_path(folder, name).exists() || overwrite(),
+                !dialect_path(folder, name).exists() || overwrite(),
                 "{name}: {dialect} refuses it; delete {}",
-                golden_path(folder, name).display()
+                dialect_path(folder, name).display()
             );
             continue;
         }
         let converted =
             converted.unwrap_or_else(|e| panic!("{name}: {dialect} should convert it: {e}"));
-        compare_with_golden(&golden_path(folder, name), &converted);
+        compare_with_golden(&dialect_path(folder, name), &converted, "schema_dialects");
         // A conversion is a function of the schema: converting again changes nothing more.
         assert_eq!(
             convert(&converted, dialect).as_ref(),
@@ -811,6 +760,7 @@ fn openai_strict_all_holds_every_shape_that_converts() {
     compare_with_golden(
         &dialects_dir().join("openai_strict_all.json"),
         &Value::Object(all),
+        "schema_dialects",
     );
 }
 

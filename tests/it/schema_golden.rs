@@ -7,15 +7,14 @@
 //! To regenerate the golden files after an intended change, run
 //!
 //! ```text
-//! GOLDEN=overwrite cargo test --test schema_golden
+//! GOLDEN=overwrite cargo test -p phaseo-agent-tests --test it -- schema_golden::
 //! ```
 //!
 //! and review the diff of `tests/golden/` before committing it.
 
 use crate::{for_each_shape, shapes};
 
-use std::path::PathBuf;
-
+use crate::support::golden::{compare_with_golden, each_schema, golden_path};
 use phaseo_agent::schema::{Validator, schema_for};
 use phaseo_agent::{Tool, ToolInput};
 use serde_json::{Value, json};
@@ -29,64 +28,6 @@ fn advertised<T: ToolInput>() -> Value {
     let parameters = tool.parameters().clone();
     assert_eq!(parameters, schema_for::<T>(), "advertised != schema_for");
     parameters
-}
-
-fn golden_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("golden")
-        .join(format!("{name}.json"))
-}
-
-/// Compares with the golden file, or rewrites it under `GOLDEN=overwrite`.
-fn compare_with_golden(name: &str, schema: &Value) {
-    let path = golden_path(name);
-    let text = serde_json::to_string_pretty(schema).expect("a schema serialises") + "\n";
-    if std::env::var("GOLDEN").as_deref() == Ok("overwrite") {
-        std::fs::write(&path, text).expect("the golden file is writable");
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "cannot read {}: {e}; run `GOLDEN=overwrite cargo test --test schema_golden`",
-            path.display()
-        )
-    });
-    let expected: Value = serde_json::from_str(&expected).expect("the golden file is JSON");
-    assert!(
-        *schema == expected,
-        "the schema of `{name}` changed; if intended, run `GOLDEN=overwrite cargo test --test \
-         schema_golden` and review the diff.\nnow:\n{text}"
-    );
-}
-
-/// Calls `f` with every schema position under `node` (the node itself included) and its pointer.
-/// Under `properties`, `$defs` and the like the keys are names, not keywords.
-fn each_schema<'a>(node: &'a Value, pointer: String, f: &mut dyn FnMut(&'a Value, &str)) {
-    f(node, &pointer);
-    let Value::Object(map) = node else { return };
-    for (key, value) in map {
-        let here = format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
-        match (key.as_str(), value) {
-            (
-                "properties" | "$defs" | "patternProperties" | "dependentSchemas",
-                Value::Object(m),
-            ) => {
-                for (name, schema) in m {
-                    let name = name.replace('~', "~0").replace('/', "~1");
-                    each_schema(schema, format!("{here}/{name}"), f);
-                }
-            }
-            ("items" | "additionalProperties" | "not" | "propertyNames" | "contains", v) => {
-                each_schema(v, here, f)
-            }
-            ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(items)) => {
-                for (i, item) in items.iter().enumerate() {
-                    each_schema(item, format!("{here}/{i}"), f);
-                }
-            }
-            _ => {}
-        }
-    }
 }
 
 /// The structural promises of a normalised schema.
@@ -131,7 +72,11 @@ macro_rules! golden_test {
         fn $name() {
             let schema = advertised::<$ty>();
             assert_structure(stringify!($name), &schema);
-            compare_with_golden(stringify!($name), &schema);
+            compare_with_golden(
+                &golden_path(concat!(stringify!($name), ".json")),
+                &schema,
+                "schema_golden",
+            );
         }
     };
 }
@@ -147,11 +92,11 @@ fn every_golden_file_has_a_shape() {
         };
     }
     for_each_shape!(name);
-    let dir = golden_path("x").parent().expect("a directory").to_owned();
+    let dir = golden_path("");
     for entry in std::fs::read_dir(&dir).expect("tests/golden exists") {
         let entry = entry.expect("a directory entry");
         if entry.path().is_dir() {
-            continue; // tests/golden/dialects/ belongs to tests/schema_dialects.rs
+            continue; // tests/golden/dialects/ belongs to schema_dialects
         }
         let file = entry.file_name();
         let file = file.to_string_lossy();

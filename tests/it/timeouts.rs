@@ -1,13 +1,11 @@
 //! Timeouts: reported at once, the tool's future dropped, its token fired; queued time does not
 //! count; a timeout is a tool error under the error policy.
 
-use crate::common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::result_of;
+use crate::support::agent::result_of;
 use phaseo_agent::{Agent, AgentError, OnError, ScriptedModel, Tool, ToolCall, ToolContext};
 use serde_json::json;
 

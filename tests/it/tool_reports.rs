@@ -2,11 +2,9 @@
 //! overrides of calls answered by a hook or a person, and what happens to the context a failing call
 //! set. Approval functions and hooks may be async.
 
-use crate::common;
-
 use std::time::Duration;
 
-use common::{Counter, status_tool};
+use crate::support::agent::{Counter, status_tool};
 use phaseo_agent::{
     Agent, AgentError, Decisions, PendingKind, RunStatus, ScriptedModel, Tool, ToolCall,
     ToolContext,

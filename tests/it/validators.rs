@@ -1,9 +1,7 @@
 //! Validators: the parameter schema on every call (draft chosen by `$schema`), custom input
 //! validators before typed decoding, output and event validators.
 
-use crate::common;
-
-use common::{Counter, result_of};
+use crate::support::agent::{Counter, result_of};
 use phaseo_agent::{
     Agent, AgentError, Decisions, OnError, ScriptedModel, Tool, ToolCall, ToolContext,
 };

@@ -140,17 +140,8 @@ fn over_http_max_calls_per_session_holds_per_session_and_a_call_that_ends_frees_
         assert!(calls.lock().unwrap().is_empty(), "the tool never ran");
         // Another session has places of its own.
         let other = open_session(&client, addr).await;
-        let response = post(
-            &client,
-            addr,
-            Some(&other),
-            call_message(2, "record").to_string(),
-        )
-        .send()
-        .await
-        .unwrap();
         assert_eq!(
-            answer(response, 2).await["result"]["content"][0]["text"],
+            call_text(&client, addr, &other, 2, "record").await,
             "recorded"
         );
         // One call ends (its answer is read whole): a new call of the full session runs.
@@ -162,17 +153,8 @@ fn over_http_max_calls_per_session_holds_per_session_and_a_call_that_ends_frees_
             ended = answer(third.1, third.0) => ended,
         };
         assert_eq!(ended["result"]["content"][0]["text"], "released", "{ended}");
-        let response = post(
-            &client,
-            addr,
-            Some(&full),
-            call_message(5, "record").to_string(),
-        )
-        .send()
-        .await
-        .unwrap();
         assert_eq!(
-            answer(response, 5).await["result"]["content"][0]["text"],
+            call_text(&client, addr, &full, 5, "record").await,
             "recorded"
         );
         assert_eq!(calls.lock().unwrap().len(), 2);

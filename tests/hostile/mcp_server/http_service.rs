@@ -82,42 +82,10 @@ fn a_slow_body_gets_408_from_http_service_naming_the_setting() {
 #[test]
 fn an_oversized_body_gets_413_from_http_service_naming_the_setting() {
     case(Duration::from_secs(30), || async {
-        for (limits, size) in [
-            (
-                McpServerLimits::default().max_body_bytes(64 * 1024),
-                1 << 20,
-            ),
-            // The default (4 MiB).
-            (McpServerLimits::default(), 5 << 20),
-        ] {
-            let calls = Calls::default();
-            let (addr, serving) = mount(McpServer::new(record(&calls)).limits(limits)).await;
-            let client = http();
-            let session = open_session(&client, addr).await;
-            let mut message = call_message(2, "record");
-            message["params"]["arguments"] = json!({"blob": "x".repeat(size)});
-            let response = post(&client, addr, Some(&session), message.to_string())
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(response.status(), 413);
-            let text = response.text().await.unwrap();
-            assert!(text.contains("McpServerLimits::max_body_bytes"), "{text}");
-            assert!(calls.lock().unwrap().is_empty(), "the tool never ran");
-            let response = post(
-                &client,
-                addr,
-                Some(&session),
-                call_message(3, "record").to_string(),
-            )
-            .send()
-            .await
-            .unwrap();
-            assert_eq!(
-                answer(response, 3).await["result"]["content"][0]["text"],
-                "recorded"
-            );
-            serving.abort();
-        }
+        oversized_bodies_are_refused(|server| async move {
+            let (addr, serving) = mount(server).await;
+            (addr, async move { serving.abort() })
+        })
+        .await;
     });
 }

@@ -18,13 +18,14 @@ use phaseo_agent::limits::{Limit, ModelLimits};
 use phaseo_agent::provider::anthropic::Anthropic;
 use phaseo_agent::provider::openai::OpenAi;
 use phaseo_agent::{
-    AgentError, DeltaSink, Message, Model, ModelDelta, ModelError, ModelErrorKind, ModelRequest,
-    ModelResponse, RequestMeta, RetryPolicy, ToolChoice,
+    DeltaSink, Message, Model, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse,
+    RequestMeta, ToolChoice,
 };
 
 use crate::ALLOCATOR;
 
 use crate::SERIAL;
+use crate::support::wire::{fast_retries, model_error};
 
 /// The most heap a case may take at its peak.
 const PEAK: usize = 200 * 1024 * 1024;
@@ -129,21 +130,6 @@ fn assert_limit(error: &ModelError, limit: Limit) {
         ModelErrorKind::LimitExceeded
     };
     assert_eq!(error.kind, kind, "{error}");
-}
-
-/// The model error of a failed run.
-fn model_error(error: &AgentError) -> &ModelError {
-    match error {
-        AgentError::Model(e) => e,
-        other => panic!("not a model error: {other}"),
-    }
-}
-
-/// Retries that wait a millisecond, so cases that retry stay fast.
-fn fast_retries() -> RetryPolicy {
-    RetryPolicy::default()
-        .initial_backoff(Duration::from_millis(1))
-        .max_backoff(Duration::from_millis(2))
 }
 
 /// The `data:` line of an OpenAI chunk whose delta is `delta` (JSON text).

@@ -1,5 +1,4 @@
-//! Helpers shared by the integration tests.
-#![allow(dead_code)]
+//! The example tools, a run counter, and readers of what a model was sent.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
