@@ -1,7 +1,7 @@
 //! Models: the conversation, the [`Model`](request::Model) interface, and the scripted model.
 //!
-//! Stage 1, above `error` only. Providers (an OpenAI-compatible client, Anthropic) go here, one file
-//! each, built on `request`.
+//! Stage 1, above `error` only. The providers that implement [`Model`](request::Model) over HTTP
+//! are in `provider`.
 
 pub(crate) mod message;
 pub(crate) mod request;
