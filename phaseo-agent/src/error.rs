@@ -181,6 +181,17 @@ pub enum AgentError {
         /// The run the decisions name.
         found: String,
     },
+    /// A pending call was read as the input of another tool than the one it calls (see
+    /// `PendingCall::input`).
+    #[error("Pending call `{call_id}` is a call of tool `{found}`, not of `{expected}`")]
+    WrongTool {
+        /// The call id.
+        call_id: String,
+        /// The tool named by the reader.
+        expected: String,
+        /// The tool the call is for.
+        found: String,
+    },
     /// The model asked for more tool calls in one turn than the agent allows (see
     /// `AgentBuilder::max_calls_per_turn`). None of them ran; the run failed with its state, which
     /// [`Agent::retry`](crate::Agent::retry) can ask the model again from.
@@ -250,6 +261,8 @@ pub enum AgentErrorKind {
     WrongAgent,
     /// [`AgentError::WrongRun`].
     WrongRun,
+    /// [`AgentError::WrongTool`].
+    WrongTool,
     /// [`AgentError::InvalidState`].
     InvalidState,
     /// [`AgentError::UnsupportedStateVersion`].
@@ -289,6 +302,7 @@ impl AgentErrorKind {
             AgentErrorKind::NotCompleted => "not_completed",
             AgentErrorKind::WrongAgent => "wrong_agent",
             AgentErrorKind::WrongRun => "wrong_run",
+            AgentErrorKind::WrongTool => "wrong_tool",
             AgentErrorKind::InvalidState => "invalid_state",
             AgentErrorKind::UnsupportedStateVersion => "unsupported_state_version",
             AgentErrorKind::StateSignature => "state_signature",
@@ -350,6 +364,7 @@ impl AgentError {
             AgentError::NotCompleted { .. } => AgentErrorKind::NotCompleted,
             AgentError::WrongAgent { .. } => AgentErrorKind::WrongAgent,
             AgentError::WrongRun { .. } => AgentErrorKind::WrongRun,
+            AgentError::WrongTool { .. } => AgentErrorKind::WrongTool,
             AgentError::InvalidState(_) => AgentErrorKind::InvalidState,
             AgentError::UnsupportedStateVersion { .. } => AgentErrorKind::UnsupportedStateVersion,
             AgentError::StateSignature(_) => AgentErrorKind::StateSignature,

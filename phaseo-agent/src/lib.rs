@@ -206,7 +206,7 @@ pub use schemars;
 /// phaseo-agent can build arguments, outputs and decisions without its own dependency.
 pub use serde_json;
 pub use tool::context::ToolContext;
-pub use tool::definition::{IntoTool, IntoTools, OnError, Tool, ToolEvent, ToolHints};
+pub use tool::definition::{IntoTool, IntoTools, OnError, Tool, ToolEvent, ToolHints, ToolTypes};
 pub use tool::resource::{Res, Resources};
 pub use tool::returns::{Answer, Awaited, Blocking, ToolReturn, TypedReturn};
 pub use tool::typed::ToolOutput;
@@ -229,7 +229,7 @@ pub mod __private {
     pub use crate::decode::ToolInput;
     pub use crate::tool::call::{CallFuture, Produced, Start};
     pub use crate::tool::context::ToolContext;
-    pub use crate::tool::definition::{IntoTool, IntoTools, MethodTools, OnError, Tool};
+    pub use crate::tool::definition::{IntoTool, IntoTools, MethodTools, OnError, Tool, ToolTypes};
     pub use crate::tool::macro_support::{
         Approve, Approver, Arg, ByInput, ByInputAndContext, CheckError, Context, ExternalOutput,
         Failure, NextTurn, OnToolCalled, Output, Transform, Validate, approval, approver,
@@ -246,6 +246,7 @@ pub mod __private {
     pub use schemars;
     pub use serde;
     pub use serde_json;
+    pub use std::borrow::Cow;
     pub use std::boxed::Box;
     pub use std::string::String;
     pub use std::sync::Arc;

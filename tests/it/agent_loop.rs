@@ -5,8 +5,8 @@ use crate::common;
 use common::{Counter, object_schema, result_ids, result_of, status_tool, tool_results};
 use futures::StreamExt;
 use phaseo_agent::{
-    Agent, AgentError, AgentErrorKind, Event, Message, ModelResponse, RunStatus, ScriptedModel, Tool, ToolCall,
-    ToolContext,
+    Agent, AgentError, AgentErrorKind, Event, Message, ModelResponse, RunStatus, ScriptedModel,
+    Tool, ToolCall, ToolContext,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

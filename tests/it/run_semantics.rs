@@ -9,8 +9,8 @@ use std::time::Duration;
 use common::{Counter, deploy_tool, status_tool};
 use futures::StreamExt;
 use phaseo_agent::{
-    Agent, AgentError, AgentErrorKind, Decisions, Event, OnError, PendingKind, RunState, RunStatus, ScriptedModel,
-    Tool, ToolCall, ToolChoice, ToolContext,
+    Agent, AgentError, AgentErrorKind, Decisions, Event, OnError, PendingKind, RunState, RunStatus,
+    ScriptedModel, Tool, ToolCall, ToolChoice, ToolContext,
 };
 use serde_json::{Value, json};
 
@@ -382,12 +382,18 @@ async fn a_refused_resume_of_a_failed_state_is_told_apart_from_the_failure_on_th
             .contains("not waiting for a person"),
         "{refusal}"
     );
-    assert_eq!(refusal["state"], failure["state"], "the state as it was given");
+    assert_eq!(
+        refusal["state"], failure["state"],
+        "the state as it was given"
+    );
 
     // The kind is the one the awaited resume returns.
     let plain = agent.resume(&failed, Decisions::new()).await.unwrap_err();
     assert_eq!(plain.error.kind(), AgentErrorKind::NotPaused);
-    assert_eq!(refusal["kind"], serde_json::to_value(plain.error.kind()).unwrap());
+    assert_eq!(
+        refusal["kind"],
+        serde_json::to_value(plain.error.kind()).unwrap()
+    );
     assert_eq!(refusal["error"], plain.error.to_string());
 }
 
@@ -404,15 +410,30 @@ async fn refusals_carry_the_kind_the_awaited_request_returns() {
     };
     let cases = [
         (
-            only(agent.resume(&paused_state, Decisions::new()).stream().collect().await),
-            agent.resume(&paused_state, Decisions::new()).await.unwrap_err(),
+            only(
+                agent
+                    .resume(&paused_state, Decisions::new())
+                    .stream()
+                    .collect()
+                    .await,
+            ),
+            agent
+                .resume(&paused_state, Decisions::new())
+                .await
+                .unwrap_err(),
         ),
         (
             only(agent.retry(&paused_state).stream().collect().await),
             agent.retry(&paused_state).await.unwrap_err(),
         ),
         (
-            only(agent.continue_run(&paused_state, "more").stream().collect().await),
+            only(
+                agent
+                    .continue_run(&paused_state, "more")
+                    .stream()
+                    .collect()
+                    .await,
+            ),
             agent.continue_run(&paused_state, "more").await.unwrap_err(),
         ),
     ];
