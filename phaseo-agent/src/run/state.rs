@@ -184,7 +184,7 @@ impl PendingCall {
     /// struct Lookup {
     ///     ticket_id: String,
     /// }
-    /// #[derive(serde::Deserialize)]
+    /// #[derive(Debug, serde::Deserialize)]
     /// struct Ticket {
     ///     title: String,
     /// }
