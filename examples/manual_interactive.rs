@@ -3,20 +3,23 @@
 //! tool to a person. Every pause is resumed with decisions bound to call ids. Shown with:
 //!
 //! - `Tool::external` (`ticket_lookup`): pending kind `external_output`;
-//! - `Tool::external_typed::<I, O>`: typed input, and the supplied output must decode as `O`;
+//! - `#[tool(external)]` (`fetch_invoice`): its pending call read as its typed input
+//!   (`pending.input(fetch_invoice)`), and its output supplied as its output type
+//!   (`Decisions::typed_output`), checked when the decision is made;
 //! - `.on_tool_called(..)`: small refunds are answered at once, larger ones pause (kind `hitl`);
 //! - `.on_response_received(..)`: the person's short answer is turned into the tool's result (or
 //!   refused, which refuses the whole resume and changes nothing);
 //! - the agent's `.human_review(..)`: a call of a tool that has an executor waits for a person (kind
 //!   `hitl`), who approves it to run (or supplies its output, or rejects it);
-//! - resuming with `Decisions::new().output(..)` and `.approve(..)`.
+//! - resuming with `Decisions::new().output(..)`, `.typed_output(..)` and `.approve(..)`.
 //!
 //! Run it with `cargo run --example manual_interactive`. The model is scripted, so it runs offline.
 
 use phaseo_agent::{
-    Agent, AgentError, Decisions, PendingKind, RunState, ScriptedModel, Tool, ToolCall, ToolContext,
+    Agent, AgentError, Decisions, IntoTool, PendingKind, RunState, ScriptedModel, Tool, ToolCall,
+    ToolContext, tool,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 /// Which invoice to load.
@@ -27,15 +30,17 @@ struct InvoiceQuery {
 }
 
 /// What the billing system must send back for `fetch_invoice`.
-#[derive(Deserialize)]
-#[expect(
-    dead_code,
-    reason = "only its shape is used: a supplied output must decode as an `Invoice`"
-)]
+#[derive(Clone, Serialize, Deserialize)]
 struct Invoice {
     invoice_id: String,
     total_cents: u64,
 }
+
+// A typed manual tool: its schema comes from `InvoiceQuery`, and the billing system's answer is
+// an `Invoice`, checked before the model sees it.
+/// Load one invoice from the billing system.
+#[tool(external)]
+fn fetch_invoice(query: InvoiceQuery) -> Invoice;
 
 fn tools() -> Vec<Tool> {
     // A manual tool: the result comes from outside the process.
@@ -49,13 +54,6 @@ fn tools() -> Vec<Tool> {
             },
             "required": ["ticket_id"]
         }),
-    );
-
-    // A typed manual tool: its schema comes from `InvoiceQuery`, and the billing system's answer is
-    // checked against `Invoice` before the model sees it.
-    let fetch_invoice = Tool::external_typed::<InvoiceQuery, Invoice>(
-        "fetch_invoice",
-        "Load one invoice from the billing system",
     );
 
     // An interactive tool: the hook answers small refunds itself and hands larger ones to a person,
@@ -97,7 +95,7 @@ fn tools() -> Vec<Tool> {
         |input, _ctx| Ok(json!({ "sent": true, "to": input["to"] })),
     );
 
-    vec![ticket_lookup, fetch_invoice, refund, send_email]
+    vec![ticket_lookup, fetch_invoice.into_tool(), refund, send_email]
 }
 
 fn agent(model: &ScriptedModel) -> Result<Agent, AgentError> {
@@ -165,25 +163,26 @@ async fn main() -> Result<(), AgentError> {
     let state = RunState::from_json(&paused.state.to_json())?;
 
     // Whoever answers a typed manual tool reads its typed input from the pending call.
-    let query: InvoiceQuery = state
+    let query = state
         .pending()
         .iter()
         .find(|p| p.call.name == "fetch_invoice")
-        .map(|p| InvoiceQuery::deserialize(&p.arguments))
-        .transpose()
-        .map_err(AgentError::tool)?
-        .expect("fetch_invoice is pending");
+        .expect("fetch_invoice is pending")
+        .input(fetch_invoice)?;
     println!("   the billing system is asked for {}", query.invoice_id);
 
     let ticket = json!({ "id": "T-1042", "title": "Refund not received", "customer": "Dana" });
-    let invoice = json!({ "invoice_id": query.invoice_id, "total_cents": 26200 });
+    let invoice = Invoice {
+        invoice_id: query.invoice_id,
+        total_cents: 26200,
+    };
 
     println!("\n== 2. Answers that do not fit are refused, and change nothing");
     let approve_external = Decisions::new()
         .approve("call_1")
         .output("call_3", json!("approved"))
         .approve("call_4")
-        .output("call_5", invoice.clone());
+        .typed_output("call_5", fetch_invoice, invoice.clone())?;
     let err = agent.resume(&state, approve_external).await.unwrap_err();
     println!("   approve an external call: {err}");
     assert!(matches!(err.error, AgentError::DecisionMismatch { .. }));
@@ -192,29 +191,28 @@ async fn main() -> Result<(), AgentError> {
         .output("call_1", ticket.clone())
         .output("call_3", json!("maybe"))
         .approve("call_4")
-        .output("call_5", invoice.clone());
+        .typed_output("call_5", fetch_invoice, invoice.clone())?;
     let err = agent.resume(&state, vague).await.unwrap_err();
     println!("   refund answer \"maybe\":   {err}");
     assert!(matches!(err.error, AgentError::InvalidOutput(_)));
 
-    let wrong_shape = Decisions::new()
-        .output("call_1", ticket.clone())
-        .output("call_3", json!("approved"))
-        .approve("call_4")
-        .output(
+    // An invoice given as JSON, checked against the tool when it is decided, before any resume.
+    let err = Decisions::new()
+        .typed_output(
             "call_5",
+            &fetch_invoice.into_tool(),
             json!({ "invoice_id": "INV-7", "total": "262.00" }),
-        );
-    let err = agent.resume(&state, wrong_shape).await.unwrap_err();
+        )
+        .unwrap_err();
     println!("   invoice of another shape: {err}");
-    assert!(matches!(err.error, AgentError::InvalidOutput(_)));
+    assert!(matches!(err, AgentError::InvalidOutput(_)));
 
     println!("\n== 3. Supply the outputs, approve the email, and resume");
     let decisions = Decisions::new()
         .output("call_1", ticket)
         .output("call_3", json!("approved"))
         .approve("call_4")
-        .output("call_5", invoice);
+        .typed_output("call_5", fetch_invoice, invoice)?;
     let done = agent.resume(&state, decisions).await?;
     for step in done.state.steps() {
         println!("   {} {}: {}", step.call_id, step.tool, step.content);

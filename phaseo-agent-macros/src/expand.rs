@@ -38,6 +38,12 @@
 //!         // `Send` is one error, the same as `Deref`'s, which boxes through `must_be_send` too)
 //!     }
 //! }
+//! impl ToolTypes for add {                          // so a pending call reads as `AddArgs`
+//!     type Input = AddArgs;                         // (the typed input, for one)
+//!     type Output = i64;                            // (`()` for none)
+//!     fn id(&self) -> &str { "add" }
+//!     fn tool(&self) -> Cow<'_, Tool> { Cow::Owned(IntoTool::into_tool(add)) }
+//! }
 //!
 //! // The call's future is boxed here, in the user's crate (`Box::pin`, always inlined), and the
 //! // runtime gets it as a `CallFuture`: the only code of the runtime instantiated over the
@@ -218,13 +224,48 @@ impl<'a> Expansion<'a> {
     fn tokens(&self) -> TokenStream {
         let unit = self.unit_struct();
         let into_tool = self.impl_into_tool();
+        let types = self.impl_tool_types();
         let args_struct = self.args_items();
         if self.args.external.is_some() {
-            return quote!(#unit #args_struct #into_tool);
+            return quote!(#unit #args_struct #into_tool #types);
         }
         let function = self.hidden_fn();
         let deref = self.deref();
-        quote!(#unit #function #args_struct #deref #into_tool)
+        quote!(#unit #function #args_struct #deref #into_tool #types)
+    }
+
+    /// `ToolTypes`: the input (the typed input, or the arguments struct) and the output type, so a
+    /// pending call is read and answered as the tool's own types. An output the return type does
+    /// not spell (a `Result` alias without arguments) is JSON.
+    fn impl_tool_types(&self) -> TokenStream {
+        let p = &self.private;
+        let (ident, cfgs, id) = (self.tool.ident(), &self.cfgs, &self.id);
+        let input = match self.tool.typed_input() {
+            Some(param) => param.ty.to_token_stream(),
+            None => self.args_struct.to_token_stream(),
+        };
+        let output = match self.tool.returns {
+            Returns::Unit => quote!(()),
+            Returns::Value(ty) | Returns::Result { ok: Some(ty), .. } => ty.to_token_stream(),
+            Returns::Result { ok: None, .. } => quote!(#p::serde_json::Value),
+        };
+        quote! {
+            #(#cfgs)*
+            #[automatically_derived]
+            #[allow(deprecated)]
+            impl #p::ToolTypes for #ident {
+                type Input = #input;
+                type Output = #output;
+
+                fn id(&self) -> &str {
+                    #id
+                }
+
+                fn tool(&self) -> #p::Cow<'_, #p::Tool> {
+                    #p::Cow::Owned(#p::IntoTool::into_tool(#ident))
+                }
+            }
+        }
     }
 
     /// The name users see: a unit struct with the function's docs.

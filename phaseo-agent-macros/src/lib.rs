@@ -145,7 +145,7 @@ use proc_macro::TokenStream;
 /// | `description = "..."` | what the model reads to choose the tool; a string, or a macro such as `include_str!("deploy.md")`. Default: the function's doc comment (its `///` lines in order, one leading space stripped, joined with `\n`, blank first and last lines dropped). | |
 /// | `require_approval` | every call waits for a person's approval (pending kind `tool_approval`). | `require_approval` |
 /// | `require_approval = path` | calls wait when the function at `path` says so: `fn(&Input) -> bool` or `fn(&Input, &ToolContext) -> bool`, where `Input` is the typed input or the generated `…Args` struct. | `approval` |
-/// | `external` | a declaration without a body (`async fn lookup(input: Lookup) -> Ticket;`): calls pause with pending kind `external_output`, and the output supplied from outside must decode as the return type. No context parameter, and the return type is the output itself (not a `Result`). | |
+/// | `external` | a declaration without a body (`async fn lookup(input: Lookup) -> Ticket;`): calls pause with pending kind `external_output`, and the output supplied from outside must decode as the return type. No context parameter, and the return type is the output itself (not a `Result`). Read a pending call's input with `pending.input(lookup)` and answer it with `Decisions::typed_output(call_id, lookup, ticket)`. | |
 /// | `timeout_ms = 3_000` | a call still running after this many milliseconds fails with `Tool <id> timed out after <n>ms` (its future is dropped, its cancellation token fires); overrides the agent's default. A whole number, at least 1. | `timeout` |
 /// | `on_error = "fail-run"` or `"return-to-model"` | what a failed call does (an error, a timeout, a panic, a failed output check): fail the run, or send `{"error": "..."}` to the model; overrides the agent's policy. | `on_error` |
 /// | `strict` | the model is held to the schema exactly where the provider can (OpenAI's strict function calling): the tool's schema must be expressible in that dialect, checked when the agent is built. | |
@@ -275,7 +275,12 @@ use proc_macro::TokenStream;
 ///   signature; for an `async fn` it returns the future boxed:
 ///   `for<'a> fn(FetchTicket, &'a ToolContext) -> BoxFuture<'a, Result<Ticket, String>>`, so
 ///   `fetch_ticket(input, &ctx).await` works as before. An `external` declaration has no function to
-///   call, only the struct and its `IntoTool`.
+///   call, only the struct, its `IntoTool` and its `ToolTypes`;
+/// - implements `ToolTypes`: its `Input` is the typed input or the `…Args` struct, its `Output` the
+///   output type (`T` of `-> T` or `-> Result<T, E>`, `()` for no return type), so that
+///   `pending.input(fetch_ticket)` reads a pending call's arguments as the input, and
+///   `Decisions::typed_output(call_id, fetch_ticket, output)` supplies an output of the output
+///   type, checked when the decision is made.
 ///
 /// As with any unit struct, the name is taken in both namespaces of its scope: a `let fetch_ticket = ...`
 /// beside it is a pattern matching the struct, not a new variable, so name such variables otherwise.

@@ -181,6 +181,17 @@ pub enum AgentError {
         /// The run the decisions name.
         found: String,
     },
+    /// A pending call was read as the input of another tool than the one it calls (see
+    /// `PendingCall::input`).
+    #[error("Pending call `{call_id}` is a call of tool `{found}`, not of `{expected}`")]
+    WrongTool {
+        /// The call id.
+        call_id: String,
+        /// The tool named by the reader.
+        expected: String,
+        /// The tool the call is for.
+        found: String,
+    },
     /// The model asked for more tool calls in one turn than the agent allows (see
     /// `AgentBuilder::max_calls_per_turn`). None of them ran; the run failed with its state, which
     /// [`Agent::retry`](crate::Agent::retry) can ask the model again from.
@@ -193,6 +204,120 @@ pub enum AgentError {
         /// The agent's limit.
         limit: usize,
     },
+}
+
+/// What kind of failure an [`AgentError`] is: one name per variant, stable and serialisable, for
+/// code that reads a failure from an event or a log rather than from the error itself. A run's
+/// [`Event::Failed`](crate::Event::Failed) and a refusal's [`Event::Refused`](crate::Event::Refused)
+/// carry it.
+///
+/// ```
+/// use phaseo_agent::{AgentError, AgentErrorKind};
+///
+/// let error = AgentError::MissingDecision { call_ids: vec!["call_1".into()] };
+/// assert_eq!(error.kind(), AgentErrorKind::MissingDecision);
+/// assert_eq!(error.kind().as_str(), "missing_decision");
+/// assert_eq!(serde_json::to_value(error.kind()).unwrap(), "missing_decision");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AgentErrorKind {
+    /// [`AgentError::Tool`].
+    Tool,
+    /// [`AgentError::UnknownTool`].
+    UnknownTool,
+    /// [`AgentError::InvalidInput`].
+    InvalidInput,
+    /// [`AgentError::InvalidOutput`].
+    InvalidOutput,
+    /// [`AgentError::InvalidEvent`].
+    InvalidEvent,
+    /// [`AgentError::Timeout`].
+    Timeout,
+    /// [`AgentError::Cancelled`].
+    Cancelled,
+    /// [`AgentError::Panicked`].
+    Panicked,
+    /// [`AgentError::InvalidTool`].
+    InvalidTool,
+    /// [`AgentError::InvalidAgent`].
+    InvalidAgent,
+    /// [`AgentError::MissingDecision`].
+    MissingDecision,
+    /// [`AgentError::NotPending`].
+    NotPending,
+    /// [`AgentError::DecisionMismatch`].
+    DecisionMismatch,
+    /// [`AgentError::DuplicateDecision`].
+    DuplicateDecision,
+    /// [`AgentError::NotPaused`].
+    NotPaused,
+    /// [`AgentError::NotFailed`].
+    NotFailed,
+    /// [`AgentError::NotCompleted`].
+    NotCompleted,
+    /// [`AgentError::WrongAgent`].
+    WrongAgent,
+    /// [`AgentError::WrongRun`].
+    WrongRun,
+    /// [`AgentError::WrongTool`].
+    WrongTool,
+    /// [`AgentError::InvalidState`].
+    InvalidState,
+    /// [`AgentError::UnsupportedStateVersion`].
+    UnsupportedStateVersion,
+    /// [`AgentError::StateSignature`].
+    StateSignature,
+    /// [`AgentError::MaxTurnsExceeded`].
+    MaxTurnsExceeded,
+    /// [`AgentError::TooManyToolCalls`].
+    TooManyToolCalls,
+    /// [`AgentError::Model`] (its own kind is [`ModelError::kind`]).
+    Model,
+    /// [`AgentError::LimitExceeded`].
+    LimitExceeded,
+}
+
+impl AgentErrorKind {
+    /// The kind's name, as in JSON: `tool`, `missing_decision`, `model`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentErrorKind::Tool => "tool",
+            AgentErrorKind::UnknownTool => "unknown_tool",
+            AgentErrorKind::InvalidInput => "invalid_input",
+            AgentErrorKind::InvalidOutput => "invalid_output",
+            AgentErrorKind::InvalidEvent => "invalid_event",
+            AgentErrorKind::Timeout => "timeout",
+            AgentErrorKind::Cancelled => "cancelled",
+            AgentErrorKind::Panicked => "panicked",
+            AgentErrorKind::InvalidTool => "invalid_tool",
+            AgentErrorKind::InvalidAgent => "invalid_agent",
+            AgentErrorKind::MissingDecision => "missing_decision",
+            AgentErrorKind::NotPending => "not_pending",
+            AgentErrorKind::DecisionMismatch => "decision_mismatch",
+            AgentErrorKind::DuplicateDecision => "duplicate_decision",
+            AgentErrorKind::NotPaused => "not_paused",
+            AgentErrorKind::NotFailed => "not_failed",
+            AgentErrorKind::NotCompleted => "not_completed",
+            AgentErrorKind::WrongAgent => "wrong_agent",
+            AgentErrorKind::WrongRun => "wrong_run",
+            AgentErrorKind::WrongTool => "wrong_tool",
+            AgentErrorKind::InvalidState => "invalid_state",
+            AgentErrorKind::UnsupportedStateVersion => "unsupported_state_version",
+            AgentErrorKind::StateSignature => "state_signature",
+            AgentErrorKind::MaxTurnsExceeded => "max_turns_exceeded",
+            AgentErrorKind::TooManyToolCalls => "too_many_tool_calls",
+            AgentErrorKind::Model => "model",
+            AgentErrorKind::LimitExceeded => "limit_exceeded",
+        }
+    }
+}
+
+impl fmt::Display for AgentErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Call ids for an error message: the first 20, and how many more there are (a turn may have
@@ -215,6 +340,39 @@ impl AgentError {
     /// A tool error with your own message: the text the model sees.
     pub fn tool(message: impl fmt::Display) -> Self {
         AgentError::Tool(message.to_string())
+    }
+
+    /// What kind of error this is (see [`AgentErrorKind`]).
+    pub fn kind(&self) -> AgentErrorKind {
+        match self {
+            AgentError::Tool(_) => AgentErrorKind::Tool,
+            AgentError::UnknownTool(_) => AgentErrorKind::UnknownTool,
+            AgentError::InvalidInput(_) => AgentErrorKind::InvalidInput,
+            AgentError::InvalidOutput(_) => AgentErrorKind::InvalidOutput,
+            AgentError::InvalidEvent(_) => AgentErrorKind::InvalidEvent,
+            AgentError::Timeout { .. } => AgentErrorKind::Timeout,
+            AgentError::Cancelled { .. } => AgentErrorKind::Cancelled,
+            AgentError::Panicked { .. } => AgentErrorKind::Panicked,
+            AgentError::InvalidTool { .. } => AgentErrorKind::InvalidTool,
+            AgentError::InvalidAgent(_) => AgentErrorKind::InvalidAgent,
+            AgentError::MissingDecision { .. } => AgentErrorKind::MissingDecision,
+            AgentError::NotPending { .. } => AgentErrorKind::NotPending,
+            AgentError::DecisionMismatch { .. } => AgentErrorKind::DecisionMismatch,
+            AgentError::DuplicateDecision(_) => AgentErrorKind::DuplicateDecision,
+            AgentError::NotPaused { .. } => AgentErrorKind::NotPaused,
+            AgentError::NotFailed { .. } => AgentErrorKind::NotFailed,
+            AgentError::NotCompleted { .. } => AgentErrorKind::NotCompleted,
+            AgentError::WrongAgent { .. } => AgentErrorKind::WrongAgent,
+            AgentError::WrongRun { .. } => AgentErrorKind::WrongRun,
+            AgentError::WrongTool { .. } => AgentErrorKind::WrongTool,
+            AgentError::InvalidState(_) => AgentErrorKind::InvalidState,
+            AgentError::UnsupportedStateVersion { .. } => AgentErrorKind::UnsupportedStateVersion,
+            AgentError::StateSignature(_) => AgentErrorKind::StateSignature,
+            AgentError::MaxTurnsExceeded(_) => AgentErrorKind::MaxTurnsExceeded,
+            AgentError::TooManyToolCalls { .. } => AgentErrorKind::TooManyToolCalls,
+            AgentError::Model(_) => AgentErrorKind::Model,
+            AgentError::LimitExceeded(_) => AgentErrorKind::LimitExceeded,
+        }
     }
 
     /// The text the model sees when this error is returned to it as a tool result.

@@ -134,9 +134,10 @@
 //! - **Only offered tools run.** A call to a tool the turn did not offer (hidden by a next-turn
 //!   `active_tools`, or any tool under [`ToolChoice::None`]) is treated as a call to an unknown
 //!   tool, under [`AgentBuilder::on_unknown_tool`].
-//! - **A refused resume is on the stream.** A [`ResumeRequest::stream`] that is refused (a missing
-//!   decision, a bad signature, another agent's state, a run that is not paused) yields one
-//!   `run.failed` event carrying the error and the state as given.
+//! - **A refused resume is on the stream, told apart from a failure.** A [`ResumeRequest::stream`]
+//!   that is refused (a missing decision, a bad signature, another agent's state, a run that is not
+//!   paused) yields one `run.refused` event carrying the error's kind ([`AgentErrorKind`]), its text
+//!   and the state as given; a run that fails ends with `run.failed`, which carries its kind too.
 //! - **A model turn with two calls of the same id is refused** ([`AgentError::Model`]): decisions are
 //!   bound to call ids, so the calls could not be told apart. Calls with an empty id get
 //!   `call_<turn>_<index>`.
@@ -179,7 +180,7 @@ mod run;
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
 
-pub use error::AgentError;
+pub use error::{AgentError, AgentErrorKind};
 pub use error::{ModelError, ModelErrorKind};
 pub use model::message::{Message, ToolCall};
 pub use model::request::{
@@ -205,7 +206,7 @@ pub use schemars;
 /// phaseo-agent can build arguments, outputs and decisions without its own dependency.
 pub use serde_json;
 pub use tool::context::ToolContext;
-pub use tool::definition::{IntoTool, IntoTools, OnError, Tool, ToolEvent, ToolHints};
+pub use tool::definition::{IntoTool, IntoTools, OnError, Tool, ToolEvent, ToolHints, ToolTypes};
 pub use tool::resource::{Res, Resources};
 pub use tool::returns::{Answer, Awaited, Blocking, ToolReturn, TypedReturn};
 pub use tool::typed::ToolOutput;
@@ -228,7 +229,7 @@ pub mod __private {
     pub use crate::decode::ToolInput;
     pub use crate::tool::call::{CallFuture, Produced, Start};
     pub use crate::tool::context::ToolContext;
-    pub use crate::tool::definition::{IntoTool, IntoTools, MethodTools, OnError, Tool};
+    pub use crate::tool::definition::{IntoTool, IntoTools, MethodTools, OnError, Tool, ToolTypes};
     pub use crate::tool::macro_support::{
         Approve, Approver, Arg, ByInput, ByInputAndContext, CheckError, Context, ExternalOutput,
         Failure, NextTurn, OnToolCalled, Output, Transform, Validate, approval, approver,
@@ -245,6 +246,7 @@ pub mod __private {
     pub use schemars;
     pub use serde;
     pub use serde_json;
+    pub use std::borrow::Cow;
     pub use std::boxed::Box;
     pub use std::string::String;
     pub use std::sync::Arc;

@@ -5,8 +5,8 @@ use crate::support::agent::{
 };
 use futures::StreamExt;
 use phaseo_agent::{
-    Agent, AgentError, Event, Message, ModelResponse, RunStatus, ScriptedModel, Tool, ToolCall,
-    ToolContext,
+    Agent, AgentError, AgentErrorKind, Event, Message, ModelResponse, RunStatus, ScriptedModel,
+    Tool, ToolCall, ToolContext,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -583,7 +583,7 @@ async fn the_event_stream_reports_tool_errors_and_failures() {
         matches!(&events[3], Event::ToolError { error, content: Some(c), .. } if error == "boom" && c.contains("boom"))
     );
     assert!(
-        matches!(&events[5], Event::Failed { error, state, .. } if error == "Unknown tool: nope" && state.status() == RunStatus::Failed)
+        matches!(&events[5], Event::Failed { kind: AgentErrorKind::UnknownTool, error, state, .. } if error == "Unknown tool: nope" && state.status() == RunStatus::Failed)
     );
 }
 

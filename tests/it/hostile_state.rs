@@ -270,7 +270,7 @@ async fn decisions_for_one_run_are_refused_on_another_runs_state_with_the_same_c
         .map(|e| e.name())
         .collect()
         .await;
-    assert_eq!(names, ["run.failed"]);
+    assert_eq!(names, ["run.refused"]);
     assert_eq!(deploy.get(), 0);
 }
 

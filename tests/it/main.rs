@@ -17,6 +17,7 @@ mod concurrency;
 mod decode_hostile;
 mod differential;
 mod error_policy;
+mod external_typed;
 mod fuzz_corpus;
 mod hostile_input;
 mod hostile_state;

@@ -1,13 +1,14 @@
 //! Run semantics that must hold under every combination: fail-run stops the turn, only offered
-//! tools run, approval rules compose, and a refused resume is visible on the event stream.
+//! tools run, approval rules compose, and a refused resume is visible on the event stream, told
+//! apart from a failure.
 
 use std::time::Duration;
 
 use crate::support::agent::{Counter, deploy_tool, status_tool};
 use futures::StreamExt;
 use phaseo_agent::{
-    Agent, AgentError, Decisions, Event, OnError, PendingKind, RunState, RunStatus, ScriptedModel,
-    Tool, ToolCall, ToolChoice, ToolContext,
+    Agent, AgentError, AgentErrorKind, Decisions, Event, OnError, PendingKind, RunState, RunStatus,
+    ScriptedModel, Tool, ToolCall, ToolChoice, ToolContext,
 };
 use serde_json::{Value, json};
 
@@ -285,7 +286,7 @@ fn gated_agent(id: &str, key: Option<&[u8]>) -> Agent {
     }
 }
 
-/// The stream of a refused resume ends with `run.failed`, carrying the refusal and the state as it
+/// The stream of a refused resume is one `run.refused`, carrying the refusal and the state as it
 /// was given (still paused, so it can be resumed properly).
 async fn assert_refused_on_stream(
     agent: &Agent,
@@ -294,8 +295,8 @@ async fn assert_refused_on_stream(
     expected: &str,
 ) {
     let (names, last) = stream_end(agent.resume(state, decisions).stream()).await;
-    assert_eq!(names, ["run.failed"], "a refused resume starts nothing");
-    let Some(Event::Failed {
+    assert_eq!(names, ["run.refused"], "a refused resume starts nothing");
+    let Some(Event::Refused {
         error,
         state: carried,
         ..
@@ -350,4 +351,102 @@ async fn a_resume_of_a_run_that_is_not_paused_is_refused_on_the_stream() {
         .unwrap();
     let done = agent.run("hello").await.unwrap().state;
     assert_refused_on_stream(&agent, &done, Decisions::new(), "not waiting for a person").await;
+}
+
+/// A refused resume of a failed state and the failure itself, on a stream: two kinds of event,
+/// each with the error's kind, the refusal's kind the one a plain `resume` returns.
+#[tokio::test]
+async fn a_refused_resume_of_a_failed_state_is_told_apart_from_the_failure_on_the_stream() {
+    // An empty script: the model has nothing to say, and the run fails.
+    let agent = Agent::builder("t")
+        .model(ScriptedModel::new())
+        .build()
+        .unwrap();
+    let (_, failure) = stream_end(agent.run("hello").stream()).await;
+    let failure = serde_json::to_value(failure.unwrap()).unwrap();
+    assert_eq!(failure["type"], "run.failed");
+    assert_eq!(failure["kind"], "model");
+    let failed = RunState::try_from(failure["state"].clone()).unwrap();
+
+    let (names, refusal) = stream_end(agent.resume(&failed, Decisions::new()).stream()).await;
+    assert_eq!(names.len(), 1, "a refused resume starts nothing: {names:?}");
+    let refusal = serde_json::to_value(refusal.unwrap()).unwrap();
+    assert_eq!(refusal["type"], "run.refused");
+    assert_eq!(refusal["kind"], "not_paused");
+    assert!(
+        refusal["error"]
+            .as_str()
+            .unwrap()
+            .contains("not waiting for a person"),
+        "{refusal}"
+    );
+    assert_eq!(
+        refusal["state"], failure["state"],
+        "the state as it was given"
+    );
+
+    // The kind is the one the awaited resume returns.
+    let plain = agent.resume(&failed, Decisions::new()).await.unwrap_err();
+    assert_eq!(plain.error.kind(), AgentErrorKind::NotPaused);
+    assert_eq!(
+        refusal["kind"],
+        serde_json::to_value(plain.error.kind()).unwrap()
+    );
+    assert_eq!(refusal["error"], plain.error.to_string());
+}
+
+/// Every refusal on a stream is `run.refused` with the kind of the awaited request's error: a
+/// resume, a retry and a continuation alike.
+#[tokio::test]
+async fn refusals_carry_the_kind_the_awaited_request_returns() {
+    let agent = gated_agent("t", None);
+    let paused_state = paused(&agent).await;
+    let only = |events: Vec<Event>| match <[Event; 1]>::try_from(events) {
+        Ok([Event::Refused { kind, error, .. }]) => (kind, error),
+        Ok(other) => panic!("{other:?}"),
+        Err(events) => panic!("{events:?}"),
+    };
+    let cases = [
+        (
+            only(
+                agent
+                    .resume(&paused_state, Decisions::new())
+                    .stream()
+                    .collect()
+                    .await,
+            ),
+            agent
+                .resume(&paused_state, Decisions::new())
+                .await
+                .unwrap_err(),
+        ),
+        (
+            only(agent.retry(&paused_state).stream().collect().await),
+            agent.retry(&paused_state).await.unwrap_err(),
+        ),
+        (
+            only(
+                agent
+                    .continue_run(&paused_state, "more")
+                    .stream()
+                    .collect()
+                    .await,
+            ),
+            agent.continue_run(&paused_state, "more").await.unwrap_err(),
+        ),
+    ];
+    let kinds: Vec<AgentErrorKind> = cases.iter().map(|((kind, _), _)| *kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            AgentErrorKind::MissingDecision,
+            AgentErrorKind::NotFailed,
+            AgentErrorKind::NotCompleted
+        ]
+    );
+    for ((kind, error), plain) in cases {
+        assert_eq!(kind, plain.error.kind());
+        assert_eq!(error, plain.error.to_string());
+        assert!(plain.state.is_none(), "a refusal has no state of its own");
+    }
 }

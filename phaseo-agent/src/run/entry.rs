@@ -332,11 +332,12 @@ impl ResumeRequest {
     }
 
     /// The resumed run's events. A refused resume (a missing decision, a bad signature, another
-    /// agent's state, a run that is not paused) is one `run.failed` event.
+    /// agent's state, a run that is not paused) is one `run.refused` event, with the error's kind:
+    /// the kind of the error the awaited request returns.
     ///
     /// ```
     /// use futures::StreamExt;
-    /// use phaseo_agent::{Agent, Decisions, Event, ScriptedModel, Tool};
+    /// use phaseo_agent::{Agent, AgentErrorKind, Decisions, Event, ScriptedModel, Tool};
     /// use phaseo_agent::serde_json::json;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
@@ -352,7 +353,9 @@ impl ResumeRequest {
     /// assert_eq!(names, ["run.started", "tool.called", "tool.result", "model.turn", "run.completed"]);
     ///
     /// let refused: Vec<Event> = agent.resume(&paused.state, Decisions::new()).stream().collect().await;
-    /// assert!(matches!(&refused[..], [Event::Failed { error, .. }] if error.contains("Missing decision")));
+    /// let [Event::Refused { kind, error, .. }] = &refused[..] else { panic!("{refused:?}") };
+    /// assert_eq!(*kind, AgentErrorKind::MissingDecision);
+    /// assert!(error.starts_with("Missing decision for pending tool call(s): call_1"));
     /// # Ok(())
     /// # }
     /// ```
@@ -420,7 +423,7 @@ impl RetryRequest {
         self
     }
 
-    /// The retried run's events (a refused retry is one `run.failed`, as a refused resume is).
+    /// The retried run's events (a refused retry is one `run.refused`, as a refused resume is).
     ///
     /// ```
     /// use futures::StreamExt;
@@ -438,10 +441,10 @@ impl RetryRequest {
     /// let names: Vec<&str> = events.iter().map(Event::name).collect();
     /// assert_eq!(names, ["run.started", "model.turn", "run.completed"]);
     ///
-    /// // A completed run is not retried: the stream is one `run.failed`.
+    /// // A completed run is not retried: the stream is one `run.refused`.
     /// let Some(Event::Completed { state: done, .. }) = events.last() else { panic!("{events:?}") };
     /// let refused: Vec<Event> = agent.retry(done).stream().collect().await;
-    /// assert!(matches!(&refused[..], [Event::Failed { error, .. }] if error.contains("has not failed")));
+    /// assert!(matches!(&refused[..], [Event::Refused { error, .. }] if error.contains("has not failed")));
     /// # Ok(())
     /// # }
     /// ```
@@ -511,7 +514,7 @@ impl ContinueRequest {
         self
     }
 
-    /// The continued run's events (a refused continuation is one `run.failed`).
+    /// The continued run's events (a refused continuation is one `run.refused`).
     ///
     /// ```
     /// use futures::StreamExt;

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::error::AgentError;
+use crate::error::{AgentError, AgentErrorKind};
 use crate::model::message::ToolCall;
 use crate::model::request::{FinishReason, ModelDelta, Usage};
 use crate::run::state::{PendingCall, RunError, RunResult, RunState};
@@ -152,17 +152,50 @@ pub enum Event {
         /// The final state: every step, the context, the conversation.
         state: Box<RunState>,
     },
-    /// The run failed, or a resume was refused.
+    /// The run failed.
     #[serde(rename = "run.failed")]
     #[non_exhaustive]
     Failed {
-        /// The error.
+        /// The error's kind: the kind of the error a plain (awaited) request returns.
+        kind: AgentErrorKind,
+        /// The error's text.
         error: String,
-        /// When the run failed: the state as it was then (status `failed`), with the conversation and
+        /// The state as it was when the run failed (status `failed`), with the conversation and
         /// every step so far (the calls of the failing turn included), for diagnosis; it cannot be
-        /// resumed. When a resume was refused (a missing decision, a bad signature, another agent's
-        /// state, a run that is not paused): the state exactly as it was given, unchanged, and
-        /// this is the stream's only event.
+        /// resumed, and [`Agent::retry`](crate::Agent::retry) takes it.
+        state: Box<RunState>,
+    },
+    /// A resume, retry or continuation was refused before anything ran (a missing decision, a bad
+    /// signature, another agent's state, a run in another status, ...): the stream's only event.
+    /// A plain (awaited) request returns the same error, with no state.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use phaseo_agent::{Agent, AgentErrorKind, Decisions, Event, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let agent = Agent::builder("t").model(ScriptedModel::new()).build().unwrap();
+    /// let failed = agent.run("hello").await.unwrap_err(); // the model had nothing to say
+    /// let state = failed.state.unwrap();
+    ///
+    /// // A failed run is retried, not resumed: the resume is refused, and nothing runs.
+    /// let events: Vec<Event> = agent.resume(&state, Decisions::new()).stream().collect().await;
+    /// let [Event::Refused { kind, .. }] = &events[..] else { panic!("{events:?}") };
+    /// assert_eq!(*kind, AgentErrorKind::NotPaused);
+    /// assert_eq!(serde_json::to_value(&events[0]).unwrap()["kind"], "not_paused");
+    /// let plain = agent.resume(&state, Decisions::new()).await.unwrap_err();
+    /// assert_eq!(plain.error.kind(), *kind);
+    /// # }
+    /// ```
+    #[serde(rename = "run.refused")]
+    #[non_exhaustive]
+    Refused {
+        /// The error's kind.
+        kind: AgentErrorKind,
+        /// The error's text.
+        error: String,
+        /// The state exactly as it was given, unchanged (a paused one can still be resumed).
         state: Box<RunState>,
     },
 }
@@ -196,6 +229,7 @@ impl Event {
             Event::Paused { .. } => "run.paused",
             Event::Completed { .. } => "run.completed",
             Event::Failed { .. } => "run.failed",
+            Event::Refused { .. } => "run.refused",
         }
     }
 
@@ -263,7 +297,7 @@ type RunFuture = futures::future::BoxFuture<'static, Result<RunResult, RunError>
 /// polled; dropping the stream drops the run (and fires the cancellation tokens of running calls).
 ///
 /// The last event is [`Event::Completed`], [`Event::Paused`] (carrying the state to store) or
-/// [`Event::Failed`].
+/// [`Event::Failed`]; a refused resume, retry or continuation is one [`Event::Refused`].
 ///
 /// ```
 /// use futures::StreamExt;

@@ -134,14 +134,7 @@ impl Runner {
                 effects: Effects::default(),
             }),
             Decision::Output { output } => {
-                let output = match &tool.on_response_received {
-                    // A panicking transform refuses the decision, like an error from it.
-                    Some(transform) => tool
-                        .guard(|| transform(output))?
-                        .map_err(AgentError::InvalidOutput)?,
-                    None => output,
-                };
-                let output = tool.check_output(output)?;
+                let output = tool.check_supplied(output)?;
                 Ok(Plan::Done {
                     step: self.done_step(step_index, call, output.to_string(), false, Some(index)),
                     error: None,

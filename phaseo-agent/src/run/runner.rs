@@ -105,7 +105,7 @@ impl Runner {
         options: RunOptions,
         events: Emitter,
     ) -> Result<RunResult, RunError> {
-        // A listener is told of a refusal too: the stream ends with `run.failed`, carrying the
+        // A listener is told of a refusal too: the stream is one `run.refused`, carrying the
         // error and the state as it was given (still resumable). Kept only when someone listens.
         let given = events.is_listening().then(|| state.clone());
         let (mut runner, plans) = match Self::accept(agent, state, decisions, options, events).await
@@ -254,6 +254,7 @@ impl Runner {
                 state.paused_turn = None;
                 sign(key, &mut state);
                 events.emit(|| Event::Failed {
+                    kind: error.kind(),
                     error: error.to_string(),
                     state: Box::new(state.clone()),
                 });
@@ -842,11 +843,12 @@ impl Runner {
     }
 }
 
-/// A refused resume or retry: the listener's stream ends with `run.failed`, carrying the error
-/// and the state as it was `given`.
+/// A refused resume, retry or continuation: the listener's stream is one `run.refused`, carrying
+/// the error and the state as it was `given`.
 pub(crate) fn refuse(error: AgentError, given: Option<RunState>, events: &Emitter) -> RunError {
     if let Some(state) = given {
-        events.emit(|| Event::Failed {
+        events.emit(|| Event::Refused {
+            kind: error.kind(),
             error: error.to_string(),
             state: Box::new(state),
         });

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -9,6 +10,7 @@ use crate::decode::text::bounded;
 use crate::error::AgentError;
 use crate::model::message::{Message, ToolCall};
 use crate::model::request::{TurnParams, Usage};
+use crate::tool::definition::ToolTypes;
 
 /// The version of [`RunState`] this build writes and reads.
 ///
@@ -117,6 +119,93 @@ pub struct PendingCall {
     pub kind: PendingKind,
     /// Its parsed, validated arguments (what a person reviews).
     pub arguments: Value,
+}
+
+impl PendingCall {
+    /// The call's arguments as the input of `tool`, the name of its `#[tool]` function: its typed
+    /// input, or its generated `…Args` struct. A call of another tool is refused with
+    /// [`AgentError::WrongTool`].
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, Decisions, ScriptedModel, tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// #[derive(serde::Serialize, serde::Deserialize)]
+    /// struct PageReceipt {
+    ///     page_id: String,
+    /// }
+    ///
+    /// /// Page the on-call person of a team.
+    /// #[tool(external)]
+    /// fn page_oncall(team: String, message: String) -> PageReceipt;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let model = ScriptedModel::new()
+    ///     .tool_call("call_1", "page_oncall", json!({"team": "db", "message": "disk full"}))
+    ///     .text("The db team is paged.");
+    /// let agent = Agent::builder("oncall").model(model).tool(page_oncall).build()?;
+    /// let paused = agent.run("The db disk is full").await?;
+    ///
+    /// let pending = &paused.pending()[0];
+    /// let args = pending.input(page_oncall)?;            // a `PageOncallArgs`
+    /// let receipt = PageReceipt { page_id: format!("page for {}: {}", args.team, args.message) };
+    /// let decisions = Decisions::for_run(paused.state.run_id())
+    ///     .typed_output(&pending.call.id, page_oncall, receipt)?;
+    /// let done = agent.resume(&paused.state, decisions).await?;
+    /// assert_eq!(done.state.tool_result("call_1"), Some(r#"{"page_id":"page for db: disk full"}"#));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn input<T>(&self, tool: T) -> Result<T::Input, AgentError>
+    where
+        T: ToolTypes,
+        T::Input: DeserializeOwned,
+    {
+        if self.call.name != tool.id() {
+            return Err(AgentError::WrongTool {
+                call_id: self.call.id.clone(),
+                expected: tool.id().to_owned(),
+                found: self.call.name.clone(),
+            });
+        }
+        self.input_as()
+    }
+
+    /// The call's arguments as `I`, for a tool with no item to name: a [`Tool::typed`] tool, a
+    /// method of a `#[tools]` block (`SearchArgs` for `search`). Arguments that do not decode as
+    /// `I` are refused with [`AgentError::InvalidInput`].
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Lookup {
+    ///     ticket_id: String,
+    /// }
+    /// #[derive(Debug, serde::Deserialize)]
+    /// struct Ticket {
+    ///     title: String,
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let lookup = Tool::external_typed::<Lookup, Ticket>("lookup", "Load one ticket");
+    /// let model = ScriptedModel::new().tool_call("call_1", "lookup", json!({"ticket_id": "T-7"}));
+    /// let agent = Agent::builder("support").model(model).tool(lookup).build()?;
+    /// let paused = agent.run("Load T-7").await?;
+    ///
+    /// let input: Lookup = paused.pending()[0].input_as()?;
+    /// assert_eq!(input.ticket_id, "T-7");
+    /// let err = paused.pending()[0].input_as::<Ticket>().unwrap_err();
+    /// assert_eq!(err.to_string(), "Invalid tool input: $: missing field `title`");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn input_as<I: DeserializeOwned>(&self) -> Result<I, AgentError> {
+        I::deserialize(&self.arguments).map_err(|e| AgentError::InvalidInput(format!("$: {e}")))
+    }
 }
 
 /// A person's decision about one pending call, bound to its call id in [`Decisions`].
@@ -384,6 +473,58 @@ impl Decisions {
     /// ```
     pub fn output(self, call_id: impl Into<String>, output: Value) -> Self {
         self.decide(call_id, Decision::Output { output })
+    }
+
+    /// Supplies a call's output as the output type of `tool` (the name of its `#[tool]` function,
+    /// or a `&Tool`), checked now as the resume would check it: through the tool's
+    /// `on_response_received` transform, if any, then its output checks (an external typed tool's
+    /// output type, an output validator, an output JSON Schema). An output they refuse is an error
+    /// here, at decision time, and no decision is added. The call must be a call of `tool`: the
+    /// resume checks the output against the call's own tool again.
+    ///
+    /// ```
+    /// use phaseo_agent::{AgentError, Decisions, tool};
+    /// use phaseo_agent::serde_json::Value;
+    ///
+    /// #[derive(serde::Serialize, serde::Deserialize)]
+    /// struct PageReceipt {
+    ///     page_id: String,
+    /// }
+    ///
+    /// fn has_a_page_id(output: Value) -> Result<Value, String> {
+    ///     match output["page_id"].as_str() {
+    ///         Some(id) if !id.is_empty() => Ok(output),
+    ///         _ => Err("the page id is blank".to_owned()),
+    ///     }
+    /// }
+    ///
+    /// /// Page the on-call person of a team.
+    /// #[tool(external, output_schema = has_a_page_id)]
+    /// fn page_oncall(team: String, message: String) -> PageReceipt;
+    ///
+    /// let blank = PageReceipt { page_id: String::new() };
+    /// let err = Decisions::for_run("run_1").typed_output("call_1", page_oncall, blank).unwrap_err();
+    /// assert_eq!(err, AgentError::InvalidOutput("$: the page id is blank".into()));
+    ///
+    /// let receipt = PageReceipt { page_id: "P-12".into() };
+    /// let decisions = Decisions::for_run("run_1").typed_output("call_1", page_oncall, receipt)?;
+    /// assert_eq!(decisions.len(), 1);
+    /// # Ok::<(), AgentError>(())
+    /// ```
+    pub fn typed_output<T>(
+        self,
+        call_id: impl Into<String>,
+        tool: T,
+        output: T::Output,
+    ) -> Result<Self, AgentError>
+    where
+        T: ToolTypes,
+        T::Output: Serialize,
+    {
+        let output = serde_json::to_value(output)
+            .map_err(|e| AgentError::InvalidOutput(format!("$: {e}")))?;
+        tool.tool().check_supplied(output.clone())?;
+        Ok(self.output(call_id, output))
     }
 
     /// The decisions, each with its call id, in the order they were added.

@@ -2,6 +2,7 @@
 //! around its executor (approval, timeout, error policy, validators, hooks, output cap).
 
 use std::any::{Any, TypeId};
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -680,6 +681,19 @@ impl Tool {
         Ok(value)
     }
 
+    /// An output supplied from outside for a call of this tool, as a resume takes it: through the
+    /// tool's transform (`on_response_received`), then its output checks.
+    pub(crate) fn check_supplied(&self, output: Value) -> Result<Value, AgentError> {
+        let output = match &self.on_response_received {
+            // A panicking transform refuses the output, like an error from it.
+            Some(transform) => self
+                .guard(|| transform(output))?
+                .map_err(AgentError::InvalidOutput)?,
+            None => output,
+        };
+        self.check_output(output)
+    }
+
     /// Runs a user function of this tool (a validator, a hook); a panic is the tool's panic
     /// ([`AgentError::Panicked`], which the model reads as "failed unexpectedly").
     pub(crate) fn guard<T>(&self, f: impl FnOnce() -> T) -> Result<T, AgentError> {
@@ -858,6 +872,65 @@ pub trait IntoTool {
 impl IntoTool for Tool {
     fn into_tool(self) -> Tool {
         self
+    }
+}
+
+/// A tool whose input and output types are known where its calls are decided: the name of a
+/// `#[tool]` function (its input is its typed input or its generated `…Args` struct, its output
+/// the type it returns), or a `&Tool` (JSON both ways). [`PendingCall::input`](crate::PendingCall::input)
+/// reads a pending call's arguments as `Input`, and
+/// [`Decisions::typed_output`](crate::Decisions::typed_output) supplies an `Output`, checked
+/// against the tool when the decision is made.
+///
+/// `#[tool]` implements it for each function it makes a tool. The methods of a `#[tools]` block
+/// have no item of their own: read their input with
+/// [`PendingCall::input_as`](crate::PendingCall::input_as), and pass their `&Tool` (from
+/// [`Agent::tools`](crate::Agent::tools)) to `typed_output`.
+///
+/// ```
+/// use phaseo_agent::{ToolTypes, tool};
+///
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct PageReceipt {
+///     page_id: String,
+/// }
+///
+/// /// Page the on-call person of a team.
+/// #[tool(external)]
+/// fn page_oncall(team: String, message: String) -> PageReceipt;
+///
+/// fn id_of(tool: impl ToolTypes) -> String {
+///     tool.id().to_owned()
+/// }
+///
+/// let args: <page_oncall as ToolTypes>::Input = PageOncallArgs { team: "db".into(), message: "disk full".into() };
+/// assert_eq!(args.team, "db");
+/// assert_eq!(id_of(page_oncall), "page_oncall");
+/// assert_eq!(page_oncall.tool().id(), "page_oncall");
+/// ```
+pub trait ToolTypes {
+    /// What the tool's calls take.
+    type Input;
+    /// What a call gives back (for an external tool: what is supplied from outside).
+    type Output;
+
+    /// The tool's id, the name its calls carry.
+    fn id(&self) -> &str;
+
+    /// The tool itself, whose output checks a supplied output goes through.
+    fn tool(&self) -> Cow<'_, Tool>;
+}
+
+impl ToolTypes for &Tool {
+    type Input = Value;
+    type Output = Value;
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn tool(&self) -> Cow<'_, Tool> {
+        Cow::Borrowed(self)
     }
 }
 
