@@ -75,7 +75,9 @@
 //!   compares equal to its `AgentError` and converts into it with `?`.
 //! - **Model output is untrusted.** Arguments are parsed and checked against the advertised schema
 //!   before any of your code runs; `""` means `{}`; errors name the JSON path
-//!   (`Invalid tool input: $.items[1]: "x" is not of type "integer"`).
+//!   (`Invalid tool input: $.items[1]: "x" is not of type "integer"`), and every error of a call
+//!   is listed, one per line (up to [`schema::MAX_LISTED_ERRORS`], the rest counted), so a model
+//!   can fix them all in one turn.
 //! - **The schema is the contract, where serde is looser.** A tool never runs on a value its schema
 //!   rejects, nor on text the JSON parser refuses (a lone surrogate escape, `1e400`, nesting past 127
 //!   levels), even in a field the input type skips. An integer-valued number (`1.0`, `1e2`, `-0`,

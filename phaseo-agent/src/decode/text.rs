@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use crate::limits::{MAX_COST_PER_BYTE, parsed_size};
+use crate::schema::validate::MAX_LISTED_ERRORS;
 
 /// Model argument text to JSON: `""` (some models send it for no arguments) means `{}`.
 ///
@@ -106,17 +107,40 @@ pub(crate) fn too_deep(value: &Value) -> bool {
     deeper_than(value, MAX_DEPTH)
 }
 
-/// How many characters an error about a model's input or a tool's output may have: errors quote
-/// the offending value, and a hostile value can be megabytes long. The message is stored on the
+/// How many characters an error about a model's input or a tool's output may have, per line (a
+/// line is one error: a validator lists every error of a value, one per line): errors quote the
+/// offending value, and a hostile value can be megabytes long. The message is stored on the
 /// call's step and sent back to the model on every later turn.
 pub(crate) const MAX_ERROR_CHARS: usize = 600;
 
-/// An error message bounded to [`MAX_ERROR_CHARS`]: its start (the JSON path and the reason's
-/// beginning) and its end (how the reason ends), around a note of what was cut.
+/// How many lines an error message keeps: a validator's list ([`MAX_LISTED_ERRORS`] errors) and
+/// its count of the rest.
+const MAX_ERROR_LINES: usize = MAX_LISTED_ERRORS + 2;
+
+/// An error message bounded to [`MAX_ERROR_CHARS`] per line and [`MAX_ERROR_LINES`] lines: each
+/// line keeps its start (the JSON path and the reason's beginning) and its end (how the reason
+/// ends), around a note of what was cut.
 pub(crate) fn bounded(message: String) -> String {
     if message.len() <= MAX_ERROR_CHARS {
         return message;
     }
+    if !message.contains('\n') {
+        return bounded_line(message);
+    }
+    let total = message.lines().count();
+    let mut lines: Vec<String> = message
+        .lines()
+        .take(MAX_ERROR_LINES)
+        .map(|line| bounded_line(line.to_owned()))
+        .collect();
+    if total > MAX_ERROR_LINES {
+        lines.push(format!("[... {} more lines cut ...]", total - MAX_ERROR_LINES));
+    }
+    lines.join("\n")
+}
+
+/// One line of an error message, bounded to [`MAX_ERROR_CHARS`].
+fn bounded_line(message: String) -> String {
     let total = message.chars().count();
     if total <= MAX_ERROR_CHARS {
         return message;
