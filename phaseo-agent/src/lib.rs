@@ -81,7 +81,8 @@
 //! - **The schema is the contract, where serde is looser.** A tool never runs on a value its schema
 //!   rejects, nor on text the JSON parser refuses (a lone surrogate escape, `1e400`, nesting past 127
 //!   levels), even in a field the input type skips. An integer-valued number (`1.0`, `1e2`, `-0`,
-//!   up to 2^53) is an integer, as JSON Schema says; an `f32` refuses a number it would turn into
+//!   up to 2^53) is an integer, as JSON Schema says, inside a tagged or untagged enum too; an
+//!   `f32` refuses a number it would turn into
 //!   an infinity or zero. A key the schema does not list is never read as a field (a
 //!   `#[serde(alias)]`): the call is refused with a message naming the key to use. A
 //!   `#[serde(untagged)]` enum whose variants read the same kind of JSON value (two structs, say) is

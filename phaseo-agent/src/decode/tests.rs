@@ -618,3 +618,15 @@ fn a_long_error_is_cut_line_by_line_and_its_lines_counted() {
     assert_eq!(lines.last(), Some(&"[... 28 more lines cut ...]"));
 }
 
+#[test]
+fn integer_valued_floats_are_written_as_integers_when_there_are_any() {
+    use super::text::integral_text;
+    assert_eq!(integral_text(&json!({"a": 1, "b": [1.5, "x"]})), None);
+    let value: Value =
+        serde_json::from_str(r#"{"a": 1.0, "b": [-0.0, 1e2, 1.5, -3.0], "c": {"d": 9007199254740994.0}}"#)
+            .unwrap();
+    assert_eq!(
+        integral_text(&value).as_deref(),
+        Some(r#"{"a":1,"b":[0,100,1.5,-3],"c":{"d":9007199254740994.0}}"#)
+    );
+}

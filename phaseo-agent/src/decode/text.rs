@@ -56,6 +56,56 @@ pub(crate) fn is_blank(args: &str) -> bool {
         .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
 }
 
+/// The text of a value with every integer-valued float within 2^53 (`1.0`, `1e2`, `-0`: an
+/// integer to JSON Schema, and exactly the integer the text wrote) written as that integer;
+/// `None` when the value holds no such float (the text would be the value's own).
+pub(crate) fn integral_text(value: &Value) -> Option<String> {
+    let mut stack = vec![value];
+    let mut any = false;
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Number(n) => any |= integral(n).is_some(),
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+        if any {
+            break;
+        }
+    }
+    // The value nests at most as deep as the parser allows, so serialising it recurses safely.
+    any.then(|| serde_json::to_string(&Integral(value)).unwrap_or_default())
+}
+
+/// The integer an integer-valued float within 2^53 stands for: `Ok` for one at or above zero
+/// (`-0` included), `Err` for a negative one.
+fn integral(n: &serde_json::Number) -> Option<Result<u64, i64>> {
+    const EXACT: f64 = (1u64 << 53) as f64;
+    let f = n.as_f64().filter(|_| n.is_f64())?;
+    if f.fract() != 0.0 || !(-EXACT..=EXACT).contains(&f) {
+        return None;
+    }
+    Some(if f >= 0.0 { Ok(f as u64) } else { Err(f as i64) })
+}
+
+/// A value serialised with its integer-valued floats as integers (see [`integral_text`]).
+struct Integral<'a>(&'a Value);
+
+impl serde::Serialize for Integral<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Number(n) => match integral(n) {
+                Some(Ok(u)) => s.serialize_u64(u),
+                Some(Err(i)) => s.serialize_i64(i),
+                None => serde::Serialize::serialize(n, s),
+            },
+            Value::Array(items) => s.collect_seq(items.iter().map(Integral)),
+            Value::Object(map) => s.collect_map(map.iter().map(|(k, v)| (k, Integral(v)))),
+            other => serde::Serialize::serialize(other, s),
+        }
+    }
+}
+
 /// How many arrays and objects may nest in a value the runtime sends: serde_json's parser refuses
 /// text nested deeper, so a deeper value could not be read back.
 pub(crate) const MAX_DEPTH: usize = 127;
