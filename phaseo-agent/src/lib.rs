@@ -87,7 +87,9 @@
 //!   `#[serde(alias)]`): the call is refused with a message naming the key to use. A
 //!   `#[serde(untagged)]` enum whose variants read the same kind of JSON value (two structs, say) is
 //!   refused when the tool is built, since serde may pick a variant whose schema rejects the value:
-//!   tag it (`#[serde(tag = "...")]`), or make each variant a different kind of value.
+//!   tag it (`#[serde(tag = "...")]`), or make each variant a different kind of value. So is an
+//!   input whose `#[serde(default)]` value fails the field's own schema (a `""` default under a
+//!   `pattern` of `^[a-z]+$`): the model could never send that value, yet the tool would get it.
 //! - **Model requests are retried**, three times by default with exponential backoff and jitter
 //!   (0.5 s, 1 s, 2 s, each between half and all of it), when the error is one that may pass: rate
 //!   limits, overload, transport failures, timeouts, and an empty answer (neither text nor tool

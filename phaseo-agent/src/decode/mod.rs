@@ -35,7 +35,7 @@ mod strict;
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::Value;
 
-use crate::schema::validate::Validator;
+use crate::schema::validate::{Validator, check_defaults};
 use text::{is_blank, parse_arguments};
 
 pub(crate) use shape::{NodeId, Shape};
@@ -161,6 +161,7 @@ impl Core {
     pub(crate) fn new(schema: &Value, unit_like: bool) -> Result<Self, String> {
         let validator = Validator::new(schema)?;
         shape::check_untagged(schema)?;
+        check_defaults(schema)?;
         let (shape, exact) = match Shape::compile(schema) {
             Ok(shape) => (shape, true),
             Err(_) => (Shape::compile_partial(schema), false),

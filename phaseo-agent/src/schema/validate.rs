@@ -687,3 +687,134 @@ fn follow_refs<'s>(root: &'s Value, mut schema: &'s Value) -> Option<&'s Value> 
     None
 }
 
+/// The base URI a schema is registered under while its defaults are checked (see
+/// [`check_defaults`]).
+const DEFAULTS_BASE: &str = "urn:phaseo-agent:parameters";
+
+/// Checks every `default` in a schema against the subschema that carries it, where the schema's
+/// `$ref`s resolve as in the whole schema: the error names the first default its subschema
+/// refuses, where it is, and why. schemars writes a field's `#[serde(default)]` value there, and
+/// the input type decodes that value when the model leaves the field out, so a default the schema
+/// refuses would reach the tool although the model could never send it.
+///
+/// Only a schema with a `default` pays for more than a walk: the schema registered once, and a
+/// validator compiled per default.
+pub(crate) fn check_defaults(schema: &Value) -> Result<(), String> {
+    let defaults = defaults(schema);
+    if defaults.is_empty() {
+        return Ok(());
+    }
+    let registry = jsonschema::Registry::new()
+        .add(DEFAULTS_BASE, schema)
+        .and_then(|builder| builder.prepare())
+        .map_err(|e| format!("the schema does not compile: {e}"))?;
+    for (pointer, default) in defaults {
+        let at = serde_json::json!({"$ref": format!("{DEFAULTS_BASE}#{}", fragment(&pointer))});
+        let validator = jsonschema::options()
+            .with_registry(&registry)
+            .build(&at)
+            .map_err(|e| format!("the schema does not compile: {e}"))?;
+        let errors: Vec<ValidationError<'_>> = validator.iter_errors(default).collect();
+        if errors.is_empty() {
+            continue;
+        }
+        let mut report = Report::default();
+        report.explain_all(&errors, schema);
+        let field = match pointer.rsplit_once('/') {
+            Some((parent, name)) if parent.ends_with("/properties") => {
+                format!("the field {}", Value::String(unescape(name)))
+            }
+            _ => "the value".to_owned(),
+        };
+        // The default's own errors: `$` is the default itself.
+        let reasons: Vec<String> = report
+            .finish()
+            .lines()
+            .map(|line| line.strip_prefix("$: ").unwrap_or(line).to_owned())
+            .collect();
+        return Err(format!(
+            "the default of {field} (at `{pointer}` in the parameter schema) fails its own \
+             schema: {}; the tool would receive it whenever the model leaves the field out, \
+             although the model may not send it: make the default pass the schema, or change the \
+             schema",
+            reasons.join("; ")
+        ));
+    }
+    Ok(())
+}
+
+/// Every `default` of a schema, with the JSON pointer of the subschema that carries it: the
+/// subschemas are read where JSON Schema puts them (under `properties`, `items`, `$defs`, `anyOf`
+/// and the rest), so a property named `default` is not taken for one.
+fn defaults(schema: &Value) -> Vec<(String, &Value)> {
+    const ONE: &[&str] = &[
+        "additionalProperties",
+        "items",
+        "contains",
+        "propertyNames",
+        "not",
+        "if",
+        "then",
+        "else",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "additionalItems",
+    ];
+    const LIST: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
+    const MAP: &[&str] = &[
+        "properties",
+        "patternProperties",
+        "$defs",
+        "definitions",
+        "dependentSchemas",
+    ];
+    let mut found = Vec::new();
+    let mut stack = vec![(String::new(), schema)];
+    while let Some((pointer, schema)) = stack.pop() {
+        let Some(map) = schema.as_object() else {
+            continue;
+        };
+        if let Some(default) = map.get("default") {
+            found.push((pointer.clone(), default));
+        }
+        for (keyword, value) in map {
+            let keyword = keyword.as_str();
+            let at = |key: &str| format!("{pointer}/{}", escape(key));
+            if ONE.contains(&keyword) {
+                stack.push((at(keyword), value));
+            } else if LIST.contains(&keyword) {
+                for (i, item) in value.as_array().into_iter().flatten().enumerate() {
+                    stack.push((format!("{}/{i}", at(keyword)), item));
+                }
+            } else if MAP.contains(&keyword) {
+                for (name, item) in value.as_object().into_iter().flatten() {
+                    stack.push((format!("{}/{}", at(keyword), escape(name)), item));
+                }
+            }
+        }
+    }
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found
+}
+
+/// A JSON pointer segment: `~` as `~0`, `/` as `~1`.
+fn escape(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+fn unescape(segment: &str) -> String {
+    segment.replace("~1", "/").replace("~0", "~")
+}
+
+/// A JSON pointer as a URI fragment: every byte but the unreserved ones and `/` percent-encoded.
+fn fragment(pointer: &str) -> String {
+    let mut out = String::with_capacity(pointer.len());
+    for byte in pointer.bytes() {
+        if byte.is_ascii_alphanumeric() || b"/-._~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
