@@ -294,7 +294,7 @@ fn refusals(arguments: &str) -> [String; 3] {
         typed().parameters().clone(),
         |input, _ctx| Ok(input),
     );
-    let checked = typed().input_schema(|value| Ok::<_, String>(value));
+    let checked = typed().input_schema(Ok::<_, String>);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a runtime");
@@ -351,7 +351,11 @@ fn the_list_of_errors_is_cut_with_a_count() {
         .expect_err("refused");
     let reason = error.to_string();
     let lines: Vec<&str> = reason.lines().collect();
-    assert_eq!(lines.len(), phaseo_agent::schema::MAX_LISTED_ERRORS + 1, "{reason}");
+    assert_eq!(
+        lines.len(),
+        phaseo_agent::schema::MAX_LISTED_ERRORS + 1,
+        "{reason}"
+    );
     assert_eq!(
         lines[0],
         r#"Invalid tool input: $.tags[0]: 0 is not of type "string""#
@@ -383,7 +387,11 @@ fn the_list_of_errors_is_cut_with_a_count() {
     assert!(lines[1].starts_with("$.tags[2]: \"xxx"), "{}", lines[1]);
     for line in lines {
         assert!(line.contains("characters cut"), "{line}");
-        assert!(line.chars().count() < 700, "{} characters", line.chars().count());
+        assert!(
+            line.chars().count() < 700,
+            "{} characters",
+            line.chars().count()
+        );
     }
 }
 

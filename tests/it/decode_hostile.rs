@@ -457,11 +457,7 @@ fn integers_written_as_floats_are_integers_inside_enums_too() {
         ),
     ] {
         let input = invoke::<Plan>(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
-        assert_eq!(
-            input.action,
-            Action::Scale { replicas, surge },
-            "{text}"
-        );
+        assert_eq!(input.action, Action::Scale { replicas, surge }, "{text}");
     }
     let text = plan(
         r#"{"action": "scale", "replicas": 2}"#,
@@ -490,6 +486,9 @@ fn integers_written_as_floats_are_integers_inside_enums_too() {
     ] {
         let text = plan(action, "");
         let error = invoke::<Plan>(&text).expect_err(&text);
-        assert!(error.starts_with("Invalid tool input: $"), "{text}: {error}");
+        assert!(
+            error.starts_with("Invalid tool input: $"),
+            "{text}: {error}"
+        );
     }
 }

@@ -317,7 +317,11 @@ mod defaults {
         let tool = Tool::typed("files", "Lists files", |_: I, _ctx| async {
             Ok::<_, String>("listed")
         });
-        match Agent::builder("t").model(ScriptedModel::new()).tool(tool).build() {
+        match Agent::builder("t")
+            .model(ScriptedModel::new())
+            .tool(tool)
+            .build()
+        {
             Ok(_) => None,
             Err(AgentError::InvalidTool { tool, reason }) => {
                 assert_eq!(tool, "files");
@@ -426,15 +430,35 @@ mod defaults {
         assert_eq!(refusal::<GoodPath>(), None);
 
         let reason = refusal::<Nested>().expect("refused");
-        assert!(reason.starts_with(r#"the default of the field "retries" (at `/properties/limits/properties/retries`"#), "{reason}");
-        assert!(reason.contains("0 is less than the minimum of 1"), "{reason}");
+        assert!(
+            reason.starts_with(
+                r#"the default of the field "retries" (at `/properties/limits/properties/retries`"#
+            ),
+            "{reason}"
+        );
+        assert!(
+            reason.contains("0 is less than the minimum of 1"),
+            "{reason}"
+        );
 
         let reason = refusal::<InEnum>().expect("refused");
-        assert!(reason.starts_with(r#"the default of the field "target""#), "{reason}");
-        assert!(reason.contains(r#""" is shorter than 1 character"#), "{reason}");
+        assert!(
+            reason.starts_with(r#"the default of the field "target""#),
+            "{reason}"
+        );
+        assert!(
+            reason.contains(r#""" is shorter than 1 character"#),
+            "{reason}"
+        );
 
         let reason = refusal::<Tree>().expect("refused");
-        assert!(reason.starts_with(r#"the default of the field "children""#), "{reason}");
-        assert!(reason.contains("weight: 0 is less than the minimum of 1"), "{reason}");
+        assert!(
+            reason.starts_with(r#"the default of the field "children""#),
+            "{reason}"
+        );
+        assert!(
+            reason.contains("weight: 0 is less than the minimum of 1"),
+            "{reason}"
+        );
     }
 }

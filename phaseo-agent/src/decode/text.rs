@@ -85,7 +85,11 @@ fn integral(n: &serde_json::Number) -> Option<Result<u64, i64>> {
     if f.fract() != 0.0 || !(-EXACT..=EXACT).contains(&f) {
         return None;
     }
-    Some(if f >= 0.0 { Ok(f as u64) } else { Err(f as i64) })
+    Some(if f >= 0.0 {
+        Ok(f as u64)
+    } else {
+        Err(f as i64)
+    })
 }
 
 /// A value serialised with its integer-valued floats as integers (see [`integral_text`]).
@@ -184,7 +188,10 @@ pub(crate) fn bounded(message: String) -> String {
         .map(|line| bounded_line(line.to_owned()))
         .collect();
     if total > MAX_ERROR_LINES {
-        lines.push(format!("[... {} more lines cut ...]", total - MAX_ERROR_LINES));
+        lines.push(format!(
+            "[... {} more lines cut ...]",
+            total - MAX_ERROR_LINES
+        ));
     }
     lines.join("\n")
 }

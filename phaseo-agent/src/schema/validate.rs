@@ -190,7 +190,8 @@ impl Report {
     fn finish(mut self) -> String {
         if self.more > 0 {
             let s = if self.more == 1 { "" } else { "s" };
-            self.lines.push(format!("(and {} more error{s})", self.more));
+            self.lines
+                .push(format!("(and {} more error{s})", self.more));
         }
         self.lines.extend(self.note);
         self.lines.join("\n")
@@ -259,7 +260,10 @@ fn explain(e: &ValidationError<'_>, root: &Value, prefix: &str, report: &mut Rep
         ValidationErrorKind::Enum { options } => {
             let options = options.as_array().map(Vec::as_slice).unwrap_or_default();
             report.push(|| {
-                format!("{prefix}{path}: {}", not_one_of(e.instance(), options.iter()))
+                format!(
+                    "{prefix}{path}: {}",
+                    not_one_of(e.instance(), options.iter())
+                )
             });
         }
         ValidationErrorKind::Constant { expected_value } => report.push(|| {
@@ -388,12 +392,7 @@ fn no_branch(
         _ => {}
     }
     if let Some(allowed) = only_values(&of_type, context, base) {
-        report.push(|| {
-            format!(
-                "{prefix}{path}: {}",
-                not_one_of(value, allowed.into_iter())
-            )
-        });
+        report.push(|| format!("{prefix}{path}: {}", not_one_of(value, allowed.into_iter())));
         return true;
     }
     let branches = Branches::new(e, root, context.len());
