@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use phaseo_agent::{AgentError, Tool, ToolContext, tool};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 const CORPUS: &str = include_str!("../corpus/bad_arguments.jsonl");
 const CASE_VAR: &str = "PHASEO_CORPUS_CASE";
@@ -328,59 +328,44 @@ fn every_invalid_argument_is_reported_at_once_with_its_path() {
     }
 }
 
-#[test]
-fn the_list_of_errors_is_cut_with_a_count() {
-    // Fifteen wrong tags, one error each: ten are listed, the other five counted.
+/// Why a tool taking `{"tags": [<item_type>, ...]}` refuses the tags: the reason the model reads.
+fn tags_refused(item_type: &str, tags: Value) -> String {
     let tool = Tool::new(
         "tag",
         "Tags things",
         json!({
             "type": "object",
-            "properties": {"tags": {"type": "array", "items": {"type": "string"}}}
+            "properties": {"tags": {"type": "array", "items": {"type": item_type}}}
         }),
         |input, _ctx| Ok(input),
     );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a runtime");
-    let ctx = ToolContext::detached();
-    let tags: Vec<usize> = (0..15).collect();
     let arguments = json!({ "tags": tags }).to_string();
-    let error = runtime
-        .block_on(tool.invoke(&arguments, &ctx))
-        .expect_err("refused");
-    let reason = error.to_string();
+    match runtime.block_on(tool.invoke(&arguments, &ToolContext::detached())) {
+        Err(AgentError::InvalidInput(reason)) => reason,
+        other => panic!("not refused as invalid input: {other:?}"),
+    }
+}
+
+#[test]
+fn the_list_of_errors_is_cut_with_a_count() {
+    // Fifteen wrong tags, one error each: ten are listed, the other five counted.
+    let reason = tags_refused("string", json!((0..15).collect::<Vec<usize>>()));
     let lines: Vec<&str> = reason.lines().collect();
     assert_eq!(
         lines.len(),
         phaseo_agent::schema::MAX_LISTED_ERRORS + 1,
         "{reason}"
     );
-    assert_eq!(
-        lines[0],
-        r#"Invalid tool input: $.tags[0]: 0 is not of type "string""#
-    );
+    assert_eq!(lines[0], r#"$.tags[0]: 0 is not of type "string""#);
     assert_eq!(lines[9], r#"$.tags[9]: 9 is not of type "string""#);
     assert_eq!(lines[10], "(and 5 more errors)");
 
     // Each error is cut on its own: a long value quoted in every one.
     let long = "x".repeat(5_000);
-    let arguments = json!({ "tags": [&long, 1, &long] });
-    let tool = Tool::new(
-        "tag",
-        "Tags things",
-        json!({
-            "type": "object",
-            "properties": {"tags": {"type": "array", "items": {"type": "integer"}}}
-        }),
-        |input, _ctx| Ok(input),
-    );
-    let error = runtime
-        .block_on(tool.invoke(&arguments.to_string(), &ctx))
-        .expect_err("refused");
-    let AgentError::InvalidInput(reason) = error else {
-        panic!("not invalid input: {error}");
-    };
+    let reason = tags_refused("integer", json!([&long, 1, &long]));
     let lines: Vec<&str> = reason.lines().collect();
     assert_eq!(lines.len(), 2, "{reason}");
     assert!(lines[0].starts_with("$.tags[0]: \"xxx"), "{}", lines[0]);
@@ -399,27 +384,10 @@ fn the_list_of_errors_is_cut_with_a_count() {
 fn a_large_value_gets_its_first_error_and_a_note() {
     // Past 10,000 values, jsonschema's list of every error would cost memory in proportion to
     // the value: the first error is reported, and the note says why it is the only one.
-    let tool = Tool::new(
-        "tag",
-        "Tags things",
-        json!({
-            "type": "object",
-            "properties": {"tags": {"type": "array", "items": {"type": "string"}}}
-        }),
-        |input, _ctx| Ok(input),
-    );
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("a runtime");
-    let tags: Vec<usize> = (0..20_000).collect();
-    let arguments = json!({ "tags": tags }).to_string();
-    let reason = runtime
-        .block_on(tool.invoke(&arguments, &ToolContext::detached()))
-        .expect_err("refused")
-        .to_string();
+    let reason = tags_refused("string", json!((0..20_000).collect::<Vec<usize>>()));
     assert_eq!(
         reason,
-        "Invalid tool input: $.tags[0]: 0 is not of type \"string\"\n\
+        "$.tags[0]: 0 is not of type \"string\"\n\
          (only the first error is listed: the value holds more than 10000 JSON values)"
     );
 }

@@ -429,36 +429,26 @@ mod defaults {
 
         assert_eq!(refusal::<GoodPath>(), None);
 
-        let reason = refusal::<Nested>().expect("refused");
-        assert!(
-            reason.starts_with(
-                r#"the default of the field "retries" (at `/properties/limits/properties/retries`"#
+        for (reason, field, rule) in [
+            (
+                refusal::<Nested>(),
+                r#"the default of the field "retries" (at `/properties/limits/properties/retries`"#,
+                "0 is less than the minimum of 1",
             ),
-            "{reason}"
-        );
-        assert!(
-            reason.contains("0 is less than the minimum of 1"),
-            "{reason}"
-        );
-
-        let reason = refusal::<InEnum>().expect("refused");
-        assert!(
-            reason.starts_with(r#"the default of the field "target""#),
-            "{reason}"
-        );
-        assert!(
-            reason.contains(r#""" is shorter than 1 character"#),
-            "{reason}"
-        );
-
-        let reason = refusal::<Tree>().expect("refused");
-        assert!(
-            reason.starts_with(r#"the default of the field "children""#),
-            "{reason}"
-        );
-        assert!(
-            reason.contains("weight: 0 is less than the minimum of 1"),
-            "{reason}"
-        );
+            (
+                refusal::<InEnum>(),
+                r#"the default of the field "target""#,
+                r#""" is shorter than 1 character"#,
+            ),
+            (
+                refusal::<Tree>(),
+                r#"the default of the field "children""#,
+                "weight: 0 is less than the minimum of 1",
+            ),
+        ] {
+            let reason = reason.expect("refused");
+            assert!(reason.starts_with(field), "{reason}");
+            assert!(reason.contains(rule), "{reason}");
+        }
     }
 }
