@@ -75,16 +75,21 @@
 //!   compares equal to its `AgentError` and converts into it with `?`.
 //! - **Model output is untrusted.** Arguments are parsed and checked against the advertised schema
 //!   before any of your code runs; `""` means `{}`; errors name the JSON path
-//!   (`Invalid tool input: $.items[1]: "x" is not of type "integer"`).
+//!   (`Invalid tool input: $.items[1]: "x" is not of type "integer"`), and every error of a call
+//!   is listed, one per line (up to [`schema::MAX_LISTED_ERRORS`], the rest counted), so a model
+//!   can fix them all in one turn.
 //! - **The schema is the contract, where serde is looser.** A tool never runs on a value its schema
 //!   rejects, nor on text the JSON parser refuses (a lone surrogate escape, `1e400`, nesting past 127
 //!   levels), even in a field the input type skips. An integer-valued number (`1.0`, `1e2`, `-0`,
-//!   up to 2^53) is an integer, as JSON Schema says; an `f32` refuses a number it would turn into
+//!   up to 2^53) is an integer, as JSON Schema says, inside a tagged or untagged enum too; an
+//!   `f32` refuses a number it would turn into
 //!   an infinity or zero. A key the schema does not list is never read as a field (a
 //!   `#[serde(alias)]`): the call is refused with a message naming the key to use. A
 //!   `#[serde(untagged)]` enum whose variants read the same kind of JSON value (two structs, say) is
 //!   refused when the tool is built, since serde may pick a variant whose schema rejects the value:
-//!   tag it (`#[serde(tag = "...")]`), or make each variant a different kind of value.
+//!   tag it (`#[serde(tag = "...")]`), or make each variant a different kind of value. So is an
+//!   input whose `#[serde(default)]` value fails the field's own schema (a `""` default under a
+//!   `pattern` of `^[a-z]+$`): the model could never send that value, yet the tool would get it.
 //! - **Model requests are retried**, three times by default with exponential backoff and jitter
 //!   (0.5 s, 1 s, 2 s, each between half and all of it), when the error is one that may pass: rate
 //!   limits, overload, transport failures, timeouts, and an empty answer (neither text nor tool

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use phaseo_agent::{AgentError, Tool, ToolContext, tool};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 const CORPUS: &str = include_str!("../corpus/bad_arguments.jsonl");
 const CASE_VAR: &str = "PHASEO_CORPUS_CASE";
@@ -260,4 +260,134 @@ fn a_case_that_crashes_fails_its_case_not_the_suite() {
         .output()
         .expect("the test binary runs");
     assert!(!output.status.success());
+}
+
+/// The input of the issue a new user hit: two fields, both wrong in one call.
+#[allow(dead_code)]
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Environment {
+    Staging,
+    Production,
+}
+
+#[allow(dead_code)]
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Restart {
+    name: String,
+    environment: Environment,
+}
+
+/// What the model reads for the arguments, from the typed tool (whose fast path fails and whose
+/// slow path validates), the same schema as a JSON tool (the validator only), and the typed tool
+/// with a custom input check (parse, validate, check, decode the value): the three ways a call's
+/// arguments are checked.
+fn refusals(arguments: &str) -> [String; 3] {
+    let typed = || {
+        Tool::typed("restart", "Restarts a service", |_: Restart, _ctx| async {
+            Ok::<_, String>("restarted")
+        })
+    };
+    let json_tool = Tool::new(
+        "restart",
+        "Restarts a service",
+        typed().parameters().clone(),
+        |input, _ctx| Ok(input),
+    );
+    let checked = typed().input_schema(Ok::<_, String>);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    let ctx = ToolContext::detached();
+    [typed(), json_tool, checked].map(|tool| {
+        let result = runtime.block_on(tool.invoke(arguments, &ctx));
+        match result {
+            Err(AgentError::InvalidInput(reason)) => reason,
+            other => panic!("{arguments}: not refused as invalid input: {other:?}"),
+        }
+    })
+}
+
+#[test]
+fn every_invalid_argument_is_reported_at_once_with_its_path() {
+    for reason in refusals(r#"{"name": 42, "environment": "prod"}"#) {
+        assert_eq!(
+            reason,
+            "$.environment: \"prod\" is not one of \"staging\", \"production\"\n\
+             $.name: 42 is not of type \"string\""
+        );
+    }
+    // A missing property is one of the errors; a value outside an enum gets the allowed values
+    // (its type error would say less).
+    for reason in refusals(r#"{"environment": 3}"#) {
+        assert_eq!(
+            reason,
+            "$: \"name\" is a required property\n\
+             $.environment: 3 is not one of \"staging\", \"production\""
+        );
+    }
+}
+
+/// Why a tool taking `{"tags": [<item_type>, ...]}` refuses the tags: the reason the model reads.
+fn tags_refused(item_type: &str, tags: Value) -> String {
+    let tool = Tool::new(
+        "tag",
+        "Tags things",
+        json!({
+            "type": "object",
+            "properties": {"tags": {"type": "array", "items": {"type": item_type}}}
+        }),
+        |input, _ctx| Ok(input),
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    let arguments = json!({ "tags": tags }).to_string();
+    match runtime.block_on(tool.invoke(&arguments, &ToolContext::detached())) {
+        Err(AgentError::InvalidInput(reason)) => reason,
+        other => panic!("not refused as invalid input: {other:?}"),
+    }
+}
+
+#[test]
+fn the_list_of_errors_is_cut_with_a_count() {
+    // Fifteen wrong tags, one error each: ten are listed, the other five counted.
+    let reason = tags_refused("string", json!((0..15).collect::<Vec<usize>>()));
+    let lines: Vec<&str> = reason.lines().collect();
+    assert_eq!(
+        lines.len(),
+        phaseo_agent::schema::MAX_LISTED_ERRORS + 1,
+        "{reason}"
+    );
+    assert_eq!(lines[0], r#"$.tags[0]: 0 is not of type "string""#);
+    assert_eq!(lines[9], r#"$.tags[9]: 9 is not of type "string""#);
+    assert_eq!(lines[10], "(and 5 more errors)");
+
+    // Each error is cut on its own: a long value quoted in every one.
+    let long = "x".repeat(5_000);
+    let reason = tags_refused("integer", json!([&long, 1, &long]));
+    let lines: Vec<&str> = reason.lines().collect();
+    assert_eq!(lines.len(), 2, "{reason}");
+    assert!(lines[0].starts_with("$.tags[0]: \"xxx"), "{}", lines[0]);
+    assert!(lines[1].starts_with("$.tags[2]: \"xxx"), "{}", lines[1]);
+    for line in lines {
+        assert!(line.contains("characters cut"), "{line}");
+        assert!(
+            line.chars().count() < 700,
+            "{} characters",
+            line.chars().count()
+        );
+    }
+}
+
+#[test]
+fn a_large_value_gets_its_first_error_and_a_note() {
+    // Past 10,000 values, jsonschema's list of every error would cost memory in proportion to
+    // the value: the first error is reported, and the note says why it is the only one.
+    let reason = tags_refused("string", json!((0..20_000).collect::<Vec<usize>>()));
+    assert_eq!(
+        reason,
+        "$.tags[0]: 0 is not of type \"string\"\n\
+         (only the first error is listed: the value holds more than 10000 JSON values)"
+    );
 }

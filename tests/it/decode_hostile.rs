@@ -396,3 +396,86 @@ fn integers_written_as_floats_are_integers() {
         assert!(error.contains("Invalid tool input: $."), "{text}: {error}");
     }
 }
+
+/// An internally tagged enum: serde buffers the object before it reads the variant, out of the
+/// strict wrapper's sight.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(tag = "action", rename_all = "lowercase")]
+enum Action {
+    Scale { replicas: u32, surge: Option<i16> },
+    Drain { grace: f64, note: Value },
+}
+
+/// An adjacently tagged enum and an untagged one, buffered the same way.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(tag = "unit", content = "amount", rename_all = "lowercase")]
+enum Wait {
+    Seconds(u64),
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(untagged)]
+enum Port {
+    Number(u16),
+    Name(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+struct Plan {
+    action: Action,
+    wait: Option<Wait>,
+    port: Option<Port>,
+}
+
+#[test]
+fn integers_written_as_floats_are_integers_inside_enums_too() {
+    let plan = |action: &str, rest: &str| format!(r#"{{"action": {action}{rest}}}"#);
+    for (text, replicas, surge) in [
+        (plan(r#"{"action": "scale", "replicas": 1.0}"#, ""), 1, None),
+        (
+            plan(r#"{"action": "scale", "replicas": 1e2, "surge": -0}"#, ""),
+            100,
+            Some(0),
+        ),
+        (
+            plan(r#"{"action": "scale", "replicas": 3, "surge": -2.0}"#, ""),
+            3,
+            Some(-2),
+        ),
+    ] {
+        let input = invoke::<Plan>(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(input.action, Action::Scale { replicas, surge }, "{text}");
+    }
+    let text = plan(
+        r#"{"action": "scale", "replicas": 2}"#,
+        r#", "wait": {"unit": "seconds", "amount": 30.0}, "port": 8080.0"#,
+    );
+    let input = invoke::<Plan>(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    assert_eq!(input.wait, Some(Wait::Seconds(30)));
+    assert_eq!(input.port, Some(Port::Number(8080)));
+    // A float the type wants stays the same number.
+    let text = plan(r#"{"action": "drain", "grace": 2.0, "note": null}"#, "");
+    let input = invoke::<Plan>(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    assert_eq!(
+        input.action,
+        Action::Drain {
+            grace: 2.0,
+            note: Value::Null
+        }
+    );
+    // What the schema refuses, or the type cannot hold, is still refused.
+    for action in [
+        r#"{"action": "scale", "replicas": 1.5}"#,
+        r#"{"action": "scale", "replicas": -1.0}"#,
+        r#"{"action": "scale", "replicas": 4294967296.0}"#,
+        r#"{"action": "scale", "replicas": 1, "surge": 40000.0}"#,
+        r#"{"action": "scale", "replicas": 9007199254740994.0}"#,
+    ] {
+        let text = plan(action, "");
+        let error = invoke::<Plan>(&text).expect_err(&text);
+        assert!(
+            error.starts_with("Invalid tool input: $"),
+            "{text}: {error}"
+        );
+    }
+}

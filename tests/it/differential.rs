@@ -541,6 +541,8 @@ fn differential_refusing<T: ToolInput + PartialEq + std::fmt::Debug + Clone>(
     });
     let schema = tool.parameters().clone();
     let validator = Validator::new(&schema).expect("the advertised schema compiles");
+    // The same schema behind the validator alone: its refusals must read the same.
+    let json_tool = Tool::new(name, "A shape", schema.clone(), |input, _ctx| Ok(input));
     let ctx = ToolContext::detached();
     let mut runner = TestRunner::new(Config {
         cases: CASES,
@@ -593,6 +595,18 @@ fn differential_refusing<T: ToolInput + PartialEq + std::fmt::Debug + Clone>(
                 prop_assert!(input.is_none(), "ran on input the schema rejects: {text}");
                 let error = outcome.expect_err("a rejected call fails").to_string();
                 prop_assert!(error.starts_with("Invalid tool input: $"), "{error}");
+                if !valid {
+                    // Every error, the same list on both paths: the typed tool's (its fast
+                    // path fails, its slow path validates) and the validator's.
+                    let listed = validator.check(&value).expect_err("invalid");
+                    let by_validator = block_on(json_tool.invoke(&text, &ctx))
+                        .expect_err("the validator refuses")
+                        .to_string();
+                    prop_assert_eq!(&error, &by_validator, "{}", text);
+                    if listed.lines().all(|line| line.chars().count() <= 600) {
+                        prop_assert_eq!(error, format!("Invalid tool input: {listed}"));
+                    }
+                }
             } else if decoded.is_none() {
                 prop_assert!(input.is_none(), "ran on input serde cannot decode: {text}");
             } else if plain != value && input.is_none() {

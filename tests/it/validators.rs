@@ -305,3 +305,148 @@ async fn a_schema_that_does_not_compile_is_refused_when_the_agent_is_built() {
         "{err}"
     );
 }
+
+mod defaults {
+    use phaseo_agent::{Agent, AgentError, ScriptedModel, Tool, ToolContext, ToolInput};
+    use serde::Deserialize;
+
+    /// Builds an agent with one typed tool over `I`: the reason its build refuses the tool.
+    fn refusal<I: ToolInput>() -> Option<String> {
+        let tool = Tool::typed("files", "Lists files", |_: I, _ctx| async {
+            Ok::<_, String>("listed")
+        });
+        match Agent::builder("t")
+            .model(ScriptedModel::new())
+            .tool(tool)
+            .build()
+        {
+            Ok(_) => None,
+            Err(AgentError::InvalidTool { tool, reason }) => {
+                assert_eq!(tool, "files");
+                Some(reason)
+            }
+            Err(other) => panic!("refused for another reason: {other}"),
+        }
+    }
+
+    #[allow(dead_code)]
+    #[derive(Deserialize, schemars::JsonSchema)]
+    struct BadPath {
+        #[serde(default)]
+        #[schemars(regex(pattern = "^[a-z]+$"))]
+        path: String,
+    }
+
+    #[allow(dead_code)]
+    #[derive(Deserialize, schemars::JsonSchema)]
+    struct GoodPath {
+        #[serde(default = "home")]
+        #[schemars(regex(pattern = "^[a-z]+$"))]
+        path: String,
+        #[serde(default)]
+        #[schemars(range(max = 10))]
+        depth: u8,
+        #[serde(default)]
+        note: Option<String>,
+    }
+
+    fn home() -> String {
+        "home".into()
+    }
+
+    #[allow(dead_code)]
+    #[derive(Deserialize, schemars::JsonSchema)]
+    struct Limits {
+        #[serde(default)]
+        #[schemars(range(min = 1))]
+        retries: u32,
+    }
+
+    /// The bad default deeper down: in a nested struct, and in a variant of a tagged enum.
+    #[allow(dead_code)]
+    #[derive(Deserialize, schemars::JsonSchema)]
+    struct Nested {
+        limits: Limits,
+    }
+
+    #[allow(dead_code)]
+    #[derive(Deserialize, schemars::JsonSchema)]
+    #[serde(tag = "kind")]
+    enum Job {
+        Copy {
+            #[serde(default)]
+            #[schemars(length(min = 1))]
+            target: String,
+        },
+    }
+
+    #[allow(dead_code)]
+    #[derive(Deserialize, schemars::JsonSchema)]
+    struct InEnum {
+        job: Job,
+    }
+
+    /// A recursive type keeps its `$ref`s to the root: a default is checked against the schema it
+    /// refers to (its child's `weight` is below the minimum).
+    #[allow(dead_code)]
+    #[derive(Deserialize, serde::Serialize, schemars::JsonSchema)]
+    struct Tree {
+        #[serde(default = "one_light_child")]
+        #[schemars(length(max = 1))]
+        children: Vec<Tree>,
+        #[schemars(range(min = 1))]
+        weight: u32,
+    }
+
+    fn one_light_child() -> Vec<Tree> {
+        vec![Tree {
+            children: Vec::new(),
+            weight: 0,
+        }]
+    }
+
+    #[test]
+    fn a_default_its_own_schema_refuses_refuses_the_tool() {
+        let reason = refusal::<BadPath>().expect("refused");
+        assert_eq!(
+            reason,
+            r#"the default of the field "path" (at `/properties/path` in the parameter schema) fails its own schema: "" does not match "^[a-z]+$"; the tool would receive it whenever the model leaves the field out, although the model may not send it: make the default pass the schema, or change the schema"#
+        );
+        // The call is refused too, rather than run on a value its schema refuses.
+        let tool = Tool::typed("files", "Lists files", |_: BadPath, _ctx| async {
+            Ok::<_, String>("listed")
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        assert!(
+            runtime
+                .block_on(tool.invoke("{}", &ToolContext::detached()))
+                .is_err()
+        );
+
+        assert_eq!(refusal::<GoodPath>(), None);
+
+        for (reason, field, rule) in [
+            (
+                refusal::<Nested>(),
+                r#"the default of the field "retries" (at `/properties/limits/properties/retries`"#,
+                "0 is less than the minimum of 1",
+            ),
+            (
+                refusal::<InEnum>(),
+                r#"the default of the field "target""#,
+                r#""" is shorter than 1 character"#,
+            ),
+            (
+                refusal::<Tree>(),
+                r#"the default of the field "children""#,
+                "weight: 0 is less than the minimum of 1",
+            ),
+        ] {
+            let reason = reason.expect("refused");
+            assert!(reason.starts_with(field), "{reason}");
+            assert!(reason.contains(rule), "{reason}");
+        }
+    }
+}

@@ -35,7 +35,7 @@ mod strict;
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::Value;
 
-use crate::schema::validate::Validator;
+use crate::schema::validate::{Validator, check_defaults};
 use text::{is_blank, parse_arguments};
 
 pub(crate) use shape::{NodeId, Shape};
@@ -161,6 +161,7 @@ impl Core {
     pub(crate) fn new(schema: &Value, unit_like: bool) -> Result<Self, String> {
         let validator = Validator::new(schema)?;
         shape::check_untagged(schema)?;
+        check_defaults(schema)?;
         let (shape, exact) = match Shape::compile(schema) {
             Ok(shape) => (shape, true),
             Err(_) => (Shape::compile_partial(schema), false),
@@ -237,6 +238,17 @@ impl Core {
         let Err(error) = read(&text, self.cx(), root) else {
             return Ok(());
         };
+        // A value serde buffers before it picks a variant (an internally tagged, adjacently tagged
+        // or untagged enum, a flattened field) is decoded out of the wrapper's sight, so an
+        // integer-valued float in it reaches an integer type as a float, which it refuses. The
+        // schema counts such a float as an integer, so decode again with every one made an
+        // integer, as the wrapper makes them at a node of integers. A type that wants a float
+        // reads the integer as the same number.
+        if let Some(integral) = text::integral_text(value) {
+            if read(&integral, self.cx(), root).is_ok() {
+                return Ok(());
+            }
+        }
         // Decode again, tracking the path, to say where it failed.
         let track = strict::Track::default();
         let cx = Cx {

@@ -596,3 +596,43 @@ fn the_value_parser_decodes_like_the_parser() {
         .unwrap();
     assert_eq!(decoded.items[1].weight, 2);
 }
+
+#[test]
+fn a_long_error_is_cut_line_by_line_and_its_lines_counted() {
+    use super::text::{MAX_ERROR_CHARS, bounded};
+    let short = "$.a: 1 is not of type \"string\"\n$.b: 2 is not of type \"string\"".to_owned();
+    assert_eq!(bounded(short.clone()), short);
+    // One long line among short ones: only it is cut.
+    let long = format!(
+        "$.a: \"{}\" is too long\n$.b: 2 is wrong",
+        "x".repeat(2_000)
+    );
+    let cut = bounded(long);
+    let lines: Vec<&str> = cut.lines().collect();
+    assert_eq!(lines.len(), 2);
+    assert!(lines[0].starts_with("$.a: \"xxx") && lines[0].ends_with("\" is too long"));
+    assert!(lines[0].contains("characters cut") && lines[0].chars().count() < MAX_ERROR_CHARS + 40);
+    assert_eq!(lines[1], "$.b: 2 is wrong");
+    // A message of more lines than a report has (a custom check's): the rest are counted.
+    let many: Vec<String> = (0..40)
+        .map(|i| format!("$.x{i}: {}", "y".repeat(30)))
+        .collect();
+    let cut = bounded(many.join("\n"));
+    let lines: Vec<&str> = cut.lines().collect();
+    assert_eq!(lines.len(), crate::schema::MAX_LISTED_ERRORS + 3);
+    assert_eq!(lines.last(), Some(&"[... 28 more lines cut ...]"));
+}
+
+#[test]
+fn integer_valued_floats_are_written_as_integers_when_there_are_any() {
+    use super::text::integral_text;
+    assert_eq!(integral_text(&json!({"a": 1, "b": [1.5, "x"]})), None);
+    let value: Value = serde_json::from_str(
+        r#"{"a": 1.0, "b": [-0.0, 1e2, 1.5, -3.0], "c": {"d": 9007199254740994.0}}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        integral_text(&value).as_deref(),
+        Some(r#"{"a":1,"b":[0,100,1.5,-3],"c":{"d":9007199254740994.0}}"#)
+    );
+}

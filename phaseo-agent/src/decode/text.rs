@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use crate::limits::{MAX_COST_PER_BYTE, parsed_size};
+use crate::schema::validate::MAX_LISTED_ERRORS;
 
 /// Model argument text to JSON: `""` (some models send it for no arguments) means `{}`.
 ///
@@ -53,6 +54,60 @@ fn check_parse_budget(text: &str) -> Result<(), String> {
 pub(crate) fn is_blank(args: &str) -> bool {
     args.bytes()
         .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+}
+
+/// The text of a value with every integer-valued float within 2^53 (`1.0`, `1e2`, `-0`: an
+/// integer to JSON Schema, and exactly the integer the text wrote) written as that integer;
+/// `None` when the value holds no such float (the text would be the value's own).
+pub(crate) fn integral_text(value: &Value) -> Option<String> {
+    let mut stack = vec![value];
+    let mut any = false;
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Number(n) => any |= integral(n).is_some(),
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+        if any {
+            break;
+        }
+    }
+    // The value nests at most as deep as the parser allows, so serialising it recurses safely.
+    any.then(|| serde_json::to_string(&Integral(value)).unwrap_or_default())
+}
+
+/// The integer an integer-valued float within 2^53 stands for: `Ok` for one at or above zero
+/// (`-0` included), `Err` for a negative one.
+fn integral(n: &serde_json::Number) -> Option<Result<u64, i64>> {
+    const EXACT: f64 = (1u64 << 53) as f64;
+    let f = n.as_f64().filter(|_| n.is_f64())?;
+    if f.fract() != 0.0 || !(-EXACT..=EXACT).contains(&f) {
+        return None;
+    }
+    Some(if f >= 0.0 {
+        Ok(f as u64)
+    } else {
+        Err(f as i64)
+    })
+}
+
+/// A value serialised with its integer-valued floats as integers (see [`integral_text`]).
+struct Integral<'a>(&'a Value);
+
+impl serde::Serialize for Integral<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Number(n) => match integral(n) {
+                Some(Ok(u)) => s.serialize_u64(u),
+                Some(Err(i)) => s.serialize_i64(i),
+                None => serde::Serialize::serialize(n, s),
+            },
+            Value::Array(items) => s.collect_seq(items.iter().map(Integral)),
+            Value::Object(map) => s.collect_map(map.iter().map(|(k, v)| (k, Integral(v)))),
+            other => serde::Serialize::serialize(other, s),
+        }
+    }
 }
 
 /// How many arrays and objects may nest in a value the runtime sends: serde_json's parser refuses
@@ -106,17 +161,43 @@ pub(crate) fn too_deep(value: &Value) -> bool {
     deeper_than(value, MAX_DEPTH)
 }
 
-/// How many characters an error about a model's input or a tool's output may have: errors quote
-/// the offending value, and a hostile value can be megabytes long. The message is stored on the
+/// How many characters an error about a model's input or a tool's output may have, per line (a
+/// line is one error: a validator lists every error of a value, one per line): errors quote the
+/// offending value, and a hostile value can be megabytes long. The message is stored on the
 /// call's step and sent back to the model on every later turn.
 pub(crate) const MAX_ERROR_CHARS: usize = 600;
 
-/// An error message bounded to [`MAX_ERROR_CHARS`]: its start (the JSON path and the reason's
-/// beginning) and its end (how the reason ends), around a note of what was cut.
+/// How many lines an error message keeps: a validator's list ([`MAX_LISTED_ERRORS`] errors) and
+/// its count of the rest.
+const MAX_ERROR_LINES: usize = MAX_LISTED_ERRORS + 2;
+
+/// An error message bounded to [`MAX_ERROR_CHARS`] per line and [`MAX_ERROR_LINES`] lines: each
+/// line keeps its start (the JSON path and the reason's beginning) and its end (how the reason
+/// ends), around a note of what was cut.
 pub(crate) fn bounded(message: String) -> String {
     if message.len() <= MAX_ERROR_CHARS {
         return message;
     }
+    if !message.contains('\n') {
+        return bounded_line(message);
+    }
+    let total = message.lines().count();
+    let mut lines: Vec<String> = message
+        .lines()
+        .take(MAX_ERROR_LINES)
+        .map(|line| bounded_line(line.to_owned()))
+        .collect();
+    if total > MAX_ERROR_LINES {
+        lines.push(format!(
+            "[... {} more lines cut ...]",
+            total - MAX_ERROR_LINES
+        ));
+    }
+    lines.join("\n")
+}
+
+/// One line of an error message, bounded to [`MAX_ERROR_CHARS`].
+fn bounded_line(message: String) -> String {
     let total = message.chars().count();
     if total <= MAX_ERROR_CHARS {
         return message;

@@ -28,4 +28,4 @@ pub(crate) mod validate;
 pub mod dialect;
 
 pub use generate::{normalize, schema_for};
-pub use validate::Validator;
+pub use validate::{MAX_LISTED_ERRORS, Validator};

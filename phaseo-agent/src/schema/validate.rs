@@ -55,17 +55,49 @@ impl Validator {
             .map_err(|e| format!("the schema does not compile: {e}"))
     }
 
-    /// Checks a value; the error reads `<path>: <reason>` for the first failure.
+    /// Checks a value; the error lists every failure, one per line, each as `<path>: <reason>`.
     ///
     /// The reason is written for a model to act on: an `enum` lists its allowed values (up to
     /// twenty), and a value that fits no branch of a `oneOf`/`anyOf` gets the branch it came closest
-    /// to and that branch's own first error, at its full path. Only a failure pays for this: a
+    /// to and each of that branch's own errors, at its full path. Only a failure pays for this: a
     /// valid value costs what jsonschema's check costs.
+    ///
+    /// The list is bounded: at most [`MAX_LISTED_ERRORS`] lines, then `(and N more errors)`. A
+    /// value of more than 10,000 JSON values (counting every array element and object member) gets
+    /// its first failure only, with a note saying so: listing them all would cost memory in
+    /// proportion to the value.
+    ///
+    /// ```
+    /// use phaseo_agent::schema::Validator;
+    /// use serde_json::json;
+    ///
+    /// let v = Validator::new(&json!({
+    ///     "type": "object",
+    ///     "properties": {"name": {"type": "string"}, "environment": {"enum": ["staging", "production"]}}
+    /// })).unwrap();
+    /// assert_eq!(
+    ///     v.check(&json!({"name": 42, "environment": "prod"})).unwrap_err(),
+    ///     "$.environment: \"prod\" is not one of \"staging\", \"production\"\n$.name: 42 is not of type \"string\""
+    /// );
+    /// ```
     pub fn check(&self, value: &Value) -> Result<(), String> {
-        match self.inner.validator.validate(value) {
-            Ok(()) => Ok(()),
-            Err(e) => Err(explain(&e, &self.inner.schema)),
+        let Err(first) = self.inner.validator.validate(value) else {
+            return Ok(());
+        };
+        let mut report = Report::default();
+        if has_more_values(value, MAX_VALUES_LISTED) {
+            explain(&first, &self.inner.schema, "", &mut report);
+            report.note = Some(format!(
+                "(only the first error is listed: the value holds more than {MAX_VALUES_LISTED} \
+                 JSON values)"
+            ));
+        } else {
+            drop(first);
+            let errors: Vec<ValidationError<'_>> =
+                self.inner.validator.iter_errors(value).collect();
+            report.explain_all(&errors, &self.inner.schema);
         }
+        Err(report.finish())
     }
 
     /// Whether a value passes.
@@ -107,35 +139,143 @@ pub(crate) fn push_key(out: &mut String, key: &str) {
     }
 }
 
+/// How many errors [`Validator::check`] lists; the rest are counted (`(and N more errors)`).
+///
+/// A model gets every error of its arguments in one message, so it can fix them all in one turn;
+/// the bound keeps a message about a large value from filling the conversation (each listed error
+/// is also cut to 600 characters when it reaches the model).
+pub const MAX_LISTED_ERRORS: usize = 10;
+
+/// Above this many JSON values, [`Validator::check`] reports the first error only: jsonschema
+/// collects every error before handing one over, in memory in proportion to the value.
+const MAX_VALUES_LISTED: usize = 10_000;
+
 /// How many values of an `enum` an error lists; the rest are counted.
 const MAX_LISTED_VALUES: usize = 20;
 
 /// How many `$ref`s [`follow_refs`] follows before giving up (a cycle of bare `$ref`s).
 const MAX_REF_HOPS: usize = 16;
 
-/// `<path>: <reason>` for a failure, written for a model to act on (the error path only: a valid
-/// value never gets here).
+/// The lines of an error report: at most [`MAX_LISTED_ERRORS`], the rest counted.
+#[derive(Default)]
+struct Report {
+    lines: Vec<String>,
+    more: usize,
+    /// Why the list is not complete, when it is not for another reason than its bound.
+    note: Option<String>,
+}
+
+impl Report {
+    /// Adds a line, made only if there is room for it.
+    fn push(&mut self, line: impl FnOnce() -> String) {
+        if self.lines.len() < MAX_LISTED_ERRORS {
+            self.lines.push(line());
+        } else {
+            self.more += 1;
+        }
+    }
+
+    /// Explains every error of a value (see [`explain`]), but the type errors that an `enum` or
+    /// `const` error at the same place says more than (see [`without_redundant_types`]).
+    fn explain_all(&mut self, errors: &[ValidationError<'_>], root: &Value) {
+        for error in without_redundant_types(errors) {
+            explain(error, root, "", self);
+        }
+    }
+
+    fn is_full(&self) -> bool {
+        self.lines.len() >= MAX_LISTED_ERRORS
+    }
+
+    fn finish(mut self) -> String {
+        if self.more > 0 {
+            let s = if self.more == 1 { "" } else { "s" };
+            self.lines
+                .push(format!("(and {} more error{s})", self.more));
+        }
+        self.lines.extend(self.note);
+        self.lines.join("\n")
+    }
+}
+
+/// The errors but the type errors of a value that also fails an `enum` or `const`: the allowed
+/// values, which that error lists, say what the type error says and more.
+fn without_redundant_types<'e, 'i>(
+    errors: &'e [ValidationError<'i>],
+) -> impl Iterator<Item = &'e ValidationError<'i>> {
+    let listed: std::collections::HashSet<&Location> = errors
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind(),
+                ValidationErrorKind::Enum { .. } | ValidationErrorKind::Constant { .. }
+            )
+        })
+        .map(ValidationError::instance_path)
+        .collect();
+    errors.iter().filter(move |e| {
+        !(matches!(e.kind(), ValidationErrorKind::Type { .. })
+            && listed.contains(&e.instance_path()))
+    })
+}
+
+/// Whether a value holds more than `limit` JSON values (itself, and every element and member,
+/// at any depth). Stops counting at the limit.
+fn has_more_values(value: &Value, limit: usize) -> bool {
+    let mut stack = vec![value];
+    let mut count = 0;
+    while let Some(value) = stack.pop() {
+        count += 1;
+        if count > limit {
+            return true;
+        }
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Adds the lines that explain a failure to the report, each `<prefix><path>: <reason>`, written
+/// for a model to act on (the error path only: a valid value never gets here).
 ///
 /// - `enum`: every allowed value, up to [`MAX_LISTED_VALUES`] (`"x" is not one of "a", "b"`);
 /// - `const`: the given value and the only allowed one;
 /// - `oneOf`/`anyOf` that no branch matches (see [`no_branch`]): the branch the value came closest
-///   to and that branch's own first error, explained the same way, so a nested `oneOf` points at
-///   the deepest failure;
+///   to and each of that branch's own errors, explained the same way (a line each), so a nested
+///   `oneOf` points at the deepest failures;
 /// - `oneOf` that several branches match: which ones;
 /// - anything else: jsonschema's message.
-fn explain(e: &ValidationError<'_>, root: &Value) -> String {
+///
+/// Once the report is full, an error is counted without being explained.
+fn explain(e: &ValidationError<'_>, root: &Value, prefix: &str, report: &mut Report) {
+    if report.is_full() {
+        report.more += 1;
+        return;
+    }
     let path = json_path(e.instance_path());
     match e.kind() {
         ValidationErrorKind::Enum { options } => {
             let options = options.as_array().map(Vec::as_slice).unwrap_or_default();
-            format!("{path}: {}", not_one_of(e.instance(), options.iter()))
+            report.push(|| {
+                format!(
+                    "{prefix}{path}: {}",
+                    not_one_of(e.instance(), options.iter())
+                )
+            });
         }
-        ValidationErrorKind::Constant { expected_value } => format!(
-            "{path}: {} is not {expected_value}, the only allowed value",
-            e.instance()
-        ),
+        ValidationErrorKind::Constant { expected_value } => report.push(|| {
+            format!(
+                "{prefix}{path}: {} is not {expected_value}, the only allowed value",
+                e.instance()
+            )
+        }),
         ValidationErrorKind::OneOfNotValid { context } | ValidationErrorKind::AnyOf { context } => {
-            no_branch(e, context, root, &path).unwrap_or_else(|| format!("{path}: {e}"))
+            if !no_branch(e, context, root, &path, prefix, report) {
+                report.push(|| format!("{prefix}{path}: {e}"));
+            }
         }
         ValidationErrorKind::OneOfMultipleValid { context } => {
             let branches = Branches::new(e, root, context.len());
@@ -145,15 +285,17 @@ fn explain(e: &ValidationError<'_>, root: &Value) -> String {
                 .filter(|(_, errors)| errors.is_empty())
                 .map(|(i, _)| branches.describe(i))
                 .collect();
-            if valid.len() < 2 {
-                return format!("{path}: {e}");
-            }
-            format!(
-                "{path}: matches more than one variant ({}), but must match exactly one",
-                join_and(&valid)
-            )
+            report.push(|| {
+                if valid.len() < 2 {
+                    return format!("{prefix}{path}: {e}");
+                }
+                format!(
+                    "{prefix}{path}: matches more than one variant ({}), but must match exactly one",
+                    join_and(&valid)
+                )
+            });
         }
-        _ => format!("{path}: {e}"),
+        _ => report.push(|| format!("{prefix}{path}: {e}")),
     }
 }
 
@@ -190,22 +332,31 @@ fn join_and(items: &[String]) -> String {
 }
 
 /// Explains a `oneOf`/`anyOf` that no branch matched, from each branch's errors (`context`, as
-/// jsonschema collects them); `None` when there is nothing better to say than jsonschema's message.
+/// jsonschema collects them), into the report; `false` (and nothing added) when there is nothing
+/// better to say than jsonschema's message.
 ///
 /// Only the branches of the value's JSON type count. None: the types the branches take. One (an
-/// `Option`-like `anyOf` with `null`, an enum's only string branch): that branch's error alone.
+/// `Option`-like `anyOf` with `null`, an enum's only string branch): that branch's errors alone.
 /// Several that refuse nothing but the value itself (a unit enum whose variants have doc comments,
 /// one `const` each): every allowed value. An object no branch is tagged for: the tags (see
-/// [`Branches::bad_tag`]). Otherwise the closest branch: one whose tag the value carries, else the
-/// one with the fewest errors, then the deepest one, then the first.
+/// [`Branches::bad_tag`]). Otherwise the closest branch, with each of its errors: one whose tag
+/// the value carries, else the one with the fewest errors, then the deepest one, then the first.
 fn no_branch(
     e: &ValidationError<'_>,
     context: &[Vec<ValidationError<'static>>],
     root: &Value,
     path: &str,
-) -> Option<String> {
+    prefix: &str,
+    report: &mut Report,
+) -> bool {
+    let explain_all = |errors: &[ValidationError<'static>], prefix: &str, report: &mut Report| {
+        for inner in errors {
+            explain(inner, root, prefix, report);
+        }
+        !errors.is_empty()
+    };
     if let [only] = context {
-        return only.first().map(|inner| explain(inner, root));
+        return explain_all(only, prefix, report);
     }
     let value: &Value = e.instance();
     let base = e.instance_path();
@@ -227,25 +378,27 @@ fn no_branch(
                 }
             }
             if types.is_empty() {
-                return None;
+                return false;
             }
-            return Some(format!(
-                "{path}: {value} is not of type {}",
-                types.join(" or ")
-            ));
+            report.push(|| {
+                format!(
+                    "{prefix}{path}: {value} is not of type {}",
+                    types.join(" or ")
+                )
+            });
+            return true;
         }
-        [only] => return context[*only].first().map(|inner| explain(inner, root)),
+        [only] => return explain_all(&context[*only], prefix, report),
         _ => {}
     }
     if let Some(allowed) = only_values(&of_type, context, base) {
-        return Some(format!(
-            "{path}: {}",
-            not_one_of(value, allowed.into_iter())
-        ));
+        report.push(|| format!("{prefix}{path}: {}", not_one_of(value, allowed.into_iter())));
+        return true;
     }
     let branches = Branches::new(e, root, context.len());
     if let Some(message) = branches.bad_tag(value, path, &of_type) {
-        return Some(message);
+        report.push(|| format!("{prefix}{message}"));
+        return true;
     }
     let depth = |errors: &[ValidationError<'static>]| {
         errors
@@ -265,12 +418,15 @@ fn no_branch(
                 std::cmp::Reverse(depth(&context[i])),
                 i,
             )
-        })?;
-    Some(format!(
-        "{path}: matches no variant; closest is {}, which fails: {}",
-        branches.describe(closest),
-        explain(&context[closest][0], root)
-    ))
+        });
+    let Some(closest) = closest else {
+        return false;
+    };
+    let prefix = format!(
+        "{prefix}{path}: matches no variant; closest is {}, which fails: ",
+        branches.describe(closest)
+    );
+    explain_all(&context[closest], &prefix, report)
 }
 
 /// The JSON types a branch wanted when it failed only because the value is of another type: a type
@@ -528,4 +684,136 @@ fn follow_refs<'s>(root: &'s Value, mut schema: &'s Value) -> Option<&'s Value> 
         schema = root.pointer(reference.strip_prefix('#')?)?;
     }
     None
+}
+
+/// The base URI a schema is registered under while its defaults are checked (see
+/// [`check_defaults`]).
+const DEFAULTS_BASE: &str = "urn:phaseo-agent:parameters";
+
+/// Checks every `default` in a schema against the subschema that carries it, where the schema's
+/// `$ref`s resolve as in the whole schema: the error names the first default its subschema
+/// refuses, where it is, and why. schemars writes a field's `#[serde(default)]` value there, and
+/// the input type decodes that value when the model leaves the field out, so a default the schema
+/// refuses would reach the tool although the model could never send it.
+///
+/// Only a schema with a `default` pays for more than a walk: the schema registered once, and a
+/// validator compiled per default.
+pub(crate) fn check_defaults(schema: &Value) -> Result<(), String> {
+    let defaults = defaults(schema);
+    if defaults.is_empty() {
+        return Ok(());
+    }
+    let registry = jsonschema::Registry::new()
+        .add(DEFAULTS_BASE, schema)
+        .and_then(|builder| builder.prepare())
+        .map_err(|e| format!("the schema does not compile: {e}"))?;
+    for (pointer, default) in defaults {
+        let at = serde_json::json!({"$ref": format!("{DEFAULTS_BASE}#{}", fragment(&pointer))});
+        let validator = jsonschema::options()
+            .with_registry(&registry)
+            .build(&at)
+            .map_err(|e| format!("the schema does not compile: {e}"))?;
+        let errors: Vec<ValidationError<'_>> = validator.iter_errors(default).collect();
+        if errors.is_empty() {
+            continue;
+        }
+        let mut report = Report::default();
+        report.explain_all(&errors, schema);
+        let field = match pointer.rsplit_once('/') {
+            Some((parent, name)) if parent.ends_with("/properties") => {
+                format!("the field {}", Value::String(unescape(name)))
+            }
+            _ => "the value".to_owned(),
+        };
+        // The default's own errors: `$` is the default itself.
+        let reasons: Vec<String> = report
+            .finish()
+            .lines()
+            .map(|line| line.strip_prefix("$: ").unwrap_or(line).to_owned())
+            .collect();
+        return Err(format!(
+            "the default of {field} (at `{pointer}` in the parameter schema) fails its own \
+             schema: {}; the tool would receive it whenever the model leaves the field out, \
+             although the model may not send it: make the default pass the schema, or change the \
+             schema",
+            reasons.join("; ")
+        ));
+    }
+    Ok(())
+}
+
+/// Every `default` of a schema, with the JSON pointer of the subschema that carries it: the
+/// subschemas are read where JSON Schema puts them (under `properties`, `items`, `$defs`, `anyOf`
+/// and the rest), so a property named `default` is not taken for one.
+fn defaults(schema: &Value) -> Vec<(String, &Value)> {
+    const ONE: &[&str] = &[
+        "additionalProperties",
+        "items",
+        "contains",
+        "propertyNames",
+        "not",
+        "if",
+        "then",
+        "else",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "additionalItems",
+    ];
+    const LIST: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
+    const MAP: &[&str] = &[
+        "properties",
+        "patternProperties",
+        "$defs",
+        "definitions",
+        "dependentSchemas",
+    ];
+    let mut found = Vec::new();
+    let mut stack = vec![(String::new(), schema)];
+    while let Some((pointer, schema)) = stack.pop() {
+        let Some(map) = schema.as_object() else {
+            continue;
+        };
+        if let Some(default) = map.get("default") {
+            found.push((pointer.clone(), default));
+        }
+        for (keyword, value) in map {
+            let keyword = keyword.as_str();
+            let at = |key: &str| format!("{pointer}/{}", escape(key));
+            if ONE.contains(&keyword) {
+                stack.push((at(keyword), value));
+            } else if LIST.contains(&keyword) {
+                for (i, item) in value.as_array().into_iter().flatten().enumerate() {
+                    stack.push((format!("{}/{i}", at(keyword)), item));
+                }
+            } else if MAP.contains(&keyword) {
+                for (name, item) in value.as_object().into_iter().flatten() {
+                    stack.push((format!("{}/{}", at(keyword), escape(name)), item));
+                }
+            }
+        }
+    }
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found
+}
+
+/// A JSON pointer segment: `~` as `~0`, `/` as `~1`.
+fn escape(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+fn unescape(segment: &str) -> String {
+    segment.replace("~1", "/").replace("~0", "~")
+}
+
+/// A JSON pointer as a URI fragment: every byte but the unreserved ones and `/` percent-encoded.
+fn fragment(pointer: &str) -> String {
+    let mut out = String::with_capacity(pointer.len());
+    for byte in pointer.bytes() {
+        if byte.is_ascii_alphanumeric() || b"/-._~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
