@@ -47,7 +47,15 @@ impl<W: Wire> Model for HttpModel<W> {
                         "the server refused to stream; the request is sent again whole, and \
                          later requests ask for whole answers"
                     );
-                    self.respond(request).await
+                    // The refused stream's connection may go back to the pool as the server
+                    // closes it (llama-cpp-python's does): a transport failure is tried once
+                    // more, on a connection of its own.
+                    match self.respond(request).await {
+                        Err(error) if error.kind == ModelErrorKind::Transport => {
+                            self.respond(request).await
+                        }
+                        answer => answer,
+                    }
                 }
             }
         })

@@ -293,7 +293,9 @@ impl<W: Wire> HttpModel<W> {
     ///   server does for a turn whose tool choice is automatic.
     ///
     /// The same request is then sent once more, whole, within the same turn (its answer is
-    /// the turn's: no retry of the refused stream, and no delta), the fall-back is logged with
+    /// the turn's: no retry of the refused stream, and no delta; should that request fail in
+    /// transport, as when the refused stream's connection closes under it, it is tried once
+    /// more at once), the fall-back is logged with
     /// [`tracing::warn!`](https://docs.rs/tracing), and the model remembers it: every later
     /// request asks for a whole answer at once. A clone shares what it remembers (an agent holds
     /// one); setting [`base_url`](HttpModel::base_url) forgets it.
