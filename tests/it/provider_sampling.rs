@@ -3,7 +3,6 @@
 //! (`first_turn`, a tool's `next_turn`) overrides each for that turn, checked on the wire body
 //! against in-process servers (wiremock); and the default time limits.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use phaseo_agent::limits::{Limit, ModelLimits};
@@ -12,35 +11,15 @@ use phaseo_agent::provider::openai::{self, OpenAi};
 use phaseo_agent::provider::{HttpModel, Wire};
 use phaseo_agent::{Agent, Message, Model, ModelRequest, Tool, ToolContext, TurnParams};
 use serde_json::{Value, json};
-use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+use wiremock::ResponseTemplate;
+
+use crate::common::{answering as server, bodies, json_ok};
 
 const OPENAI_TOOL: &str = include_str!("../fixtures/openai/llama_cpp_python_tool_call.json");
 const OPENAI_TEXT: &str = include_str!("../fixtures/openai/llama_cpp_python_text.json");
 const OPENAI_TEXT_SSE: &str = include_str!("../fixtures/openai/openai_text.sse");
 const ANTHROPIC_TOOL: &str = include_str!("../fixtures/anthropic/tool_use.json");
 const ANTHROPIC_TEXT: &str = include_str!("../fixtures/anthropic/end_turn.json");
-
-fn json_ok(body: &str) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_raw(body.as_bytes().to_vec(), "application/json")
-}
-
-/// A server that answers each request with the next of `answers`.
-async fn server(answers: Vec<ResponseTemplate>) -> MockServer {
-    let server = MockServer::start().await;
-    let answers = Mutex::new(answers.into_iter().rev().collect::<Vec<_>>());
-    Mock::given(method("POST"))
-        .respond_with(move |_: &Request| answers.lock().expect("a lock").pop().expect("an answer"))
-        .mount(&server)
-        .await;
-    server
-}
-
-async fn bodies(server: &MockServer) -> Vec<Value> {
-    let requests = server.received_requests().await.expect("recording is on");
-    let body = |r: &Request| serde_json::from_slice(&r.body).expect("a JSON request");
-    requests.iter().map(body).collect()
-}
 
 /// The same defaults, whatever the provider.
 fn defaults<W: Wire>(model: HttpModel<W>) -> HttpModel<W> {
@@ -88,43 +67,41 @@ fn sampling(body: &Value, fields: &[&str]) -> Value {
 }
 
 #[tokio::test]
-async fn openai_sends_the_defaults_and_a_turns_own_settings_win() {
-    let server = server(vec![json_ok(OPENAI_TOOL), json_ok(OPENAI_TEXT)]).await;
-    let model = defaults(OpenAi::new("local").base_url(format!("{}/v1", server.uri())));
-    two_turns(model).await;
-    let sent = bodies(&server).await;
-    let fields = ["temperature", "top_p", "max_tokens", "stop", "seed"];
-    assert_eq!(
-        sampling(&sent[0], &fields),
-        json!({"temperature": 0.9, "top_p": 0.5, "max_tokens": 10, "stop": ["STOP", "HALT"], "seed": 7})
-    );
-    assert_eq!(
-        sampling(&sent[1], &fields),
-        json!({"temperature": 0.2, "top_p": 0.8, "max_tokens": 100, "stop": ["END"], "seed": 42})
-    );
-}
-
-#[tokio::test]
-async fn anthropic_sends_the_defaults_and_a_turns_own_settings_win_without_a_seed() {
-    let server = server(vec![json_ok(ANTHROPIC_TOOL), json_ok(ANTHROPIC_TEXT)]).await;
-    let model = defaults(Anthropic::new("claude-test").base_url(server.uri()));
-    two_turns(model).await;
-    let sent = bodies(&server).await;
-    let fields = [
-        "temperature",
-        "top_p",
-        "max_tokens",
-        "stop_sequences",
-        "seed",
-    ];
-    assert_eq!(
-        sampling(&sent[0], &fields),
-        json!({"temperature": 0.9, "top_p": 0.5, "max_tokens": 10, "stop_sequences": ["STOP", "HALT"]})
-    );
-    assert_eq!(
-        sampling(&sent[1], &fields),
-        json!({"temperature": 0.2, "top_p": 0.8, "max_tokens": 100, "stop_sequences": ["END"]})
-    );
+async fn both_send_the_defaults_and_a_turns_own_settings_win_and_anthropic_no_seed() {
+    // (fields, whole answers: a tool call then text, the first turn's, the second's)
+    let first = json!({"temperature": 0.9, "top_p": 0.5, "max_tokens": 10, "seed": 7});
+    let second = json!({"temperature": 0.2, "top_p": 0.8, "max_tokens": 100, "seed": 42});
+    for anthropic in [false, true] {
+        let (tool, text, stop) = if anthropic {
+            (ANTHROPIC_TOOL, ANTHROPIC_TEXT, "stop_sequences")
+        } else {
+            (OPENAI_TOOL, OPENAI_TEXT, "stop")
+        };
+        let server = server(vec![json_ok(tool), json_ok(text)]).await;
+        if anthropic {
+            two_turns(defaults(
+                Anthropic::new("claude-test").base_url(server.uri()),
+            ))
+            .await;
+        } else {
+            let url = format!("{}/v1", server.uri());
+            two_turns(defaults(OpenAi::new("local").base_url(url))).await;
+        }
+        let fields = ["temperature", "top_p", "max_tokens", stop, "seed"];
+        let sent = bodies(&server).await;
+        for (body, (expected, sequences)) in sent
+            .iter()
+            .zip([(&first, json!(["STOP", "HALT"])), (&second, json!(["END"]))])
+        {
+            let mut expected = expected.clone();
+            expected[stop] = sequences;
+            if anthropic {
+                // The Messages API has no seed.
+                expected.as_object_mut().expect("an object").remove("seed");
+            }
+            assert_eq!(sampling(body, &fields), expected, "anthropic: {anthropic}");
+        }
+    }
 }
 
 #[test]

@@ -19,16 +19,14 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
+use crate::common::{answering, bodies, json_ok};
+
 const LLAMA_PY_TOOL_JSON: &str = include_str!("../fixtures/openai/llama_cpp_python_tool_call.json");
 const LLAMA_PY_TEXT_JSON: &str = include_str!("../fixtures/openai/llama_cpp_python_text.json");
 const OPENAI_TEXT_SSE: &str = include_str!("../fixtures/openai/openai_text.sse");
 const OPENAI_CUT_SSE: &str = include_str!("../fixtures/openai/openai_cut.sse");
 const ANTHROPIC_TOOL_JSON: &str = include_str!("../fixtures/anthropic/tool_use.json");
 const ANTHROPIC_TEXT_JSON: &str = include_str!("../fixtures/anthropic/end_turn.json");
-
-fn json_ok(body: &str) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_raw(body.as_bytes().to_vec(), "application/json")
-}
 
 fn sse_ok(body: &str) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_raw(body.as_bytes().to_vec(), "text/event-stream")
@@ -63,12 +61,6 @@ async fn server(route: &str, responder: impl Respond + 'static) -> MockServer {
         .mount(&server)
         .await;
     server
-}
-
-async fn bodies(server: &MockServer) -> Vec<Value> {
-    let requests = server.received_requests().await.expect("recording is on");
-    let body = |r: &Request| serde_json::from_slice(&r.body).expect("a JSON request");
-    requests.iter().map(body).collect()
 }
 
 /// Whether each request asked to stream.
@@ -167,6 +159,12 @@ impl Respond for RefusesWith {
     }
 }
 
+/// A server like llama-cpp-python's that refuses every streamed request with `refusal`.
+async fn refusing_with(refusal: ResponseTemplate) -> MockServer {
+    let whole = llama_cpp_python();
+    server("/v1/chat/completions", RefusesWith { refusal, whole }).await
+}
+
 #[tokio::test]
 async fn an_http_error_that_says_the_server_cannot_stream_is_a_refusal() {
     // OpenAI's answer to `"stream": true` for a model that cannot stream.
@@ -174,11 +172,7 @@ async fn an_http_error_that_says_the_server_cannot_stream_is_a_refusal() {
         r#"{"error":{"message":"Unsupported value: 'stream' does not support true with this model. Only the default (false) value is supported.","type":"invalid_request_error","param":"stream","code":"unsupported_value"}}"#,
         "application/json",
     );
-    let responder = RefusesWith {
-        refusal,
-        whole: llama_cpp_python(),
-    };
-    let server = server("/v1/chat/completions", responder).await;
+    let server = refusing_with(refusal).await;
     let model = OpenAi::new("o1").base_url(format!("{}/v1", server.uri()));
     assert_eq!(event_names(&agent(model, "get_status")).await, WHOLE_RUN);
     assert_eq!(streamed(&bodies(&server).await), [true, false, false]);
@@ -191,11 +185,7 @@ async fn another_http_error_to_a_streamed_request_is_no_refusal() {
         r#"{"error":{"message":"Invalid 'messages[0].content': string too long.","type":"invalid_request_error"}}"#,
         "application/json",
     );
-    let responder = RefusesWith {
-        refusal,
-        whole: llama_cpp_python(),
-    };
-    let server = server("/v1/chat/completions", responder).await;
+    let server = refusing_with(refusal).await;
     let model = OpenAi::new("gpt-4.1").base_url(format!("{}/v1", server.uri()));
     let events: Vec<Event> = agent(model.clone(), "get_status")
         .run("What is the weather?")
@@ -224,12 +214,7 @@ async fn an_anthropic_stream_that_ends_before_its_first_event_is_a_refusal() {
 #[tokio::test]
 async fn a_stream_cut_after_its_first_event_is_retried_streamed_never_asked_whole() {
     // Deltas went out before the cut: a whole answer would repeat them.
-    let server = MockServer::start().await;
-    let answers = Mutex::new(vec![sse_ok(OPENAI_TEXT_SSE), sse_ok(OPENAI_CUT_SSE)]);
-    Mock::given(method("POST"))
-        .respond_with(move |_: &Request| answers.lock().expect("a lock").pop().expect("an answer"))
-        .mount(&server)
-        .await;
+    let server = answering(vec![sse_ok(OPENAI_CUT_SSE), sse_ok(OPENAI_TEXT_SSE)]).await;
     let model = OpenAi::new("gpt-4.1").base_url(format!("{}/v1", server.uri()));
     let names = event_names(&agent(model.clone(), "get_status")).await;
     assert!(names.contains(&"model.retry".to_owned()), "{names:?}");
@@ -288,8 +273,7 @@ fn warnings(run: impl FnOnce()) -> Vec<String> {
     let logged = Arc::new(Mutex::new(Vec::new()));
     let subscriber = Warnings(logged.clone());
     tracing::subscriber::with_default(subscriber, run);
-    let lines = logged.lock().expect("a lock").clone();
-    lines
+    logged.lock().map(|lines| lines.clone()).expect("a lock")
 }
 
 /// A subscriber that keeps each warning's fields as one line.
