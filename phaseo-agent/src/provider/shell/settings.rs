@@ -153,7 +153,8 @@ impl<W: Wire> HttpModel<W> {
     /// server's own). A request's [`ModelRequest::temperature`] (a tool's next-turn override,
     /// a run's first turn) takes precedence. Sent as the decimal it was written as (`0.2`, not
     /// `0.20000000298`); a value that is not a finite number fails each request that would send
-    /// it with [`ModelErrorKind::BadRequest`], before anything is sent.
+    /// it with [`ModelErrorKind::BadRequest`](crate::ModelErrorKind::BadRequest), before anything
+    /// is sent.
     ///
     /// ```
     /// use phaseo_agent::{Message, ModelRequest};
