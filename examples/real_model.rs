@@ -1,16 +1,21 @@
 //! A real model: an agent with `#[tool]` tools against an OpenAI-compatible endpoint (OpenAI,
-//! OpenRouter, Ollama, vLLM, LM Studio, llama.cpp's server) or Anthropic, streamed, printing the
-//! answer as it comes.
+//! OpenRouter, Ollama, vLLM, LM Studio, llama.cpp's server, llama-cpp-python's) or Anthropic,
+//! streamed: the run's events (tool calls, results, retries) as they happen, and the answer as
+//! it comes.
 //!
 //! ```text
 //! OPENAI_API_KEY=sk-... cargo run --example real_model                     # OpenAI (gpt-4.1-mini)
 //! OPENAI_BASE_URL=http://localhost:11434/v1 PHASEO_MODEL=qwen3:8b \
 //!     cargo run --example real_model                                        # Ollama
+//! OPENAI_BASE_URL=http://localhost:8000/v1 cargo run --example real_model   # llama-cpp-python
 //! ANTHROPIC_API_KEY=sk-ant-... cargo run --example real_model              # Anthropic
 //! ```
 //!
-//! `PHASEO_MODEL` picks the model name. With nothing configured, it says what to set and exits
-//! without error, so `cargo test` (which runs every example) stays offline.
+//! `PHASEO_MODEL` picks the model name; `PHASEO_STREAM=0` asks for whole answers (the events
+//! still come; only the answer's pieces do not). A server that refuses to stream a turn
+//! (llama-cpp-python's, when tools are offered) is asked for it whole, by the provider itself:
+//! no wrapper model is needed. With nothing configured, it says what to set and exits without
+//! error, so `cargo test` (which runs every example) stays offline.
 
 use std::io::Write;
 
@@ -39,15 +44,24 @@ fn set(name: &str) -> Option<String> {
 /// The configured model and a line saying which it is, or `None` when nothing is configured.
 fn configured() -> Option<(Box<dyn Model>, String)> {
     let name = set("PHASEO_MODEL");
+    let streaming = set("PHASEO_STREAM").is_none_or(|v| v != "0");
     if set("OPENAI_API_KEY").is_some() || set("OPENAI_BASE_URL").is_some() {
         let name = name.unwrap_or_else(|| "gpt-4.1-mini".into());
-        let model = OpenAi::from_env(&name);
+        // Sampling defaults for every turn; a small local model may otherwise write until its
+        // context is full.
+        let model = OpenAi::from_env(&name)
+            .temperature(0.2)
+            .max_output_tokens(1_024)
+            .streaming(streaming);
         let line = format!("OpenAI-compatible: {name} at {}", model.url());
         return Some((Box::new(model), line));
     }
     if set("ANTHROPIC_API_KEY").is_some() {
         let name = name.unwrap_or_else(|| "claude-sonnet-4-5".into());
-        let model = Anthropic::from_env(&name);
+        let model = Anthropic::from_env(&name)
+            .temperature(0.2)
+            .max_output_tokens(1_024)
+            .streaming(streaming);
         let line = format!("Anthropic: {name}");
         return Some((Box::new(model), line));
     }
@@ -77,6 +91,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut events = agent
         .run("What is the weather in Oslo, in Fahrenheit?")
         .stream();
+    // Whether this turn's text came in pieces; a turn answered whole brings it in `model.turn`.
+    let mut streamed = false;
     while let Some(event) = events.next().await {
         match event {
             Event::ModelDelta {
@@ -85,6 +101,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             } => {
                 print!("{text}");
                 std::io::stdout().flush()?;
+                streamed = true;
+            }
+            Event::ModelTurn { text, .. } => {
+                if let Some(text) = text.filter(|_| !streamed) {
+                    print!("{text}");
+                }
+                streamed = false;
             }
             Event::ToolCalled { call, .. } => println!("\n-> {}({})", call.name, call.arguments),
             Event::ToolResult { content, .. } => println!("<- {content}"),

@@ -240,11 +240,27 @@ const MIB: usize = 1024 * 1024;
 /// |---|---|---|
 /// | [`max_response_bytes`](Self::max_response_bytes) | 64 MiB | a 128k-token answer streams as about 30 MiB of events |
 /// | [`max_event_bytes`](Self::max_event_bytes) | 8 MiB | a tool call's arguments may come in one event |
-/// | [`stream_idle_timeout`](Self::stream_idle_timeout) | 5 minutes | a local model on a CPU may think that long before its first token |
-/// | [`request_timeout`](Self::request_timeout) | 10 minutes | a long answer streams for minutes |
+/// | [`stream_idle_timeout`](Self::stream_idle_timeout) | 60 s | a stream silent for a minute is stuck |
+/// | [`request_timeout`](Self::request_timeout) | 3 minutes | the longest ordinary turn takes one to three |
 /// | [`connect_timeout`](Self::connect_timeout) | 10 s | a server that is up accepts a connection at once |
 ///
 /// An error body (a 4xx or 5xx) is read up to 64 KiB: its message is what is kept.
+///
+/// The two waits are chosen for a person waiting on an agent, at a terminal or behind a service:
+///
+/// - **Request, 3 minutes.** An agent's turn is a few tool calls or a short answer: seconds on a
+///   hosted model. The longest ordinary turns take one to three minutes: a reasoning model that
+///   thinks at length, Anthropic's default 4,096 output tokens, a local model on a CPU writing
+///   20 to 30 tokens a second. Past that, a stuck server or a runaway answer (a small model
+///   writing until its context is full) is the likelier cause, and a person should hear of it
+///   in minutes, not in ten. A timeout is retried under the agent's `RetryPolicy`, so a run
+///   waits a few times this before it fails. Raise it for long documents.
+/// - **Silence, 60 s.** A hosted API answers a streamed request within seconds and then sends
+///   an event every few seconds (or a keep-alive comment); a local model on a CPU reads a prompt
+///   of a few thousand tokens in well under a minute before its first token. It bounds the wait
+///   for a streamed response's headers and every wait between two pieces of a body. A whole
+///   answer's headers come only once the answer is written, so a whole request waits for them
+///   within the request time alone.
 ///
 /// ```
 /// use std::time::Duration;
@@ -268,8 +284,8 @@ impl Default for ModelLimits {
         ModelLimits {
             response_bytes: 64 * MIB,
             event_bytes: 8 * MIB,
-            stream_idle: Duration::from_secs(300),
-            request_time: Duration::from_secs(600),
+            stream_idle: Duration::from_secs(60),
+            request_time: Duration::from_secs(180),
             connect_time: Duration::from_secs(10),
         }
     }
@@ -288,7 +304,8 @@ impl ModelLimits {
         self
     }
 
-    /// The longest silence between two pieces of a response (the headers' arrival included).
+    /// The longest silence between two pieces of a response, and before a streamed response's
+    /// headers (a whole answer's headers come once it is written: within the request time).
     pub fn stream_idle_timeout(mut self, wait: Duration) -> Self {
         self.stream_idle = wait;
         self

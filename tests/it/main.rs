@@ -42,6 +42,8 @@ mod progress_context;
 mod provider_anthropic;
 mod provider_http;
 mod provider_openai;
+mod provider_sampling;
+mod provider_whole;
 mod resources;
 mod retry;
 mod run_semantics;

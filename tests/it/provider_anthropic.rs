@@ -519,7 +519,7 @@ async fn a_response_that_is_not_json_is_an_invalid_response() {
 async fn configuration_reaches_the_wire() {
     let server = server(vec![json_ok(END_TURN_JSON)]).await;
     let model = model(&server)
-        .max_tokens(1_000)
+        .max_output_tokens(1_000)
         .version("2099-01-01")
         .and_then(|m| m.header("anthropic-beta", "some-beta"))
         .expect("headers")

@@ -162,10 +162,20 @@ pub struct ModelRequest<'a> {
     pub messages: Cow<'a, [Message]>,
     /// The tools the model may call.
     pub tools: Cow<'a, [ToolDefinition]>,
-    /// Sampling temperature, if set.
+    /// Sampling temperature, if set (else the provider's default, if any).
     pub temperature: Option<f32>,
-    /// Maximum output tokens, if set.
+    /// Nucleus sampling mass (`top_p`), if set (else the provider's default, if any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f32>,
+    /// Maximum output tokens, if set (else the provider's default, if any).
     pub max_output_tokens: Option<u32>,
+    /// Stop sequences, if set (else the provider's default, if any; an empty list sends none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Cow<'a, [String]>>,
+    /// The sampling seed, if set (else the provider's default, if any), for providers that
+    /// have one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     /// Tool choice.
     pub tool_choice: ToolChoice,
     /// Whether the model may make several tool calls in one turn; `None` leaves it to the
@@ -217,9 +227,28 @@ impl<'a> ModelRequest<'a> {
         self
     }
 
+    /// The nucleus sampling mass (`top_p`).
+    pub fn top_p(mut self, top_p: f32) -> Self {
+        self.top_p = Some(top_p);
+        self
+    }
+
     /// The most output tokens.
     pub fn max_output_tokens(mut self, max: u32) -> Self {
         self.max_output_tokens = Some(max);
+        self
+    }
+
+    /// The stop sequences (an empty list: none, whatever the provider's default).
+    pub fn stop(mut self, sequences: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let sequences: Vec<String> = sequences.into_iter().map(Into::into).collect();
+        self.stop = Some(Cow::Owned(sequences));
+        self
+    }
+
+    /// The sampling seed.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
         self
     }
 
@@ -259,7 +288,10 @@ impl<'a> ModelRequest<'a> {
             messages: Cow::Owned(self.messages.into_owned()),
             tools: Cow::Owned(self.tools.into_owned()),
             temperature: self.temperature,
+            top_p: self.top_p,
             max_output_tokens: self.max_output_tokens,
+            stop: self.stop.map(|stop| Cow::Owned(stop.into_owned())),
+            seed: self.seed,
             tool_choice: self.tool_choice,
             parallel_tool_calls: self.parallel_tool_calls,
             meta: self.meta.into_owned(),
@@ -708,8 +740,10 @@ macro_rules! forward_model {
 
 forward_model!(Arc, Box);
 
-/// Changes to the next model request, set by tools (see `Tool::next_turn`). Unset fields keep the
-/// agent's values.
+/// Changes to the next model request, set by tools (see `Tool::next_turn`) or for a run's first
+/// turn (`first_turn`). Unset fields keep the agent's values; the sampling ones (`temperature`,
+/// `top_p`, `max_output_tokens`, `stop`, `seed`) keep the provider's defaults (see
+/// `HttpModel::temperature` and its siblings), which a set one overrides for that turn.
 ///
 /// ```
 /// use phaseo_agent::{ToolChoice, TurnParams};
@@ -730,9 +764,18 @@ pub struct TurnParams {
     /// Sampling temperature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
+    /// Nucleus sampling mass (`top_p`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f32>,
     /// Maximum output tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u32>,
+    /// Stop sequences (an empty list: none, whatever the provider's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Vec<String>>,
+    /// The sampling seed, for providers that have one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     /// Instructions (system prompt).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
@@ -757,9 +800,28 @@ impl TurnParams {
         self
     }
 
+    /// Use this nucleus sampling mass (`top_p`).
+    pub fn top_p(mut self, top_p: f32) -> Self {
+        self.top_p = Some(top_p);
+        self
+    }
+
     /// Allow at most this many output tokens.
     pub fn max_output_tokens(mut self, max: u32) -> Self {
         self.max_output_tokens = Some(max);
+        self
+    }
+
+    /// Stop before any of these sequences (an empty list: none, whatever the provider's
+    /// default).
+    pub fn stop(mut self, sequences: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.stop = Some(sequences.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Use this sampling seed.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
         self
     }
 

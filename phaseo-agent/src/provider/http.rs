@@ -80,23 +80,23 @@ fn client_with(connect: Duration) -> reqwest::Client {
 }
 
 /// Runs a whole request (sending, and reading the body) within `limits`' request time.
-pub(crate) async fn within<T>(
+pub(crate) async fn within<T, E: From<ModelError>>(
     limits: &ModelLimits,
-    request: impl Future<Output = Result<T, ModelError>>,
-) -> Result<T, ModelError> {
+    request: impl Future<Output = Result<T, E>>,
+) -> Result<T, E> {
     let time = limits.request_time();
     tokio::time::timeout(time, request)
         .await
         .unwrap_or_else(|_| {
-            Err(ModelError::limit_exceeded(LimitExceeded::time(
-                Limit::RequestTime,
-                time,
-            )))
+            let hit = LimitExceeded::time(Limit::RequestTime, time);
+            Err(ModelError::limit_exceeded(hit).into())
         })
 }
 
-/// Posts `body` as JSON to `url` with `headers`, waiting for the response's headers at most
-/// `limits`' idle time. A URL that is not one, a transport failure, a redirect (answered, or
+/// Posts `body` as JSON to `url` with `headers`. A streamed request (`stream`) waits for the
+/// response's headers at most `limits`' idle time; a whole one only within the request time
+/// (see [`within`]), since a server sends a whole answer's headers once the answer is written.
+/// A URL that is not one, a transport failure, a redirect (answered, or
 /// followed by a user's client) or a non-2xx status is a [`ModelError`] (the status mapped by
 /// [`ModelError::from_status`], the message taken from the first [`ERROR_BODY_BYTES`] of the
 /// body, its `error.message` where there is one, `retry-after` read from the headers).
@@ -106,6 +106,7 @@ pub(crate) async fn post_json(
     headers: HeaderMap,
     body: &Value,
     limits: &ModelLimits,
+    stream: bool,
 ) -> Result<reqwest::Response, ModelError> {
     let url = http_url(url)?;
     let request = client
@@ -114,17 +115,21 @@ pub(crate) async fn post_json(
         .headers(headers)
         .body(body.to_string());
     let idle = limits.stream_idle();
-    let response = tokio::time::timeout(idle, request.send())
-        .await
-        .map_err(|_| idle_error(idle))?
-        .map_err(|error| {
-            if error.is_connect() && error.is_timeout() && !client.is_users() {
-                let wait = limits.connect_time();
-                ModelError::limit_exceeded(LimitExceeded::time(Limit::ConnectTime, wait))
-            } else {
-                transport(error)
-            }
-        })?;
+    let sent = if stream {
+        tokio::time::timeout(idle, request.send())
+            .await
+            .map_err(|_| idle_error(idle))?
+    } else {
+        request.send().await
+    };
+    let response = sent.map_err(|error| {
+        if error.is_connect() && error.is_timeout() && !client.is_users() {
+            let wait = limits.connect_time();
+            ModelError::limit_exceeded(LimitExceeded::time(Limit::ConnectTime, wait))
+        } else {
+            transport(error)
+        }
+    })?;
     if *response.url() != url {
         return Err(followed(&url, response.url()));
     }

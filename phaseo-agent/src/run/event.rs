@@ -68,8 +68,9 @@ pub enum Event {
         usage: Option<Usage>,
     },
     /// A piece of the model's answer as it streams in (only from a model that streams: see
-    /// [`Model::respond_streaming`](crate::Model::respond_streaming)). The whole turn follows as
-    /// `model.turn`.
+    /// [`Model::respond_streaming`](crate::Model::respond_streaming); a provider that answers a
+    /// turn whole, by its `streaming(false)` setting or because the server refused to stream,
+    /// sends none). The whole turn follows as `model.turn`.
     #[serde(rename = "model.delta")]
     #[non_exhaustive]
     ModelDelta {

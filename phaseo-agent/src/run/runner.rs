@@ -385,7 +385,10 @@ impl Runner {
             messages: Cow::Borrowed(&self.state.messages),
             tools,
             temperature: params.temperature,
+            top_p: params.top_p,
             max_output_tokens: params.max_output_tokens,
+            stop: params.stop.as_deref().map(Cow::Borrowed),
+            seed: params.seed,
             tool_choice: params.tool_choice.clone().unwrap_or_default(),
             parallel_tool_calls: inner.parallel_tool_calls,
             meta: RequestMeta {

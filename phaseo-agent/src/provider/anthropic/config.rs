@@ -1,4 +1,4 @@
-//! [`Anthropic`] and its own settings: the default `max_tokens` and the `anthropic-version`.
+//! [`Anthropic`] and its own setting: the `anthropic-version`.
 
 use std::time::Duration;
 
@@ -13,29 +13,34 @@ use crate::{limits::ModelLimits, model::request::ModelRequest};
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The `anthropic-version` header sent when none is configured.
 pub const DEFAULT_VERSION: &str = "2023-06-01";
-/// The `max_tokens` sent when neither the request nor [`Anthropic::max_tokens`] sets one.
+/// The `max_tokens` sent when neither the request nor [`Anthropic::max_output_tokens`] sets
+/// one (the API requires it).
 pub const DEFAULT_MAX_TOKENS: u32 = 4_096;
-/// How long a whole request may take when [`Anthropic::timeout`] is not set: 10 minutes, as
-/// Anthropic's own SDKs (the same as [`ModelLimits::default`]'s request time).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long a whole request may take when [`Anthropic::timeout`] is not set: 3 minutes,
+/// [`ModelLimits::default`]'s request time (its docs say why: the longest ordinary turn takes one
+/// to three, and a stuck one should fail in minutes).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// An Anthropic model over the Messages API: a [`Model`](crate::Model) for an agent.
 ///
 /// An [`HttpModel`] speaking [`MessagesApi`]: its settings are the [`HttpModel`]'s (key, base
-/// URL, headers, limits, metadata, HTTP client), plus [`max_tokens`](Anthropic::max_tokens) and
+/// URL, headers, limits, sampling defaults, metadata, HTTP client), plus
 /// [`version`](Anthropic::version). See the [module docs](super) for how a conversation is
 /// mapped.
 ///
 /// - [`api_key`](Anthropic::api_key): sent as `x-api-key`.
 /// - [`base_url`](Anthropic::base_url): default [`DEFAULT_BASE_URL`]; requests go to
 ///   `{base_url}/v1/messages`.
-/// - [`timeout`](Anthropic::timeout): default [`DEFAULT_TIMEOUT`], 10 minutes.
-/// - [`max_tokens`](Anthropic::max_tokens): Anthropic requires `max_tokens` on every request.
-///   Default [`DEFAULT_MAX_TOKENS`], 4,096: the output limit of the Claude 3 models (Haiku,
-///   Opus), the lowest of the models still served, so every model accepts the default; and enough
-///   for an agent's turns (tool calls and short answers), while a runaway answer stops early.
-///   Raise it for long answers. A request's [`ModelRequest::max_output_tokens`] (a tool's
-///   next-turn override) takes precedence.
+/// - [`timeout`](Anthropic::timeout): default [`DEFAULT_TIMEOUT`], 3 minutes.
+/// - [`max_output_tokens`](Anthropic::max_output_tokens): Anthropic requires `max_tokens` on
+///   every request. Default [`DEFAULT_MAX_TOKENS`], 4,096: the output limit of the Claude 3
+///   models (Haiku, Opus), the lowest of the models still served, so every model accepts the
+///   default; and enough for an agent's turns (tool calls and short answers), while a runaway
+///   answer stops early. Raise it for long answers. A request's
+///   [`ModelRequest::max_output_tokens`] (a tool's next-turn override) takes precedence.
+/// - [`temperature`](Anthropic::temperature), [`top_p`](Anthropic::top_p) and
+///   [`stop`](Anthropic::stop) (sent as `stop_sequences`): the defaults of requests that set
+///   none; [`seed`](Anthropic::seed) is not sent (the API has none).
 /// - [`version`](Anthropic::version): the `anthropic-version` header, default
 ///   [`DEFAULT_VERSION`].
 /// - [`header`](Anthropic::header): `anthropic-beta`, a proxy's own.
@@ -51,7 +56,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 ///     .api_key("sk-ant-...")?
 ///     .base_url("http://localhost:8080")
 ///     .timeout(Duration::from_secs(120))
-///     .max_tokens(8_192)
+///     .max_output_tokens(8_192)
 ///     .header("anthropic-beta", "token-efficient-tools-2025-02-19")?;
 /// assert_eq!(model.model_name(), "claude-sonnet-4-5");
 /// assert_eq!(model.url(), "http://localhost:8080/v1/messages");
@@ -62,54 +67,22 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 /// ```
 pub type Anthropic = HttpModel<MessagesApi>;
 
-/// The wire format of [`Anthropic`]: Anthropic Messages, with its own settings, the default
-/// `max_tokens` ([`Anthropic::max_tokens`]) and the `anthropic-version`
-/// ([`Anthropic::version`]).
+/// The wire format of [`Anthropic`]: Anthropic Messages, with its own setting, the
+/// `anthropic-version` ([`Anthropic::version`]).
 #[derive(Debug, Clone)]
 pub struct MessagesApi {
-    pub(crate) max_tokens: u32,
     pub(crate) version: HeaderValue,
 }
 
 impl Default for MessagesApi {
     fn default() -> Self {
         MessagesApi {
-            max_tokens: DEFAULT_MAX_TOKENS,
             version: HeaderValue::from_static(DEFAULT_VERSION),
         }
     }
 }
 
 impl HttpModel<MessagesApi> {
-    /// The `max_tokens` of each request that does not set its own (default
-    /// [`DEFAULT_MAX_TOKENS`]).
-    ///
-    /// ```
-    /// use phaseo_agent::{Agent, ScriptedModel};
-    /// use phaseo_agent::provider::anthropic::{Anthropic, request_body};
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// // A request as an agent makes it (recorded by a scripted model).
-    /// let scripted = ScriptedModel::new().record_requests().text("Hello!");
-    /// Agent::builder("helper").model(scripted.clone()).build()?.run("Hi").await?;
-    ///
-    /// let model = Anthropic::new("claude-sonnet-4-5").max_tokens(8_192);
-    /// assert_eq!(model.default_max_tokens(), 8_192);
-    /// assert_eq!(request_body(&scripted.requests()[0], &model, false)?["max_tokens"], 8_192);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
-        self.wire.max_tokens = max_tokens;
-        self
-    }
-
-    /// The configured `max_tokens`.
-    pub fn default_max_tokens(&self) -> u32 {
-        self.wire.max_tokens
-    }
-
     /// The `anthropic-version` header (default [`DEFAULT_VERSION`]). Like any header, a value
     /// with a control character is a [`HeaderError`] here, and the whitespace around it is
     /// dropped.

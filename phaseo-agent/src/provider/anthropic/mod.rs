@@ -9,7 +9,7 @@
 //!
 //! # async fn example() -> Result<(), phaseo_agent::AgentError> {
 //! // ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL, if set) from the environment.
-//! let model = Anthropic::from_env("claude-sonnet-4-5").max_tokens(2_048);
+//! let model = Anthropic::from_env("claude-sonnet-4-5").max_output_tokens(2_048);
 //! let agent = Agent::builder("assistant").model(model).build()?;
 //! let result = agent.run("Say hello").await?;
 //! println!("{}", result.output().unwrap_or_default());
@@ -119,9 +119,7 @@ impl Format for MessagesApi {
     }
 
     fn debug(model: &HttpModel<Self>, fields: &mut std::fmt::DebugStruct<'_, '_>) {
-        fields
-            .field("max_tokens", &model.wire.max_tokens)
-            .field("version", &model.wire.version);
+        fields.field("version", &model.wire.version);
     }
 }
 

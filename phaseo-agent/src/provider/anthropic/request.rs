@@ -5,8 +5,8 @@ use serde_json::{Map, Value, json};
 use crate::error::{ModelError, ModelErrorKind};
 use crate::model::message::{Message, ToolCall};
 use crate::model::request::{ModelRequest, ToolChoice};
-use crate::provider::anthropic::config::Anthropic;
-use crate::provider::shell::wire::decimal;
+use crate::provider::anthropic::config::{Anthropic, DEFAULT_MAX_TOKENS};
+use crate::provider::shell::sampling::Fields;
 use crate::schema::dialect::{Dialect, convert};
 
 /// The key `input` gets when a call's argument text is not a JSON object (see the
@@ -14,12 +14,15 @@ use crate::schema::dialect::{Dialect, convert};
 pub const RAW_ARGUMENTS_KEY: &str = "_raw_arguments";
 
 /// The Messages API body of `request`, as `config` sends it: the model (the request's, else
-/// `config`'s), `max_tokens` (the request's, else `config`'s), `system`, `messages`, `tools`,
-/// `tool_choice`, `temperature`, `metadata` (when `config` sends it) and, when `stream`,
-/// `"stream": true`. See the [module docs](super) for how the conversation is mapped.
+/// `config`'s), `max_tokens` (the request's, else `config`'s, else [`DEFAULT_MAX_TOKENS`]),
+/// `system`, `messages`, `tools`, `tool_choice`, `temperature`, `top_p` and `stop_sequences`
+/// (each the request's, else `config`'s, when set; a seed is not sent, the API has none),
+/// `metadata` (when `config` sends it) and, when `stream`, `"stream": true`. See the
+/// [module docs](super) for how the conversation is mapped.
 ///
-/// Fails with [`ModelErrorKind::BadRequest`] when a tool's parameter schema cannot be an
-/// Anthropic `input_schema` (its root is a union, or not an object).
+/// Fails with [`ModelErrorKind::BadRequest`], before anything is sent, when a tool's parameter
+/// schema cannot be an Anthropic `input_schema` (its root is a union, or not an object), or
+/// when the temperature or `top_p` is not a finite number.
 ///
 /// ```
 /// use phaseo_agent::{Message, ModelRequest, ToolCall, ToolDefinition};
@@ -64,8 +67,6 @@ pub fn request_body(
     let mut body = Map::new();
     let model = request.model.as_deref().unwrap_or(&config.model);
     body.insert("model".into(), json!(model));
-    let max_tokens = request.max_output_tokens.unwrap_or(config.wire.max_tokens);
-    body.insert("max_tokens".into(), json!(max_tokens));
     if !request.instructions.trim().is_empty() {
         body.insert("system".into(), json!(request.instructions));
     }
@@ -96,12 +97,14 @@ pub fn request_body(
             tool_choice(&request.tool_choice, request.parallel_tool_calls),
         );
     }
-    if let Some(temperature) = request.temperature {
-        body.insert(
-            "temperature".into(),
-            decimal(temperature).map_or(Value::Null, Value::Number),
-        );
-    }
+    let fields = Fields {
+        max_tokens: "max_tokens",
+        stop: "stop_sequences",
+        // The Messages API has no seed.
+        seed: None,
+        max_tokens_default: Some(DEFAULT_MAX_TOKENS),
+    };
+    config.sampling.write(request, &fields, &mut body)?;
     if config.send_metadata && !request.meta.run_id.is_empty() {
         body.insert("metadata".into(), json!({ "user_id": request.meta.run_id }));
     }

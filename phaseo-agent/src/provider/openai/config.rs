@@ -8,25 +8,32 @@ use crate::{limits::ModelLimits, model::request::ModelRequest};
 
 /// OpenAI's API address, the default base URL.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-/// How long a whole request may take when [`OpenAi::timeout`] is not set: 10 minutes, as
-/// OpenAI's own SDKs (a long answer streams for minutes, and a local server on a CPU is slow).
-/// The same as [`ModelLimits::default`]'s request time.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long a whole request may take when [`OpenAi::timeout`] is not set: 3 minutes,
+/// [`ModelLimits::default`]'s request time (its docs say why: the longest ordinary turn takes one
+/// to three, and a stuck one should fail in minutes).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// A model behind an OpenAI-compatible Chat Completions endpoint: a [`Model`](crate::Model) for
 /// an agent.
 ///
 /// An [`HttpModel`] speaking [`ChatCompletions`]: its settings are the [`HttpModel`]'s (key,
-/// base URL, headers, limits, metadata, HTTP client), plus
+/// base URL, headers, limits, sampling defaults, streaming, metadata, HTTP client), plus
 /// [`max_tokens_field`](OpenAi::max_tokens_field). See the [module docs](super) for OpenAI,
 /// OpenRouter, Ollama, vLLM, LM Studio and llama.cpp, and for how a request is mapped.
 ///
 /// - [`api_key`](OpenAi::api_key): sent as `Authorization: Bearer <key>`.
 /// - [`base_url`](OpenAi::base_url): default [`DEFAULT_BASE_URL`]; requests go to
 ///   `{base_url}/chat/completions`, so the URL includes the `/v1`.
-/// - [`timeout`](OpenAi::timeout): default [`DEFAULT_TIMEOUT`], 10 minutes.
+/// - [`timeout`](OpenAi::timeout): default [`DEFAULT_TIMEOUT`], 3 minutes.
 /// - [`header`](OpenAi::header): OpenRouter's `HTTP-Referer` and `X-Title`, Azure's `api-key`, a
 ///   proxy's own.
+/// - [`temperature`](OpenAi::temperature), [`top_p`](OpenAi::top_p),
+///   [`max_output_tokens`](OpenAi::max_output_tokens), [`stop`](OpenAi::stop) and
+///   [`seed`](OpenAi::seed): the defaults of requests that set none (unset: the server's own).
+///   Set `max_output_tokens` for a small local model, which may otherwise write until its
+///   context is full.
+/// - [`streaming`](OpenAi::streaming): whether a streamed run asks the server to stream (a
+///   server that refuses is asked whole; see [`streams`](OpenAi::streams)).
 /// - [`send_metadata`](OpenAi::send_metadata): when on, `"user": "<agent id>/<run id>"`.
 ///
 /// ```

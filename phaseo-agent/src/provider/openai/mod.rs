@@ -148,7 +148,10 @@
 //!   string forms of `tool_choice` (a named choice counts as `"auto"`).
 //! - **llama-cpp-python** needs a function-calling `--chat_format` (`chatml-function-calling`),
 //!   which knows `"auto"`, `"none"` and a named tool but not `"required"` (an HTTP 500 with an
-//!   empty message; see above for one tool); it never sends the usage of a stream.
+//!   empty message; see above for one tool); it never sends the usage of a stream. It does not
+//!   stream a turn whose tool choice is `"auto"` when the model calls a tool: its event stream
+//!   ends before the first event, and the provider asks for that turn, and every later one,
+//!   whole (see [`HttpModel::streams`]).
 //! - **OpenRouter** sends `: OPENROUTER PROCESSING` comments in streams (skipped).
 //!
 //! Sources: OpenAI's API reference for Chat Completions

@@ -6,18 +6,19 @@ use crate::error::{ModelError, ModelErrorKind};
 use crate::model::message::{Message, ToolCall};
 use crate::model::request::{ModelRequest, ToolChoice};
 use crate::provider::openai::config::OpenAi;
-use crate::provider::shell::wire::decimal;
+use crate::provider::shell::sampling::Fields;
 use crate::schema::dialect::{Dialect, convert};
 
 /// The Chat Completions body of `request`, as `config` sends it (see the [module docs](super)):
 /// `model`, `messages`, `tools`, `tool_choice` and `parallel_tool_calls` (with tools only),
-/// `temperature`, the output limit (in the field of
-/// [`OpenAi::effective_max_tokens_field`]), `user` (with [`OpenAi::send_metadata`]) and, when
-/// `stream`, `"stream": true` with `"stream_options": {"include_usage": true}`.
+/// `temperature`, `top_p`, the output limit (in the field of
+/// [`OpenAi::effective_max_tokens_field`]), `stop` and `seed` (each the request's, else the
+/// model's default, when set), `user` (with [`OpenAi::send_metadata`]) and, when `stream`,
+/// `"stream": true` with `"stream_options": {"include_usage": true}`.
 ///
 /// Fails with [`ModelErrorKind::BadRequest`], before anything is sent, when there is no model
-/// name, when the temperature is not a finite number, or when `tool_choice` names a tool that is
-/// not offered (or requires a tool and none is offered).
+/// name, when the temperature or `top_p` is not a finite number, or when `tool_choice` names a
+/// tool that is not offered (or requires a tool and none is offered).
 ///
 /// ```
 /// use phaseo_agent::{Message, ModelRequest, ToolCall, ToolDefinition};
@@ -133,17 +134,13 @@ pub fn request_body(
             body.insert("parallel_tool_calls".into(), json!(parallel));
         }
     }
-    if let Some(temperature) = request.temperature {
-        let number = decimal(temperature)
-            .ok_or_else(|| bad_request(format!("the temperature {temperature} is not a number")))?;
-        body.insert("temperature".into(), Value::Number(number));
-    }
-    if let Some(max) = request.max_output_tokens {
-        body.insert(
-            config.effective_max_tokens_field().as_str().into(),
-            json!(max),
-        );
-    }
+    let fields = Fields {
+        max_tokens: config.effective_max_tokens_field().as_str(),
+        stop: "stop",
+        seed: Some("seed"),
+        max_tokens_default: None,
+    };
+    config.sampling.write(request, &fields, &mut body)?;
     if config.send_metadata {
         let meta = &request.meta;
         if !meta.agent_id.is_empty() || !meta.run_id.is_empty() {

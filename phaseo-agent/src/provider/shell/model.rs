@@ -1,10 +1,14 @@
 //! The data of a provider: [`HttpModel`], the same for every wire format.
 
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
 use reqwest::header::{HeaderName, HeaderValue};
 
 use crate::limits::ModelLimits;
 use crate::provider::http::Client;
 use crate::provider::shell::header::HeaderError;
+use crate::provider::shell::sampling::Sampling;
 
 /// A model behind an HTTP API, speaking the wire format `W`: a [`Model`](crate::Model) for an
 /// agent.
@@ -23,6 +27,12 @@ use crate::provider::shell::header::HeaderError;
 ///   replaces it.
 /// - [`limits`](HttpModel::limits) and [`timeout`](HttpModel::timeout): the bounds of each
 ///   response ([`ModelLimits`]).
+/// - [`temperature`](HttpModel::temperature), [`top_p`](HttpModel::top_p),
+///   [`max_output_tokens`](HttpModel::max_output_tokens), [`stop`](HttpModel::stop) and
+///   [`seed`](HttpModel::seed): the sampling defaults of every request; a request's own (a
+///   run's first turn, a tool's next-turn override) takes precedence.
+/// - [`streaming`](HttpModel::streaming): whether a streamed run asks the server to stream (on
+///   by default; a server that refuses is asked whole, see [`streams`](HttpModel::streams)).
 /// - [`send_metadata`](HttpModel::send_metadata): whether the agent's and run's ids go with each
 ///   request (off by default).
 /// - [`http_client`](HttpModel::http_client): your own `reqwest::Client`; by default, one of this
@@ -52,13 +62,16 @@ use crate::provider::shell::header::HeaderError;
 /// - **Responses are read within the [`ModelLimits`]**: a body or stream over
 ///   `max_response_bytes`, or one event over `max_event_bytes`, is
 ///   [`ModelErrorKind::LimitExceeded`] (not retried); silence over `stream_idle_timeout` (before
-///   the headers, or between two pieces) and a request over `request_timeout` are
+///   a streamed response's headers, or between two pieces) and a request over `request_timeout`
+///   are
 ///   [`ModelErrorKind::Timeout`] (retried); [`ModelError::limit`] says which. An error body is
 ///   read up to 64 KiB.
 /// - **Streamed**, the body is read as server-sent events by the provider's stream assembler,
 ///   each delta handed out as it comes. A server that answers a streamed request with a whole JSON
 ///   body (`Content-Type: application/json`: it ignored `stream`) is read as a whole response,
-///   handed out as one text delta and one delta per call.
+///   handed out as one text delta and one delta per call. A server that refuses to stream (an
+///   HTTP error that says so, or a stream that ends before its first event) is asked the same
+///   request whole, once, and whole from then on: see [`streams`](HttpModel::streams).
 /// - A base URL that does not make a URL is [`ModelErrorKind::BadRequest`], before anything is
 ///   sent.
 ///
@@ -80,6 +93,13 @@ pub struct HttpModel<W> {
     pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
     pub(crate) send_metadata: bool,
     pub(crate) client: Client,
+    /// The sampling defaults, each sent when a request does not set its own.
+    pub(crate) sampling: Sampling,
+    /// Whether a streamed run asks the server to stream (the `streaming` setting).
+    pub(crate) streaming: bool,
+    /// Set when the server refused to stream: later streamed runs ask for whole answers. Shared
+    /// by clones (an agent holds one), and new for another base URL.
+    pub(crate) refused_stream: Arc<AtomicBool>,
     /// The wire format, with its own settings.
     pub(crate) wire: W,
 }

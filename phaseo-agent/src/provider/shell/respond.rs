@@ -1,6 +1,8 @@
 //! A request, whole or streamed, the same for every wire format: the headers, the post, the body
 //! read within the limits, and the streaming loop.
 
+use std::sync::atomic::Ordering;
+
 use futures::future::BoxFuture;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::Value;
@@ -29,34 +31,107 @@ impl<W: Wire> Model for HttpModel<W> {
         request: &'a ModelRequest<'a>,
         deltas: &'a DeltaSink<'a>,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        Box::pin(http::within(&self.limits, async move {
-            let body = (W::BODIES.0)(request, self, true)?;
-            let response = self.post(request, &body, true).await?;
-            if http::is_json(&response) {
-                // A server that ignored `stream` (or answered an error whole): one piece.
-                let response = (W::BODIES.1)(&http::json_body(response, &self.limits).await?)?;
-                for delta in whole_deltas(&response) {
-                    deltas.send(delta);
+        if !self.streams() {
+            return self.respond(request);
+        }
+        Box::pin(async move {
+            match http::within(&self.limits, self.stream(request, deltas)).await {
+                Ok(response) => Ok(response),
+                Err(Streamed::Failed(error)) => Err(error),
+                Err(Streamed::Refused(why)) => {
+                    self.refused_stream.store(true, Ordering::Relaxed);
+                    tracing::warn!(
+                        model_type = W::API.model_type,
+                        base_url = %self.base_url,
+                        %why,
+                        "the server refused to stream; the request is sent again whole, and \
+                         later requests ask for whole answers"
+                    );
+                    // The refused stream's connection may go back to the pool as the server
+                    // closes it (llama-cpp-python's does): a transport failure is tried once
+                    // more, on a connection of its own.
+                    match self.respond(request).await {
+                        Err(error) if error.kind == ModelErrorKind::Transport => {
+                            self.respond(request).await
+                        }
+                        answer => answer,
+                    }
                 }
-                return Ok(response);
             }
-            let mut events = http::Events::new(response, &self.limits);
-            let mut stream = W::Stream::default();
-            while let Some(event) = events.next().await {
-                let (name, data) = event?;
-                for delta in stream.event(&name, &data)? {
-                    deltas.send(delta);
-                }
-                if stream.is_complete() {
-                    break;
-                }
-            }
-            stream.finish()
-        }))
+        })
     }
 }
 
+/// Why a streamed request gave no answer.
+enum Streamed {
+    /// The server will not stream it (see `HttpModel::streams`): the error that says so.
+    Refused(ModelError),
+    /// Any other failure, which is the request's.
+    Failed(ModelError),
+}
+
+impl From<ModelError> for Streamed {
+    fn from(error: ModelError) -> Self {
+        Streamed::Failed(error)
+    }
+}
+
+/// Whether an HTTP error answer to a streamed request says that the server does not stream.
+fn refuses_streaming(error: &ModelError) -> bool {
+    let message = error.message.to_ascii_lowercase();
+    error.status.is_some()
+        && message.contains("stream")
+        && ["not support", "unsupported", "not implemented"]
+            .iter()
+            .any(|refusal| message.contains(refusal))
+}
+
 impl<W: Wire> HttpModel<W> {
+    /// A streamed request: its deltas go to `deltas` as they come. A refusal to stream (an
+    /// HTTP error that says so, or a stream that ends before its first event) is
+    /// [`Streamed::Refused`].
+    async fn stream(
+        &self,
+        request: &ModelRequest<'_>,
+        deltas: &DeltaSink<'_>,
+    ) -> Result<ModelResponse, Streamed> {
+        let body = (W::BODIES.0)(request, self, true)?;
+        let response = match self.post(request, &body, true).await {
+            Err(error) if refuses_streaming(&error) => return Err(Streamed::Refused(error)),
+            response => response?,
+        };
+        if http::is_json(&response) {
+            // A server that ignored `stream` (or answered an error whole): one piece.
+            let response = (W::BODIES.1)(&http::json_body(response, &self.limits).await?)?;
+            for delta in whole_deltas(&response) {
+                deltas.send(delta);
+            }
+            return Ok(response);
+        }
+        let mut events = http::Events::new(response, &self.limits);
+        let mut stream = W::Stream::default();
+        let mut read = 0_usize;
+        // Before the first event, a stream that ends or breaks is a refusal: nothing went out.
+        let refused = |error: ModelError, read: usize| {
+            if read == 0 && error.kind == ModelErrorKind::Transport {
+                Streamed::Refused(error)
+            } else {
+                Streamed::Failed(error)
+            }
+        };
+        while let Some(event) = events.next().await {
+            let (name, data) = event.map_err(|error| refused(error, read))?;
+            read += 1;
+            for delta in stream.event(&name, &data)? {
+                deltas.send(delta);
+            }
+            if stream.is_complete() {
+                break;
+            }
+        }
+        stream.finish().map_err(|error| refused(error, read))
+    }
+
     /// Posts `body` for `request` (its model may be in the URL), with [`request_headers`];
     /// without a key for the provider's own URL, or with a key no header can carry, nothing is
     /// sent.
@@ -93,7 +168,7 @@ impl<W: Wire> HttpModel<W> {
         let model = request.model.as_deref().unwrap_or(&self.model);
         let url = W::url(&self.base_url, model, stream);
         let headers = self.request_headers();
-        http::post_json(&self.client, &url, headers, body, &self.limits).await
+        http::post_json(&self.client, &url, headers, body, &self.limits, stream).await
     }
 
     /// The headers of a request: `content-type: application/json`, the key, the format's own,

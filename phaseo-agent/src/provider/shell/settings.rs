@@ -2,12 +2,17 @@
 //! value).
 
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::limits::ModelLimits;
+#[cfg(doc)]
+use crate::model::request::ModelRequest;
 use crate::provider::http::{self, Client};
 use crate::provider::shell::header::{self, HeaderError};
 use crate::provider::shell::model::{HttpModel, Key};
+use crate::provider::shell::sampling::Sampling;
 use crate::provider::shell::wire::Wire;
 
 impl<W: Wire> HttpModel<W> {
@@ -30,6 +35,9 @@ impl<W: Wire> HttpModel<W> {
             headers: Vec::new(),
             send_metadata: false,
             client: Client::default(),
+            sampling: Sampling::default(),
+            streaming: true,
+            refused_stream: Arc::default(),
             wire: W::default(),
         }
     }
@@ -136,7 +144,169 @@ impl<W: Wire> HttpModel<W> {
     /// ```
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
         self.base_url = url.into().trim_end_matches('/').to_owned();
+        // Another server: whether it streams is not known yet.
+        self.refused_stream = Arc::new(AtomicBool::new(false));
         self
+    }
+
+    /// The sampling temperature of each request that does not set its own (default: unset, the
+    /// server's own). A request's [`ModelRequest::temperature`] (a tool's next-turn override,
+    /// a run's first turn) takes precedence. Sent as the decimal it was written as (`0.2`, not
+    /// `0.20000000298`); a value that is not a finite number fails each request that would send
+    /// it with [`ModelErrorKind::BadRequest`](crate::ModelErrorKind::BadRequest), before anything
+    /// is sent.
+    ///
+    /// ```
+    /// use phaseo_agent::{Message, ModelRequest};
+    /// use phaseo_agent::provider::openai::{OpenAi, request_body};
+    ///
+    /// let model = OpenAi::new("qwen3:8b").base_url("http://localhost:11434/v1").temperature(0.2);
+    /// let request = ModelRequest::new(vec![Message::user("Hi")]);
+    /// assert_eq!(request_body(&request, &model, false).unwrap()["temperature"], 0.2);
+    /// // The turn's own wins.
+    /// let request = request.temperature(0.9);
+    /// assert_eq!(request_body(&request, &model, false).unwrap()["temperature"], 0.9);
+    /// ```
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.sampling.temperature = Some(temperature);
+        self
+    }
+
+    /// The nucleus sampling mass (`top_p`) of each request that does not set its own (default:
+    /// unset, the server's own); [`ModelRequest::top_p`] takes precedence. Checked like
+    /// [`temperature`](HttpModel::temperature). Anthropic advises setting `temperature` or
+    /// `top_p`, not both, and some of its newer models refuse both at once.
+    ///
+    /// ```
+    /// use phaseo_agent::{Message, ModelRequest};
+    /// use phaseo_agent::provider::anthropic::{Anthropic, request_body};
+    ///
+    /// let model = Anthropic::new("claude-sonnet-4-5").top_p(0.9);
+    /// let request = ModelRequest::new(vec![Message::user("Hi")]);
+    /// assert_eq!(request_body(&request, &model, false).unwrap()["top_p"], 0.9);
+    /// ```
+    pub fn top_p(mut self, top_p: f32) -> Self {
+        self.sampling.top_p = Some(top_p);
+        self
+    }
+
+    /// The most output tokens of each request that does not set its own;
+    /// [`ModelRequest::max_output_tokens`] takes precedence. Sent as OpenAI's `max_tokens` or
+    /// `max_completion_tokens` (see `MaxTokensField`), Anthropic's `max_tokens`.
+    ///
+    /// Default: unset for [`OpenAi`](crate::provider::openai::OpenAi) (the server's own limit,
+    /// often the model's whole context: set one for a small local model, which may otherwise
+    /// write until its context is full), `DEFAULT_MAX_TOKENS` (4,096) for
+    /// [`Anthropic`](crate::provider::anthropic::Anthropic), whose API requires one.
+    ///
+    /// ```
+    /// use phaseo_agent::{Message, ModelRequest};
+    /// use phaseo_agent::provider::anthropic::{Anthropic, request_body as anthropic_body};
+    /// use phaseo_agent::provider::openai::{OpenAi, request_body as openai_body};
+    ///
+    /// let request = ModelRequest::new(vec![Message::user("Hi")]);
+    /// let local = OpenAi::new("smollm2").base_url("http://localhost:8000/v1").max_output_tokens(512);
+    /// assert_eq!(openai_body(&request, &local, false).unwrap()["max_tokens"], 512);
+    /// let claude = Anthropic::new("claude-sonnet-4-5").max_output_tokens(8_192);
+    /// assert_eq!(anthropic_body(&request, &claude, false).unwrap()["max_tokens"], 8_192);
+    /// let request = request.max_output_tokens(64); // the turn's own wins
+    /// assert_eq!(anthropic_body(&request, &claude, false).unwrap()["max_tokens"], 64);
+    /// ```
+    pub fn max_output_tokens(mut self, max: u32) -> Self {
+        self.sampling.max_output_tokens = Some(max);
+        self
+    }
+
+    /// The stop sequences of each request that does not set its own: the model stops before
+    /// writing any of them. Sent as OpenAI's `stop`, Anthropic's `stop_sequences`;
+    /// [`ModelRequest::stop`] takes precedence, and an empty list sends none. OpenAI takes at
+    /// most 4 (the server refuses more).
+    ///
+    /// ```
+    /// use phaseo_agent::{Message, ModelRequest};
+    /// use phaseo_agent::provider::anthropic::{Anthropic, request_body};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// let model = Anthropic::new("claude-sonnet-4-5").stop(["\n\nHuman:", "END"]);
+    /// let request = ModelRequest::new(vec![Message::user("Hi")]);
+    /// let body = request_body(&request, &model, false).unwrap();
+    /// assert_eq!(body["stop_sequences"], json!(["\n\nHuman:", "END"]));
+    /// // A turn's empty list sends none.
+    /// let request = request.stop(Vec::<String>::new());
+    /// assert!(request_body(&request, &model, false).unwrap().get("stop_sequences").is_none());
+    /// ```
+    pub fn stop(mut self, sequences: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.sampling.stop = Some(sequences.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The seed of each request that does not set its own, for repeatable sampling where the
+    /// server offers it ([`ModelRequest::seed`] takes precedence). Sent as OpenAI's `seed`
+    /// (OpenAI, vLLM, llama.cpp and Ollama read it; OpenAI promises only a best effort).
+    /// Anthropic's API has no seed: [`Anthropic`](crate::provider::anthropic::Anthropic) sends
+    /// nothing for it (use `temperature(0.0)` for the most repeatable answers there).
+    ///
+    /// ```
+    /// use phaseo_agent::{Message, ModelRequest};
+    /// use phaseo_agent::provider::anthropic::{Anthropic, request_body as anthropic_body};
+    /// use phaseo_agent::provider::openai::{OpenAi, request_body as openai_body};
+    ///
+    /// let request = ModelRequest::new(vec![Message::user("Hi")]);
+    /// let model = OpenAi::new("gpt-4.1").seed(42);
+    /// assert_eq!(openai_body(&request, &model, false).unwrap()["seed"], 42);
+    /// let claude = Anthropic::new("claude-sonnet-4-5").seed(42);
+    /// assert!(anthropic_body(&request, &claude, false).unwrap().get("seed").is_none());
+    /// ```
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.sampling.seed = Some(seed);
+        self
+    }
+
+    /// Whether a streamed run asks the server to stream its answers (default `true`).
+    ///
+    /// Off, each request asks for a whole answer, streamed run or not: the run's events
+    /// (`tool.called`, `tool.result`, `run.paused`, `model.turn`, ...) flow as before, and only
+    /// the model's deltas (`model.delta`) are absent. For a server that cannot stream what you
+    /// ask of it; a server that refuses is also found out at its first refusal (see
+    /// [`streams`](HttpModel::streams)).
+    ///
+    /// ```
+    /// use phaseo_agent::provider::openai::OpenAi;
+    ///
+    /// let model = OpenAi::new("local").base_url("http://localhost:8000/v1").streaming(false);
+    /// assert!(!model.streams());
+    /// ```
+    pub fn streaming(mut self, streaming: bool) -> Self {
+        self.streaming = streaming;
+        self
+    }
+
+    /// Whether the next streamed request asks the server to stream: `false` when
+    /// [`streaming`](HttpModel::streaming) is off, or once the server refused to stream.
+    ///
+    /// A refusal is one of two answers to a streamed request, each of which says that the
+    /// server will not stream it:
+    ///
+    /// - an HTTP error whose message says that streaming is not supported (`stream` with
+    ///   `not supported`, `unsupported` or `not implemented`), as OpenAI answers for a model
+    ///   that cannot stream;
+    /// - an event stream that ends, or breaks, before its first event, as llama-cpp-python's
+    ///   server does for a turn whose tool choice is automatic.
+    ///
+    /// The same request is then sent once more, whole, within the same turn (its answer is
+    /// the turn's: no retry of the refused stream, and no delta; should that request fail in
+    /// transport, as when the refused stream's connection closes under it, it is tried once
+    /// more at once), the fall-back is logged with
+    /// [`tracing::warn!`](https://docs.rs/tracing), and the model remembers it: every later
+    /// request asks for a whole answer at once. A clone shares what it remembers (an agent holds
+    /// one); setting [`base_url`](HttpModel::base_url) forgets it.
+    ///
+    /// A stream that broke after its first event is never asked again whole: deltas may have
+    /// gone out already, and a second answer would repeat them. It fails as it did
+    /// ([`ModelErrorKind::Transport`](crate::ModelErrorKind::Transport), retried by the agent).
+    /// Nor is a time limit a refusal (a slow server is no refusing one).
+    pub fn streams(&self) -> bool {
+        self.streaming && !self.refused_stream.load(Ordering::Relaxed)
     }
 
     /// How long a whole request may take, a streamed body included (default 10 minutes, each
@@ -370,6 +540,8 @@ impl<W: Wire> fmt::Debug for HttpModel<W> {
             "built-in"
         };
         fields
+            .field("sampling", &self.sampling)
+            .field("streams", &self.streams())
             .field("send_metadata", &self.send_metadata)
             .field("http_client", &client)
             .finish()

@@ -1,5 +1,4 @@
-//! What a provider is: a wire format ([`Wire`]), whose hooks ([`Format`]) the shell calls; and
-//! what the formats' mappings share ([`decimal`]).
+//! What a provider is: a wire format ([`Wire`]), whose hooks ([`Format`]) the shell calls.
 
 use crate::provider::shell::format::Format;
 #[cfg(doc)]
@@ -30,24 +29,3 @@ use crate::provider::shell::model::HttpModel;
 /// # let _ = model;
 /// ```
 pub trait Wire: Format {}
-
-/// An `f32` setting (a temperature) as the decimal it was written as (`0.7`, not
-/// `0.699999988079071`), or `None` when it is not a finite number.
-pub(crate) fn decimal(value: f32) -> Option<serde_json::Number> {
-    value
-        .to_string()
-        .parse::<f64>()
-        .ok()
-        .and_then(serde_json::Number::from_f64)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn decimals_are_written_as_given() {
-        assert_eq!(decimal(0.7).unwrap().to_string(), "0.7");
-        assert_eq!(decimal(f32::NAN), None);
-    }
-}
