@@ -13,7 +13,7 @@ use phaseo_agent::{Agent, Message, Model, ModelRequest, Tool, ToolContext, TurnP
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
 
-use crate::common::{answering as server, bodies, json_ok};
+use crate::support::wire::{bodies, json_ok, scripted_server_any_path};
 
 const OPENAI_TOOL: &str = include_str!("../fixtures/openai/llama_cpp_python_tool_call.json");
 const OPENAI_TEXT: &str = include_str!("../fixtures/openai/llama_cpp_python_text.json");
@@ -77,7 +77,7 @@ async fn both_send_the_defaults_and_a_turns_own_settings_win_and_anthropic_no_se
         } else {
             (OPENAI_TOOL, OPENAI_TEXT, "stop")
         };
-        let server = server(vec![json_ok(tool), json_ok(text)]).await;
+        let server = scripted_server_any_path(vec![json_ok(tool), json_ok(text)]).await;
         if anthropic {
             two_turns(defaults(
                 Anthropic::new("claude-test").base_url(server.uri()),
@@ -173,7 +173,7 @@ async fn a_whole_answer_may_take_longer_than_the_idle_time_before_its_headers() 
             .set_body_raw(body.as_bytes().to_vec(), kind)
             .set_delay(Duration::from_millis(600))
     };
-    let server = server(vec![
+    let server = scripted_server_any_path(vec![
         slow(OPENAI_TEXT, "application/json"),
         slow(OPENAI_TEXT_SSE, "text/event-stream"),
     ])

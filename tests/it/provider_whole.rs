@@ -5,7 +5,6 @@
 //! are absent.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -14,12 +13,13 @@ use tracing::{Event as LogEvent, Level, Metadata, Subscriber};
 use futures::StreamExt;
 use phaseo_agent::provider::anthropic::Anthropic;
 use phaseo_agent::provider::openai::OpenAi;
-use phaseo_agent::{Agent, Event, Model, RetryPolicy, Tool, ToolContext};
+use phaseo_agent::{Agent, Event, Model, Tool, ToolContext};
 use serde_json::{Value, json};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, Respond, ResponseTemplate};
 
-use crate::common::{answering, bodies, json_ok};
+use crate::support::wire::{
+    answering_server, bodies, fast_retries, json_ok, scripted_server_any_path, sse_ok,
+};
 
 const LLAMA_PY_TOOL_JSON: &str = include_str!("../fixtures/openai/llama_cpp_python_tool_call.json");
 const LLAMA_PY_TEXT_JSON: &str = include_str!("../fixtures/openai/llama_cpp_python_text.json");
@@ -27,10 +27,6 @@ const OPENAI_TEXT_SSE: &str = include_str!("../fixtures/openai/openai_text.sse")
 const OPENAI_CUT_SSE: &str = include_str!("../fixtures/openai/openai_cut.sse");
 const ANTHROPIC_TOOL_JSON: &str = include_str!("../fixtures/anthropic/tool_use.json");
 const ANTHROPIC_TEXT_JSON: &str = include_str!("../fixtures/anthropic/end_turn.json");
-
-fn sse_ok(body: &str) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_raw(body.as_bytes().to_vec(), "text/event-stream")
-}
 
 /// A server that answers like llama-cpp-python 0.3.36's with `chatml-function-calling`: a
 /// streamed request whose tool choice is automatic gets an event stream that ends before its
@@ -53,16 +49,6 @@ impl Respond for Refuses {
     }
 }
 
-async fn server(route: &str, responder: impl Respond + 'static) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(route))
-        .respond_with(responder)
-        .mount(&server)
-        .await;
-    server
-}
-
 /// Whether each request asked to stream.
 fn streamed(bodies: &[Value]) -> Vec<bool> {
     bodies.iter().map(|b| b["stream"] == true).collect()
@@ -80,13 +66,10 @@ fn weather(name: &str) -> Tool {
 }
 
 fn agent(model: impl Model + 'static, tool: &str) -> Agent {
-    let fast = RetryPolicy::default()
-        .initial_backoff(Duration::from_millis(1))
-        .max_backoff(Duration::from_millis(2));
     Agent::builder("ops")
         .model(model)
         .tool(weather(tool))
-        .model_retries(fast)
+        .model_retries(fast_retries())
         .build()
         .expect("an agent")
 }
@@ -121,7 +104,7 @@ fn llama_cpp_python() -> Refuses {
 
 #[tokio::test]
 async fn a_stream_refused_by_llama_cpp_python_is_asked_again_whole_once_and_then_whole() {
-    let server = server("/v1/chat/completions", llama_cpp_python()).await;
+    let server = answering_server("/v1/chat/completions", llama_cpp_python()).await;
     let model = OpenAi::new("smollm2").base_url(format!("{}/v1", server.uri()));
     let agent = agent(model.clone(), "get_status");
     // The run's events flow, with no retry and no delta.
@@ -162,7 +145,7 @@ impl Respond for RefusesWith {
 /// A server like llama-cpp-python's that refuses every streamed request with `refusal`.
 async fn refusing_with(refusal: ResponseTemplate) -> MockServer {
     let whole = llama_cpp_python();
-    server("/v1/chat/completions", RefusesWith { refusal, whole }).await
+    answering_server("/v1/chat/completions", RefusesWith { refusal, whole }).await
 }
 
 #[tokio::test]
@@ -205,7 +188,7 @@ async fn an_anthropic_stream_that_ends_before_its_first_event_is_a_refusal() {
     let responder = Refuses {
         whole: [ANTHROPIC_TOOL_JSON, ANTHROPIC_TEXT_JSON],
     };
-    let server = server("/v1/messages", responder).await;
+    let server = answering_server("/v1/messages", responder).await;
     let model = Anthropic::new("claude-test").base_url(server.uri());
     assert_eq!(event_names(&agent(model, "get_status")).await, WHOLE_RUN);
     assert_eq!(streamed(&bodies(&server).await), [true, false, false]);
@@ -214,7 +197,8 @@ async fn an_anthropic_stream_that_ends_before_its_first_event_is_a_refusal() {
 #[tokio::test]
 async fn a_stream_cut_after_its_first_event_is_retried_streamed_never_asked_whole() {
     // Deltas went out before the cut: a whole answer would repeat them.
-    let server = answering(vec![sse_ok(OPENAI_CUT_SSE), sse_ok(OPENAI_TEXT_SSE)]).await;
+    let server =
+        scripted_server_any_path(vec![sse_ok(OPENAI_CUT_SSE), sse_ok(OPENAI_TEXT_SSE)]).await;
     let model = OpenAi::new("gpt-4.1").base_url(format!("{}/v1", server.uri()));
     let names = event_names(&agent(model.clone(), "get_status")).await;
     assert!(names.contains(&"model.retry".to_owned()), "{names:?}");
@@ -232,7 +216,7 @@ async fn streaming_off_asks_whole_and_the_runs_events_still_flow() {
         ),
         ("/v1/messages", [ANTHROPIC_TOOL_JSON, ANTHROPIC_TEXT_JSON]),
     ] {
-        let server = server(route, Refuses { whole }).await;
+        let server = answering_server(route, Refuses { whole }).await;
         let model: Box<dyn Model> = if route == "/v1/messages" {
             Box::new(
                 Anthropic::new("claude-test")
@@ -255,7 +239,7 @@ fn another_base_url_forgets_a_refusal_and_clones_share_it() {
         .build()
         .expect("a runtime");
     runtime.block_on(async {
-        let server = server("/v1/chat/completions", llama_cpp_python()).await;
+        let server = answering_server("/v1/chat/completions", llama_cpp_python()).await;
         let model = OpenAi::new("smollm2").base_url(format!("{}/v1", server.uri()));
         let clone = model.clone();
         agent(model.clone(), "get_status")
@@ -313,7 +297,7 @@ fn the_fall_back_is_logged_once() {
             .build()
             .expect("a runtime");
         runtime.block_on(async {
-            let server = server("/v1/chat/completions", llama_cpp_python()).await;
+            let server = answering_server("/v1/chat/completions", llama_cpp_python()).await;
             let model = OpenAi::new("smollm2").base_url(format!("{}/v1", server.uri()));
             assert_eq!(event_names(&agent(model, "get_status")).await, WHOLE_RUN);
         });

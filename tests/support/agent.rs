@@ -92,28 +92,3 @@ pub fn result_of(request: &ModelRequest, call_id: &str) -> Value {
         .unwrap_or_else(|| panic!("no result for {call_id}"));
     serde_json::from_str(&content).unwrap_or(Value::String(content))
 }
-
-/// A `200` with `body` as JSON.
-pub fn json_ok(body: &str) -> wiremock::ResponseTemplate {
-    wiremock::ResponseTemplate::new(200).set_body_raw(body.as_bytes().to_vec(), "application/json")
-}
-
-/// A server that answers each `POST` with the next of `answers`.
-pub async fn answering(answers: Vec<wiremock::ResponseTemplate>) -> wiremock::MockServer {
-    let server = wiremock::MockServer::start().await;
-    let answers = std::sync::Mutex::new(answers.into_iter().rev().collect::<Vec<_>>());
-    let next =
-        move |_: &wiremock::Request| answers.lock().expect("a lock").pop().expect("an answer");
-    wiremock::Mock::given(wiremock::matchers::method("POST"))
-        .respond_with(next)
-        .mount(&server)
-        .await;
-    server
-}
-
-/// The JSON bodies of the requests `server` received, in order.
-pub async fn bodies(server: &wiremock::MockServer) -> Vec<Value> {
-    let requests = server.received_requests().await.expect("recording is on");
-    let body = |r: &wiremock::Request| serde_json::from_slice(&r.body).expect("a JSON request");
-    requests.iter().map(body).collect()
-}

@@ -34,6 +34,16 @@ pub async fn scripted_server(route: &str, responses: Vec<ResponseTemplate>) -> M
     answering_server(route, Script::new(responses)).await
 }
 
+/// A server that answers every POST, whatever its path, with `responses`, one each, in order.
+pub async fn scripted_server_any_path(responses: Vec<ResponseTemplate>) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Script::new(responses))
+        .mount(&server)
+        .await;
+    server
+}
+
 /// A server that answers POSTs to `route` with `responder`.
 pub async fn answering_server(route: &str, responder: impl Respond + 'static) -> MockServer {
     let server = MockServer::start().await;
@@ -48,6 +58,12 @@ pub async fn answering_server(route: &str, responder: impl Respond + 'static) ->
 /// The requests a server received, in order.
 pub async fn requests(server: &MockServer) -> Vec<Request> {
     server.received_requests().await.expect("recording is on")
+}
+
+/// The JSON bodies of the requests a server received, in order.
+pub async fn bodies(server: &MockServer) -> Vec<serde_json::Value> {
+    let body = |r: &Request| serde_json::from_slice(&r.body).expect("a JSON request");
+    requests(server).await.iter().map(body).collect()
 }
 
 /// A 200 with a JSON body.
