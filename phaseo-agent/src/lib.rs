@@ -217,9 +217,16 @@ pub use tool::returns::{Answer, Awaited, Blocking, ToolReturn, TypedReturn};
 pub use tool::typed::ToolOutput;
 
 /// The README's examples, compiled and run as doctests so that they cannot drift from the API.
-#[cfg(doctest)]
+/// They use the providers and MCP, so they run where those features are on (as in
+/// `cargo test --workspace`).
+#[cfg(all(doctest, feature = "openai", feature = "anthropic", feature = "mcp"))]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
+
+/// The recipes (`docs/recipes.md`), compiled and run as doctests, with the same features.
+#[cfg(all(doctest, feature = "openai", feature = "anthropic", feature = "mcp"))]
+#[doc = include_str!("../../docs/recipes.md")]
+struct RecipeDoctests;
 
 /// The `#[tool]` attribute macro: see the crate docs of typed tools.
 pub use phaseo_agent_macros::tool;
