@@ -1,38 +1,4 @@
-//! Using an MCP server's tools as tools of an agent: [`McpClient`].
-//!
-//! A server's tools are ordinary [`Tool`]s: everything a tool of this process has applies to them
-//! (approval, timeouts, the error policy, validators, hooks, output caps). What a call does:
-//!
-//! - **Arguments** are validated locally against the server's input schema, in the draft its
-//!   `$schema` names (2020-12 without one), so arguments the schema refuses never reach the server.
-//!   The model reads the schema normalised like any tool's ([`schema::normalize`]): no `$schema`,
-//!   definitions inlined.
-//! - **The output** is the result's `structuredContent` when the server sent one; otherwise its
-//!   text content (the text blocks joined by newlines) as a JSON string; a result with other
-//!   content (images, resources) is the content blocks as JSON.
-//! - **`isError: true`** is the tool's error, with the result's text: under the default policy the
-//!   model reads `{"error": "<text>"}`; under [`OnError::FailRun`] the run fails. A protocol error
-//!   (an unknown tool, a server gone) is a tool error too.
-//! - **Progress**: each `notifications/progress` the server sends for the call is the tool's
-//!   progress ([`ToolContext::emit_progress`]), so a run streams it as a `tool.preliminary_result`
-//!   event: `{"progress": 2, "total": 5, "message": "..."}` (`total` and `message` when sent).
-//! - **Timeouts and cancellation**: a call abandoned before its result (its timeout, a dropped
-//!   run, a sibling that failed the run) sends `notifications/cancelled` for its request.
-//! - **`notifications/tools/list_changed`** makes the client list the tools again: [`McpClient::tools`]
-//!   gives the new set. An agent keeps the tools it was built with; build it again (it is cheap) to
-//!   give it the new set. A flood of them costs at most one listing running and one waiting.
-//! - **Limits**: what the server sends is bounded by [`McpClientLimits`], set before connecting
-//!   with [`McpClient::builder`]: the time to answer `initialize` and each `tools/list` page, the
-//!   pages and tools of a listing, the bytes of one message, each tool's input schema (its bytes,
-//!   and its values and depth once its `$ref`s are inlined), and the progress kept per call. A
-//!   listing or connection over a limit fails with [`McpClientError::Limit`]; a tool whose schema
-//!   is over one is left out and listed by [`McpClient::refused`]; a call whose result is over the
-//!   message limit fails with [`AgentError::LimitExceeded`] at once.
-//!
-//! [`AgentError::LimitExceeded`]: crate::AgentError::LimitExceeded
-//! [`schema::normalize`]: crate::schema::normalize
-//! [`OnError::FailRun`]: crate::OnError::FailRun
-//! [`ToolContext::emit_progress`]: crate::ToolContext::emit_progress
+//! The MCP client (`McpClient`); its user docs are the `mcp` module's, under "Using a server's tools".
 
 mod observe;
 mod call;
@@ -330,7 +296,7 @@ where
 /// [`spawn`](Self::spawn)), at a URL (Streamable HTTP: [`url`](Self::url)), or over any rmcp
 /// transport ([`connect`](Self::connect)); then give an agent its [`tools`](Self::tools). The
 /// client lists the tools when it connects, and again when the server says they changed. See the
-/// [module docs](self) for what a call does.
+/// [module docs](crate::mcp#using-a-servers-tools) for what a call does.
 ///
 /// Dropping the client closes the connection; a server started from a command is ended with it.
 ///

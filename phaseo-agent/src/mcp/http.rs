@@ -1,28 +1,4 @@
-//! Serving a tool set over MCP's Streamable HTTP transport: a tower service
-//! ([`McpHttpService`], rmcp's service behind checks of ours), and a small HTTP/1 server of it on
-//! a TCP listener.
-//!
-//! What a client may cost is bounded by [`McpServerLimits`] ([`McpServer::limits`]).
-//! [`serve_http`](McpServer::serve_http) serves the very service
-//! [`http_service`](McpServer::http_service) returns, so a request is checked the same way in
-//! both; what a service cannot see (connections, and a request before its headers are in) is
-//! bounded by `serve_http`, or by your server when you mount the service:
-//!
-//! | what | [`serve_http`](McpServer::serve_http) | [`http_service`](McpServer::http_service) in your server |
-//! |---|---|---|
-//! | sessions kept ([`max_sessions`](crate::limits::McpServerLimits::max_sessions)) | 503 with `Retry-After` past it | the same |
-//! | a session unused ([`session_idle_timeout`](crate::limits::McpServerLimits::session_idle_timeout)) | ended; its id answers 404 | the same |
-//! | calls at once in a session ([`max_calls_per_session`](crate::limits::McpServerLimits::max_calls_per_session)) | past it, a call is answered `isError` and its tool does not run | the same |
-//! | a body's size ([`max_body_bytes`](crate::limits::McpServerLimits::max_body_bytes)) | 413, before any of it reaches a tool | the same |
-//! | a body's time ([`body_read_timeout`](crate::limits::McpServerLimits::body_read_timeout)) | 408, the connection closed | the same (counted from when the service gets the request) |
-//! | the headers' time ([`header_read_timeout`](crate::limits::McpServerLimits::header_read_timeout)) | the connection closed | your server's to bound |
-//! | connections ([`max_connections`](crate::limits::McpServerLimits::max_connections)) | past it, new ones wait in the listen backlog | your server's to bound |
-//!
-//! Each refusal's text names the setting that raises it. Both check `Host` and `Origin` against
-//! DNS rebinding and cross-site calls: only loopback `Host` names are served (rmcp's rule:
-//! `localhost`, `127.0.0.1`, `::1`), and a request whose `Origin` is neither a page of this
-//! machine (`http` or `https`, any port, `localhost`, any address of 127.0.0.0/8, `[::1]`) nor
-//! one of [`McpServer::allowed_origins`] is refused with 403 before it reaches a tool.
+//! Streamable HTTP serving; its user docs are the `mcp` module's, under "Serving over HTTP".
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -58,7 +34,7 @@ impl McpServer {
     /// [`serve_http`](Self::serve_http) does, within [`McpServer::limits`]: the `Origin`, the
     /// number of sessions, a body's size and the time to send it, the calls running at once in a
     /// session. The time to send the headers and the number of connections are your server's to
-    /// bound (see [the module docs](self)).
+    /// bound (see [the module docs](crate::mcp#serving-over-http)).
     /// Only requests whose `Host` is a loopback name are served, and only pages of loopback
     /// origins or [`McpServer::allowed_origins`] (guards against DNS rebinding and cross-site
     /// calls). For a server reached by another name, build rmcp's
@@ -93,7 +69,7 @@ impl McpServer {
     /// Serves the tools over Streamable HTTP at `addr` (any path), on a listener of its own, until
     /// [`HttpServing::shutdown`]. Bind `127.0.0.1:0` for a free port, and read it back from
     /// [`HttpServing::local_addr`]. Every one of [`McpServer::limits`] applies (see
-    /// [the module docs](self)).
+    /// [the module docs](crate::mcp#serving-over-http)).
     ///
     /// ```
     /// use phaseo_agent::mcp::McpServer;

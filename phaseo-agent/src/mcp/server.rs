@@ -1,87 +1,4 @@
-//! Serving a tool set as an MCP server: the tools of an agent, or a list of tools with their
-//! resources, to any MCP client (desktop assistants, IDEs, other agents).
-//!
-//! ```
-//! use phaseo_agent::mcp::McpServer;
-//! use phaseo_agent::tool;
-//!
-//! /// Add two numbers.
-//! #[tool(title = "Add", read_only, idempotent)]
-//! fn add(a: i64, b: i64) -> i64 {
-//!     a + b
-//! }
-//!
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let server = McpServer::new(add).name("calculator", "1.0.0");
-//! // In a real program: `server.serve_stdio().await?.wait().await?` (a desktop client launches
-//! // it), or `server.serve_http("127.0.0.1:8080").await?`. Here, over an in-memory pipe:
-//! let (ours, theirs) = tokio::io::duplex(64 * 1024);
-//! let serving = tokio::spawn(async move { server.serve(ours).await?.wait().await });
-//! # drop(theirs);
-//! # let _ = serving.await;
-//! # Ok(())
-//! # }
-//! ```
-//!
-//! What a client sees, and what a call does:
-//!
-//! - **`tools/list`**: every tool that runs in this process, with its canonical parameter schema
-//!   as `inputSchema`, its title and behaviour hints ([`Tool::hints`](crate::Tool::hints), as
-//!   `title` and `annotations`), and the schema of a typed output as `outputSchema`
-//!   ([`Tool::output_type_schema`](crate::Tool::output_type_schema)). External tools
-//!   ([`Tool::external`](crate::Tool::external)) are not listed: their results come from outside
-//!   this process, so there is nothing here to run.
-//! - **`tools/call`** goes through the same path as a call in an agent's run
-//!   ([`Tool::invoke`](crate::Tool::invoke)): the arguments are checked against the schema before
-//!   any of the tool's code runs, and the tool's timeout (or the agent's default), its output
-//!   checks and its output cap (or the agent's) apply. Every failure, bad arguments included, is
-//!   a result with `isError: true` whose text is exactly what a model reads in a run
-//!   (`{"error":"Invalid tool input: $.a: \"x\" is not of type \"integer\""}`); the error policy
-//!   `fail-run` has no run to fail here, so it reads the same. A call to a tool that is not listed
-//!   is a protocol error (`-32602`), as MCP asks.
-//! - **Output as text**: an output that is a JSON string is sent as that string (`deployed`, not
-//!   `"deployed"`), since a client shows text content to its model as it is; any other output is
-//!   its JSON text. The cap counts the characters of that text.
-//! - **Typed output**: a tool whose output schema is recorded answers with `structuredContent`
-//!   (the output, whole) beside its text (capped like any result, since a model reads it).
-//! - **Progress**: when the client's request carries a progress token, each value the tool
-//!   publishes ([`ToolContext::emit_progress`](crate::ToolContext::emit_progress), or a streaming
-//!   tool's [`ToolEvent::Progress`](crate::ToolEvent::Progress)) is sent at once as
-//!   `notifications/progress`: `progress` counts them (1, 2, ...), and `message` is the value (a
-//!   string as is, anything else as JSON text). Without a token, nothing is sent.
-//! - **Cancellation**: `notifications/cancelled` for a running call drops the call's future and
-//!   fires its [`ToolContext::cancellation_token`](crate::ToolContext::cancellation_token), as a
-//!   timeout does. A client that goes away is another matter, as MCP says:
-//!   - over stdio (or any byte stream), the end of the input ends the session: nobody is left
-//!     to read an answer, so the session's running calls are cancelled at once (their tokens
-//!     fire), and the session ends;
-//!   - over Streamable HTTP, a disconnect is not a cancellation (the client may come back for
-//!     the answer): the call runs to its end (or its timeout). A session nobody uses ends after
-//!     [`McpServerLimits::session_idle_timeout`], and its calls with it.
-//! - **Calls at once**: a session runs at most
-//!   [`McpServerLimits::max_calls_per_session`] calls at once (64 by default), over any
-//!   transport; past it a `tools/call` is answered at once with `isError` and a text naming the
-//!   setting, and its tool does not run. A call holds its place until it ends, is cancelled or
-//!   times out.
-//! - **Before `initialize`** (stdio): a notification is ignored, `ping` is answered, and any
-//!   other request gets a JSON-RPC error (`-32600`); the session waits for `initialize`.
-//! - **Approval**: a call that needs a person's approval (the tool's
-//!   [`require_approval`](crate::Tool::require_approval) or approval function and, for an agent's
-//!   tools, the agent's approval rule or policy and its `human_review`) is put to the person
-//!   through the client when the client can ask in a form (MCP elicitation, form mode: the
-//!   client's `elicitation` capability says `form`, or is `{}`): the message names the tool and
-//!   shows the call's arguments, and accepting runs the call; declining or cancelling answers
-//!   `isError` with `{"error":"Rejected by a person"}`. A client that cannot ask (no
-//!   elicitation, or URL mode only) gets `isError`
-//!   saying that the tool needs a person's approval and the client cannot ask for one; the tool
-//!   does not run. An interactive hook ([`Tool::on_tool_called`](crate::Tool::on_tool_called))
-//!   answers as in a run; a call it leaves to a person is answered with `isError`. The wait for
-//!   the person's answer has no limit of its own: it ends when the call is cancelled, and over
-//!   HTTP when the session has been unused for its idle timeout.
-//!
-//! The server speaks the MCP versions up to 2025-11-25 (asking a person needs a request from
-//! the server to the client, which the 2026-07-28 revision replaced).
+//! The MCP server (`McpServer`); its user docs are the `mcp` module's, under "Serving".
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -116,7 +33,7 @@ MCP client cannot ask for one (it does not support elicitation)";
 /// A tool set to serve over MCP: built from a list of tools ([`McpServer::new`]) or an agent
 /// ([`McpServer::from_agent`]), then served over stdio, any byte stream, or Streamable HTTP.
 ///
-/// See [the module docs](self) for what clients see.
+/// See [the module docs](crate::mcp#serving) for what clients see.
 ///
 /// ```
 /// use phaseo_agent::mcp::McpServer;

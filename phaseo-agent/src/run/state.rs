@@ -172,7 +172,7 @@ impl PendingCall {
         self.input_as()
     }
 
-    /// The call's arguments as `I`, for a tool with no item to name: a [`Tool::typed`] tool, a
+    /// The call's arguments as `I`, for a tool with no item to name: a [`Tool::typed`](crate::Tool::typed) tool, a
     /// method of a `#[tools]` block (`SearchArgs` for `search`). Arguments that do not decode as
     /// `I` are refused with [`AgentError::InvalidInput`].
     ///
