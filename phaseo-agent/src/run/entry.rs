@@ -261,26 +261,12 @@ impl RunRequest {
     /// # }
     /// ```
     pub fn stream(self) -> EventStream {
-        let RunRequest {
-            agent,
-            input,
-            options,
-        } = self;
-        EventStream::new(move |events| Box::pin(Runner::start(agent, input, options, events)))
+        EventStream::new(move |events| self.start(events))
     }
-}
 
-impl IntoFuture for RunRequest {
-    type Output = Outcome;
-    type IntoFuture = BoxFuture<'static, Outcome>;
-
-    fn into_future(self) -> Self::IntoFuture {
-        Box::pin(Runner::start(
-            self.agent,
-            self.input,
-            self.options,
-            Emitter::default(),
-        ))
+    /// The run, reporting to `events` (nobody, when the request is awaited).
+    fn start(self, events: Emitter) -> BoxFuture<'static, Outcome> {
+        Box::pin(Runner::start(self.agent, self.input, self.options, events))
     }
 }
 
@@ -360,29 +346,17 @@ impl ResumeRequest {
     /// # }
     /// ```
     pub fn stream(self) -> EventStream {
-        let ResumeRequest {
-            agent,
-            state,
-            decisions,
-            options,
-        } = self;
-        EventStream::new(move |events| {
-            Box::pin(Runner::resume(agent, state, decisions, options, events))
-        })
+        EventStream::new(move |events| self.start(events))
     }
-}
 
-impl IntoFuture for ResumeRequest {
-    type Output = Outcome;
-    type IntoFuture = BoxFuture<'static, Outcome>;
-
-    fn into_future(self) -> Self::IntoFuture {
+    /// The run, reporting to `events` (nobody, when the request is awaited).
+    fn start(self, events: Emitter) -> BoxFuture<'static, Outcome> {
         Box::pin(Runner::resume(
             self.agent,
             self.state,
             self.decisions,
             self.options,
-            Emitter::default(),
+            events,
         ))
     }
 }
@@ -449,26 +423,12 @@ impl RetryRequest {
     /// # }
     /// ```
     pub fn stream(self) -> EventStream {
-        let RetryRequest {
-            agent,
-            state,
-            options,
-        } = self;
-        EventStream::new(move |events| Box::pin(Runner::retry(agent, state, options, events)))
+        EventStream::new(move |events| self.start(events))
     }
-}
 
-impl IntoFuture for RetryRequest {
-    type Output = Outcome;
-    type IntoFuture = BoxFuture<'static, Outcome>;
-
-    fn into_future(self) -> Self::IntoFuture {
-        Box::pin(Runner::retry(
-            self.agent,
-            self.state,
-            self.options,
-            Emitter::default(),
-        ))
+    /// The run, reporting to `events` (nobody, when the request is awaited).
+    fn start(self, events: Emitter) -> BoxFuture<'static, Outcome> {
+        Box::pin(Runner::retry(self.agent, self.state, self.options, events))
     }
 }
 
@@ -534,29 +494,33 @@ impl ContinueRequest {
     /// # }
     /// ```
     pub fn stream(self) -> EventStream {
-        let ContinueRequest {
-            agent,
-            state,
-            input,
-            options,
-        } = self;
-        EventStream::new(move |events| {
-            Box::pin(Runner::continue_run(agent, state, input, options, events))
-        })
+        EventStream::new(move |events| self.start(events))
     }
-}
 
-impl IntoFuture for ContinueRequest {
-    type Output = Outcome;
-    type IntoFuture = BoxFuture<'static, Outcome>;
-
-    fn into_future(self) -> Self::IntoFuture {
+    /// The run, reporting to `events` (nobody, when the request is awaited).
+    fn start(self, events: Emitter) -> BoxFuture<'static, Outcome> {
         Box::pin(Runner::continue_run(
             self.agent,
             self.state,
             self.input,
             self.options,
-            Emitter::default(),
+            events,
         ))
     }
 }
+
+/// Awaiting a request runs it, with no listener for its events.
+macro_rules! into_future {
+    ($($request:ty),*) => {$(
+        impl IntoFuture for $request {
+            type Output = Outcome;
+            type IntoFuture = BoxFuture<'static, Outcome>;
+
+            fn into_future(self) -> Self::IntoFuture {
+                self.start(Emitter::default())
+            }
+        }
+    )*};
+}
+
+into_future!(RunRequest, ResumeRequest, RetryRequest, ContinueRequest);
