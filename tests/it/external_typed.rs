@@ -207,3 +207,32 @@ mod quiet {
         assert_eq!(done.state.tool_result("c2"), Some(r#""yes""#));
     }
 }
+
+/// What to do with a host; `count` is an integer inside an internally tagged enum.
+#[derive(Debug, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum HostAction {
+    Restart { count: u32 },
+}
+
+/// Act on a host, by hand.
+#[tool(external)]
+fn act(action: HostAction) -> Value;
+
+#[tokio::test]
+async fn a_pending_call_reads_an_integer_written_as_a_float_as_the_tool_would() {
+    // The argument check accepts `2.0` for an integer (JSON Schema counts it as one), so the
+    // call pauses; reading it must accept it too, as the tool's own decoding does.
+    let model =
+        ScriptedModel::new().tool_call("c1", "act", json!({"type": "restart", "count": 2.0}));
+    let agent = Agent::builder("ops")
+        .model(model)
+        .tool(act)
+        .build()
+        .unwrap();
+    let state = agent.run("Restart it twice").await.unwrap().state;
+    let input = pending(&state, "c1")
+        .input(act)
+        .expect("the arguments the check accepted");
+    assert_eq!(input, HostAction::Restart { count: 2 });
+}

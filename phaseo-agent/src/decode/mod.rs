@@ -138,6 +138,18 @@ impl<R: FnMut(&str, Cx<'_>, NodeId) -> Result<(), serde_json::Error>> Read for R
 
 /// The reason given when a decode reported success but kept nothing (a bug, not a model's fault).
 #[cold]
+/// A value the schema check accepted, decoded as `I` by plain serde (for a type known only as
+/// `DeserializeOwned`, such as a pending call's input read back): when that fails, it is decoded
+/// once more with its integer-valued floats as integers, as [`Core`] does, since the schema counts
+/// `2.0` as an integer and a buffered enum would otherwise refuse it.
+pub(crate) fn from_checked_value<I: DeserializeOwned>(value: &Value) -> Result<I, String> {
+    I::deserialize(value).or_else(|error| {
+        text::integral_text(value)
+            .and_then(|integral| serde_json::from_str(&integral).ok())
+            .ok_or_else(|| format!("$: {error}"))
+    })
+}
+
 pub(crate) fn nothing_decoded() -> String {
     "$: the input was not decoded".to_owned()
 }

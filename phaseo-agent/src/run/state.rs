@@ -172,9 +172,10 @@ impl PendingCall {
         self.input_as()
     }
 
-    /// The call's arguments as `I`, for a tool with no item to name: a [`Tool::typed`](crate::Tool::typed) tool, a
-    /// method of a `#[tools]` block (`SearchArgs` for `search`). Arguments that do not decode as
-    /// `I` are refused with [`AgentError::InvalidInput`].
+    /// The call's arguments as `I`, for a tool with no item to name: a
+    /// [`Tool::typed`](crate::Tool::typed) tool, a method of a `#[tools]` block (`SearchArgs` for
+    /// `search`). They decode as the tool's own do (an integer written `2.0` is an integer, as the
+    /// schema counts it); arguments that do not are refused with [`AgentError::InvalidInput`].
     ///
     /// ```
     /// use phaseo_agent::{Agent, ScriptedModel, Tool};
@@ -204,7 +205,7 @@ impl PendingCall {
     /// # }
     /// ```
     pub fn input_as<I: DeserializeOwned>(&self) -> Result<I, AgentError> {
-        I::deserialize(&self.arguments).map_err(|e| AgentError::InvalidInput(format!("$: {e}")))
+        crate::decode::from_checked_value(&self.arguments).map_err(AgentError::InvalidInput)
     }
 }
 
