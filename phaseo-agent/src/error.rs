@@ -204,6 +204,111 @@ pub enum AgentError {
         /// The agent's limit.
         limit: usize,
     },
+    /// A run store refused or failed an operation (see [`StoreError`]): another process took the
+    /// run first, a stored row is damaged, the database is unreachable.
+    #[error("{0}")]
+    Store(StoreError),
+}
+
+/// Why a run store refused or failed an operation.
+///
+/// Every variant that concerns one run names it, so one damaged row or one lost race never
+/// hides which run it was, and never stops the store from serving the others.
+///
+/// ```
+/// use phaseo_agent::{AgentError, AgentErrorKind, StoreError};
+///
+/// let lost = StoreError::Conflict { run_id: "run_1".into(), expected: 4, found: 5 };
+/// assert!(lost.to_string().contains("run `run_1`"));
+/// assert_eq!(AgentError::Store(lost).kind(), AgentErrorKind::Store);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A write named the version of the run it read, and the run has moved on since: another
+    /// resumer, recoverer or decision came first. Nothing was written.
+    #[error(
+        "Run `{run_id}` is at version {found}, not {expected}: another process changed it first; nothing was written (load it again)"
+    )]
+    Conflict {
+        /// The run.
+        run_id: String,
+        /// The version the write was made against.
+        expected: u64,
+        /// The version the store holds.
+        found: u64,
+    },
+    /// No run with this id is stored.
+    #[error("No run `{run_id}` in the store")]
+    NotFound {
+        /// The run.
+        run_id: String,
+    },
+    /// A run with this id is stored already.
+    #[error("Run `{run_id}` is already in the store")]
+    AlreadyExists {
+        /// The run.
+        run_id: String,
+    },
+    /// A stored row of this run could not be read back as written (truncated, edited, or its
+    /// checksum does not match). The run is left as it is; other runs are unaffected.
+    #[error("Run `{run_id}` is damaged at version {version}: {reason}")]
+    Corrupt {
+        /// The run.
+        run_id: String,
+        /// The version of the damaged row.
+        version: u64,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A row of this run was written by a newer phaseo-agent, in a format this build does not read.
+    #[error(
+        "Run `{run_id}` has a row at version {version} in format {found}; this build reads format {supported}: upgrade phaseo-agent to load it"
+    )]
+    UnsupportedFormat {
+        /// The run.
+        run_id: String,
+        /// The version of the row.
+        version: u64,
+        /// The row's format.
+        found: u32,
+        /// The format this build reads.
+        supported: u32,
+    },
+    /// The database's schema was migrated by a newer phaseo-agent; this build refuses to touch it.
+    #[error(
+        "The store's schema is at version {found}; this build knows versions up to {supported}: upgrade phaseo-agent"
+    )]
+    SchemaTooNew {
+        /// The schema version in the database.
+        found: i64,
+        /// The newest schema version this build knows.
+        supported: i64,
+    },
+    /// A decision does not fit the run as stored: its call is not waiting, or the arguments or
+    /// version it was made on are not the current ones. Nothing was recorded.
+    #[error("Decision refused for call `{call_id}` of run `{run_id}`: {reason}")]
+    StaleDecision {
+        /// The run.
+        run_id: String,
+        /// The call the decision names.
+        call_id: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// A run is not in the state the operation needs (resuming a run that is not paused, say).
+    #[error("Run `{run_id}` is {status}; {needed}")]
+    WrongStatus {
+        /// The run.
+        run_id: String,
+        /// Its stored status.
+        status: String,
+        /// What the operation needs.
+        needed: String,
+    },
+    /// The database failed (unreachable, a constraint, an I/O error), with the driver's message.
+    #[error("Run store error: {0}")]
+    Database(String),
 }
 
 /// What kind of failure an [`AgentError`] is: one name per variant, stable and serialisable, for
@@ -277,6 +382,8 @@ pub enum AgentErrorKind {
     Model,
     /// [`AgentError::LimitExceeded`].
     LimitExceeded,
+    /// [`AgentError::Store`].
+    Store,
 }
 
 impl AgentErrorKind {
@@ -310,6 +417,7 @@ impl AgentErrorKind {
             AgentErrorKind::TooManyToolCalls => "too_many_tool_calls",
             AgentErrorKind::Model => "model",
             AgentErrorKind::LimitExceeded => "limit_exceeded",
+            AgentErrorKind::Store => "store",
         }
     }
 }
@@ -372,6 +480,7 @@ impl AgentError {
             AgentError::TooManyToolCalls { .. } => AgentErrorKind::TooManyToolCalls,
             AgentError::Model(_) => AgentErrorKind::Model,
             AgentError::LimitExceeded(_) => AgentErrorKind::LimitExceeded,
+            AgentError::Store(_) => AgentErrorKind::Store,
         }
     }
 

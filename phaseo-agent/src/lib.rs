@@ -167,12 +167,10 @@
 //! - [`mcp`] (feature `mcp`): serving tools over MCP ([`mcp::McpServer`]) and using MCP
 //!   servers' tools ([`mcp::McpClient`]). Uses every stage above.
 //!
-//! A later stage will follow: `store` (durable run stores).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The stages, lowest first. A module uses only the modules declared before it (and its own
 // submodules); `tests/architecture.rs` checks this, and ARCHITECTURE.md explains the cut.
-// `store` will be declared after `run` (and before `mcp`).
 pub mod limits;
 mod error;
 mod model;
@@ -181,11 +179,12 @@ pub mod provider;
 mod decode;
 mod tool;
 mod run;
+pub mod store;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
 
-pub use error::{AgentError, AgentErrorKind};
+pub use error::{AgentError, AgentErrorKind, StoreError};
 pub use error::{ModelError, ModelErrorKind};
 pub use model::message::{Message, ToolCall};
 pub use model::request::{

@@ -1,0 +1,16 @@
+//! Durable runs: a run store keeps every run's journal, so that a paused run is resumed exactly
+//! once, from any process, and a crash in the middle of a tool loses nothing.
+//!
+//! Stage 6, after `run`: it stores what the run stage hands it and never reaches into the loop.
+//! Its files, lowest first:
+//!
+//! - `backend`: [`RunStore`], what a database does (rows and a compare-and-swap on a run's
+//!   version), and the rows it keeps;
+//! - `sqlite`, `postgres`: the two databases (features `sqlite` and `postgres`).
+
+pub(crate) mod backend;
+
+pub use backend::{
+    Append, AuditFilter, DecisionRow, JournalRow, LoadedRun, NewRun, Page, PendingFilter,
+    PendingRow, RunFilter, RunStore, RunSummary, SnapshotRow, StoredStatus,
+};
