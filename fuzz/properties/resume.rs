@@ -245,10 +245,11 @@ impl Script<'_> {
 fn fitting(decisions: Decisions, pending: &PendingCall) -> Decisions {
     let id = pending.call.id.clone();
     match pending.kind {
-        PendingKind::ToolApproval | PendingKind::Hitl => decisions.approve(id),
         PendingKind::ExternalOutput => {
             decisions.output(id, json!({"title": "Printer on fire", "priority": 2}))
         }
+        // A gated, reviewed or in-doubt call.
+        _ => decisions.approve(id),
     }
 }
 

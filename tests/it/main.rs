@@ -15,6 +15,7 @@ mod approval_properties;
 mod bad_arguments;
 mod concurrency;
 mod decode_hostile;
+mod durable;
 mod differential;
 mod error_policy;
 mod external_typed;

@@ -657,6 +657,7 @@ impl Inner {
             step_index: 0,
             context: Arc::new(Value::Null),
             call: ToolCall::raw(context.id.to_string(), tool.id.clone(), arguments),
+            attempt: 0,
             progress: sink,
             event_checks: tool.event_checks.clone(),
             resources: self.resources.clone(),

@@ -33,6 +33,6 @@ impl Runner {
         }
         runner.emit_started(true);
         let result = runner.drive().await;
-        runner.finish(result)
+        runner.finish(result).await
     }
 }

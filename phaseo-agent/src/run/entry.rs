@@ -4,6 +4,7 @@
 //! on the request, present only where they apply.
 
 use std::future::IntoFuture;
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -12,6 +13,7 @@ use crate::model::message::Message;
 use crate::model::request::TurnParams;
 use crate::run::agent::Agent;
 use crate::run::event::{Emitter, EventStream};
+use crate::run::journal::{Journal, JournalFor};
 use crate::run::runner::{RunOptions, Runner};
 use crate::run::state::{Decisions, RunError, RunResult, RunState};
 
@@ -207,6 +209,15 @@ pub struct RunRequest {
 }
 
 impl RunRequest {
+    /// Journals the run in the journal `make` makes for its run id (a run store's).
+    pub(crate) fn journal_with(
+        mut self,
+        make: impl FnOnce(&str) -> Arc<dyn Journal> + Send + 'static,
+    ) -> Self {
+        self.options.journal_for = Some(JournalFor(Box::new(make)));
+        self
+    }
+
     /// The application context tools see (`ctx.context()`), kept in the run's state. Default:
     /// `Value::Null`.
     pub fn context(mut self, context: Value) -> Self {
@@ -311,6 +322,12 @@ pub struct ResumeRequest {
 }
 
 impl ResumeRequest {
+    /// Journals the resumed run in `journal` (a run store's, which took the run).
+    pub(crate) fn journal(mut self, journal: Arc<dyn Journal>) -> Self {
+        self.options.journal = Some(journal);
+        self
+    }
+
     /// How many calls of one turn run at once, for the rest of this run. Default: the agent's.
     pub fn tool_concurrency(mut self, concurrency: usize) -> Self {
         self.options.concurrency = Some(concurrency);

@@ -10,6 +10,7 @@ use crate::error::AgentError;
 use crate::model::message::ToolCall;
 use crate::run::agent::AgentInner;
 use crate::run::event::{Emitter, Event};
+use crate::run::journal::{Journal, Transition};
 use crate::run::state::ToolStep;
 use crate::tool::call::Parsed;
 use crate::tool::context::ToolContext;
@@ -42,6 +43,8 @@ pub(crate) struct Execution<'a> {
     pub(crate) inner: &'a AgentInner,
     pub(crate) events: &'a Emitter,
     pub(crate) concurrency: usize,
+    /// Where each call's start and result are recorded, if anywhere.
+    pub(crate) journal: Option<&'a dyn Journal>,
 }
 
 impl Execution<'_> {
@@ -104,6 +107,21 @@ impl Execution<'_> {
         if let Some(by) = stop.failed_by() {
             // Queued behind the call that failed the run: it never starts.
             return (slot, self.cancelled(&ctx, by));
+        }
+        if let Some(journal) = self.journal {
+            // The start is recorded before the tool's code runs, so a crash leaves the call
+            // known to be in doubt; a run that cannot record it does not run it.
+            let started = Transition::CallStarted {
+                call_id: &call.id,
+                tool: &call.name,
+                attempt: ctx.attempt(),
+            };
+            if let Err(error) = journal.record(started).await {
+                stop.fail(&call.id);
+                let mut outcome = self.cancelled(&ctx, call.id.clone());
+                outcome.fail = Some(error);
+                return (slot, outcome);
+            }
         }
         self.events
             .emit(|| Event::ToolCalled { call: call.clone() });
@@ -188,6 +206,18 @@ impl Execution<'_> {
                     }
                 }
             },
+        }
+        if let Some(journal) = self.journal {
+            let finished = Transition::CallFinished {
+                step: &outcome.step,
+                new_context: outcome.effects.new_context.as_ref(),
+            };
+            if let Err(error) = journal.record(finished).await {
+                stop.fail(&call.id);
+                if outcome.fail.is_none() {
+                    outcome.fail = Some(error);
+                }
+            }
         }
         (slot, outcome)
     }

@@ -8,6 +8,8 @@
 //!   decisions, steps, results);
 //! - `signing`: HMAC signatures of stored states;
 //! - `event`: the run's events and their stream;
+//! - `journal`: the transitions a run reports as they happen, for a write-ahead journal, and
+//!   what recovering an interrupted run starts from;
 //! - `agent`: [`Agent`](agent::Agent), its builder and its settings;
 //! - `execute`: the calls of one turn, under the concurrency limit, in call order;
 //! - `runner`: the loop (model turn, plan each call, execute, pause or go on);
@@ -19,6 +21,7 @@
 pub(crate) mod state;
 pub(crate) mod signing;
 pub(crate) mod event;
+pub(crate) mod journal;
 pub(crate) mod agent;
 pub(crate) mod execute;
 pub(crate) mod runner;

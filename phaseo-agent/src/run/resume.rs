@@ -113,13 +113,18 @@ impl Runner {
                     "an external tool has no executor: supply its output with `Decision::Output`",
                 ));
             }
-            PendingKind::Hitl if runs && !tool.executable => {
+            PendingKind::Hitl | PendingKind::OutcomeUnknown if runs && !tool.executable => {
                 return Err(mismatch(
                     "this tool has no executor: supply its output with `Decision::Output`",
                 ));
             }
             _ => {}
         }
+        // Running a call whose outcome was lost again is a new attempt, with a new idempotency key.
+        let attempt = match pending.kind {
+            PendingKind::OutcomeUnknown => pending.attempt.saturating_add(1),
+            _ => pending.attempt,
+        };
         match decision {
             Decision::Reject { message } => Ok(Plan::Done {
                 step: self.done_step(
@@ -149,12 +154,12 @@ impl Runner {
                     arguments: text,
                     ..call.clone()
                 };
-                let ctx = self.context_for(step_index, edited, Some(index));
+                let ctx = self.context_at(step_index, edited, Some(index), attempt);
                 self.approved(pending.kind, index, parsed, ctx).await
             }
             Decision::Approve | Decision::ApproveAlways => match tool.parse_call(&call.arguments) {
                 Ok(parsed) => {
-                    let ctx = self.context_for(step_index, call.clone(), Some(index));
+                    let ctx = self.context_at(step_index, call.clone(), Some(index), attempt);
                     self.approved(pending.kind, index, parsed, ctx).await
                 }
                 Err(error) => {

@@ -27,7 +27,7 @@ impl Runner {
         runner.state.status = RunStatus::Completed;
         runner.emit_started(true);
         let result = runner.drive().await;
-        runner.finish(result)
+        runner.finish(result).await
     }
 
     /// Answers every call of the last model turn that has no result in the conversation, so the

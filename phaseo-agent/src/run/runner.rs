@@ -23,6 +23,7 @@ use crate::model::request::{
 use crate::run::agent::{Agent, AgentInner};
 use crate::run::event::{Emitter, Event};
 use crate::run::execute::{Effects, Execution, Outcome, Run};
+use crate::run::journal::{InFlight, Journal, JournalFor, Transition};
 use crate::run::signing;
 use crate::run::state::{
     Decisions, PausedTurn, PendingCall, PendingKind, RunError, RunResult, RunState, RunStatus,
@@ -62,6 +63,8 @@ pub(crate) struct Runner {
     /// each; renewed when a turn's calls set a new one.
     /// The application context, taken out of `state` for the run and put back by `finish`.
     pub(crate) context: Arc<serde_json::Value>,
+    /// Where the run's transitions are recorded as they happen (a run store), if anywhere.
+    pub(crate) journal: Option<Arc<dyn Journal>>,
 }
 
 /// The settings of one run, set on its request (see `entry`); the runner reads them once.
@@ -77,6 +80,16 @@ pub(crate) struct RunOptions {
     pub(crate) history: Vec<Message>,
     /// Overrides for the first model request of a new or continued run.
     pub(crate) first_turn: Option<TurnParams>,
+    /// Where the run's transitions are recorded (a run store attaches itself here).
+    pub(crate) journal: Option<Arc<dyn Journal>>,
+    /// Makes the journal of a new run, once its id is known.
+    pub(crate) journal_for: Option<JournalFor>,
+}
+
+impl std::fmt::Debug for dyn Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Journal")
+    }
 }
 
 impl Runner {
@@ -87,15 +100,28 @@ impl Runner {
         events: Emitter,
     ) -> Result<RunResult, RunError> {
         let run_id = options.run_id.take().unwrap_or_else(new_run_id);
+        if let Some(JournalFor(make)) = options.journal_for.take() {
+            options.journal = Some(make(&run_id));
+        }
         let context = std::mem::take(&mut options.context);
         let mut state = RunState::new(run_id, agent.inner.id.clone(), context);
         state.messages = std::mem::take(&mut options.history);
         state.next_turn = options.first_turn.take().unwrap_or_default();
         state.messages.push(Message::User { content: input });
         let mut runner = Runner::new(agent, state, &options, events);
+        if let Some(journal) = &runner.journal {
+            let started = Transition::Started {
+                state: &runner.state,
+                context: &runner.context,
+            };
+            // Not recorded: the run never started, and nothing of it is kept.
+            if let Err(error) = journal.record(started).await {
+                return Err(RunError::refused(error));
+            }
+        }
         runner.emit_started(false);
         let result = runner.drive().await;
-        runner.finish(result)
+        runner.finish(result).await
     }
 
     pub(crate) async fn resume(
@@ -126,7 +152,172 @@ impl Runner {
             runner.drive().await
         }
         .await;
-        runner.finish(result)
+        runner.finish(result).await
+    }
+
+    /// Takes up a run its journal says was interrupted: `state` as last recorded, with the calls of
+    /// the turn under way (`in_flight`) and the decisions it was resumed with (`decisions`, when
+    /// the interruption came after a resume was taken). A call that finished keeps its result; a
+    /// call that started and did not finish runs again only if its tool is idempotent (with the
+    /// same idempotency key), and otherwise waits for a person as `outcome_unknown`; a call that
+    /// never started is planned as it would have been.
+    pub(crate) async fn recover(
+        agent: Agent,
+        state: RunState,
+        in_flight: InFlight,
+        decisions: Option<Decisions>,
+        options: RunOptions,
+        events: Emitter,
+    ) -> Result<RunResult, RunError> {
+        if state.agent_id != agent.inner.id {
+            return Err(RunError::refused(AgentError::WrongAgent {
+                expected: agent.inner.id.clone(),
+                found: state.agent_id.clone(),
+            }));
+        }
+        let mut runner = Runner::new(agent, state, &options, events);
+        runner.emit_started(true);
+        let result = runner.recover_turn(in_flight, decisions).await;
+        runner.finish(result).await
+    }
+
+    async fn recover_turn(
+        &mut self,
+        in_flight: InFlight,
+        decisions: Option<Decisions>,
+    ) -> Result<(), AgentError> {
+        if let Some(decisions) = decisions {
+            if self.state.status == RunStatus::WaitingForHuman {
+                let key = self.agent.inner.state_key.clone();
+                signing::verify(key.as_deref(), &mut self.state)?;
+                let (plans, always) = self.plan_resume(decisions).await?;
+                self.state.approved_tools.extend(always);
+                let Some(turn) = self.state.paused_turn.take() else {
+                    return Err(AgentError::InvalidState("no turn to finish".into()));
+                };
+                let mut plans = slotted(&turn, plans)?;
+                for (slot, plan) in &mut plans {
+                    let call = &turn.calls[*slot];
+                    self.replan(plan, call, &in_flight);
+                }
+                self.finish_turn(turn, plans).await?;
+                if self.state.status == RunStatus::WaitingForHuman {
+                    return Ok(());
+                }
+                return self.drive().await;
+            }
+        }
+        let Some(params) = in_flight.turn.as_ref() else {
+            // No turn under way: ask the model (it was not answered, or not recorded as answered).
+            return self.drive().await;
+        };
+        let calls = self.turn_calls().to_vec();
+        if calls.is_empty() {
+            return Err(AgentError::InvalidState(
+                "the journal records a model turn, and the conversation does not end with its calls"
+                    .into(),
+            ));
+        }
+        let step_index = self.state.turns.saturating_sub(1);
+        let offered = self.offered(params);
+        let mut plans = Vec::with_capacity(calls.len());
+        for (slot, call) in calls.iter().enumerate() {
+            let mut plan = if in_flight.finished(&call.id).is_some()
+                || in_flight.started(&call.id).is_some()
+            {
+                // Replaced below; planning it again could ask a person or run a hook twice.
+                Plan::Pending(PendingCall {
+                    call: call.clone(),
+                    kind: PendingKind::OutcomeUnknown,
+                    arguments: serde_json::Value::Null,
+                    attempt: 0,
+                })
+            } else {
+                self.plan_call(step_index, call.clone(), offered.as_deref())
+                    .await?
+            };
+            self.replan(&mut plan, call, &in_flight);
+            plans.push((slot, plan));
+        }
+        let turn = PausedTurn {
+            step_index,
+            results: vec![None; calls.len()],
+            calls,
+        };
+        self.finish_turn(turn, plans).await?;
+        if self.state.status == RunStatus::WaitingForHuman {
+            return Ok(());
+        }
+        self.drive().await
+    }
+
+    /// A plan of an interrupted turn, corrected by what the journal recorded of its call: a
+    /// finished call keeps its result; a started one runs again only if its tool is idempotent,
+    /// under the same attempt, and otherwise waits for a person as `outcome_unknown`.
+    fn replan(&self, plan: &mut Plan, call: &ToolCall, in_flight: &InFlight) {
+        let index = self.inner().index.get(&call.name).copied();
+        if let Some(finished) = in_flight.finished(&call.id) {
+            let effects = match (index, finished.step.is_error) {
+                (Some(index), false) => Effects::of(
+                    index,
+                    &self.inner().tools[index],
+                    call,
+                    finished.new_context.clone(),
+                ),
+                _ => Effects::default(),
+            };
+            *plan = Plan::Done {
+                step: finished.step.clone(),
+                error: finished.step.error.clone(),
+                effects,
+            };
+            return;
+        }
+        let Some(started) = in_flight.started(&call.id) else {
+            return;
+        };
+        let idempotent =
+            index.is_some_and(|i| self.inner().tools[i].hints.idempotent == Some(true));
+        if idempotent {
+            if let Some(index) = index {
+                if let Ok(parsed) = self.inner().tools[index].parse_call(&call.arguments) {
+                    let ctx = self.context_at(
+                        self.step_of(plan),
+                        call.clone(),
+                        Some(index),
+                        started.attempt,
+                    );
+                    *plan = Plan::Run {
+                        tool: index,
+                        parsed,
+                        ctx,
+                    };
+                    return;
+                }
+            }
+        }
+        let arguments = index.map_or(serde_json::Value::Null, |i| {
+            self.inner().tools[i].input_value(&call.arguments)
+        });
+        *plan = Plan::Pending(PendingCall {
+            call: call.clone(),
+            kind: PendingKind::OutcomeUnknown,
+            arguments,
+            attempt: started.attempt,
+        });
+    }
+
+    /// The model turn a plan belongs to.
+    fn step_of(&self, plan: &Plan) -> usize {
+        match plan {
+            Plan::Done { step, .. } => step.step_index,
+            Plan::Run { ctx, .. } => ctx.step_index(),
+            Plan::Pending(_) => self
+                .state
+                .paused_turn
+                .as_ref()
+                .map_or(self.state.turns.saturating_sub(1), |t| t.step_index),
+        }
     }
 
     /// Checks a resume (status, signature, agent, every decision) before anything runs or changes,
@@ -174,6 +365,7 @@ impl Runner {
             state,
             events,
             concurrency: concurrency.max(1),
+            journal: options.journal.clone(),
         }
     }
 
@@ -215,18 +407,40 @@ impl Runner {
         });
     }
 
-    pub(crate) fn finish(self, result: Result<(), AgentError>) -> Result<RunResult, RunError> {
+    pub(crate) async fn finish(
+        self,
+        result: Result<(), AgentError>,
+    ) -> Result<RunResult, RunError> {
         let Runner {
             agent,
             mut state,
             events,
             context,
+            journal,
             ..
         } = self;
         // The application context lives in `context` while the run goes (tools share it); the
         // state gets it back here, before it is signed or reported.
         state.context = Arc::unwrap_or_clone(context);
         let key = agent.inner.state_key.as_deref();
+        // The end is recorded before anyone is told of it; a run whose end cannot be recorded
+        // fails with the store's error (its state is still returned).
+        let result = match (result, &journal) {
+            (Ok(()), Some(journal)) => {
+                sign(key, &mut state);
+                journal.record(Transition::Settled { state: &state }).await
+            }
+            (Err(error), Some(journal)) => {
+                mark_failed(&mut state);
+                sign(key, &mut state);
+                // A run that failed because its journal refused a write is not written again.
+                if !matches!(error, AgentError::Store(_)) {
+                    let _ = journal.record(Transition::Settled { state: &state }).await;
+                }
+                Err(error)
+            }
+            (result, None) => result,
+        };
         match result {
             Ok(()) => {
                 sign(key, &mut state);
@@ -249,9 +463,7 @@ impl Runner {
             Err(error) => {
                 // A failed state records what ran (see `finish_turn`) and waits for nothing: it
                 // can be retried, not resumed.
-                state.status = RunStatus::Failed;
-                state.pending.clear();
-                state.paused_turn = None;
+                mark_failed(&mut state);
                 sign(key, &mut state);
                 events.emit(|| Event::Failed {
                     kind: error.kind(),
@@ -317,6 +529,15 @@ impl Runner {
                 content: response.text,
                 tool_calls: calls,
             });
+            if let Some(journal) = &self.journal {
+                journal
+                    .record(Transition::Turn {
+                        state: &self.state,
+                        context: &self.context,
+                        params: &params,
+                    })
+                    .await?;
+            }
             let turn = PausedTurn {
                 step_index,
                 results: vec![None; count],
@@ -346,12 +567,27 @@ impl Runner {
     /// The next model request, under the turn's next-turn overrides (`params`): instructions,
     /// conversation, active tools; and which tools it offers by index (`None`: all of them; none
     /// under `ToolChoice::None`).
-    fn request<'a>(&'a self, params: &'a TurnParams) -> (ModelRequest<'a>, Option<Vec<bool>>) {
+    /// Which tools a turn asked under `params` offers, by index (`None`: all of them).
+    fn offered(&self, params: &TurnParams) -> Option<Vec<bool>> {
         let inner = &self.agent.inner;
-        let listed: Option<Vec<bool>> = params.active_tools.as_ref().map(|active| {
+        match params.tool_choice {
+            Some(ToolChoice::None) => Some(vec![false; inner.tools.len()]),
+            _ => self.listed(params),
+        }
+    }
+
+    /// Which tools a turn asked under `params` lists, by index (`None`: all of them).
+    fn listed(&self, params: &TurnParams) -> Option<Vec<bool>> {
+        let inner = &self.agent.inner;
+        params.active_tools.as_ref().map(|active| {
             let listed = |t: &crate::tool::definition::Tool| active.iter().any(|id| id == &t.id);
             inner.tools.iter().map(listed).collect()
-        });
+        })
+    }
+
+    fn request<'a>(&'a self, params: &'a TurnParams) -> (ModelRequest<'a>, Option<Vec<bool>>) {
+        let inner = &self.agent.inner;
+        let listed = self.listed(params);
         let tools = match &listed {
             None => Cow::Borrowed(inner.definitions.as_slice()),
             Some(listed) => Cow::Owned(
@@ -446,6 +682,17 @@ impl Runner {
         call: ToolCall,
         tool: Option<usize>,
     ) -> ToolContext {
+        self.context_at(step_index, call, tool, 0)
+    }
+
+    /// A call's context for its `attempt` (see `ToolContext::attempt`).
+    pub(crate) fn context_at(
+        &self,
+        step_index: usize,
+        call: ToolCall,
+        tool: Option<usize>,
+        attempt: u32,
+    ) -> ToolContext {
         let event_checks =
             tool.map_or_else(Vec::new, |i| self.inner().tools[i].event_checks.clone());
         ToolContext::new(ScopeParts {
@@ -454,6 +701,7 @@ impl Runner {
             step_index,
             context: self.context.clone(),
             call,
+            attempt,
             progress: self.events.progress(),
             event_checks,
             resources: self.inner().resources.clone(),
@@ -613,6 +861,7 @@ impl Runner {
             arguments,
             call: call.clone(),
             kind,
+            attempt: 0,
         }))
     }
 
@@ -735,6 +984,7 @@ impl Runner {
             inner: &self.agent.inner,
             events: &self.events,
             concurrency: self.concurrency,
+            journal: self.journal.as_deref(),
         };
         // The usual turn runs one call: no list of outcomes for it.
         let mut lone = None;
@@ -946,6 +1196,13 @@ fn shared_context(context: serde_json::Value) -> Arc<serde_json::Value> {
     } else {
         Arc::new(context)
     }
+}
+
+/// A failed state waits for nothing: it can be retried, not resumed.
+fn mark_failed(state: &mut RunState) {
+    state.status = RunStatus::Failed;
+    state.pending.clear();
+    state.paused_turn = None;
 }
 
 /// Signs `state` with `key`, when the agent has one.

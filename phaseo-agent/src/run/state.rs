@@ -68,6 +68,7 @@ pub enum RunStatus {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum PendingKind {
     /// A gated call waits for approval or rejection.
     ToolApproval,
@@ -76,15 +77,22 @@ pub enum PendingKind {
     /// A call handed to a person (an interactive hook or the agent's `human_review`): they supply the
     /// output, reject it, or (if the tool has an executor) approve it to run.
     Hitl,
+    /// A call that started before a crash and whose result was never recorded, of a tool not
+    /// marked idempotent: it may or may not have done its work, and it is not run again on a
+    /// guess. A person supplies its output ([`Decision::Output`]), rejects it, or approves it to
+    /// run again (a new attempt, with a new [`idempotency key`](crate::ToolContext::idempotency_key)).
+    OutcomeUnknown,
 }
 
 impl PendingKind {
-    /// The kind's name as stored: `tool_approval`, `external_output` or `hitl`.
+    /// The kind's name as stored: `tool_approval`, `external_output`, `hitl` or
+    /// `outcome_unknown`.
     pub fn as_str(self) -> &'static str {
         match self {
             PendingKind::ToolApproval => "tool_approval",
             PendingKind::ExternalOutput => "external_output",
             PendingKind::Hitl => "hitl",
+            PendingKind::OutcomeUnknown => "outcome_unknown",
         }
     }
 }
@@ -119,6 +127,14 @@ pub struct PendingCall {
     pub kind: PendingKind,
     /// Its parsed, validated arguments (what a person reviews).
     pub arguments: Value,
+    /// How many times a person already chose to run this call again after its outcome was lost
+    /// (0 for every other call). See [`ToolContext::attempt`](crate::ToolContext::attempt).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub attempt: u32,
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 impl PendingCall {

@@ -6,11 +6,20 @@
 //!
 //! - `backend`: [`RunStore`], what a database does (rows and a compare-and-swap on a run's
 //!   version), and the rows it keeps;
+//! - `journal`: what the rows mean: entries that carry deltas, their checksum chain, snapshots
+//!   every few entries, and a run rebuilt from them; the loop's journal written to a store;
+//! - `memory`: [`MemoryStore`], a store in memory for tests and examples;
+//! - `runs`: [`Runs`] and [`DurableAgent`], the store and an agent as an application uses them;
 //! - `sqlite`, `postgres`: the two databases (features `sqlite` and `postgres`).
 
 pub(crate) mod backend;
+pub(crate) mod journal;
+pub(crate) mod memory;
+pub(crate) mod runs;
 
 pub use backend::{
     Append, AuditFilter, DecisionRow, JournalRow, LoadedRun, NewRun, Page, PendingFilter,
     PendingRow, RunFilter, RunStore, RunSummary, SnapshotRow, StoredStatus,
 };
+pub use memory::MemoryStore;
+pub use runs::{DEFAULT_SNAPSHOT_EVERY, DurableAgent, Runs, StoredRun};

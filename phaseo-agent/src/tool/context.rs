@@ -46,6 +46,7 @@ struct Scope {
     step_index: usize,
     context: Arc<Value>,
     call: ToolCall,
+    attempt: u32,
     cancel: CancellationToken,
     progress: Option<Arc<ProgressSink>>,
     event_checks: Vec<Arc<CheckFn>>,
@@ -67,6 +68,8 @@ pub(crate) struct ScopeParts {
     pub(crate) step_index: usize,
     pub(crate) context: Arc<Value>,
     pub(crate) call: ToolCall,
+    /// How many times a person chose to run this call again after its outcome was lost.
+    pub(crate) attempt: u32,
     pub(crate) progress: Option<Arc<ProgressSink>>,
     pub(crate) event_checks: Vec<Arc<CheckFn>>,
     pub(crate) resources: Resources,
@@ -81,6 +84,7 @@ impl ToolContext {
                 step_index: parts.step_index,
                 context: parts.context,
                 call: parts.call,
+                attempt: parts.attempt,
                 cancel: CancellationToken::new(),
                 progress: parts.progress,
                 event_checks: parts.event_checks,
@@ -120,6 +124,7 @@ impl ToolContext {
             step_index: 0,
             context: Arc::new(Value::Null),
             call: ToolCall::raw("detached", "detached", "{}"),
+            attempt: 0,
             progress: None,
             event_checks: Vec::new(),
             resources: Resources::new(),
@@ -155,6 +160,7 @@ impl ToolContext {
             step_index: scope.step_index,
             context,
             call: scope.call.clone(),
+            attempt: scope.attempt,
             progress: scope.progress.clone(),
             event_checks: scope.event_checks.clone(),
             resources,
@@ -294,6 +300,46 @@ impl ToolContext {
     /// ```
     pub fn agent_id(&self) -> &str {
         &self.inner.agent_id
+    }
+
+    /// A stable key for this call's side effect: the same for every run of this call that may
+    /// repeat it, different for any other call. Hand it to an API that deduplicates requests
+    /// (an `Idempotency-Key` header, a unique column) and a call that runs again after a crash
+    /// cannot do its work twice.
+    ///
+    /// It is derived from the run id, the call id and the attempt: a run recovered from its
+    /// store re-runs an interrupted call of an idempotent tool ([`Tool::idempotent`]) under the
+    /// same key; when a person chooses to run a call again whose outcome was lost, that is a new
+    /// attempt and a new key. 32 hexadecimal digits.
+    ///
+    /// [`Tool::idempotent`]: crate::Tool::idempotent
+    ///
+    /// ```
+    /// use phaseo_agent::ToolContext;
+    ///
+    /// let ctx = ToolContext::detached();
+    /// let key = ctx.idempotency_key();
+    /// assert_eq!(key.len(), 32);
+    /// assert_eq!(key, ToolContext::detached().idempotency_key()); // the same call, the same key
+    /// assert_eq!(ctx.attempt(), 0);
+    /// ```
+    pub fn idempotency_key(&self) -> String {
+        use sha2::Digest;
+        let scope = &self.inner;
+        let mut hash = sha2::Sha256::new();
+        for part in [scope.run_id.as_bytes(), scope.call.id.as_bytes()] {
+            hash.update((part.len() as u64).to_le_bytes());
+            hash.update(part);
+        }
+        hash.update(scope.attempt.to_le_bytes());
+        let digest = hash.finalize();
+        digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// How many times a person chose to run this call again after its outcome was lost in a
+    /// crash (0 for a call's first run). See [`idempotency_key`](Self::idempotency_key).
+    pub fn attempt(&self) -> u32 {
+        self.inner.attempt
     }
 
     /// The index of the model turn that made this call (0 for the first turn).

@@ -1,0 +1,729 @@
+//! A run's journal in a store: the entries (deltas of the run's state, and its calls' starts and
+//! results), their checksum chain, the snapshots that bound a load, and the rebuilding of a run
+//! from them. The same for every backend.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::error::{AgentError, StoreError};
+use crate::model::message::Message;
+use crate::model::request::{TurnParams, Usage};
+use crate::run::journal::{FinishedCall, InFlight, Journal, StartedCall, Transition};
+use crate::run::state::{
+    Decision, Decisions, PausedTurn, PendingCall, PendingKind, RunState, RunStatus, ToolStep,
+};
+use crate::store::backend::{
+    Append, DecisionRow, JournalRow, LoadedRun, NewRun, PendingRow, RunStore, SnapshotRow,
+    StoredStatus,
+};
+
+/// The format of the entries and snapshots this build writes and reads.
+pub(crate) const FORMAT: u32 = 1;
+
+/// One journal entry, as stored (JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum Entry {
+    /// A new run: its whole first state.
+    Started { state: Box<RunState> },
+    /// A model turn with calls, before any of them was planned.
+    Turn { delta: Delta, params: TurnParams },
+    /// A call's tool is about to run.
+    CallStarted {
+        call_id: String,
+        tool: String,
+        attempt: u32,
+    },
+    /// A call's result.
+    CallFinished {
+        step: ToolStep,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        new_context: Option<Value>,
+    },
+    /// The run paused, completed or failed.
+    Settled { delta: Delta },
+    /// One call's decision, recorded while the run stays paused.
+    Decision {
+        call_id: String,
+        decision: Decision,
+        by: String,
+        digest: String,
+    },
+    /// A resume took the run with these decisions.
+    Decided { decisions: Decisions, by: String },
+    /// A resume that took the run was refused before anything ran: the run waits again.
+    Refused { error: String },
+    /// A recovery took the run after its process stopped.
+    Recovered { by: String },
+}
+
+impl Entry {
+    fn kind(&self) -> &'static str {
+        match self {
+            Entry::Started { .. } => "started",
+            Entry::Turn { .. } => "turn",
+            Entry::CallStarted { .. } => "call_started",
+            Entry::CallFinished { .. } => "call_finished",
+            Entry::Settled { .. } => "settled",
+            Entry::Decision { .. } => "decision",
+            Entry::Decided { .. } => "decided",
+            Entry::Refused { .. } => "refused",
+            Entry::Recovered { .. } => "recovered",
+        }
+    }
+}
+
+/// One changed field of a run's state, with its new value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "field", content = "value", rename_all = "snake_case")]
+pub(crate) enum Set {
+    Status(RunStatus),
+    Turns(usize),
+    TurnBase(usize),
+    Context(Value),
+    Pending(Vec<PendingCall>),
+    PausedTurn(Option<PausedTurn>),
+    NextTurn(TurnParams),
+    ApprovedTools(BTreeSet<String>),
+    Output(Option<String>),
+    Usage(Usage),
+    Signature(Option<String>),
+}
+
+/// What changed in a run's state since the last entry: the messages and steps appended (after
+/// cutting back to `keep_*` when an earlier one changed, as an edited call does), and every other
+/// field that changed, whole. Its size is that of the step, not of the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Delta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    keep_messages: Option<usize>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    messages: Vec<Message>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    keep_steps: Option<usize>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    steps: Vec<ToolStep>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    set: Vec<Set>,
+}
+
+/// Where a list changed: the length of the common prefix, when shorter than the old list.
+fn common_prefix<T: PartialEq>(old: &[T], new: &[T]) -> (Option<usize>, usize) {
+    let same = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let keep = (same < old.len()).then_some(same);
+    (keep, same)
+}
+
+impl Delta {
+    /// The change from `old` to `new`, whose application context is `context`.
+    pub(crate) fn between(old: &RunState, new: &RunState, context: &Value) -> Delta {
+        let (keep_messages, from) = common_prefix(&old.messages, &new.messages);
+        let messages = new.messages[from..].to_vec();
+        let (keep_steps, from) = common_prefix(&old.steps, &new.steps);
+        let steps = new.steps[from..].to_vec();
+        let mut set = Vec::new();
+        macro_rules! changed {
+            ($field:ident, $variant:ident) => {
+                if old.$field != new.$field {
+                    set.push(Set::$variant(new.$field.clone()));
+                }
+            };
+        }
+        changed!(status, Status);
+        changed!(turns, Turns);
+        changed!(turn_base, TurnBase);
+        if &old.context != context {
+            set.push(Set::Context(context.clone()));
+        }
+        changed!(pending, Pending);
+        changed!(paused_turn, PausedTurn);
+        changed!(next_turn, NextTurn);
+        changed!(approved_tools, ApprovedTools);
+        changed!(output, Output);
+        changed!(usage, Usage);
+        changed!(signature, Signature);
+        Delta {
+            keep_messages,
+            messages,
+            keep_steps,
+            steps,
+            set,
+        }
+    }
+
+    /// Applies the change to `state`; a delta that does not fit it is refused.
+    pub(crate) fn apply(self, state: &mut RunState) -> Result<(), String> {
+        if let Some(keep) = self.keep_messages {
+            if keep > state.messages.len() {
+                return Err("a delta keeps more messages than the run has".into());
+            }
+            state.messages.truncate(keep);
+        }
+        state.messages.extend(self.messages);
+        if let Some(keep) = self.keep_steps {
+            if keep > state.steps.len() {
+                return Err("a delta keeps more steps than the run has".into());
+            }
+            state.steps.truncate(keep);
+        }
+        state.steps.extend(self.steps);
+        for set in self.set {
+            match set {
+                Set::Status(v) => state.status = v,
+                Set::Turns(v) => state.turns = v,
+                Set::TurnBase(v) => state.turn_base = v,
+                Set::Context(v) => state.context = v,
+                Set::Pending(v) => state.pending = v,
+                Set::PausedTurn(v) => state.paused_turn = v,
+                Set::NextTurn(v) => state.next_turn = v,
+                Set::ApprovedTools(v) => state.approved_tools = v,
+                Set::Output(v) => state.output = v,
+                Set::Usage(v) => state.usage = v,
+                Set::Signature(v) => state.signature = v,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A run as its journal leaves it: the state as last recorded, the turn under way, and the
+/// decisions a resume took it with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Replayed {
+    pub(crate) state: RunState,
+    #[serde(default, skip_serializing_if = "InFlight::is_empty")]
+    pub(crate) in_flight: InFlight,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) decisions: Option<Decisions>,
+}
+
+impl Replayed {
+    /// Applies one entry.
+    fn apply(&mut self, entry: Entry) -> Result<(), String> {
+        match entry {
+            Entry::Started { state } => {
+                *self = Replayed {
+                    state: *state,
+                    in_flight: InFlight::default(),
+                    decisions: None,
+                }
+            }
+            Entry::Turn { delta, params } => {
+                delta.apply(&mut self.state)?;
+                self.in_flight = InFlight {
+                    turn: Some(params),
+                    ..InFlight::default()
+                };
+                self.decisions = None;
+            }
+            Entry::CallStarted {
+                call_id,
+                tool,
+                attempt,
+            } => self.in_flight.started.push(StartedCall {
+                call_id,
+                tool,
+                attempt,
+            }),
+            Entry::CallFinished { step, new_context } => self
+                .in_flight
+                .finished
+                .push(FinishedCall { step, new_context }),
+            Entry::Settled { delta } => {
+                delta.apply(&mut self.state)?;
+                self.in_flight = InFlight::default();
+                self.decisions = None;
+            }
+            Entry::Decided { decisions, .. } => {
+                self.in_flight = InFlight::default();
+                self.decisions = Some(decisions);
+            }
+            Entry::Refused { .. } => {
+                self.in_flight = InFlight::default();
+                self.decisions = None;
+            }
+            Entry::Decision { .. } | Entry::Recovered { .. } => {}
+        }
+        Ok(())
+    }
+}
+
+/// The snapshot body: the replayed run and the chain's checksum at its version.
+#[derive(Serialize, Deserialize)]
+struct Snapshot {
+    chain: String,
+    #[serde(flatten)]
+    run: Replayed,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// The chain's checksum after an entry: it covers the one before, so an entry edited, dropped or
+/// moved is found on load.
+fn chain(previous: &str, version: u64, kind: &str, body: &str) -> String {
+    let mut hash = Sha256::new();
+    for part in [previous.as_bytes(), kind.as_bytes(), body.as_bytes()] {
+        hash.update((part.len() as u64).to_le_bytes());
+        hash.update(part);
+    }
+    hash.update(version.to_le_bytes());
+    hex(&hash.finalize())
+}
+
+fn snapshot_digest(body: &str) -> String {
+    hex(&Sha256::digest(body.as_bytes()))
+}
+
+/// The digest of a pending call's arguments as stored (the text a person is shown): a decision
+/// names it, so a decision made on other arguments is refused.
+pub(crate) fn arguments_digest(arguments: &str) -> String {
+    hex(&Sha256::digest(arguments.as_bytes()))
+}
+
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn corrupt(run_id: &str, version: u64, reason: impl Into<String>) -> StoreError {
+    StoreError::Corrupt {
+        run_id: run_id.to_owned(),
+        version,
+        reason: reason.into(),
+    }
+}
+
+/// Rebuilds a run from what its store returned, checking every checksum and version on the way.
+pub(crate) fn replay(loaded: &LoadedRun) -> Result<(Replayed, String), StoreError> {
+    let run_id = loaded.run_id.as_str();
+    let (mut run, mut digest, mut version) = match &loaded.snapshot {
+        Some(snapshot) => {
+            if snapshot.format > FORMAT {
+                return Err(StoreError::UnsupportedFormat {
+                    run_id: run_id.into(),
+                    version: snapshot.version,
+                    found: snapshot.format,
+                    supported: FORMAT,
+                });
+            }
+            if snapshot_digest(&snapshot.body) != snapshot.digest {
+                return Err(corrupt(
+                    run_id,
+                    snapshot.version,
+                    "the snapshot does not match its checksum",
+                ));
+            }
+            let parsed: Snapshot = serde_json::from_str(&snapshot.body)
+                .map_err(|e| corrupt(run_id, snapshot.version, format!("snapshot: {e}")))?;
+            (Some(parsed.run), parsed.chain, snapshot.version)
+        }
+        None => (None, String::new(), 0),
+    };
+    for row in &loaded.rows {
+        if row.version != version + 1 {
+            return Err(corrupt(
+                run_id,
+                version + 1,
+                format!(
+                    "the journal skips from version {version} to {}",
+                    row.version
+                ),
+            ));
+        }
+        if row.format > FORMAT {
+            return Err(StoreError::UnsupportedFormat {
+                run_id: run_id.into(),
+                version: row.version,
+                found: row.format,
+                supported: FORMAT,
+            });
+        }
+        let expected = chain(&digest, row.version, &row.kind, &row.body);
+        if expected != row.digest {
+            return Err(corrupt(
+                run_id,
+                row.version,
+                "the entry does not match its checksum",
+            ));
+        }
+        let entry: Entry = serde_json::from_str(&row.body)
+            .map_err(|e| corrupt(run_id, row.version, format!("entry: {e}")))?;
+        match (&mut run, entry) {
+            (None, Entry::Started { state }) => {
+                run = Some(Replayed {
+                    state: *state,
+                    in_flight: InFlight::default(),
+                    decisions: None,
+                })
+            }
+            (None, _) => {
+                return Err(corrupt(
+                    run_id,
+                    row.version,
+                    "the journal does not begin with the run's start",
+                ));
+            }
+            (Some(run), entry) => run
+                .apply(entry)
+                .map_err(|reason| corrupt(run_id, row.version, reason))?,
+        }
+        digest = expected;
+        version = row.version;
+    }
+    if version != loaded.version {
+        return Err(corrupt(
+            run_id,
+            loaded.version,
+            format!("the journal ends at version {version}"),
+        ));
+    }
+    let run = run.ok_or_else(|| corrupt(run_id, 0, "no entries and no snapshot"))?;
+    if run.state.run_id != loaded.run_id {
+        return Err(corrupt(
+            run_id,
+            version,
+            format!("the stored state is of run `{}`", run.state.run_id),
+        ));
+    }
+    Ok((run, digest))
+}
+
+/// The stored status of a run in state `state`.
+pub(crate) fn status_of(state: &RunState) -> StoredStatus {
+    match state.status {
+        RunStatus::Completed => StoredStatus::Completed,
+        RunStatus::Failed => StoredStatus::Failed,
+        RunStatus::WaitingForHuman
+            if state
+                .pending
+                .iter()
+                .any(|p| p.kind == PendingKind::OutcomeUnknown) =>
+        {
+            StoredStatus::InDoubt
+        }
+        RunStatus::WaitingForHuman => StoredStatus::Paused,
+    }
+}
+
+/// The pending rows of a paused state, waiting since `at_ms`, at `version`.
+pub(crate) fn pending_rows(state: &RunState, version: u64, at_ms: i64) -> Vec<PendingRow> {
+    state
+        .pending
+        .iter()
+        .map(|p| {
+            let arguments = p.arguments.to_string();
+            PendingRow {
+                run_id: state.run_id.clone(),
+                agent_id: state.agent_id.clone(),
+                call_id: p.call.id.clone(),
+                tool: p.call.name.clone(),
+                kind: p.kind.as_str().to_owned(),
+                digest: arguments_digest(&arguments),
+                arguments,
+                since_ms: at_ms,
+                version,
+                decision: None,
+                decided_by: None,
+            }
+        })
+        .collect()
+}
+
+/// What a write adds besides its entry.
+#[derive(Default)]
+pub(crate) struct Extra {
+    pub(crate) pending: Option<Vec<PendingRow>>,
+    pub(crate) decisions: Vec<DecisionRow>,
+    /// The status after the write; by default, running.
+    pub(crate) status: Option<StoredStatus>,
+}
+
+/// The journal's view of the run: the store's version and checksum, and the run as replayed.
+struct Shadow {
+    version: u64,
+    digest: String,
+    run: Option<Replayed>,
+    since_snapshot: u32,
+    /// Set once a write failed: the run may have been taken by another process, and nothing more
+    /// is written.
+    broken: bool,
+}
+
+/// A run's journal in a store: the loop's [`Journal`], writing each transition as one entry, in
+/// one transaction with the run's new version.
+pub(crate) struct StoreJournal {
+    store: Arc<dyn RunStore>,
+    run_id: String,
+    agent_id: String,
+    snapshot_every: u32,
+    shadow: tokio::sync::Mutex<Shadow>,
+}
+
+impl StoreJournal {
+    /// The journal of a new run (its first entry creates it).
+    pub(crate) fn new(
+        store: Arc<dyn RunStore>,
+        run_id: String,
+        agent_id: String,
+        snapshot_every: u32,
+    ) -> Self {
+        StoreJournal {
+            store,
+            run_id,
+            agent_id,
+            snapshot_every,
+            shadow: tokio::sync::Mutex::new(Shadow {
+                version: 0,
+                digest: String::new(),
+                run: None,
+                since_snapshot: 0,
+                broken: false,
+            }),
+        }
+    }
+
+    /// The journal of a stored run, at the version it was loaded at.
+    pub(crate) fn at(
+        store: Arc<dyn RunStore>,
+        run: Replayed,
+        version: u64,
+        digest: String,
+        snapshot_every: u32,
+    ) -> Self {
+        StoreJournal {
+            store,
+            run_id: run.state.run_id.clone(),
+            agent_id: run.state.agent_id.clone(),
+            snapshot_every,
+            shadow: tokio::sync::Mutex::new(Shadow {
+                version,
+                digest,
+                run: Some(run),
+                // A loaded run is snapshotted at its next write only if many entries follow.
+                since_snapshot: 0,
+                broken: false,
+            }),
+        }
+    }
+
+    /// Writes `entry` as the run's next version, with `extra`, and applies it to the journal's
+    /// view. Returns the new version.
+    pub(crate) async fn write(&self, entry: Entry, extra: Extra) -> Result<u64, StoreError> {
+        let mut shadow = self.shadow.lock().await;
+        if shadow.broken {
+            return Err(StoreError::Conflict {
+                run_id: self.run_id.clone(),
+                expected: shadow.version,
+                found: shadow.version,
+            });
+        }
+        let version = shadow.version + 1;
+        let kind = entry.kind();
+        let body = serde_json::to_string(&entry)
+            .map_err(|e| StoreError::Database(format!("encoding an entry: {e}")))?;
+        let digest = chain(&shadow.digest, version, kind, &body);
+        let row = JournalRow {
+            version,
+            kind: kind.to_owned(),
+            format: FORMAT,
+            body,
+            digest: digest.clone(),
+        };
+        let at_ms = now_ms();
+        let due = shadow.since_snapshot + 1 >= self.snapshot_every;
+        let result = match (shadow.run.as_mut(), entry) {
+            (None, Entry::Started { state }) => {
+                let status = extra.status.unwrap_or(StoredStatus::Running);
+                let created = self
+                    .store
+                    .create(NewRun {
+                        run_id: self.run_id.clone(),
+                        agent_id: self.agent_id.clone(),
+                        status,
+                        row,
+                        at_ms,
+                    })
+                    .await;
+                created.map(|()| {
+                    shadow.run = Some(Replayed {
+                        state: *state,
+                        in_flight: InFlight::default(),
+                        decisions: None,
+                    })
+                })
+            }
+            (None, _) => Err(StoreError::NotFound {
+                run_id: self.run_id.clone(),
+            }),
+            (Some(run), entry) => {
+                run.apply(entry).map_err(|reason| {
+                    StoreError::Database(format!("applying an entry: {reason}"))
+                })?;
+                let snapshot = due
+                    .then(|| snapshot_row(run, version, &digest))
+                    .transpose()?;
+                let snapshotted = snapshot.is_some();
+                let status = extra.status.unwrap_or(StoredStatus::Running);
+                let appended = self
+                    .store
+                    .append(Append {
+                        run_id: self.run_id.clone(),
+                        expected_version: version - 1,
+                        rows: vec![row],
+                        status,
+                        snapshot,
+                        pending: extra.pending,
+                        decisions: extra.decisions,
+                        at_ms,
+                    })
+                    .await;
+                appended.map(|()| {
+                    shadow.since_snapshot = if snapshotted {
+                        0
+                    } else {
+                        shadow.since_snapshot + 1
+                    };
+                })
+            }
+        };
+        match result {
+            Ok(()) => {
+                shadow.version = version;
+                shadow.digest = digest;
+                Ok(version)
+            }
+            Err(error) => {
+                shadow.broken = true;
+                Err(error)
+            }
+        }
+    }
+
+    async fn record_transition(&self, transition: Transition<'_>) -> Result<(), StoreError> {
+        match transition {
+            Transition::Started { state, context } => {
+                let mut state = state.clone();
+                state.context = context.clone();
+                self.write(
+                    Entry::Started {
+                        state: Box::new(state),
+                    },
+                    Extra::default(),
+                )
+                .await?;
+            }
+            Transition::Turn {
+                state,
+                context,
+                params,
+            } => {
+                let delta = {
+                    let shadow = self.shadow.lock().await;
+                    let Some(run) = shadow.run.as_ref() else {
+                        return Err(StoreError::NotFound {
+                            run_id: self.run_id.clone(),
+                        });
+                    };
+                    Delta::between(&run.state, state, context)
+                };
+                self.write(
+                    Entry::Turn {
+                        delta,
+                        params: params.clone(),
+                    },
+                    Extra::default(),
+                )
+                .await?;
+            }
+            Transition::CallStarted {
+                call_id,
+                tool,
+                attempt,
+            } => {
+                self.write(
+                    Entry::CallStarted {
+                        call_id: call_id.to_owned(),
+                        tool: tool.to_owned(),
+                        attempt,
+                    },
+                    Extra::default(),
+                )
+                .await?;
+            }
+            Transition::CallFinished { step, new_context } => {
+                self.write(
+                    Entry::CallFinished {
+                        step: step.clone(),
+                        new_context: new_context.cloned(),
+                    },
+                    Extra::default(),
+                )
+                .await?;
+            }
+            Transition::Settled { state } => {
+                let (delta, version) = {
+                    let shadow = self.shadow.lock().await;
+                    let Some(run) = shadow.run.as_ref() else {
+                        return Err(StoreError::NotFound {
+                            run_id: self.run_id.clone(),
+                        });
+                    };
+                    (
+                        Delta::between(&run.state, state, &state.context),
+                        shadow.version + 1,
+                    )
+                };
+                let status = status_of(state);
+                let pending = pending_rows(state, version, now_ms());
+                self.write(
+                    Entry::Settled { delta },
+                    Extra {
+                        pending: Some(pending),
+                        decisions: Vec::new(),
+                        status: Some(status),
+                    },
+                )
+                .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn snapshot_row(run: &Replayed, version: u64, chain: &str) -> Result<SnapshotRow, StoreError> {
+    let body = serde_json::to_string(&Snapshot {
+        chain: chain.to_owned(),
+        run: run.clone(),
+    })
+    .map_err(|e| StoreError::Database(format!("encoding a snapshot: {e}")))?;
+    Ok(SnapshotRow {
+        version,
+        format: FORMAT,
+        digest: snapshot_digest(&body),
+        body,
+    })
+}
+
+impl Journal for StoreJournal {
+    fn record<'a>(&'a self, transition: Transition<'a>) -> BoxFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move {
+            self.record_transition(transition)
+                .await
+                .map_err(AgentError::Store)
+        })
+    }
+}

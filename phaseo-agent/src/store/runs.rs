@@ -1,0 +1,487 @@
+//! [`Runs`]: a run store as an application uses it (load a run, list what waits for a person,
+//! record decisions, prune), and [`DurableAgent`]: an agent whose runs are journaled in it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::{AgentError, StoreError};
+use crate::run::agent::Agent;
+use crate::run::entry::RunRequest;
+use crate::run::event::Emitter;
+use crate::run::journal::Journal;
+use crate::run::runner::{RunOptions, Runner};
+use crate::run::state::{Decision, Decisions, RunError, RunResult, RunState};
+use crate::store::backend::{
+    AuditFilter, DecisionRow, Page, PendingFilter, PendingRow, RunFilter, RunStore, RunSummary,
+    StoredStatus,
+};
+use crate::store::journal::{Entry, Extra, Replayed, StoreJournal, now_ms, replay};
+
+/// How many journal entries may follow a snapshot before the next one is written: loading a run
+/// reads one snapshot and at most this many entries, whatever the run's length.
+pub const DEFAULT_SNAPSHOT_EVERY: u32 = 32;
+
+/// A run store, as an application uses it: load a run, list the calls that wait for a person
+/// across runs, record decisions with who made them, read the audit log, prune old runs; and
+/// [`attach`](Self::attach) an agent so that its runs are journaled here.
+///
+/// Cloning is cheap (the store is shared).
+///
+/// ```
+/// # #[cfg(feature = "sqlite")]
+/// # {
+/// use phaseo_agent::store::{PendingFilter, Runs, SqliteStore};
+/// use phaseo_agent::{Agent, Decisions, ScriptedModel, Tool};
+/// use phaseo_agent::serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+/// # let dir = std::env::temp_dir().join(format!("phaseo-doc-runs-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir).unwrap();
+/// let runs = Runs::new(SqliteStore::open(dir.join("runs.db")).await?);
+/// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+/// let model = ScriptedModel::new().tool_call("call_1", "deploy", json!({"env": "staging"})).text("Done.");
+/// let agent = runs.attach(Agent::builder("release").model(model).tool(deploy).build()?);
+///
+/// let paused = agent.run("Deploy staging").await?;
+/// let waiting = runs.pending(&PendingFilter::default()).await?;
+/// assert_eq!(waiting.items[0].call_id, "call_1");
+///
+/// let stored = runs.load(paused.state.run_id()).await?;
+/// let done = agent
+///     .resume(paused.state.run_id(), stored.version, Decisions::new().approve("call_1"), "ada")
+///     .await?;
+/// assert_eq!(done.output(), Some("Done."));
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok(())
+/// # }
+/// # }
+/// # #[cfg(not(feature = "sqlite"))]
+/// # fn main() {}
+/// ```
+#[derive(Clone)]
+pub struct Runs {
+    store: Arc<dyn RunStore>,
+    snapshot_every: u32,
+}
+
+impl std::fmt::Debug for Runs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runs")
+            .field("snapshot_every", &self.snapshot_every)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A run as stored: its state as last recorded, its version (what a resume or a decision names),
+/// its status, and the calls that wait for a person.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredRun {
+    /// The state, as the loop last recorded it. For a paused, completed or failed run it is the
+    /// state the loop returned, byte for byte (signed, if the agent signs).
+    pub state: RunState,
+    /// The run's version: every write moves it on.
+    pub version: u64,
+    /// Where it stands.
+    pub status: StoredStatus,
+    /// The calls waiting for a person, with the digest of the arguments each shows, and any
+    /// decision already recorded.
+    pub pending: Vec<PendingRow>,
+    replayed: Replayed,
+    digest: String,
+}
+
+impl Runs {
+    /// A run store: a [`SqliteStore`](crate::store::SqliteStore), a
+    /// [`PostgresStore`](crate::store::PostgresStore), or your own [`RunStore`].
+    pub fn new(store: impl RunStore) -> Self {
+        Runs::from_arc(Arc::new(store))
+    }
+
+    /// A run store already shared.
+    pub fn from_arc(store: Arc<dyn RunStore>) -> Self {
+        Runs {
+            store,
+            snapshot_every: DEFAULT_SNAPSHOT_EVERY,
+        }
+    }
+
+    /// How many entries may follow a snapshot (at least 1). Default: [`DEFAULT_SNAPSHOT_EVERY`].
+    pub fn snapshot_every(mut self, entries: u32) -> Self {
+        self.snapshot_every = entries.max(1);
+        self
+    }
+
+    /// The store underneath.
+    pub fn store(&self) -> &Arc<dyn RunStore> {
+        &self.store
+    }
+
+    /// An agent whose runs are journaled in this store.
+    pub fn attach(&self, agent: Agent) -> DurableAgent {
+        DurableAgent {
+            runs: self.clone(),
+            agent,
+        }
+    }
+
+    /// Loads a run: its latest snapshot and the entries after it, every checksum checked. A
+    /// damaged run gives [`StoreError::Corrupt`] (or `UnsupportedFormat`) for that run only.
+    pub async fn load(&self, run_id: &str) -> Result<StoredRun, AgentError> {
+        let loaded = self.store.load(run_id).await.map_err(AgentError::Store)?;
+        let (replayed, digest) = replay(&loaded).map_err(AgentError::Store)?;
+        Ok(StoredRun {
+            state: replayed.state.clone(),
+            version: loaded.version,
+            status: loaded.status,
+            pending: loaded.pending,
+            replayed,
+            digest,
+        })
+    }
+
+    /// The calls waiting for a person, across runs, newest first.
+    pub async fn pending(&self, filter: &PendingFilter) -> Result<Page<PendingRow>, AgentError> {
+        self.store.pending(filter).await.map_err(AgentError::Store)
+    }
+
+    /// Runs, newest first.
+    pub async fn runs(&self, filter: &RunFilter) -> Result<Page<RunSummary>, AgentError> {
+        self.store.runs(filter).await.map_err(AgentError::Store)
+    }
+
+    /// The audit log of decisions, oldest first. It is only ever appended to.
+    pub async fn audit(&self, filter: &AuditFilter) -> Result<Page<DecisionRow>, AgentError> {
+        self.store.audit(filter).await.map_err(AgentError::Store)
+    }
+
+    /// Deletes completed and failed runs not written for `older_than`. A paused run, one in
+    /// doubt, or one running is never deleted; the audit log is kept. Returns how many runs went.
+    pub async fn prune(&self, older_than: Duration) -> Result<u64, AgentError> {
+        let age = i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX);
+        let before = now_ms().saturating_sub(age);
+        self.store.prune(before).await.map_err(AgentError::Store)
+    }
+
+    /// Records a person's decision on one waiting call, without resuming the run: the inbox's
+    /// verb. The decision names the arguments' digest the person was shown
+    /// ([`PendingRow::digest`]) and the run version they were shown at ([`PendingRow::version`]);
+    /// a decision on other arguments, on a call no longer waiting, or on one already decided is
+    /// refused with [`StoreError::StaleDecision`], and nothing is recorded. Two people deciding
+    /// the same call: exactly one is recorded.
+    ///
+    /// The run resumes with [`DurableAgent::resume_decided`] once every waiting call is decided.
+    pub async fn decide(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        shown: &PendingRow,
+        decision: Decision,
+        by: &str,
+    ) -> Result<u64, AgentError> {
+        let stored = self.load(run_id).await?;
+        let stale = |reason: &str| {
+            AgentError::Store(StoreError::StaleDecision {
+                run_id: run_id.to_owned(),
+                call_id: call_id.to_owned(),
+                reason: reason.to_owned(),
+            })
+        };
+        let Some(row) = stored.pending.iter().find(|p| p.call_id == call_id) else {
+            return Err(stale("the call is not waiting for a decision"));
+        };
+        if row.version != shown.version || row.digest != shown.digest {
+            return Err(stale(
+                "the call's arguments or the run's version changed since it was shown",
+            ));
+        }
+        if let Some(by) = &row.decided_by {
+            return Err(stale(&format!("it was already decided by {by}")));
+        }
+        let text = serde_json::to_string(&decision)
+            .map_err(|e| AgentError::InvalidState(e.to_string()))?;
+        let at_ms = now_ms();
+        let pending = stored
+            .pending
+            .iter()
+            .cloned()
+            .map(|mut p| {
+                if p.call_id == call_id {
+                    p.decision = Some(text.clone());
+                    p.decided_by = Some(by.to_owned());
+                }
+                p
+            })
+            .collect();
+        let audit = DecisionRow {
+            run_id: run_id.to_owned(),
+            call_id: call_id.to_owned(),
+            tool: row.tool.clone(),
+            decision: text,
+            by: by.to_owned(),
+            at_ms,
+            digest: row.digest.clone(),
+            version: row.version,
+        };
+        let entry = Entry::Decision {
+            call_id: call_id.to_owned(),
+            decision,
+            by: by.to_owned(),
+            digest: row.digest.clone(),
+        };
+        let journal = self.journal_at(&stored);
+        journal
+            .write(
+                entry,
+                Extra {
+                    pending: Some(pending),
+                    decisions: vec![audit],
+                    status: Some(stored.status),
+                },
+            )
+            .await
+            .map_err(AgentError::Store)
+    }
+
+    fn journal_at(&self, stored: &StoredRun) -> StoreJournal {
+        StoreJournal::at(
+            self.store.clone(),
+            stored.replayed.clone(),
+            stored.version,
+            stored.digest.clone(),
+            self.snapshot_every,
+        )
+    }
+}
+
+/// An agent whose runs are journaled in a store, as they happen: made by [`Runs::attach`].
+///
+/// - [`run`](Self::run) starts a run (a [`RunRequest`], with all its settings);
+/// - [`resume`](Self::resume) resumes a paused run with decisions, naming the version read:
+///   recording the decisions and taking the run is one compare-and-swap, so a second resumer of
+///   the same version, in this process or another, is refused and runs nothing;
+/// - [`resume_decided`](Self::resume_decided) resumes with the decisions recorded by
+///   [`Runs::decide`];
+/// - [`recover`](Self::recover) takes up a run whose process stopped in the middle.
+#[derive(Clone, Debug)]
+pub struct DurableAgent {
+    runs: Runs,
+    agent: Agent,
+}
+
+impl DurableAgent {
+    /// The agent.
+    pub fn agent(&self) -> &Agent {
+        &self.agent
+    }
+
+    /// The store.
+    pub fn runs(&self) -> &Runs {
+        &self.runs
+    }
+
+    /// Starts a run, journaled: the run is in the store before its first model request, and
+    /// every transition after it is recorded before the next thing happens.
+    pub fn run(&self, input: impl Into<String>) -> RunRequest {
+        let runs = self.runs.clone();
+        let agent_id = self.agent.id().to_owned();
+        self.agent.run(input).journal_with(move |run_id| {
+            Arc::new(StoreJournal::new(
+                runs.store.clone(),
+                run_id.to_owned(),
+                agent_id,
+                runs.snapshot_every,
+            )) as Arc<dyn Journal>
+        })
+    }
+
+    /// Resumes a paused run with `decisions`, made by `by` on the run as it was at `version`.
+    ///
+    /// Taking the run and recording the decisions (in the audit log, with who made them) is one
+    /// compare-and-swap on the version: if another resumer, a decision or a recovery moved the
+    /// run on since `version`, this fails with [`StoreError::Conflict`] naming the run and the
+    /// version, and nothing runs. Decisions the run refuses (a missing one, arguments that fail
+    /// validation) leave it waiting again, with its decisions refused.
+    pub async fn resume(
+        &self,
+        run_id: &str,
+        version: u64,
+        decisions: Decisions,
+        by: &str,
+    ) -> Result<RunResult, RunError> {
+        let stored = self.runs.load(run_id).await.map_err(RunError::refused)?;
+        if stored.version != version {
+            return Err(RunError::refused(AgentError::Store(StoreError::Conflict {
+                run_id: run_id.to_owned(),
+                expected: version,
+                found: stored.version,
+            })));
+        }
+        let at_ms = now_ms();
+        let audit = decisions
+            .iter()
+            .map(|(call_id, decision)| {
+                let row = stored.pending.iter().find(|p| p.call_id == call_id);
+                DecisionRow {
+                    run_id: run_id.to_owned(),
+                    call_id: call_id.to_owned(),
+                    tool: row.map(|r| r.tool.clone()).unwrap_or_default(),
+                    decision: serde_json::to_string(decision).unwrap_or_default(),
+                    by: by.to_owned(),
+                    at_ms,
+                    digest: row.map(|r| r.digest.clone()).unwrap_or_default(),
+                    version,
+                }
+            })
+            .collect();
+        self.take(stored, decisions, by, audit).await
+    }
+
+    /// Resumes a paused run with the decisions recorded for it by [`Runs::decide`] (one per
+    /// waiting call; [`AgentError::MissingDecision`] names the calls still undecided).
+    pub async fn resume_decided(&self, run_id: &str) -> Result<RunResult, RunError> {
+        let stored = self.runs.load(run_id).await.map_err(RunError::refused)?;
+        let mut decisions = Decisions::for_run(run_id);
+        let mut missing = Vec::new();
+        for row in &stored.pending {
+            match &row.decision {
+                Some(text) => {
+                    let decision: Decision = serde_json::from_str(text).map_err(|e| {
+                        RunError::refused(AgentError::Store(StoreError::Corrupt {
+                            run_id: run_id.to_owned(),
+                            version: stored.version,
+                            reason: format!("a recorded decision: {e}"),
+                        }))
+                    })?;
+                    decisions = decisions.decide(row.call_id.clone(), decision);
+                }
+                None => missing.push(row.call_id.clone()),
+            }
+        }
+        if !missing.is_empty() {
+            return Err(RunError::refused(AgentError::MissingDecision {
+                call_ids: missing,
+            }));
+        }
+        // The decisions are in the audit log already, with who made each.
+        self.take(stored, decisions, "recorded", Vec::new()).await
+    }
+
+    async fn take(
+        &self,
+        stored: StoredRun,
+        decisions: Decisions,
+        by: &str,
+        audit: Vec<DecisionRow>,
+    ) -> Result<RunResult, RunError> {
+        let run_id = stored.state.run_id.clone();
+        if !matches!(stored.status, StoredStatus::Paused | StoredStatus::InDoubt) {
+            return Err(RunError::refused(AgentError::Store(
+                StoreError::WrongStatus {
+                    run_id,
+                    status: stored.status.as_str().to_owned(),
+                    needed: "only a paused run (or one in doubt) is resumed".into(),
+                },
+            )));
+        }
+        let journal = Arc::new(self.runs.journal_at(&stored));
+        let waiting = stored.pending.clone();
+        let status = stored.status;
+        let taken = journal
+            .write(
+                Entry::Decided {
+                    decisions: decisions.clone(),
+                    by: by.to_owned(),
+                },
+                Extra {
+                    pending: Some(Vec::new()),
+                    decisions: audit,
+                    status: Some(StoredStatus::Running),
+                },
+            )
+            .await;
+        if let Err(error) = taken {
+            return Err(RunError::refused(AgentError::Store(error)));
+        }
+        let result = self
+            .agent
+            .resume(&stored.state, decisions)
+            .journal(journal.clone() as Arc<dyn Journal>)
+            .await;
+        match result {
+            // Refused before anything ran: the run waits again, as it was.
+            Err(refused) if refused.state.is_none() => {
+                let restored = journal
+                    .write(
+                        Entry::Refused {
+                            error: refused.error.to_string(),
+                        },
+                        Extra {
+                            pending: Some(waiting),
+                            decisions: Vec::new(),
+                            status: Some(status),
+                        },
+                    )
+                    .await;
+                match restored {
+                    Ok(_) => Err(refused),
+                    Err(error) => Err(RunError::refused(AgentError::Store(error))),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// Takes up a run whose process stopped while it was running (a crash, a kill, a lost
+    /// machine), from its journal.
+    ///
+    /// Taking it is a compare-and-swap like a resume: if the process is in fact still running
+    /// it, that process's next write fails and it stops, so the run goes on in exactly one
+    /// place. Nothing that completed is lost. A call whose start was recorded and whose result
+    /// was not is *in doubt*: a tool marked [`idempotent`](crate::Tool::idempotent) runs again
+    /// with the same [`idempotency key`](crate::ToolContext::idempotency_key); any other call
+    /// waits for a person as [`PendingKind::OutcomeUnknown`](crate::PendingKind::OutcomeUnknown),
+    /// and the run is stored as [`StoredStatus::InDoubt`].
+    pub async fn recover(&self, run_id: &str) -> Result<RunResult, RunError> {
+        let stored = self.runs.load(run_id).await.map_err(RunError::refused)?;
+        if stored.status != StoredStatus::Running {
+            return Err(RunError::refused(AgentError::Store(
+                StoreError::WrongStatus {
+                    run_id: run_id.to_owned(),
+                    status: stored.status.as_str().to_owned(),
+                    needed: "only a run that was running is recovered".into(),
+                },
+            )));
+        }
+        let journal = Arc::new(self.runs.journal_at(&stored));
+        let taken = journal
+            .write(
+                Entry::Recovered {
+                    by: format!("process {}", std::process::id()),
+                },
+                Extra::default(),
+            )
+            .await;
+        if let Err(error) = taken {
+            return Err(RunError::refused(AgentError::Store(error)));
+        }
+        let Replayed {
+            state,
+            in_flight,
+            decisions,
+        } = stored.replayed;
+        let options = RunOptions {
+            journal: Some(journal as Arc<dyn Journal>),
+            ..RunOptions::default()
+        };
+        Runner::recover(
+            self.agent.clone(),
+            state,
+            in_flight,
+            decisions,
+            options,
+            Emitter::default(),
+        )
+        .await
+    }
+}

@@ -1,0 +1,617 @@
+//! Durable runs on a store: the journal, exactly-once resumes, decisions bound to what a person
+//! was shown, and recovery after an interruption at every journal boundary. The databases'
+//! own conformance is in `store_backend`; these tests run on `MemoryStore` (the same journal
+//! layer every backend shares) and, where noted, on SQLite.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use phaseo_agent::serde_json::{Value, json};
+use phaseo_agent::store::{
+    Append, AuditFilter, LoadedRun, MemoryStore, NewRun, Page, PendingFilter, PendingRow,
+    RunFilter, RunStore, RunSummary, Runs, StoredStatus,
+};
+use phaseo_agent::{
+    Agent, AgentError, Decision, Decisions, Message, Model, ModelError, ModelRequest,
+    ModelResponse, PendingKind, RunStatus, ScriptedModel, StoreError, Tool, ToolCall,
+};
+use proptest::prelude::*;
+
+/// The side effects a tool had, counted outside the run: (call id, idempotency key) per run of
+/// its code.
+#[derive(Clone, Default)]
+struct Effects(Arc<Mutex<Vec<(String, String)>>>);
+
+impl Effects {
+    fn of(&self, call_id: &str) -> Vec<String> {
+        let seen = self.0.lock().unwrap();
+        seen.iter()
+            .filter(|(id, _)| id == call_id)
+            .map(|(_, key)| key.clone())
+            .collect()
+    }
+    fn count(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+}
+
+fn effect_tool(name: &str, effects: &Effects) -> Tool {
+    let effects = effects.clone();
+    Tool::new(
+        name,
+        "Has a side effect",
+        json!({"type": "object"}),
+        move |input, ctx| {
+            effects
+                .0
+                .lock()
+                .unwrap()
+                .push((ctx.tool_call().id.clone(), ctx.idempotency_key()));
+            Ok(json!({"done": input}))
+        },
+    )
+}
+
+fn release_agent(model: impl Model + 'static, effects: &Effects) -> Agent {
+    Agent::builder("release")
+        .model(model)
+        .tool(effect_tool("deploy", effects).require_approval())
+        .tool(effect_tool("notify", effects))
+        .tool(effect_tool("sync", effects).idempotent(true))
+        .build()
+        .unwrap()
+}
+
+fn block<F: Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+#[test]
+fn a_paused_run_is_listed_resumed_once_and_loads_as_the_loop_left_it() {
+    block(async {
+        let effects = Effects::default();
+        let model = ScriptedModel::new()
+            .tool_call("call_1", "deploy", json!({"env": "staging"}))
+            .text("Deployed.");
+        let runs = Runs::new(MemoryStore::new());
+        let agent = runs.attach(release_agent(model, &effects));
+
+        let paused = agent.run("Deploy staging").await.unwrap();
+        assert_eq!(paused.status(), RunStatus::WaitingForHuman);
+        let stored = runs.load(paused.state.run_id()).await.unwrap();
+        assert_eq!(stored.state.to_json(), paused.state.to_json());
+        assert_eq!(stored.status, StoredStatus::Paused);
+        let waiting = runs.pending(&PendingFilter::default()).await.unwrap();
+        assert_eq!(waiting.items.len(), 1);
+        assert_eq!(waiting.items[0].tool, "deploy");
+        assert_eq!(waiting.items[0].kind, "tool_approval");
+        assert_eq!(waiting.items[0].arguments, r#"{"env":"staging"}"#);
+
+        let run_id = paused.state.run_id();
+        let approve = || Decisions::for_run(run_id).approve("call_1");
+        let done = agent
+            .resume(run_id, stored.version, approve(), "ada")
+            .await
+            .unwrap();
+        assert_eq!(done.output(), Some("Deployed."));
+        // The same version again: refused, naming the run and the version; nothing ran.
+        let again = agent
+            .resume(run_id, stored.version, approve(), "bob")
+            .await
+            .unwrap_err();
+        match &again.error {
+            AgentError::Store(StoreError::Conflict {
+                run_id: id,
+                expected,
+                ..
+            }) => assert_eq!((id.as_str(), *expected), (run_id, stored.version)),
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+        assert_eq!(effects.of("call_1").len(), 1);
+
+        let loaded = runs.load(run_id).await.unwrap();
+        assert_eq!(loaded.state.to_json(), done.state.to_json());
+        assert_eq!(loaded.status, StoredStatus::Completed);
+        assert!(
+            runs.pending(&PendingFilter::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+        );
+        let audit = runs.audit(&AuditFilter::default()).await.unwrap();
+        assert_eq!(audit.items.len(), 1);
+        assert_eq!(
+            (audit.items[0].by.as_str(), audit.items[0].call_id.as_str()),
+            ("ada", "call_1")
+        );
+    });
+}
+
+#[test]
+fn decisions_are_bound_to_the_arguments_shown_and_recorded_once() {
+    block(async {
+        let effects = Effects::default();
+        let model = ScriptedModel::new()
+            .tool_calls([
+                ToolCall::new("call_1", "deploy", json!({"env": "staging"})),
+                ToolCall::new("call_2", "deploy", json!({"env": "production"})),
+            ])
+            .text("Done.");
+        let runs = Runs::new(MemoryStore::new());
+        let agent = runs.attach(release_agent(model, &effects));
+        let paused = agent.run("Deploy both").await.unwrap();
+        let run_id = paused.state.run_id();
+        let waiting = runs.pending(&PendingFilter::default()).await.unwrap().items;
+        let row = |id: &str| waiting.iter().find(|p| p.call_id == id).unwrap().clone();
+
+        // Shown other arguments: refused, nothing recorded.
+        let mut forged = row("call_1");
+        forged.digest = row("call_2").digest;
+        let refused = runs
+            .decide(run_id, "call_1", &forged, Decision::Approve, "eve")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(refused, AgentError::Store(StoreError::StaleDecision { .. })),
+            "{refused}"
+        );
+
+        runs.decide(run_id, "call_1", &row("call_1"), Decision::Approve, "ada")
+            .await
+            .unwrap();
+        // A second person on the same call: exactly one decision stands.
+        let second = runs
+            .decide(
+                run_id,
+                "call_1",
+                &row("call_1"),
+                Decision::Reject {
+                    message: "no".into(),
+                },
+                "bob",
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            second.to_string().contains("already decided by ada"),
+            "{second}"
+        );
+
+        // Not every call decided yet: nothing runs.
+        let early = agent.resume_decided(run_id).await.unwrap_err();
+        assert!(matches!(early.error, AgentError::MissingDecision { .. }));
+        assert_eq!(effects.count(), 0);
+
+        runs.decide(
+            run_id,
+            "call_2",
+            &row("call_2"),
+            Decision::Reject {
+                message: "freeze".into(),
+            },
+            "bob",
+        )
+        .await
+        .unwrap();
+        let undecided = PendingFilter {
+            undecided_only: true,
+            ..PendingFilter::default()
+        };
+        assert!(runs.pending(&undecided).await.unwrap().items.is_empty());
+        let done = agent.resume_decided(run_id).await.unwrap();
+        assert_eq!(done.output(), Some("Done."));
+        assert_eq!(effects.of("call_1").len(), 1);
+        assert!(effects.of("call_2").is_empty());
+        let audit = runs.audit(&AuditFilter::default()).await.unwrap().items;
+        let who: Vec<_> = audit
+            .iter()
+            .map(|d| (d.call_id.as_str(), d.by.as_str()))
+            .collect();
+        assert_eq!(who, [("call_1", "ada"), ("call_2", "bob")]);
+        // A resume again of what was decided: the run is not paused any more.
+        assert!(agent.resume_decided(run_id).await.is_err());
+        assert_eq!(effects.of("call_1").len(), 1);
+    });
+}
+
+#[test]
+fn a_refused_resume_leaves_the_run_waiting() {
+    block(async {
+        let effects = Effects::default();
+        let model = ScriptedModel::new()
+            .tool_call("call_1", "deploy", json!({}))
+            .text("Done.");
+        let runs = Runs::new(MemoryStore::new());
+        let agent = runs.attach(release_agent(model, &effects));
+        let paused = agent.run("Deploy").await.unwrap();
+        let run_id = paused.state.run_id();
+        let version = runs.load(run_id).await.unwrap().version;
+        let refused = agent
+            .resume(run_id, version, Decisions::for_run(run_id), "ada")
+            .await
+            .unwrap_err();
+        assert!(matches!(refused.error, AgentError::MissingDecision { .. }));
+        let stored = runs.load(run_id).await.unwrap();
+        assert_eq!(stored.status, StoredStatus::Paused);
+        assert_eq!(stored.state.to_json(), paused.state.to_json());
+        assert_eq!(stored.pending.len(), 1);
+        let done = agent
+            .resume(
+                run_id,
+                stored.version,
+                Decisions::for_run(run_id).approve("call_1"),
+                "ada",
+            )
+            .await
+            .unwrap();
+        assert_eq!(done.output(), Some("Done."));
+    });
+}
+
+/// A store that stops writing after `budget` writes, as a process killed at that journal
+/// boundary would: every later write fails, so the loop stops there.
+struct Dies {
+    inner: Arc<MemoryStore>,
+    budget: AtomicUsize,
+}
+
+impl Dies {
+    fn spend(&self) -> Result<(), StoreError> {
+        self.budget
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |b| b.checked_sub(1))
+            .map(|_| ())
+            .map_err(|_| StoreError::Database("the process died here".into()))
+    }
+}
+
+impl RunStore for Dies {
+    fn create(&self, run: NewRun) -> BoxFuture<'_, Result<(), StoreError>> {
+        match self.spend() {
+            Ok(()) => self.inner.create(run),
+            Err(e) => Box::pin(async move { Err(e) }),
+        }
+    }
+    fn append(&self, append: Append) -> BoxFuture<'_, Result<(), StoreError>> {
+        match self.spend() {
+            Ok(()) => self.inner.append(append),
+            Err(e) => Box::pin(async move { Err(e) }),
+        }
+    }
+    fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<LoadedRun, StoreError>> {
+        self.inner.load(run_id)
+    }
+    fn pending<'a>(
+        &'a self,
+        f: &'a PendingFilter,
+    ) -> BoxFuture<'a, Result<Page<PendingRow>, StoreError>> {
+        self.inner.pending(f)
+    }
+    fn runs<'a>(&'a self, f: &'a RunFilter) -> BoxFuture<'a, Result<Page<RunSummary>, StoreError>> {
+        self.inner.runs(f)
+    }
+    fn audit<'a>(
+        &'a self,
+        f: &'a AuditFilter,
+    ) -> BoxFuture<'a, Result<Page<phaseo_agent::store::DecisionRow>, StoreError>> {
+        self.inner.audit(f)
+    }
+    fn prune(&self, before_ms: i64) -> BoxFuture<'_, Result<u64, StoreError>> {
+        self.inner.prune(before_ms)
+    }
+}
+
+/// A model that answers by where the conversation is (its count of assistant turns), as a real
+/// model asked the same conversation again would: a process that recovers a run and asks again
+/// gets the answer the first process would have got.
+struct ByPosition(Vec<ModelResponse>);
+
+impl Model for ByPosition {
+    fn respond<'a>(
+        &'a self,
+        request: &'a ModelRequest<'a>,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        let turn = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant { .. }))
+            .count();
+        let answer = self
+            .0
+            .get(turn)
+            .cloned()
+            .unwrap_or_else(|| ModelResponse::text("?"));
+        Box::pin(async move { Ok(answer) })
+    }
+}
+
+/// A run with a plain call, an idempotent call, then a gated call, then an answer.
+fn script() -> Arc<ByPosition> {
+    Arc::new(ByPosition(vec![
+        ModelResponse::tool_calls([
+            ToolCall::new("call_1", "notify", json!({"to": "ops"})),
+            ToolCall::new("call_2", "sync", json!({"repo": "web"})),
+        ]),
+        ModelResponse::tool_calls([ToolCall::new("call_3", "deploy", json!({"env": "staging"}))]),
+        ModelResponse::text("All done."),
+    ]))
+}
+
+/// Interrupts the run after `budget` journal writes, recovers it on the same store, and drives
+/// it to the end, deciding what a person would. Returns the effects and the final status.
+async fn interrupted_at(budget: usize) -> (Effects, StoredStatus, usize) {
+    let effects = Effects::default();
+    let memory = Arc::new(MemoryStore::new());
+    let dying = Runs::from_arc(Arc::new(Dies {
+        inner: memory.clone(),
+        budget: AtomicUsize::new(budget),
+    }))
+    .snapshot_every(2);
+    let model = script();
+    let first = dying.attach(release_agent(model.clone(), &effects));
+    let ran = first.run("Ship it").run_id("run_x").await;
+    let runs = Runs::from_arc(memory.clone()).snapshot_every(2);
+    let agent = runs.attach(release_agent(model, &effects));
+    let Ok(mut stored) = runs.load("run_x").await else {
+        // Died before the run was stored: nothing ran.
+        assert!(ran.is_err());
+        assert_eq!(effects.count(), 0);
+        return (effects, StoredStatus::Failed, 0);
+    };
+    let mut rounds = 0;
+    loop {
+        rounds += 1;
+        assert!(rounds < 10, "the run never settled");
+        match stored.status {
+            StoredStatus::Running => {
+                agent
+                    .recover("run_x")
+                    .await
+                    .map(|_| ())
+                    .or_else(|e| if e.state.is_some() { Ok(()) } else { Err(e) })
+                    .unwrap();
+            }
+            StoredStatus::Paused | StoredStatus::InDoubt => {
+                let mut decisions = Decisions::for_run("run_x");
+                for p in &stored.state.pending().to_vec() {
+                    decisions = match p.kind {
+                        PendingKind::OutcomeUnknown => {
+                            decisions.output(&p.call.id, json!("done before the crash"))
+                        }
+                        _ => decisions.approve(&p.call.id),
+                    };
+                }
+                agent
+                    .resume("run_x", stored.version, decisions, "ops")
+                    .await
+                    .unwrap();
+            }
+            status => return (effects, status, rounds),
+        }
+        stored = runs.load("run_x").await.unwrap();
+    }
+}
+
+#[test]
+fn an_interruption_at_every_journal_boundary_loses_nothing_and_runs_nothing_twice() {
+    block(async {
+        // How many writes a whole run takes, uninterrupted.
+        let (clean, status, _) = interrupted_at(usize::MAX).await;
+        assert_eq!(status, StoredStatus::Completed);
+        assert_eq!(clean.count(), 3);
+        for budget in 0..40 {
+            let (effects, status, _) = interrupted_at(budget).await;
+            if budget == 0 {
+                continue;
+            }
+            assert_eq!(
+                status,
+                StoredStatus::Completed,
+                "interrupted after {budget} writes"
+            );
+            // A plain tool and a gated one never ran twice.
+            assert!(
+                effects.of("call_1").len() <= 1,
+                "notify ran twice (budget {budget})"
+            );
+            assert!(
+                effects.of("call_3").len() <= 1,
+                "deploy ran twice (budget {budget})"
+            );
+            // The idempotent one ran at least once, every run with one key.
+            let keys = effects.of("call_2");
+            assert!(!keys.is_empty(), "sync never ran (budget {budget})");
+            assert!(
+                keys.windows(2).all(|w| w[0] == w[1]),
+                "sync saw two keys (budget {budget})"
+            );
+        }
+    });
+}
+
+#[test]
+fn a_call_in_doubt_waits_for_a_person_and_a_retry_is_a_new_attempt() {
+    block(async {
+        let effects = Effects::default();
+        let memory = Arc::new(MemoryStore::new());
+        // started (1), turn (2), call_started notify (3): the process dies after the tool ran.
+        let dying = Runs::from_arc(Arc::new(Dies {
+            inner: memory.clone(),
+            budget: AtomicUsize::new(3),
+        }));
+        let model = ScriptedModel::new()
+            .tool_call("call_1", "notify", json!({}))
+            .text("Sent.");
+        let _ = dying
+            .attach(release_agent(model.clone(), &effects))
+            .run("Notify")
+            .run_id("r")
+            .await;
+        assert_eq!(effects.of("call_1").len(), 1);
+
+        let runs = Runs::from_arc(memory.clone());
+        let agent = runs.attach(release_agent(model, &effects));
+        assert_eq!(runs.load("r").await.unwrap().status, StoredStatus::Running);
+        let recovered = agent.recover("r").await.unwrap();
+        assert_eq!(recovered.pending()[0].kind, PendingKind::OutcomeUnknown);
+        assert_eq!(
+            effects.of("call_1").len(),
+            1,
+            "recovery ran a non-idempotent call again"
+        );
+        let stored = runs.load("r").await.unwrap();
+        assert_eq!(stored.status, StoredStatus::InDoubt);
+        assert_eq!(stored.pending[0].kind, "outcome_unknown");
+        let in_doubt = PendingFilter {
+            kind: Some("outcome_unknown".into()),
+            ..PendingFilter::default()
+        };
+        assert_eq!(runs.pending(&in_doubt).await.unwrap().items.len(), 1);
+        // Recovering again is refused: the run is not running.
+        assert!(agent.recover("r").await.is_err());
+
+        // A person chooses to run it again: a new attempt, a new key.
+        let done = agent
+            .resume(
+                "r",
+                stored.version,
+                Decisions::for_run("r").approve("call_1"),
+                "ops",
+            )
+            .await
+            .unwrap();
+        assert_eq!(done.output(), Some("Sent."));
+        let keys = effects.of("call_1");
+        assert_eq!(keys.len(), 2);
+        assert_ne!(keys[0], keys[1]);
+    });
+}
+
+#[test]
+fn retention_prunes_finished_runs_only() {
+    block(async {
+        let effects = Effects::default();
+        let model = ScriptedModel::new()
+            .text("Hello.")
+            .tool_call("call_1", "deploy", json!({}));
+        let runs = Runs::new(MemoryStore::new());
+        let agent = runs.attach(release_agent(model, &effects));
+        agent.run("Hi").run_id("done").await.unwrap();
+        agent.run("Deploy").run_id("paused").await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        let pruned = runs.prune(std::time::Duration::ZERO).await.unwrap();
+        assert_eq!(pruned, 1);
+        assert!(runs.load("done").await.is_err());
+        assert_eq!(
+            runs.load("paused").await.unwrap().status,
+            StoredStatus::Paused
+        );
+        let all = runs.runs(&RunFilter::default()).await.unwrap();
+        assert_eq!(all.items.len(), 1);
+    });
+}
+
+#[test]
+fn a_signed_state_stays_signed_in_the_store() {
+    block(async {
+        let effects = Effects::default();
+        let model = ScriptedModel::new()
+            .tool_call("call_1", "deploy", json!({}))
+            .text("Done.");
+        let runs = Runs::new(MemoryStore::new());
+        let agent = Agent::builder("release")
+            .model(model)
+            .tool(effect_tool("deploy", &effects).require_approval())
+            .state_key(b"a key of at least thirty-two bytes!!".to_vec())
+            .build()
+            .unwrap();
+        let agent = runs.attach(agent);
+        let paused = agent.run("Deploy").await.unwrap();
+        let stored = runs.load(paused.state.run_id()).await.unwrap();
+        assert!(stored.state.is_signed());
+        assert_eq!(stored.state.to_json(), paused.state.to_json());
+    });
+}
+
+fn any_turn() -> impl Strategy<Value = Vec<(u8, u8)>> {
+    // Each call: which tool (0 notify, 1 sync, 2 deploy), and an argument.
+    prop::collection::vec((0u8..3, any::<u8>()), 0..4)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+    /// Whatever the run, the run loaded from the store is the state the loop returned, byte for
+    /// byte, at every pause and at the end, whatever the snapshot interval.
+    #[test]
+    fn a_loaded_run_is_the_loops_state(turns in prop::collection::vec(any_turn(), 1..6), every in 1u32..5) {
+        block(async {
+            let effects = Effects::default();
+            let mut model = ScriptedModel::new();
+            let mut n = 0;
+            for turn in &turns {
+                if turn.is_empty() { continue; }
+                let calls: Vec<ToolCall> = turn.iter().map(|(tool, arg)| {
+                    n += 1;
+                    let name = ["notify", "sync", "deploy"][*tool as usize];
+                    ToolCall::new(format!("call_{n}"), name, json!({"n": arg, "text": "x".repeat(*arg as usize % 7)}))
+                }).collect();
+                model = model.tool_calls(calls);
+            }
+            model = model.text("The end.");
+            let runs = Runs::new(MemoryStore::new()).snapshot_every(every);
+            let agent = runs.attach(release_agent(model, &effects));
+            let mut result = agent.run("Go").await.unwrap();
+            let run_id = result.state.run_id().to_owned();
+            loop {
+                let stored = runs.load(&run_id).await.unwrap();
+                prop_assert_eq!(stored.state.to_json(), result.state.to_json());
+                if !result.is_paused() { break; }
+                let mut decisions = Decisions::for_run(&run_id);
+                for (i, p) in result.pending().iter().enumerate() {
+                    decisions = if i % 2 == 0 { decisions.approve(&p.call.id) } else { decisions.reject(&p.call.id, "no") };
+                }
+                result = agent.resume(&run_id, stored.version, decisions, "p").await.unwrap();
+            }
+            Ok(())
+        })?;
+    }
+}
+
+/// The bytes a run's journal holds, entries and snapshot together.
+#[test]
+fn bytes_per_step_do_not_grow_with_the_run() {
+    block(async {
+        let effects = Effects::default();
+        let memory = Arc::new(MemoryStore::new());
+        let mut model = ScriptedModel::new();
+        for i in 0..200 {
+            model = model.tool_call(
+                &format!("call_{i}"),
+                "notify",
+                json!({"text": "y".repeat(150)}),
+            );
+        }
+        let agent_model = model.text("Done.");
+        let runs = Runs::from_arc(memory.clone());
+        let agent = Agent::builder("long")
+            .model(agent_model)
+            .tool(effect_tool("notify", &effects))
+            .max_turns(1000)
+            .build()
+            .unwrap();
+        runs.attach(agent).run("Go").run_id("long").await.unwrap();
+        let loaded = memory.load("long").await.unwrap();
+        let per_entry: Vec<usize> = loaded.rows.iter().map(|r| r.body.len()).collect();
+        let biggest = per_entry.iter().max().copied().unwrap_or(0);
+        // Every entry is about one step's size, at step 200 as at step 1.
+        assert!(biggest < 2_000, "an entry of {biggest} bytes");
+        let _ = Value::Null;
+    });
+}
