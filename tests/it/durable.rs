@@ -528,7 +528,7 @@ fn a_signed_state_stays_signed_in_the_store() {
         let agent = Agent::builder("release")
             .model(model)
             .tool(effect_tool("deploy", &effects).require_approval())
-            .state_key(b"a key of at least thirty-two bytes!!".to_vec())
+            .state_key(b"a key of at least thirty-two bytes!!")
             .build()
             .unwrap();
         let agent = runs.attach(agent);

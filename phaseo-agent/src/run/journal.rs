@@ -99,10 +99,11 @@ impl InFlight {
     }
 }
 
+/// A function that makes a new run's journal from its run id.
+pub(crate) type MakeJournal = Box<dyn FnOnce(&str) -> std::sync::Arc<dyn Journal> + Send>;
+
 /// Makes a new run's journal once its run id is known.
-pub(crate) struct JournalFor(
-    pub(crate) Box<dyn FnOnce(&str) -> std::sync::Arc<dyn Journal> + Send>,
-);
+pub(crate) struct JournalFor(pub(crate) MakeJournal);
 
 impl std::fmt::Debug for JournalFor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
