@@ -335,8 +335,10 @@ pub trait RunStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Page<PendingRow>, StoreError>>;
 
     /// Runs, newest first.
-    fn runs<'a>(&'a self, filter: &'a RunFilter)
-    -> BoxFuture<'a, Result<Page<RunSummary>, StoreError>>;
+    fn runs<'a>(
+        &'a self,
+        filter: &'a RunFilter,
+    ) -> BoxFuture<'a, Result<Page<RunSummary>, StoreError>>;
 
     /// The audit log of decisions, oldest first.
     fn audit<'a>(

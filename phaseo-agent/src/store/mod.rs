@@ -6,11 +6,26 @@
 //!
 //! - `backend`: [`RunStore`], what a database does (rows and a compare-and-swap on a run's
 //!   version), and the rows it keeps;
-//! - `sqlite`, `postgres`: the two databases (features `sqlite` and `postgres`).
+//! - `sql`: what the SQL backends share (their statements, the checks of rows read back, paging
+//!   cursors, migrations);
+//! - `sqlite`: [`SqliteStore`], a run store in a SQLite file (feature `sqlite`);
+//! - `postgres`: [`PostgresStore`], a run store in PostgreSQL (feature `postgres`).
 
 pub(crate) mod backend;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sql;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+#[cfg(feature = "postgres")]
+mod postgres;
 
 pub use backend::{
     Append, AuditFilter, DecisionRow, JournalRow, LoadedRun, NewRun, Page, PendingFilter,
     PendingRow, RunFilter, RunStore, RunSummary, SnapshotRow, StoredStatus,
 };
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use postgres::{PostgresStore, PostgresStoreBuilder};
+#[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
+pub use sqlite::{SqliteStore, SqliteStoreBuilder};
