@@ -52,6 +52,7 @@ mod run_semantics;
 mod schema_dialects;
 mod schema_golden;
 mod spec_snippets;
+mod store_backend;
 mod strict_tools;
 mod timeouts;
 mod tool_reports;

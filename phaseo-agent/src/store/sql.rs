@@ -1,0 +1,1131 @@
+//! What the two SQL backends share: one SQL text for both databases (SQLite reads `$1` as the first
+//! parameter, as PostgreSQL does), the checks of what is written, the checks of what is read back,
+//! the paging cursors, and [`impl_run_store!`], which writes the [`RunStore`] implementation once
+//! for each backend's concrete sqlx types.
+//!
+//! A backend type that uses the macro provides, as inherent items:
+//!
+//! - `fn pool(&self) -> &sqlx::Pool<DB>`;
+//! - `async fn begin_write(&self) -> Result<(Guard, sqlx::Transaction<'static, DB>), StoreError>`:
+//!   a transaction that holds the database's write lock (or takes row locks as it goes), and a
+//!   guard kept until it ends;
+//! - `async fn begin_read(&self) -> Result<sqlx::Transaction<'static, DB>, StoreError>`: a
+//!   transaction whose statements all see one snapshot;
+//! - `const PERSISTENT: bool`: whether statements may stay prepared on a connection;
+//! - `const AUDIT_LOCK: Option<&'static str>`: a statement run before audit rows are inserted, so
+//!   that their ids are given in the order the transactions commit.
+//!
+//! [`RunStore`]: crate::store::backend::RunStore
+
+use std::fmt::Write as _;
+
+use crate::error::StoreError;
+use crate::store::backend::{
+    Append, AuditFilter, DecisionRow, JournalRow, NewRun, PendingFilter, PendingRow, RunFilter,
+    RunSummary, SnapshotRow, StoredStatus,
+};
+
+/// The most items one page of a listing holds, whatever the filter asks.
+pub(crate) const MAX_LIMIT: usize = 1_000;
+
+/// A value bound to a statement built at run time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Value {
+    /// An integer.
+    Int(i64),
+    /// A text.
+    Text(String),
+}
+
+/// A statement built from fixed fragments and the values bound to its parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Statement {
+    /// The SQL text, its parameters numbered `$1`, `$2`, ...
+    pub(crate) sql: String,
+    /// The values, in parameter order.
+    pub(crate) values: Vec<Value>,
+}
+
+impl Statement {
+    fn new(select: &str) -> Self {
+        Statement {
+            sql: format!("{select} WHERE 1 = 1"),
+            values: Vec::new(),
+        }
+    }
+
+    /// Adds `AND condition`, each `?` of `condition` becoming the next numbered parameter, bound
+    /// to the next of `values`.
+    fn and(&mut self, condition: &str, values: Vec<Value>) {
+        self.sql.push_str(" AND ");
+        for c in condition.chars() {
+            if c == '?' {
+                self.values.push(Value::Int(0));
+                let _ = write!(self.sql, "${}", self.values.len());
+            } else {
+                self.sql.push(c);
+            }
+        }
+        let first = self.values.len() - values.len();
+        for (slot, value) in self.values[first..].iter_mut().zip(values) {
+            *slot = value;
+        }
+    }
+
+    /// Ends the statement with its order and a limit of `limit + 1` rows (one more than a page,
+    /// to know whether another page follows).
+    fn finish(mut self, order: &str, limit: usize) -> Self {
+        self.values.push(Value::Int(int(limit as u64 + 1)));
+        let _ = write!(self.sql, " ORDER BY {order} LIMIT ${}", self.values.len());
+        self
+    }
+}
+
+/// A page's size: the filter's limit, capped.
+pub(crate) fn cap(limit: usize) -> usize {
+    limit.min(MAX_LIMIT)
+}
+
+/// A version or count as stored (an `i64`, the integer both databases have); versions never come
+/// near `i64::MAX`, and one that would is stored as `i64::MAX` (and refused by the checks below).
+pub(crate) fn int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// The driver's error, as the store's.
+pub(crate) fn database(error: sqlx::Error) -> StoreError {
+    StoreError::Database(error.to_string())
+}
+
+/// Whether the driver's error is a unique-key violation.
+pub(crate) fn is_unique_violation(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .is_some_and(|e| e.is_unique_violation())
+}
+
+/// A write the store refuses before it reaches the database: the layer above broke the contract.
+fn refused(run_id: &str, why: &str) -> StoreError {
+    StoreError::Database(format!("write to run `{run_id}` refused: {why}"))
+}
+
+/// Checks a new run: its first entry is version 1.
+pub(crate) fn check_new(run: &NewRun) -> Result<(), StoreError> {
+    if run.row.version != 1 {
+        return Err(refused(
+            &run.run_id,
+            &format!("its first entry is version {}, not 1", run.row.version),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks an append and returns the run's version after it: at least one entry, numbered from
+/// `expected_version + 1` on; a snapshot not after the last entry; pending calls and decisions of
+/// this run only.
+pub(crate) fn check_append(append: &Append) -> Result<u64, StoreError> {
+    let run_id = append.run_id.as_str();
+    if append.rows.is_empty() {
+        return Err(refused(run_id, "an append writes at least one entry"));
+    }
+    let mut version = append.expected_version;
+    for row in &append.rows {
+        version = version
+            .checked_add(1)
+            .filter(|v| *v < i64::MAX as u64)
+            .ok_or_else(|| refused(run_id, "the version is out of range"))?;
+        if row.version != version {
+            return Err(refused(
+                run_id,
+                &format!("an entry is version {}, expected {version}", row.version),
+            ));
+        }
+    }
+    if let Some(snapshot) = &append.snapshot
+        && snapshot.version > version
+    {
+        return Err(refused(
+            run_id,
+            &format!(
+                "the snapshot is of version {}, after the last entry ({version})",
+                snapshot.version
+            ),
+        ));
+    }
+    if let Some(other) = append
+        .pending
+        .iter()
+        .flatten()
+        .map(|p| &p.run_id)
+        .chain(append.decisions.iter().map(|d| &d.run_id))
+        .find(|other| *other != run_id)
+    {
+        return Err(refused(
+            run_id,
+            &format!("a pending call or decision names run `{other}`"),
+        ));
+    }
+    Ok(version)
+}
+
+/// A damaged row of `run_id`.
+pub(crate) fn corrupt(run_id: &str, version: u64, reason: impl Into<String>) -> StoreError {
+    StoreError::Corrupt {
+        run_id: run_id.to_owned(),
+        version,
+        reason: reason.into(),
+    }
+}
+
+/// A version as read back: never negative.
+pub(crate) fn version(run_id: &str, at: u64, what: &str, raw: i64) -> Result<u64, StoreError> {
+    u64::try_from(raw).map_err(|_| corrupt(run_id, at, format!("{what} is negative ({raw})")))
+}
+
+/// A format as read back: a `u32`.
+pub(crate) fn format(run_id: &str, at: u64, raw: i64) -> Result<u32, StoreError> {
+    u32::try_from(raw).map_err(|_| corrupt(run_id, at, format!("format {raw} is out of range")))
+}
+
+/// A status as read back: one of the five.
+pub(crate) fn status(run_id: &str, at: u64, raw: &str) -> Result<StoredStatus, StoreError> {
+    StoredStatus::parse(raw).ok_or_else(|| corrupt(run_id, at, format!("unknown status `{raw}`")))
+}
+
+/// A run's row as read, before its checks.
+pub(crate) struct RawRun {
+    pub(crate) agent_id: String,
+    pub(crate) status: String,
+    pub(crate) version: i64,
+    pub(crate) created_ms: i64,
+    pub(crate) updated_ms: i64,
+    pub(crate) snapshot_version: Option<i64>,
+    pub(crate) snapshot_format: Option<i64>,
+    pub(crate) snapshot_body: Option<String>,
+    pub(crate) snapshot_digest: Option<String>,
+}
+
+/// A run's row, checked: its version, status and snapshot.
+pub(crate) struct CheckedRun {
+    pub(crate) version: u64,
+    pub(crate) status: StoredStatus,
+    pub(crate) snapshot: Option<SnapshotRow>,
+}
+
+impl RawRun {
+    /// Checks the row of `run_id`.
+    pub(crate) fn check(&self, run_id: &str) -> Result<CheckedRun, StoreError> {
+        let at = version(run_id, 0, "the run's version", self.version)?;
+        let status = status(run_id, at, &self.status)?;
+        let snapshot = match (
+            self.snapshot_version,
+            self.snapshot_format,
+            &self.snapshot_body,
+            &self.snapshot_digest,
+        ) {
+            (None, None, None, None) => None,
+            (Some(v), Some(f), Some(body), Some(digest)) => {
+                let v = version(run_id, at, "the snapshot's version", v)?;
+                if v > at {
+                    return Err(corrupt(
+                        run_id,
+                        at,
+                        format!("the snapshot is of version {v}, after the run's"),
+                    ));
+                }
+                Some(SnapshotRow {
+                    version: v,
+                    format: format(run_id, v, f)?,
+                    body: body.clone(),
+                    digest: digest.clone(),
+                })
+            }
+            _ => return Err(corrupt(run_id, at, "the snapshot is partly missing")),
+        };
+        Ok(CheckedRun {
+            version: at,
+            status,
+            snapshot,
+        })
+    }
+}
+
+/// A journal row as read, before its checks: version, kind, format, body, digest.
+pub(crate) type RawJournal = (i64, String, i64, String, String);
+
+/// Checks the journal rows read after the snapshot: versions `after + 1 ..= last`, each once.
+pub(crate) fn journal(
+    run_id: &str,
+    after: u64,
+    last: u64,
+    raw: Vec<RawJournal>,
+) -> Result<Vec<JournalRow>, StoreError> {
+    let mut rows = Vec::with_capacity(raw.len());
+    let mut expected = after + 1;
+    for (v, kind, f, body, digest) in raw {
+        let v = version(run_id, expected, "an entry's version", v)?;
+        if v != expected {
+            return Err(corrupt(
+                run_id,
+                expected,
+                format!("the journal has no entry {expected} (next is {v})"),
+            ));
+        }
+        rows.push(JournalRow {
+            version: v,
+            kind,
+            format: format(run_id, v, f)?,
+            body,
+            digest,
+        });
+        expected += 1;
+    }
+    if expected != last + 1 {
+        return Err(corrupt(
+            run_id,
+            expected,
+            format!("the journal ends before the run's version {last}"),
+        ));
+    }
+    Ok(rows)
+}
+
+/// A pending row as read, before its checks.
+pub(crate) struct RawPending {
+    pub(crate) run_id: String,
+    pub(crate) agent_id: String,
+    pub(crate) call_id: String,
+    pub(crate) tool: String,
+    pub(crate) kind: String,
+    pub(crate) arguments: String,
+    pub(crate) digest: String,
+    pub(crate) since_ms: i64,
+    pub(crate) version: i64,
+    pub(crate) decision: Option<String>,
+    pub(crate) decided_by: Option<String>,
+}
+
+impl RawPending {
+    /// Checks the row.
+    pub(crate) fn check(self) -> Result<PendingRow, StoreError> {
+        let version = version(&self.run_id, 0, "a pending call's version", self.version)?;
+        Ok(PendingRow {
+            run_id: self.run_id,
+            agent_id: self.agent_id,
+            call_id: self.call_id,
+            tool: self.tool,
+            kind: self.kind,
+            arguments: self.arguments,
+            digest: self.digest,
+            since_ms: self.since_ms,
+            version,
+            decision: self.decision,
+            decided_by: self.decided_by,
+        })
+    }
+}
+
+/// A cursor's parts: a prefix naming the listing, then fields separated by `.`, texts in hex (so
+/// an id may hold any character).
+fn encode(prefix: &str, number: i64, texts: &[&str]) -> String {
+    let mut cursor = format!("{prefix}.{number}");
+    for text in texts {
+        cursor.push('.');
+        for byte in text.as_bytes() {
+            let _ = write!(cursor, "{byte:02x}");
+        }
+    }
+    cursor
+}
+
+/// A cursor's number and texts, if it is one of this listing's with `texts` texts.
+fn decode(prefix: &str, texts: usize, cursor: &str) -> Result<(i64, Vec<String>), StoreError> {
+    let invalid = || StoreError::Database(format!("invalid paging cursor `{cursor}`"));
+    let mut parts = cursor.split('.');
+    if parts.next() != Some(prefix) {
+        return Err(invalid());
+    }
+    let number = parts
+        .next()
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(invalid)?;
+    let mut decoded = Vec::with_capacity(texts);
+    for part in parts {
+        if part.len() % 2 != 0 {
+            return Err(invalid());
+        }
+        let bytes = part
+            .as_bytes()
+            .chunks(2)
+            .map(|pair| {
+                let pair = std::str::from_utf8(pair).ok()?;
+                u8::from_str_radix(pair, 16).ok()
+            })
+            .collect::<Option<Vec<u8>>>()
+            .ok_or_else(invalid)?;
+        decoded.push(String::from_utf8(bytes).map_err(|_| invalid())?);
+    }
+    if decoded.len() != texts {
+        return Err(invalid());
+    }
+    Ok((number, decoded))
+}
+
+/// The columns of a pending row, in [`RawPending`]'s order.
+pub(crate) const PENDING_COLUMNS: &str = "run_id, agent_id, call_id, tool, kind, arguments, digest, \
+     since_ms, version, decision, decided_by";
+
+/// The columns of a run's summary.
+pub(crate) const RUN_COLUMNS: &str = "run_id, agent_id, status, version, created_ms, updated_ms";
+
+/// The columns of an audit row, its id first.
+pub(crate) const AUDIT_COLUMNS: &str =
+    "id, run_id, call_id, tool, decision, decided_by, at_ms, digest, version";
+
+/// The statement listing waiting calls, newest first.
+pub(crate) fn pending_statement(filter: &PendingFilter) -> Result<Statement, StoreError> {
+    let mut s = Statement::new(&format!("SELECT {PENDING_COLUMNS} FROM phaseo_pending"));
+    let text = |t: &String| vec![Value::Text(t.clone())];
+    if let Some(agent) = &filter.agent_id {
+        s.and("agent_id = ?", text(agent));
+    }
+    if let Some(run) = &filter.run_id {
+        s.and("run_id = ?", text(run));
+    }
+    if let Some(tool) = &filter.tool {
+        s.and("tool = ?", text(tool));
+    }
+    if let Some(kind) = &filter.kind {
+        s.and("kind = ?", text(kind));
+    }
+    if let Some(before) = filter.older_than_ms {
+        s.and("since_ms < ?", vec![Value::Int(before)]);
+    }
+    if filter.undecided_only {
+        s.and("decision IS NULL", Vec::new());
+    }
+    if let Some(after) = &filter.after {
+        let (since, mut ids) = decode("p1", 2, after)?;
+        let call = ids.pop().unwrap_or_default();
+        let run = ids.pop().unwrap_or_default();
+        s.and(
+            "(since_ms, run_id, call_id) < (?, ?, ?)",
+            vec![Value::Int(since), Value::Text(run), Value::Text(call)],
+        );
+    }
+    Ok(s.finish(
+        "since_ms DESC, run_id DESC, call_id DESC",
+        cap(filter.limit),
+    ))
+}
+
+/// The cursor after a waiting call.
+pub(crate) fn pending_cursor(row: &PendingRow) -> String {
+    encode("p1", row.since_ms, &[&row.run_id, &row.call_id])
+}
+
+/// The statement listing runs, last written first.
+pub(crate) fn runs_statement(filter: &RunFilter) -> Result<Statement, StoreError> {
+    let mut s = Statement::new(&format!("SELECT {RUN_COLUMNS} FROM phaseo_runs"));
+    if let Some(agent) = &filter.agent_id {
+        s.and("agent_id = ?", vec![Value::Text(agent.clone())]);
+    }
+    if let Some(status) = filter.status {
+        s.and("status = ?", vec![Value::Text(status.as_str().to_owned())]);
+    }
+    if let Some(after) = &filter.after {
+        let (updated, mut ids) = decode("r1", 1, after)?;
+        s.and(
+            "(updated_ms, run_id) < (?, ?)",
+            vec![
+                Value::Int(updated),
+                Value::Text(ids.pop().unwrap_or_default()),
+            ],
+        );
+    }
+    Ok(s.finish("updated_ms DESC, run_id DESC", cap(filter.limit)))
+}
+
+/// The cursor after a run.
+pub(crate) fn run_cursor(row: &RunSummary) -> String {
+    encode("r1", row.updated_ms, &[&row.run_id])
+}
+
+/// A run's summary as read, before its checks: run, agent, status, version, created, updated.
+pub(crate) type RawSummary = (String, String, String, i64, i64, i64);
+
+/// Checks a run's summary.
+pub(crate) fn summary(raw: RawSummary) -> Result<RunSummary, StoreError> {
+    let (run_id, agent_id, status_text, v, created_ms, updated_ms) = raw;
+    let v = version(&run_id, 0, "the run's version", v)?;
+    let status = status(&run_id, v, &status_text)?;
+    Ok(RunSummary {
+        run_id,
+        agent_id,
+        status,
+        version: v,
+        created_ms,
+        updated_ms,
+    })
+}
+
+/// The statement listing the audit log, oldest first.
+pub(crate) fn audit_statement(filter: &AuditFilter) -> Result<Statement, StoreError> {
+    let mut s = Statement::new(&format!("SELECT {AUDIT_COLUMNS} FROM phaseo_audit"));
+    if let Some(run) = &filter.run_id {
+        s.and("run_id = ?", vec![Value::Text(run.clone())]);
+    }
+    if let Some(after) = &filter.after {
+        let (id, _) = decode("a1", 0, after)?;
+        s.and("id > ?", vec![Value::Int(id)]);
+    }
+    Ok(s.finish("id", cap(filter.limit)))
+}
+
+/// The cursor after the audit row `id`.
+pub(crate) fn audit_cursor(id: i64) -> String {
+    encode("a1", id, &[])
+}
+
+/// An audit row as read, before its checks.
+pub(crate) struct RawDecision {
+    pub(crate) id: i64,
+    pub(crate) row: DecisionRow,
+    pub(crate) version: i64,
+}
+
+impl RawDecision {
+    /// Checks the row.
+    pub(crate) fn check(mut self) -> Result<(i64, DecisionRow), StoreError> {
+        self.row.version = version(&self.row.run_id, 0, "a decision's version", self.version)?;
+        Ok((self.id, self.row))
+    }
+}
+
+/// A page from `limit + 1` rows read: the first `limit`, and the cursor after the last of them if
+/// a row was left over.
+pub(crate) fn page<T>(
+    mut items: Vec<T>,
+    limit: usize,
+    cursor: impl Fn(&T) -> String,
+) -> crate::store::backend::Page<T> {
+    let limit = cap(limit);
+    let more = items.len() > limit;
+    items.truncate(limit);
+    let next = if more { items.last().map(cursor) } else { None };
+    crate::store::backend::Page { items, next }
+}
+
+/// The numbered migrations of a backend: each one's version and SQL, applied in order in one
+/// transaction and recorded in the table `phaseo_schema`.
+pub(crate) type Migrations = &'static [(i64, &'static str)];
+
+/// Whether a recorded schema version can be opened by this build, and which migrations to apply.
+pub(crate) fn to_apply(
+    migrations: Migrations,
+    recorded: Option<i64>,
+) -> Result<&'static [(i64, &'static str)], StoreError> {
+    let newest = migrations.last().map_or(0, |m| m.0);
+    let current = recorded.unwrap_or(0);
+    if current > newest {
+        return Err(StoreError::SchemaTooNew {
+            found: current,
+            supported: newest,
+        });
+    }
+    let first = migrations.partition_point(|m| m.0 <= current);
+    Ok(&migrations[first..])
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Writes the [`RunStore`](crate::store::backend::RunStore) implementation and the migration
+/// runner of a backend type, for its concrete sqlx database type (see the module's doc for what
+/// the type provides).
+macro_rules! impl_run_store {
+    ($store:ty, $db:ty) => {
+        impl $store {
+            /// A statement with the backend's preparation policy.
+            fn query(
+                sql: impl sqlx::SqlSafeStr,
+            ) -> sqlx::query::Query<'static, $db, <$db as sqlx::Database>::Arguments> {
+                sqlx::query(sql).persistent(Self::PERSISTENT)
+            }
+
+            /// A statement built at run time, its values bound.
+            fn built(
+                statement: $crate::store::sql::Statement,
+            ) -> sqlx::query::Query<'static, $db, <$db as sqlx::Database>::Arguments> {
+                let mut query = Self::query(sqlx::AssertSqlSafe(statement.sql));
+                for value in statement.values {
+                    query = match value {
+                        $crate::store::sql::Value::Int(i) => query.bind(i),
+                        $crate::store::sql::Value::Text(t) => query.bind(t),
+                    };
+                }
+                query
+            }
+
+            /// Applies the migrations this database lacks, in one transaction that holds the
+            /// write lock (and runs `lock` first, if any); refuses a newer schema.
+            async fn migrate(
+                &self,
+                migrations: $crate::store::sql::Migrations,
+                lock: Option<&'static str>,
+            ) -> Result<(), $crate::error::StoreError> {
+                use $crate::store::sql::database;
+                let (_guard, mut tx) = self.begin_write().await?;
+                if let Some(lock) = lock {
+                    Self::query(lock)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(database)?;
+                }
+                Self::query(
+                    "CREATE TABLE IF NOT EXISTS phaseo_schema \
+                     (version BIGINT PRIMARY KEY, applied_ms BIGINT NOT NULL)",
+                )
+                .execute(&mut *tx)
+                .await
+                .map_err(database)?;
+                let recorded: Option<i64> = sqlx::Row::try_get(
+                    &Self::query("SELECT MAX(version) AS v FROM phaseo_schema")
+                        .fetch_one(&mut *tx)
+                        .await
+                        .map_err(database)?,
+                    "v",
+                )
+                .map_err(database)?;
+                let apply = $crate::store::sql::to_apply(migrations, recorded)?;
+                if apply.is_empty() {
+                    return Ok(());
+                }
+                for (version, sql) in apply {
+                    sqlx::raw_sql(*sql)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(database)?;
+                    Self::query("INSERT INTO phaseo_schema (version, applied_ms) VALUES ($1, $2)")
+                        .bind(*version)
+                        .bind($crate::store::sql::now_ms())
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(database)?;
+                }
+                tx.commit().await.map_err(database)
+            }
+
+            async fn create_run(
+                &self,
+                run: $crate::store::backend::NewRun,
+            ) -> Result<(), $crate::error::StoreError> {
+                use $crate::store::sql::{database, int, is_unique_violation};
+                $crate::store::sql::check_new(&run)?;
+                let (_guard, mut tx) = self.begin_write().await?;
+                let inserted = Self::query(
+                    "INSERT INTO phaseo_runs (run_id, agent_id, status, version, created_ms, \
+                     updated_ms) VALUES ($1, $2, $3, $4, $5, $5)",
+                )
+                .bind(run.run_id.clone())
+                .bind(run.agent_id)
+                .bind(run.status.as_str())
+                .bind(int(run.row.version))
+                .bind(run.at_ms)
+                .execute(&mut *tx)
+                .await;
+                match inserted {
+                    Err(e) if is_unique_violation(&e) => {
+                        return Err($crate::error::StoreError::AlreadyExists { run_id: run.run_id });
+                    }
+                    other => other.map_err(database)?,
+                };
+                Self::insert_journal(&mut tx, &run.run_id, run.row).await?;
+                tx.commit().await.map_err(database)
+            }
+
+            async fn insert_journal(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                run_id: &str,
+                row: $crate::store::backend::JournalRow,
+            ) -> Result<(), $crate::error::StoreError> {
+                Self::query(
+                    "INSERT INTO phaseo_journal (run_id, version, kind, format, body, digest) \
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                )
+                .bind(run_id.to_owned())
+                .bind($crate::store::sql::int(row.version))
+                .bind(row.kind)
+                .bind(i64::from(row.format))
+                .bind(row.body)
+                .bind(row.digest)
+                .execute(&mut **tx)
+                .await
+                .map_err($crate::store::sql::database)?;
+                Ok(())
+            }
+
+            async fn append_run(
+                &self,
+                append: $crate::store::backend::Append,
+            ) -> Result<(), $crate::error::StoreError> {
+                use $crate::store::sql::{database, int};
+                let version = $crate::store::sql::check_append(&append)?;
+                let run_id = append.run_id;
+                let (_guard, mut tx) = self.begin_write().await?;
+                let sql = if append.snapshot.is_none() {
+                    "UPDATE phaseo_runs SET version = $1, status = $2, updated_ms = $3 \
+                     WHERE run_id = $4 AND version = $5"
+                } else {
+                    "UPDATE phaseo_runs SET version = $1, status = $2, updated_ms = $3, \
+                     snapshot_version = $6, snapshot_format = $7, snapshot_body = $8, \
+                     snapshot_digest = $9 WHERE run_id = $4 AND version = $5"
+                };
+                let mut updated = Self::query(sql)
+                    .bind(int(version))
+                    .bind(append.status.as_str())
+                    .bind(append.at_ms)
+                    .bind(run_id.clone())
+                    .bind(int(append.expected_version));
+                if let Some(snapshot) = append.snapshot {
+                    updated = updated
+                        .bind(int(snapshot.version))
+                        .bind(i64::from(snapshot.format))
+                        .bind(snapshot.body)
+                        .bind(snapshot.digest);
+                }
+                let done = updated.execute(&mut *tx).await.map_err(database)?;
+                if done.rows_affected() == 0 {
+                    let found = Self::query("SELECT version FROM phaseo_runs WHERE run_id = $1")
+                        .bind(run_id.clone())
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(database)?;
+                    let Some(found) = found else {
+                        return Err($crate::error::StoreError::NotFound { run_id });
+                    };
+                    let found: i64 = sqlx::Row::try_get(&found, "version").map_err(database)?;
+                    let found =
+                        $crate::store::sql::version(&run_id, 0, "the run's version", found)?;
+                    return Err($crate::error::StoreError::Conflict {
+                        run_id,
+                        expected: append.expected_version,
+                        found,
+                    });
+                }
+                for row in append.rows {
+                    Self::insert_journal(&mut tx, &run_id, row).await?;
+                }
+                if let Some(pending) = append.pending {
+                    Self::query("DELETE FROM phaseo_pending WHERE run_id = $1")
+                        .bind(run_id.clone())
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(database)?;
+                    for (seq, p) in pending.into_iter().enumerate() {
+                        Self::query(
+                            "INSERT INTO phaseo_pending (run_id, call_id, seq, agent_id, tool, \
+                             kind, arguments, digest, since_ms, version, decision, decided_by) \
+                             SELECT $1, $2, $3, agent_id, $4, $5, $6, $7, $8, $9, $10, $11 \
+                             FROM phaseo_runs WHERE run_id = $1",
+                        )
+                        .bind(run_id.clone())
+                        .bind(p.call_id)
+                        .bind(int(seq as u64))
+                        .bind(p.tool)
+                        .bind(p.kind)
+                        .bind(p.arguments)
+                        .bind(p.digest)
+                        .bind(p.since_ms)
+                        .bind(int(p.version))
+                        .bind(p.decision)
+                        .bind(p.decided_by)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(database)?;
+                    }
+                }
+                if !append.decisions.is_empty()
+                    && let Some(lock) = Self::AUDIT_LOCK
+                {
+                    Self::query(lock)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(database)?;
+                }
+                for d in append.decisions {
+                    Self::query(
+                        "INSERT INTO phaseo_audit (run_id, call_id, tool, decision, decided_by, \
+                         at_ms, digest, version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                    )
+                    .bind(d.run_id)
+                    .bind(d.call_id)
+                    .bind(d.tool)
+                    .bind(d.decision)
+                    .bind(d.by)
+                    .bind(d.at_ms)
+                    .bind(d.digest)
+                    .bind(int(d.version))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(database)?;
+                }
+                tx.commit().await.map_err(database)
+            }
+
+            async fn load_run(
+                &self,
+                run_id: &str,
+            ) -> Result<$crate::store::backend::LoadedRun, $crate::error::StoreError> {
+                use sqlx::Row as _;
+                use $crate::store::sql::{corrupt, database};
+                let mut tx = self.begin_read().await?;
+                let row = Self::query(
+                    "SELECT agent_id, status, version, created_ms, updated_ms, snapshot_version, \
+                     snapshot_format, snapshot_body, snapshot_digest FROM phaseo_runs \
+                     WHERE run_id = $1",
+                )
+                .bind(run_id.to_owned())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(database)?
+                .ok_or_else(|| $crate::error::StoreError::NotFound {
+                    run_id: run_id.to_owned(),
+                })?;
+                let bad = |e: sqlx::Error| corrupt(run_id, 0, e.to_string());
+                let raw = $crate::store::sql::RawRun {
+                    agent_id: row.try_get("agent_id").map_err(bad)?,
+                    status: row.try_get("status").map_err(bad)?,
+                    version: row.try_get("version").map_err(bad)?,
+                    created_ms: row.try_get("created_ms").map_err(bad)?,
+                    updated_ms: row.try_get("updated_ms").map_err(bad)?,
+                    snapshot_version: row.try_get("snapshot_version").map_err(bad)?,
+                    snapshot_format: row.try_get("snapshot_format").map_err(bad)?,
+                    snapshot_body: row.try_get("snapshot_body").map_err(bad)?,
+                    snapshot_digest: row.try_get("snapshot_digest").map_err(bad)?,
+                };
+                let checked = raw.check(run_id)?;
+                let after = checked.snapshot.as_ref().map_or(0, |s| s.version);
+                let journal = Self::query(
+                    "SELECT version, kind, format, body, digest FROM phaseo_journal \
+                     WHERE run_id = $1 AND version > $2 ORDER BY version",
+                )
+                .bind(run_id.to_owned())
+                .bind($crate::store::sql::int(after))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(database)?
+                .iter()
+                .map(|r| {
+                    Ok::<_, sqlx::Error>((
+                        r.try_get("version")?,
+                        r.try_get("kind")?,
+                        r.try_get("format")?,
+                        r.try_get("body")?,
+                        r.try_get("digest")?,
+                    ))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(bad)?;
+                let rows = $crate::store::sql::journal(run_id, after, checked.version, journal)?;
+                let pending = Self::query(
+                    "SELECT run_id, agent_id, call_id, tool, kind, arguments, digest, since_ms, \
+                     version, decision, decided_by FROM phaseo_pending WHERE run_id = $1 \
+                     ORDER BY seq",
+                )
+                .bind(run_id.to_owned())
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(database)?
+                .iter()
+                .map(|r| Self::raw_pending(r).map_err(bad)?.check())
+                .collect::<Result<Vec<_>, _>>()?;
+                tx.commit().await.map_err(database)?;
+                Ok($crate::store::backend::LoadedRun {
+                    run_id: run_id.to_owned(),
+                    agent_id: raw.agent_id,
+                    status: checked.status,
+                    version: checked.version,
+                    snapshot: checked.snapshot,
+                    rows,
+                    pending,
+                    created_ms: raw.created_ms,
+                    updated_ms: raw.updated_ms,
+                })
+            }
+
+            fn raw_pending(
+                r: &<$db as sqlx::Database>::Row,
+            ) -> Result<$crate::store::sql::RawPending, sqlx::Error> {
+                use sqlx::Row as _;
+                Ok($crate::store::sql::RawPending {
+                    run_id: r.try_get("run_id")?,
+                    agent_id: r.try_get("agent_id")?,
+                    call_id: r.try_get("call_id")?,
+                    tool: r.try_get("tool")?,
+                    kind: r.try_get("kind")?,
+                    arguments: r.try_get("arguments")?,
+                    digest: r.try_get("digest")?,
+                    since_ms: r.try_get("since_ms")?,
+                    version: r.try_get("version")?,
+                    decision: r.try_get("decision")?,
+                    decided_by: r.try_get("decided_by")?,
+                })
+            }
+
+            async fn list_pending(
+                &self,
+                filter: &$crate::store::backend::PendingFilter,
+            ) -> Result<
+                $crate::store::backend::Page<$crate::store::backend::PendingRow>,
+                $crate::error::StoreError,
+            > {
+                use $crate::store::sql::database;
+                let statement = $crate::store::sql::pending_statement(filter)?;
+                let mut tx = self.begin_read().await?;
+                let rows = Self::built(statement)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(database)?;
+                tx.commit().await.map_err(database)?;
+                let items = rows
+                    .iter()
+                    .map(|r| Self::raw_pending(r).map_err(database)?.check())
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok($crate::store::sql::page(
+                    items,
+                    filter.limit,
+                    $crate::store::sql::pending_cursor,
+                ))
+            }
+
+            async fn list_runs(
+                &self,
+                filter: &$crate::store::backend::RunFilter,
+            ) -> Result<
+                $crate::store::backend::Page<$crate::store::backend::RunSummary>,
+                $crate::error::StoreError,
+            > {
+                use sqlx::Row as _;
+                use $crate::store::sql::database;
+                let statement = $crate::store::sql::runs_statement(filter)?;
+                let mut tx = self.begin_read().await?;
+                let rows = Self::built(statement)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(database)?;
+                tx.commit().await.map_err(database)?;
+                let items = rows
+                    .iter()
+                    .map(|r| {
+                        let raw = (
+                            r.try_get("run_id")?,
+                            r.try_get("agent_id")?,
+                            r.try_get("status")?,
+                            r.try_get("version")?,
+                            r.try_get("created_ms")?,
+                            r.try_get("updated_ms")?,
+                        );
+                        Ok::<_, sqlx::Error>(raw)
+                    })
+                    .map(|raw| $crate::store::sql::summary(raw.map_err(database)?))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok($crate::store::sql::page(
+                    items,
+                    filter.limit,
+                    $crate::store::sql::run_cursor,
+                ))
+            }
+
+            async fn list_audit(
+                &self,
+                filter: &$crate::store::backend::AuditFilter,
+            ) -> Result<
+                $crate::store::backend::Page<$crate::store::backend::DecisionRow>,
+                $crate::error::StoreError,
+            > {
+                use sqlx::Row as _;
+                use $crate::store::sql::database;
+                let statement = $crate::store::sql::audit_statement(filter)?;
+                let mut tx = self.begin_read().await?;
+                let rows = Self::built(statement)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(database)?;
+                tx.commit().await.map_err(database)?;
+                let items = rows
+                    .iter()
+                    .map(|r| {
+                        Ok::<_, sqlx::Error>($crate::store::sql::RawDecision {
+                            id: r.try_get("id")?,
+                            row: $crate::store::backend::DecisionRow {
+                                run_id: r.try_get("run_id")?,
+                                call_id: r.try_get("call_id")?,
+                                tool: r.try_get("tool")?,
+                                decision: r.try_get("decision")?,
+                                by: r.try_get("decided_by")?,
+                                at_ms: r.try_get("at_ms")?,
+                                digest: r.try_get("digest")?,
+                                version: 0,
+                            },
+                            version: r.try_get("version")?,
+                        })
+                    })
+                    .map(|raw| raw.map_err(database)?.check())
+                    .collect::<Result<Vec<_>, _>>()?;
+                let page = $crate::store::sql::page(items, filter.limit, |(id, _)| {
+                    $crate::store::sql::audit_cursor(*id)
+                });
+                Ok($crate::store::backend::Page {
+                    items: page.items.into_iter().map(|(_, row)| row).collect(),
+                    next: page.next,
+                })
+            }
+
+            async fn prune_runs(&self, before_ms: i64) -> Result<u64, $crate::error::StoreError> {
+                use $crate::store::sql::database;
+                let (_guard, mut tx) = self.begin_write().await?;
+                // The journal and pending rows go with their run (ON DELETE CASCADE); the audit
+                // log has no key to the runs and stays.
+                let done = Self::query(
+                    "DELETE FROM phaseo_runs WHERE status IN ('completed', 'failed') \
+                     AND updated_ms < $1",
+                )
+                .bind(before_ms)
+                .execute(&mut *tx)
+                .await
+                .map_err(database)?;
+                tx.commit().await.map_err(database)?;
+                Ok(done.rows_affected())
+            }
+        }
+
+        impl $crate::store::backend::RunStore for $store {
+            fn create(
+                &self,
+                run: $crate::store::backend::NewRun,
+            ) -> futures::future::BoxFuture<'_, Result<(), $crate::error::StoreError>> {
+                Box::pin(self.create_run(run))
+            }
+
+            fn append(
+                &self,
+                append: $crate::store::backend::Append,
+            ) -> futures::future::BoxFuture<'_, Result<(), $crate::error::StoreError>> {
+                Box::pin(self.append_run(append))
+            }
+
+            fn load<'a>(
+                &'a self,
+                run_id: &'a str,
+            ) -> futures::future::BoxFuture<
+                'a,
+                Result<$crate::store::backend::LoadedRun, $crate::error::StoreError>,
+            > {
+                Box::pin(self.load_run(run_id))
+            }
+
+            fn pending<'a>(
+                &'a self,
+                filter: &'a $crate::store::backend::PendingFilter,
+            ) -> futures::future::BoxFuture<
+                'a,
+                Result<
+                    $crate::store::backend::Page<$crate::store::backend::PendingRow>,
+                    $crate::error::StoreError,
+                >,
+            > {
+                Box::pin(self.list_pending(filter))
+            }
+
+            fn runs<'a>(
+                &'a self,
+                filter: &'a $crate::store::backend::RunFilter,
+            ) -> futures::future::BoxFuture<
+                'a,
+                Result<
+                    $crate::store::backend::Page<$crate::store::backend::RunSummary>,
+                    $crate::error::StoreError,
+                >,
+            > {
+                Box::pin(self.list_runs(filter))
+            }
+
+            fn audit<'a>(
+                &'a self,
+                filter: &'a $crate::store::backend::AuditFilter,
+            ) -> futures::future::BoxFuture<
+                'a,
+                Result<
+                    $crate::store::backend::Page<$crate::store::backend::DecisionRow>,
+                    $crate::error::StoreError,
+                >,
+            > {
+                Box::pin(self.list_audit(filter))
+            }
+
+            fn prune(
+                &self,
+                before_ms: i64,
+            ) -> futures::future::BoxFuture<'_, Result<u64, $crate::error::StoreError>> {
+                Box::pin(self.prune_runs(before_ms))
+            }
+        }
+    };
+}
+
+pub(crate) use impl_run_store;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_round_trips_any_id() {
+        let cursor = encode("p1", -5, &["run.with:dots", "ünïcode"]);
+        let (n, texts) = decode("p1", 2, &cursor).unwrap();
+        assert_eq!(n, -5);
+        assert_eq!(texts, ["run.with:dots", "ünïcode"]);
+        assert!(decode("r1", 2, &cursor).is_err());
+        assert!(decode("p1", 1, &cursor).is_err());
+        assert!(decode("p1", 2, "p1.x.00").is_err());
+        assert!(decode("p1", 2, "p1.1.0g.00").is_err());
+    }
+
+    #[test]
+    fn built_statements_number_their_parameters() {
+        let filter = PendingFilter {
+            agent_id: Some("a".into()),
+            older_than_ms: Some(9),
+            after: Some(encode("p1", 7, &["r", "c"])),
+            limit: 5_000,
+            ..PendingFilter::default()
+        };
+        let s = pending_statement(&filter).unwrap();
+        assert!(s.sql.contains("agent_id = $1"), "{}", s.sql);
+        assert!(s.sql.contains("since_ms < $2"), "{}", s.sql);
+        assert!(s.sql.contains("< ($3, $4, $5)"), "{}", s.sql);
+        assert!(s.sql.ends_with("LIMIT $6"), "{}", s.sql);
+        assert_eq!(s.values[5], Value::Int(MAX_LIMIT as i64 + 1));
+        assert_eq!(s.values[3], Value::Text("r".into()));
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused() {
+        const M: Migrations = &[(1, "a"), (2, "b")];
+        assert_eq!(to_apply(M, None).unwrap().len(), 2);
+        assert_eq!(to_apply(M, Some(1)).unwrap(), &[(2, "b")]);
+        assert!(to_apply(M, Some(2)).unwrap().is_empty());
+        assert_eq!(
+            to_apply(M, Some(3)),
+            Err(StoreError::SchemaTooNew {
+                found: 3,
+                supported: 2
+            })
+        );
+    }
+}

@@ -1,0 +1,226 @@
+//! A run store in one SQLite file (feature `sqlite`): [`SqliteStore`].
+//!
+//! The file is in WAL mode (readers never wait for the writer), with `synchronous = FULL`: a
+//! committed journal entry is on disk before `append` returns, even across a power cut (with
+//! `NORMAL`, WAL mode survives a crash of the process but may lose the last commits on a power
+//! cut, and a resumed run would then re-run a tool whose call it had recorded). Foreign keys are
+//! on, so a run's journal and pending rows go with it.
+//!
+//! Every write is a `BEGIN IMMEDIATE` transaction: it takes the file's write lock before it reads
+//! the run's version, so two writers, in one process or in many, are serialised by SQLite itself,
+//! and the second one sees the first one's version and gets
+//! [`StoreError::Conflict`]. Writers of one process also queue on an async lock first, so they wait
+//! for each other without polling; writers of other processes wait up to the busy timeout.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Sqlite, SqlitePool, Transaction};
+use tokio::sync::{Mutex, MutexGuard};
+
+use crate::error::StoreError;
+use crate::store::sql::{Migrations, database, impl_run_store};
+
+/// The schema, one migration per version, applied in order.
+const MIGRATIONS: Migrations = &[(
+    1,
+    "
+CREATE TABLE phaseo_runs (
+    run_id TEXT PRIMARY KEY NOT NULL,
+    agent_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL,
+    updated_ms INTEGER NOT NULL,
+    snapshot_version INTEGER,
+    snapshot_format INTEGER,
+    snapshot_body TEXT,
+    snapshot_digest TEXT
+) STRICT;
+CREATE INDEX phaseo_runs_by_agent ON phaseo_runs (agent_id, status, updated_ms, run_id);
+CREATE INDEX phaseo_runs_by_status ON phaseo_runs (status, updated_ms, run_id);
+CREATE INDEX phaseo_runs_by_updated ON phaseo_runs (updated_ms, run_id);
+CREATE TABLE phaseo_journal (
+    run_id TEXT NOT NULL REFERENCES phaseo_runs (run_id) ON DELETE CASCADE,
+    version INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    format INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    PRIMARY KEY (run_id, version)
+) STRICT;
+CREATE TABLE phaseo_pending (
+    run_id TEXT NOT NULL REFERENCES phaseo_runs (run_id) ON DELETE CASCADE,
+    call_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    agent_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    since_ms INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    decision TEXT,
+    decided_by TEXT,
+    PRIMARY KEY (run_id, call_id)
+) STRICT;
+CREATE INDEX phaseo_pending_newest ON phaseo_pending (since_ms, run_id, call_id);
+CREATE INDEX phaseo_pending_by_agent ON phaseo_pending (agent_id, since_ms, run_id, call_id);
+CREATE TABLE phaseo_audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    decision TEXT NOT NULL,
+    decided_by TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    digest TEXT NOT NULL,
+    version INTEGER NOT NULL
+) STRICT;
+CREATE INDEX phaseo_audit_by_run ON phaseo_audit (run_id, id);
+",
+)];
+
+/// A [`RunStore`](crate::store::backend::RunStore) in a SQLite file, shared by every task of a
+/// process and by every process on the machine that opens the same file.
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use phaseo_agent::store::{RunFilter, RunStore, SqliteStore};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::StoreError> {
+/// let path = std::env::temp_dir().join(format!("phaseo-doc-{}.db", std::process::id()));
+/// let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&path).await?);
+/// let runs = store.runs(&RunFilter::default()).await?;
+/// assert!(runs.items.is_empty());
+/// # drop(store);
+/// # for suffix in ["", "-wal", "-shm"] {
+/// #     let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+/// # }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+    /// Writers of this process queue here, so that they wait without polling the file's lock.
+    writer: Mutex<()>,
+}
+
+/// How to open a [`SqliteStore`]: from [`SqliteStore::builder`].
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use phaseo_agent::store::SqliteStore;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), phaseo_agent::StoreError> {
+/// let path = std::env::temp_dir().join(format!("phaseo-doc-builder-{}.db", std::process::id()));
+/// let store = SqliteStore::builder(&path)
+///     .pool_size(2)
+///     .busy_timeout(Duration::from_secs(10))
+///     .open()
+///     .await?;
+/// # store.close().await;
+/// # for suffix in ["", "-wal", "-shm"] {
+/// #     let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+/// # }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct SqliteStoreBuilder {
+    path: PathBuf,
+    pool_size: u32,
+    busy_timeout: Duration,
+}
+
+impl SqliteStoreBuilder {
+    /// How many connections the store keeps open (4 by default, at least 1). Reads run on as
+    /// many at once; writes take turns whatever the size.
+    pub fn pool_size(mut self, connections: u32) -> Self {
+        self.pool_size = connections.max(1);
+        self
+    }
+
+    /// How long a write waits for another process's write to finish before it fails with
+    /// [`StoreError::Database`] (5 seconds by default).
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+
+    /// Opens the file (creating it if it is missing) and brings its schema up to date, in one
+    /// transaction: [`StoreError::SchemaTooNew`] if a newer phaseo-agent migrated it.
+    pub async fn open(self) -> Result<SqliteStore, StoreError> {
+        let options = SqliteConnectOptions::new()
+            .filename(&self.path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(self.busy_timeout);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(self.pool_size)
+            .connect_with(options)
+            .await
+            .map_err(database)?;
+        let store = SqliteStore {
+            pool,
+            writer: Mutex::new(()),
+        };
+        store.migrate(MIGRATIONS, None).await?;
+        Ok(store)
+    }
+}
+
+impl SqliteStore {
+    /// Opens the store in the file at `path` with the default settings (see
+    /// [`SqliteStore::builder`]), creating the file if it is missing.
+    pub async fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
+        SqliteStore::builder(path).open().await
+    }
+
+    /// Settings for opening the store in the file at `path`.
+    pub fn builder(path: impl AsRef<Path>) -> SqliteStoreBuilder {
+        SqliteStoreBuilder {
+            path: path.as_ref().to_path_buf(),
+            pool_size: 4,
+            busy_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// Closes every connection, waiting for the operations under way to finish (the file's WAL is
+    /// checkpointed when the last connection closes). Later operations fail.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Statements stay prepared on their connection (no pooler between).
+    const PERSISTENT: bool = true;
+
+    /// Writes are serialised whole: ids follow commit order already.
+    const AUDIT_LOCK: Option<&'static str> = None;
+
+    async fn begin_write(
+        &self,
+    ) -> Result<(MutexGuard<'_, ()>, Transaction<'static, Sqlite>), StoreError> {
+        let guard = self.writer.lock().await;
+        let tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(database)?;
+        Ok((guard, tx))
+    }
+
+    async fn begin_read(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
+        self.pool.begin().await.map_err(database)
+    }
+}
+
+impl_run_store!(SqliteStore, Sqlite);

@@ -1,0 +1,922 @@
+//! The run-store backends against one conformance suite: [`conformance`] takes any
+//! [`RunStore`] and checks the contract of `store::backend` (the compare-and-swap on a run's
+//! version, all-or-nothing appends, snapshots, pending calls and their paging, the audit log,
+//! listing, retention, damaged rows), each check under its own name.
+//!
+//! SQLite runs it here, on a file in the temporary folder, with the file's own cases (reopening,
+//! a schema from a newer build, two stores on one file, opening a fresh file twice at once).
+//! PostgreSQL runs it in `interop/postgres.rs` against a real server.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures::future::BoxFuture;
+use phaseo_agent::StoreError;
+use phaseo_agent::store::{
+    Append, AuditFilter, DecisionRow, JournalRow, NewRun, PendingFilter, PendingRow, RunFilter,
+    RunStore, SnapshotRow, SqliteStore, StoredStatus,
+};
+use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::{AssertSqlSafe, ConnectOptions, Connection};
+
+/// Runs one SQL statement on the store's database, outside the store (to damage a row).
+pub(crate) type RawSql = Arc<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// When the suite's rows are written (above the prune check's times, which are below 1,000).
+const T0: i64 = 1_000_000;
+
+fn entry(version: u64) -> JournalRow {
+    JournalRow {
+        version,
+        kind: "turn".into(),
+        format: 1,
+        body: format!("{{\"v\": {version}, \"text\": \"é\\n\\u00e9  \"}}"),
+        digest: format!("digest-{version}"),
+    }
+}
+
+fn new_run(run_id: &str, agent_id: &str, at_ms: i64) -> NewRun {
+    NewRun {
+        run_id: run_id.into(),
+        agent_id: agent_id.into(),
+        status: StoredStatus::Running,
+        row: entry(1),
+        at_ms,
+    }
+}
+
+/// `count` entries after `expected`, nothing else.
+fn append(run_id: &str, expected: u64, count: u64) -> Append {
+    Append {
+        run_id: run_id.into(),
+        expected_version: expected,
+        rows: (expected + 1..=expected + count).map(entry).collect(),
+        status: StoredStatus::Running,
+        snapshot: None,
+        pending: None,
+        decisions: Vec::new(),
+        at_ms: T0 + 1,
+    }
+}
+
+fn waiting(run_id: &str, call_id: &str, since_ms: i64) -> PendingRow {
+    PendingRow {
+        run_id: run_id.into(),
+        agent_id: String::new(),
+        call_id: call_id.into(),
+        tool: "refund".into(),
+        kind: "tool_approval".into(),
+        arguments: format!("{{\"call\": \"{call_id}\"}}"),
+        digest: format!("args-{call_id}"),
+        since_ms,
+        version: 1,
+        decision: None,
+        decided_by: None,
+    }
+}
+
+fn decision(run_id: &str, call_id: &str, version: u64) -> DecisionRow {
+    DecisionRow {
+        run_id: run_id.into(),
+        call_id: call_id.into(),
+        tool: "refund".into(),
+        decision: "{\"approve\": true}".into(),
+        by: "alice".into(),
+        at_ms: T0 + 2,
+        digest: format!("args-{call_id}"),
+        version,
+    }
+}
+
+/// The whole suite, each check on runs of its own.
+pub(crate) async fn conformance(store: Arc<dyn RunStore>, raw: RawSql) {
+    create_and_already_exists(&*store).await;
+    stale_append_conflicts_and_writes_nothing(&*store).await;
+    multi_row_append_is_all_or_nothing(&*store).await;
+    one_of_eight_racers_wins(store.clone()).await;
+    load_after_snapshot_reads_only_later_rows(&*store).await;
+    pending_replaced_and_cleared(&*store).await;
+    pending_filters_and_paging(&*store).await;
+    pending_limit_is_capped(&*store).await;
+    audit_is_append_only_and_kept_by_prune(&*store).await;
+    runs_listing(&*store).await;
+    prune_keeps_unfinished_runs(&*store).await;
+    damaged_row_fails_only_its_run(&*store, &raw).await;
+    broken_contract_refused(&*store).await;
+}
+
+async fn create_and_already_exists(store: &dyn RunStore) {
+    store.create(new_run("ca-1", "ca", T0)).await.unwrap();
+    let loaded = store.load("ca-1").await.unwrap();
+    assert_eq!(loaded.run_id, "ca-1");
+    assert_eq!(loaded.agent_id, "ca");
+    assert_eq!(loaded.status, StoredStatus::Running);
+    assert_eq!(loaded.version, 1);
+    assert_eq!(
+        loaded.rows,
+        vec![entry(1)],
+        "bodies round-trip byte for byte"
+    );
+    assert_eq!(loaded.snapshot, None);
+    assert!(loaded.pending.is_empty());
+    assert_eq!((loaded.created_ms, loaded.updated_ms), (T0, T0));
+
+    let again = store.create(new_run("ca-1", "other", T0 + 5)).await;
+    assert_eq!(
+        again,
+        Err(StoreError::AlreadyExists {
+            run_id: "ca-1".into()
+        })
+    );
+    assert_eq!(store.load("ca-1").await.unwrap(), loaded, "untouched");
+    assert_eq!(
+        store.load("ca-missing").await,
+        Err(StoreError::NotFound {
+            run_id: "ca-missing".into()
+        })
+    );
+    assert_eq!(
+        store.append(append("ca-missing", 1, 1)).await,
+        Err(StoreError::NotFound {
+            run_id: "ca-missing".into()
+        })
+    );
+}
+
+async fn stale_append_conflicts_and_writes_nothing(store: &dyn RunStore) {
+    store.create(new_run("cas-1", "cas", T0)).await.unwrap();
+    store.append(append("cas-1", 1, 1)).await.unwrap();
+    let before = store.load("cas-1").await.unwrap();
+    assert_eq!(before.version, 2);
+    assert_eq!(before.updated_ms, T0 + 1);
+
+    let mut stale = append("cas-1", 1, 2);
+    stale.status = StoredStatus::Paused;
+    stale.pending = Some(vec![waiting("cas-1", "c1", T0)]);
+    stale.decisions = vec![decision("cas-1", "c0", 1)];
+    stale.snapshot = Some(SnapshotRow {
+        version: 3,
+        format: 1,
+        body: "{}".into(),
+        digest: "s".into(),
+    });
+    stale.at_ms = T0 + 50;
+    assert_eq!(
+        store.append(stale).await,
+        Err(StoreError::Conflict {
+            run_id: "cas-1".into(),
+            expected: 1,
+            found: 2
+        })
+    );
+    assert_eq!(
+        store.load("cas-1").await.unwrap(),
+        before,
+        "nothing written"
+    );
+    let audit = store
+        .audit(&AuditFilter {
+            run_id: Some("cas-1".into()),
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert!(audit.items.is_empty(), "no decision recorded: {audit:?}");
+
+    // A version from the future conflicts too.
+    assert!(matches!(
+        store.append(append("cas-1", 7, 1)).await,
+        Err(StoreError::Conflict { found: 2, .. })
+    ));
+}
+
+async fn multi_row_append_is_all_or_nothing(store: &dyn RunStore) {
+    store.create(new_run("aon-1", "aon", T0)).await.unwrap();
+    let before = store.load("aon-1").await.unwrap();
+    // The journal rows and the run's row are written, then the second pending call breaks the
+    // pending table's key: the whole append must go.
+    let mut broken = append("aon-1", 1, 3);
+    broken.status = StoredStatus::Paused;
+    broken.pending = Some(vec![
+        waiting("aon-1", "dup", T0),
+        waiting("aon-1", "dup", T0),
+    ]);
+    broken.decisions = vec![decision("aon-1", "x", 1)];
+    let error = store.append(broken).await.unwrap_err();
+    assert!(matches!(error, StoreError::Database(_)), "{error:?}");
+    assert_eq!(
+        store.load("aon-1").await.unwrap(),
+        before,
+        "nothing written"
+    );
+    let audit = store
+        .audit(&AuditFilter {
+            run_id: Some("aon-1".into()),
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert!(audit.items.is_empty());
+
+    // The same append without the duplicate is written whole.
+    let mut whole = append("aon-1", 1, 3);
+    whole.status = StoredStatus::Paused;
+    whole.pending = Some(vec![waiting("aon-1", "dup", T0)]);
+    whole.decisions = vec![decision("aon-1", "x", 1)];
+    store.append(whole).await.unwrap();
+    let loaded = store.load("aon-1").await.unwrap();
+    assert_eq!(loaded.version, 4);
+    assert_eq!(loaded.status, StoredStatus::Paused);
+    assert_eq!(loaded.rows, (1..=4).map(entry).collect::<Vec<_>>());
+    assert_eq!(loaded.pending.len(), 1);
+}
+
+async fn one_of_eight_racers_wins(store: Arc<dyn RunStore>) {
+    store.create(new_run("race-1", "race", T0)).await.unwrap();
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut a = append("race-1", 1, 1);
+                a.rows[0].body = format!("{{\"racer\": {i}}}");
+                (i, store.append(a).await)
+            })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for task in tasks {
+        let (i, result) = task.await.unwrap();
+        match result {
+            Ok(()) => winners.push(i),
+            Err(StoreError::Conflict {
+                expected: 1,
+                found: 2,
+                ..
+            }) => {}
+            Err(other) => panic!("racer {i}: {other:?}"),
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one racer wins: {winners:?}");
+    let loaded = store.load("race-1").await.unwrap();
+    assert_eq!(loaded.version, 2);
+    assert_eq!(loaded.rows.len(), 2);
+    assert_eq!(
+        loaded.rows[1].body,
+        format!("{{\"racer\": {}}}", winners[0])
+    );
+}
+
+async fn load_after_snapshot_reads_only_later_rows(store: &dyn RunStore) {
+    store.create(new_run("snap-1", "snap", T0)).await.unwrap();
+    let snapshot = SnapshotRow {
+        version: 3,
+        format: 2,
+        body: "{\"state\":  [1, 2.50, \"ü\"]}".into(),
+        digest: "digest-3".into(),
+    };
+    let mut a = append("snap-1", 1, 4);
+    a.snapshot = Some(snapshot.clone());
+    store.append(a).await.unwrap();
+    let loaded = store.load("snap-1").await.unwrap();
+    assert_eq!(loaded.version, 5);
+    assert_eq!(loaded.snapshot, Some(snapshot.clone()));
+    assert_eq!(loaded.rows, vec![entry(4), entry(5)]);
+
+    // An append without a snapshot keeps the stored one.
+    store.append(append("snap-1", 5, 1)).await.unwrap();
+    let loaded = store.load("snap-1").await.unwrap();
+    assert_eq!(loaded.snapshot, Some(snapshot));
+    assert_eq!(loaded.rows, vec![entry(4), entry(5), entry(6)]);
+
+    // A snapshot at the last entry: nothing after it.
+    let mut a = append("snap-1", 6, 1);
+    a.snapshot = Some(SnapshotRow {
+        version: 7,
+        format: 1,
+        body: "{}".into(),
+        digest: "digest-7".into(),
+    });
+    store.append(a).await.unwrap();
+    let loaded = store.load("snap-1").await.unwrap();
+    assert_eq!(loaded.snapshot.map(|s| s.version), Some(7));
+    assert!(loaded.rows.is_empty());
+    assert_eq!(loaded.version, 7);
+}
+
+async fn pending_replaced_and_cleared(store: &dyn RunStore) {
+    store.create(new_run("pr-1", "pr", T0)).await.unwrap();
+    let mut a = append("pr-1", 1, 1);
+    a.status = StoredStatus::Paused;
+    // Not in id order: the store keeps the order it was given.
+    a.pending = Some(vec![waiting("pr-1", "b", T0), waiting("pr-1", "a", T0)]);
+    store.append(a).await.unwrap();
+    let loaded = store.load("pr-1").await.unwrap();
+    let ids: Vec<_> = loaded.pending.iter().map(|p| p.call_id.as_str()).collect();
+    assert_eq!(ids, ["b", "a"]);
+    assert_eq!(loaded.pending[0].agent_id, "pr", "the run's agent");
+    assert_eq!(loaded.pending[0].arguments, "{\"call\": \"b\"}");
+
+    // `None` leaves them.
+    store.append(append("pr-1", 2, 1)).await.unwrap();
+    assert_eq!(store.load("pr-1").await.unwrap().pending.len(), 2);
+
+    // `Some` replaces them, with a decision recorded on one.
+    let mut a = append("pr-1", 3, 1);
+    let mut decided = waiting("pr-1", "c", T0 + 3);
+    decided.decision = Some("{\"approve\": false}".into());
+    decided.decided_by = Some("bob".into());
+    decided.version = 3;
+    a.pending = Some(vec![decided.clone()]);
+    store.append(a).await.unwrap();
+    let loaded = store.load("pr-1").await.unwrap();
+    decided.agent_id = "pr".into();
+    assert_eq!(loaded.pending, vec![decided]);
+
+    // An empty list clears them.
+    let mut a = append("pr-1", 4, 1);
+    a.pending = Some(Vec::new());
+    store.append(a).await.unwrap();
+    assert!(store.load("pr-1").await.unwrap().pending.is_empty());
+}
+
+/// Every page of `filter`, following the cursors.
+async fn all_pending(store: &dyn RunStore, filter: &PendingFilter) -> Vec<PendingRow> {
+    let mut filter = filter.clone();
+    let mut items = Vec::new();
+    loop {
+        let page = store.pending(&filter).await.unwrap();
+        assert!(page.items.len() <= filter.limit);
+        items.extend(page.items);
+        match page.next {
+            Some(next) => filter.after = Some(next),
+            None => return items,
+        }
+    }
+}
+
+fn keys(rows: &[PendingRow]) -> Vec<(i64, String, String)> {
+    rows.iter()
+        .map(|p| (p.since_ms, p.run_id.clone(), p.call_id.clone()))
+        .collect()
+}
+
+/// A waiting call of the filters' check: id, since, tool, kind, decided.
+type Call = (&'static str, i64, &'static str, &'static str, bool);
+
+async fn pending_filters_and_paging(store: &dyn RunStore) {
+    // Three runs of agent `pf`, one of agent `pf-other`; calls at equal and different times.
+    let calls: &[(&str, &str, &[Call])] = &[
+        (
+            "pf-a",
+            "pf",
+            &[
+                ("c1", T0 + 10, "refund", "tool_approval", false),
+                ("c2", T0 + 30, "email", "hitl", true),
+                ("c3", T0 + 30, "refund", "tool_approval", false),
+            ],
+        ),
+        (
+            "pf-b",
+            "pf",
+            &[
+                ("c1", T0 + 30, "refund", "external_output", false),
+                ("c2", T0 + 20, "refund", "tool_approval", false),
+            ],
+        ),
+        (
+            "pf-c",
+            "pf",
+            &[("c1", T0 + 5, "email", "outcome_unknown", false)],
+        ),
+        (
+            "pf-d",
+            "pf-other",
+            &[("c1", T0 + 40, "refund", "tool_approval", false)],
+        ),
+    ];
+    for (run, agent, list) in calls {
+        store.create(new_run(run, agent, T0)).await.unwrap();
+        let mut a = append(run, 1, 1);
+        a.status = StoredStatus::Paused;
+        a.pending = Some(
+            list.iter()
+                .map(|(call, since, tool, kind, decided)| PendingRow {
+                    tool: (*tool).into(),
+                    kind: (*kind).into(),
+                    decision: decided.then(|| "{\"approve\": true}".into()),
+                    decided_by: decided.then(|| "carol".into()),
+                    ..waiting(run, call, *since)
+                })
+                .collect(),
+        );
+        store.append(a).await.unwrap();
+    }
+    let pf = PendingFilter {
+        agent_id: Some("pf".into()),
+        ..PendingFilter::default()
+    };
+    let everything = store.pending(&pf).await.unwrap();
+    assert_eq!(everything.next, None);
+    let expected: Vec<(i64, String, String)> = [
+        (T0 + 30, "pf-b", "c1"),
+        (T0 + 30, "pf-a", "c3"),
+        (T0 + 30, "pf-a", "c2"),
+        (T0 + 20, "pf-b", "c2"),
+        (T0 + 10, "pf-a", "c1"),
+        (T0 + 5, "pf-c", "c1"),
+    ]
+    .into_iter()
+    .map(|(t, r, c)| (t, r.to_owned(), c.to_owned()))
+    .collect();
+    assert_eq!(keys(&everything.items), expected, "newest first");
+    assert!(everything.items.iter().all(|p| p.agent_id == "pf"));
+
+    let count =
+        |filter: PendingFilter| async move { keys(&store.pending(&filter).await.unwrap().items) };
+    assert_eq!(
+        count(PendingFilter {
+            run_id: Some("pf-a".into()),
+            ..pf.clone()
+        })
+        .await,
+        expected
+            .iter()
+            .filter(|k| k.1 == "pf-a")
+            .cloned()
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        count(PendingFilter {
+            tool: Some("email".into()),
+            ..pf.clone()
+        })
+        .await
+        .len(),
+        2
+    );
+    assert_eq!(
+        count(PendingFilter {
+            kind: Some("tool_approval".into()),
+            ..pf.clone()
+        })
+        .await
+        .len(),
+        3
+    );
+    assert_eq!(
+        count(PendingFilter {
+            older_than_ms: Some(T0 + 20),
+            ..pf.clone()
+        })
+        .await,
+        expected[4..].to_vec(),
+        "strictly older"
+    );
+    let undecided = count(PendingFilter {
+        undecided_only: true,
+        ..pf.clone()
+    })
+    .await;
+    assert_eq!(undecided.len(), 5);
+    assert!(!undecided.contains(&(T0 + 30, "pf-a".into(), "c2".into())));
+    assert_eq!(
+        count(PendingFilter {
+            agent_id: Some("pf-other".into()),
+            ..PendingFilter::default()
+        })
+        .await
+        .len(),
+        1
+    );
+
+    // Paging, two at a time: the same rows, in the same order, with no duplicate or gap.
+    for limit in [1, 2, 4, 5] {
+        let paged = all_pending(
+            store,
+            &PendingFilter {
+                limit,
+                ..pf.clone()
+            },
+        )
+        .await;
+        assert_eq!(keys(&paged), expected, "pages of {limit}");
+    }
+
+    // Calls added between pages (newer than any) do not shift the pages after the cursor.
+    let first = store
+        .pending(&PendingFilter {
+            limit: 2,
+            ..pf.clone()
+        })
+        .await
+        .unwrap();
+    store.create(new_run("pf-e", "pf", T0)).await.unwrap();
+    let mut a = append("pf-e", 1, 1);
+    a.pending = Some(vec![waiting("pf-e", "c1", T0 + 100)]);
+    store.append(a).await.unwrap();
+    let rest = all_pending(
+        store,
+        &PendingFilter {
+            limit: 2,
+            after: first.next.clone(),
+            ..pf.clone()
+        },
+    )
+    .await;
+    let mut seen = keys(&first.items);
+    seen.extend(keys(&rest));
+    assert_eq!(seen, expected, "stable under inserts");
+
+    // A cursor that is not one is refused, not read as the start.
+    assert!(
+        store
+            .pending(&PendingFilter {
+                after: Some("nonsense".into()),
+                ..pf
+            })
+            .await
+            .is_err()
+    );
+}
+
+async fn pending_limit_is_capped(store: &dyn RunStore) {
+    store.create(new_run("cap-1", "cap", T0)).await.unwrap();
+    let mut a = append("cap-1", 1, 1);
+    a.pending = Some(
+        (0..1_005)
+            .map(|i| waiting("cap-1", &format!("c{i:04}"), T0 + i))
+            .collect(),
+    );
+    store.append(a).await.unwrap();
+    let filter = PendingFilter {
+        run_id: Some("cap-1".into()),
+        limit: 5_000,
+        ..PendingFilter::default()
+    };
+    let page = store.pending(&filter).await.unwrap();
+    assert_eq!(page.items.len(), 1_000, "capped at 1,000");
+    assert!(page.next.is_some());
+    let rest = store
+        .pending(&PendingFilter {
+            after: page.next,
+            ..filter
+        })
+        .await
+        .unwrap();
+    assert_eq!(rest.items.len(), 5);
+    assert_eq!(rest.next, None);
+    assert_eq!(rest.items[4].call_id, "c0000", "the oldest last");
+}
+
+async fn audit_is_append_only_and_kept_by_prune(store: &dyn RunStore) {
+    // Times below the prune check's bound, so that the prune check removes this run too.
+    store.create(new_run("au-1", "au", 100)).await.unwrap();
+    for (version, call) in [(1, "c1"), (2, "c2"), (3, "c3")] {
+        let mut a = append("au-1", version, 1);
+        a.at_ms = 100;
+        a.decisions = vec![decision("au-1", call, version)];
+        store.append(a).await.unwrap();
+    }
+    let mut a = append("au-1", 4, 1);
+    a.at_ms = 100;
+    a.status = StoredStatus::Completed;
+    a.decisions = vec![decision("au-1", "c4", 4), decision("au-1", "c5", 4)];
+    store.append(a).await.unwrap();
+
+    let filter = AuditFilter {
+        run_id: Some("au-1".into()),
+        limit: 2,
+        ..AuditFilter::default()
+    };
+    let mut calls = Vec::new();
+    let mut page_filter = filter.clone();
+    loop {
+        let page = store.audit(&page_filter).await.unwrap();
+        calls.extend(page.items.iter().map(|d| d.call_id.clone()));
+        match page.next {
+            Some(next) => page_filter.after = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(calls, ["c1", "c2", "c3", "c4", "c5"], "oldest first");
+    let first = store.audit(&filter).await.unwrap();
+    assert_eq!(first.items[0], decision("au-1", "c1", 1), "as written");
+
+    assert!(store.prune(500).await.unwrap() >= 1);
+    assert!(matches!(
+        store.load("au-1").await,
+        Err(StoreError::NotFound { .. })
+    ));
+    let after = store
+        .audit(&AuditFilter {
+            limit: 10,
+            ..filter
+        })
+        .await
+        .unwrap();
+    assert_eq!(after.items.len(), 5, "prune keeps the audit log");
+}
+
+async fn runs_listing(store: &dyn RunStore) {
+    let runs = [
+        ("rl-a", StoredStatus::Running, T0 + 1),
+        ("rl-b", StoredStatus::Paused, T0 + 3),
+        ("rl-c", StoredStatus::Paused, T0 + 2),
+        ("rl-d", StoredStatus::Completed, T0 + 3),
+        ("rl-e", StoredStatus::InDoubt, T0 + 5),
+    ];
+    for (run, status, at) in runs {
+        store.create(new_run(run, "rl", T0)).await.unwrap();
+        let mut a = append(run, 1, 1);
+        a.status = status;
+        a.at_ms = at;
+        store.append(a).await.unwrap();
+    }
+    store.create(new_run("rl-x", "rl-other", T0)).await.unwrap();
+    let filter = RunFilter {
+        agent_id: Some("rl".into()),
+        ..RunFilter::default()
+    };
+    let page = store.runs(&filter).await.unwrap();
+    let ids: Vec<_> = page.items.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["rl-e", "rl-d", "rl-b", "rl-c", "rl-a"],
+        "last written first"
+    );
+    assert_eq!(page.next, None);
+    let d = &page.items[1];
+    assert_eq!(
+        (
+            d.status,
+            d.version,
+            d.created_ms,
+            d.updated_ms,
+            d.agent_id.as_str()
+        ),
+        (StoredStatus::Completed, 2, T0, T0 + 3, "rl")
+    );
+
+    let paused = store
+        .runs(&RunFilter {
+            status: Some(StoredStatus::Paused),
+            ..filter.clone()
+        })
+        .await
+        .unwrap();
+    let ids: Vec<_> = paused.items.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!(ids, ["rl-b", "rl-c"]);
+
+    let mut paged = Vec::new();
+    let mut page_filter = RunFilter { limit: 2, ..filter };
+    loop {
+        let page = store.runs(&page_filter).await.unwrap();
+        assert!(page.items.len() <= 2);
+        paged.extend(page.items.into_iter().map(|r| r.run_id));
+        match page.next {
+            Some(next) => page_filter.after = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(paged, ["rl-e", "rl-d", "rl-b", "rl-c", "rl-a"]);
+}
+
+async fn prune_keeps_unfinished_runs(store: &dyn RunStore) {
+    let runs = [
+        ("pn-running", StoredStatus::Running, 200),
+        ("pn-paused", StoredStatus::Paused, 200),
+        ("pn-doubt", StoredStatus::InDoubt, 200),
+        ("pn-done", StoredStatus::Completed, 200),
+        ("pn-failed", StoredStatus::Failed, 200),
+        ("pn-recent", StoredStatus::Completed, 500),
+    ];
+    for (run, status, at) in runs {
+        store.create(new_run(run, "pn", 100)).await.unwrap();
+        let mut a = append(run, 1, 1);
+        a.status = status;
+        a.at_ms = at;
+        a.pending = Some(vec![waiting(run, "c1", 100)]);
+        store.append(a).await.unwrap();
+    }
+    assert_eq!(store.prune(500).await.unwrap(), 2, "`before` is exclusive");
+    for run in ["pn-done", "pn-failed"] {
+        assert!(matches!(
+            store.load(run).await,
+            Err(StoreError::NotFound { .. })
+        ));
+        let pending = store
+            .pending(&PendingFilter {
+                run_id: Some(run.into()),
+                ..PendingFilter::default()
+            })
+            .await
+            .unwrap();
+        assert!(pending.items.is_empty(), "{run}'s pending calls go with it");
+    }
+    for run in ["pn-running", "pn-paused", "pn-doubt", "pn-recent"] {
+        assert_eq!(store.load(run).await.unwrap().version, 2, "{run} is kept");
+    }
+    // Its journal went too: the id can be used again from version 1.
+    store.create(new_run("pn-done", "pn", T0)).await.unwrap();
+    assert_eq!(store.load("pn-done").await.unwrap().rows, vec![entry(1)]);
+    assert_eq!(store.prune(500).await.unwrap(), 0);
+}
+
+async fn damaged_row_fails_only_its_run(store: &dyn RunStore, raw: &RawSql) {
+    for run in ["dmg-status", "dmg-version", "dmg-ok"] {
+        store.create(new_run(run, "dmg", T0)).await.unwrap();
+    }
+    raw("UPDATE phaseo_runs SET status = 'on_holiday' WHERE run_id = 'dmg-status'".into()).await;
+    raw("UPDATE phaseo_runs SET version = -3 WHERE run_id = 'dmg-version'".into()).await;
+    match store.load("dmg-status").await {
+        Err(StoreError::Corrupt {
+            run_id,
+            version,
+            reason,
+        }) => {
+            assert_eq!((run_id.as_str(), version), ("dmg-status", 1));
+            assert!(reason.contains("on_holiday"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        store.load("dmg-version").await,
+        Err(StoreError::Corrupt { run_id, .. }) if run_id == "dmg-version"
+    ));
+    assert!(matches!(
+        store.append(append("dmg-version", 1, 1)).await,
+        Err(StoreError::Corrupt { run_id, .. }) if run_id == "dmg-version"
+    ));
+    assert_eq!(store.load("dmg-ok").await.unwrap().version, 1);
+    let mut a = append("dmg-ok", 1, 1);
+    a.status = StoredStatus::Paused;
+    store.append(a).await.unwrap();
+    // A listing that does not reach the damaged rows is served; one that does names the run.
+    let ok = store
+        .runs(&RunFilter {
+            status: Some(StoredStatus::Paused),
+            agent_id: Some("dmg".into()),
+            ..RunFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(ok.items.len(), 1);
+    assert!(matches!(
+        store
+            .runs(&RunFilter {
+                agent_id: Some("dmg".into()),
+                ..RunFilter::default()
+            })
+            .await,
+        Err(StoreError::Corrupt { .. })
+    ));
+
+    // A hole in the journal is damage too.
+    store.create(new_run("dmg-hole", "dmg", T0)).await.unwrap();
+    store.append(append("dmg-hole", 1, 2)).await.unwrap();
+    raw("DELETE FROM phaseo_journal WHERE run_id = 'dmg-hole' AND version = 2".into()).await;
+    assert!(matches!(
+        store.load("dmg-hole").await,
+        Err(StoreError::Corrupt { run_id, version: 2, .. }) if run_id == "dmg-hole"
+    ));
+}
+
+async fn broken_contract_refused(store: &dyn RunStore) {
+    store.create(new_run("bc-1", "bc", T0)).await.unwrap();
+    let before = store.load("bc-1").await.unwrap();
+    let mut empty = append("bc-1", 1, 1);
+    empty.rows.clear();
+    let mut gap = append("bc-1", 1, 2);
+    gap.rows[1].version = 4;
+    let mut late_snapshot = append("bc-1", 1, 1);
+    late_snapshot.snapshot = Some(SnapshotRow {
+        version: 3,
+        format: 1,
+        body: "{}".into(),
+        digest: "s".into(),
+    });
+    let mut other_run = append("bc-1", 1, 1);
+    other_run.decisions = vec![decision("bc-2", "c1", 1)];
+    for broken in [empty, gap, late_snapshot, other_run] {
+        assert!(matches!(
+            store.append(broken).await,
+            Err(StoreError::Database(_))
+        ));
+    }
+    let mut second = new_run("bc-2", "bc", T0);
+    second.row.version = 2;
+    assert!(matches!(
+        store.create(second).await,
+        Err(StoreError::Database(_))
+    ));
+    assert_eq!(store.load("bc-1").await.unwrap(), before);
+}
+
+/// A SQLite file in the temporary folder, removed (with its WAL files) when dropped.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        TempFile(
+            std::env::temp_dir().join(format!("phaseo-store-{name}-{}-{n}.db", std::process::id())),
+        )
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+        }
+    }
+}
+
+/// Raw SQL on the file, through a connection of its own.
+fn sqlite_raw(path: &Path) -> RawSql {
+    let path = path.to_path_buf();
+    Arc::new(move |sql: String| {
+        let path = path.clone();
+        Box::pin(async move {
+            let mut conn = SqliteConnectOptions::new()
+                .filename(&path)
+                .connect()
+                .await
+                .expect("the file opens");
+            sqlx::raw_sql(AssertSqlSafe(sql))
+                .execute(&mut conn)
+                .await
+                .expect("the statement runs");
+            conn.close().await.expect("it closes");
+        })
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_conformance() {
+    let file = TempFile::new("conformance");
+    let store = SqliteStore::open(&file.0).await.unwrap();
+    conformance(Arc::new(store), sqlite_raw(&file.0)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_reopen_is_a_no_op_and_a_newer_schema_is_refused() {
+    let file = TempFile::new("reopen");
+    let store = SqliteStore::open(&file.0).await.unwrap();
+    store.create(new_run("keep", "a", T0)).await.unwrap();
+    store.close().await;
+
+    let store = SqliteStore::open(&file.0).await.unwrap();
+    assert_eq!(store.load("keep").await.unwrap().rows, vec![entry(1)]);
+    store.close().await;
+
+    sqlite_raw(&file.0)("UPDATE phaseo_schema SET version = 999".into()).await;
+    assert_eq!(
+        SqliteStore::open(&file.0).await.unwrap_err(),
+        StoreError::SchemaTooNew {
+            found: 999,
+            supported: 1
+        }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_fresh_file_opened_twice_at_once() {
+    let file = TempFile::new("fresh");
+    let (a, b) = tokio::join!(SqliteStore::open(&file.0), SqliteStore::open(&file.0));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    a.create(new_run("one", "a", T0)).await.unwrap();
+    assert_eq!(b.load("one").await.unwrap().version, 1);
+}
+
+/// Two stores on one file (two pools, as two processes would have) race on one run: SQLite's
+/// write lock serialises them, and the losers get a conflict, not "database is locked".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_two_stores_on_one_file_race() {
+    let file = TempFile::new("two");
+    let a: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&file.0).await.unwrap());
+    let b: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&file.0).await.unwrap());
+    for round in 0..20u64 {
+        let run = format!("two-{round}");
+        a.create(new_run(&run, "two", T0)).await.unwrap();
+        let tasks: Vec<_> = (0..8)
+            .map(|i| {
+                let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+                let run = run.clone();
+                tokio::spawn(async move { store.append(append(&run, 1, 1)).await })
+            })
+            .collect();
+        let mut wins = 0;
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(()) => wins += 1,
+                Err(StoreError::Conflict { found: 2, .. }) => {}
+                Err(other) => panic!("round {round}: {other:?}"),
+            }
+        }
+        assert_eq!(wins, 1, "round {round}");
+        assert_eq!(b.load(&run).await.unwrap().version, 2);
+    }
+}
