@@ -210,6 +210,12 @@ pub enum AgentError {
     Store(StoreError),
 }
 
+impl From<StoreError> for AgentError {
+    fn from(error: StoreError) -> Self {
+        AgentError::Store(error)
+    }
+}
+
 /// Why a run store refused or failed an operation.
 ///
 /// Every variant that concerns one run names it, so one damaged row or one lost race never

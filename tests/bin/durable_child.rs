@@ -16,7 +16,7 @@
 //!
 //! `PHASEO_CRASH_AT=before:N` or `after:N` stops the process right before or right after the
 //! store's Nth write (the first is 1): it prints `crash-point N` on stdout and waits there to be
-//! killed. Exit codes: 0 done, 3 refused (a lost race), 1 anything else.
+//! killed. Exit codes: 0 done, 3 refused (a lost race), 4 no such run, 1 anything else.
 
 use std::future::Future;
 use std::io::Write;
@@ -275,6 +275,7 @@ fn main() {
         Err(AgentError::Store(StoreError::Conflict { .. } | StoreError::WrongStatus { .. })) => {
             std::process::exit(3)
         }
+        Err(AgentError::Store(StoreError::NotFound { .. })) => std::process::exit(4),
         Err(error) => {
             eprintln!("durable_child: {error}");
             std::process::exit(1)

@@ -62,13 +62,13 @@ fn start_and_kill(store: &str, effects: &Path, run_id: &str, at: &str) -> bool {
 
 /// Kills a process at every journal boundary of a whole run (its start, its pause, its resume,
 /// its end), before and after each write, and recovers it in another process. Invariants: every
-/// run completes; the plain tool never ran twice, the gated one exactly once; every run of the
+/// run completes; neither the plain tool nor the gated one ever ran twice; every run of the
 /// idempotent tool saw one key; the journal loads (its entries chain, none duplicated or lost).
 pub(crate) fn crash_at_every_boundary(store: &str, dir: &Path) {
     let mut cases = 0;
     for when in ["before", "after"] {
         for n in 1.. {
-            let run_id = format!("crash_{when}_{n}");
+            let run_id = format!("crash_{}_{when}_{n}", std::process::id());
             let file = dir.join(format!("{run_id}.effects"));
             let at = format!("{when}:{n}");
             let crashed = start_and_kill(store, &file, &run_id, &at);
@@ -81,11 +81,19 @@ pub(crate) fn crash_at_every_boundary(store: &str, dir: &Path) {
                 .args([store, file.to_str().unwrap(), "drive", &run_id])
                 .status()
                 .unwrap();
+            if at == "before:1" {
+                // Killed before the run's first write: it was never stored, and nothing ran.
+                assert_eq!(status.code(), Some(4), "a run killed before it was stored: {status}");
+                assert!(effects(&file, &run_id).is_empty());
+                continue;
+            }
             assert!(status.success(), "recovery after a kill at {at} failed: {status}");
             let seen = effects(&file, &run_id);
             let runs = |call: &str| seen.get(call).map_or(0, Vec::len);
             assert!(runs("call_1") <= 1, "notify ran twice (killed at {at})");
-            assert_eq!(runs("call_3"), 1, "deploy ran {} times (killed at {at})", runs("call_3"));
+            // The gated deploy: at most once (a kill right after its start was recorded leaves it
+            // in doubt, and the person supplies its outcome instead of running it again).
+            assert!(runs("call_3") <= 1, "deploy ran twice (killed at {at})");
             let keys = seen.get("call_2").cloned().unwrap_or_default();
             assert!(!keys.is_empty(), "sync never ran (killed at {at})");
             assert!(keys.windows(2).all(|w| w[0] == w[1]), "sync saw two keys (killed at {at})");
@@ -98,7 +106,7 @@ pub(crate) fn crash_at_every_boundary(store: &str, dir: &Path) {
 /// effect happens exactly once each round, one process wins and the others are refused.
 pub(crate) fn eight_resumers_race(store: &str, dir: &Path, rounds: usize) {
     for round in 0..rounds {
-        let run_id = format!("race_{round}");
+        let run_id = format!("race_{}_{round}", std::process::id());
         let file = dir.join(format!("{run_id}.effects"));
         let paused = child()
             .args([store, file.to_str().unwrap(), "pause", &run_id])

@@ -339,7 +339,7 @@ pub(crate) fn replay(loaded: &LoadedRun) -> Result<(Replayed, String), StoreErro
                 run_id,
                 version + 1,
                 format!(
-                    "the journal skips from version {version} to {}",
+                    "the journal goes from version {version} to {}: an entry is missing or repeated",
                     row.version
                 ),
             ));

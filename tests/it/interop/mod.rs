@@ -5,3 +5,4 @@
 mod aimock;
 mod llama;
 mod mcp_client;
+mod postgres_durable;
