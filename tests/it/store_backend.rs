@@ -5,7 +5,7 @@
 //!
 //! SQLite runs it here, on a file in the temporary folder, with the file's own cases (reopening,
 //! a schema from a newer build, two stores on one file, opening a fresh file twice at once).
-//! PostgreSQL runs it in `interop/postgres.rs` against a real server.
+//! PostgreSQL runs it in `interop/postgres.rs`, against a real server.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,9 +24,9 @@ use sqlx::{AssertSqlSafe, ConnectOptions, Connection};
 pub(crate) type RawSql = Arc<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// When the suite's rows are written (above the prune check's times, which are below 1,000).
-const T0: i64 = 1_000_000;
+pub(crate) const T0: i64 = 1_000_000;
 
-fn entry(version: u64) -> JournalRow {
+pub(crate) fn entry(version: u64) -> JournalRow {
     JournalRow {
         version,
         kind: "turn".into(),
@@ -36,7 +36,7 @@ fn entry(version: u64) -> JournalRow {
     }
 }
 
-fn new_run(run_id: &str, agent_id: &str, at_ms: i64) -> NewRun {
+pub(crate) fn new_run(run_id: &str, agent_id: &str, at_ms: i64) -> NewRun {
     NewRun {
         run_id: run_id.into(),
         agent_id: agent_id.into(),
@@ -919,4 +919,57 @@ async fn sqlite_two_stores_on_one_file_race() {
         assert_eq!(wins, 1, "round {round}");
         assert_eq!(b.load(&run).await.unwrap().version, 2);
     }
+}
+
+/// The test binary run again as three writer processes on one file (the test itself, in the child
+/// role when `PHASEO_STORE_CHILD_FILE` names the file): each appends 25 entries to one run,
+/// loading it again after each conflict. Every write lands once, in order, and no writer sees
+/// anything but a conflict ("database is locked" would fail the child).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_writers_in_three_processes() {
+    const CHILD: &str = "PHASEO_STORE_CHILD_FILE";
+    const EACH: u64 = 25;
+    if let Ok(path) = std::env::var(CHILD) {
+        let store = SqliteStore::open(&path).await.unwrap();
+        let (mut done, mut conflicts) = (0, 0);
+        while done < EACH {
+            let version = store.load("shared").await.unwrap().version;
+            match store.append(append("shared", version, 1)).await {
+                Ok(()) => done += 1,
+                Err(StoreError::Conflict { .. }) => conflicts += 1,
+                Err(other) => panic!("after {done} appends: {other:?}"),
+            }
+        }
+        println!(
+            "child {}: {done} appends, {conflicts} conflicts",
+            std::process::id()
+        );
+        return;
+    }
+    let file = TempFile::new("processes");
+    let store = SqliteStore::open(&file.0).await.unwrap();
+    store.create(new_run("shared", "p", T0)).await.unwrap();
+    let exe = std::env::current_exe().expect("the test binary");
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            tokio::process::Command::new(&exe)
+                .args([
+                    "--exact",
+                    "store_backend::sqlite_writers_in_three_processes",
+                    "--nocapture",
+                ])
+                .env(CHILD, &file.0)
+                .spawn()
+                .expect("a child starts")
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().await.unwrap().success(), "a writer failed");
+    }
+    let loaded = store.load("shared").await.unwrap();
+    assert_eq!(loaded.version, 1 + 3 * EACH);
+    assert_eq!(
+        loaded.rows.iter().map(|r| r.version).collect::<Vec<_>>(),
+        (1..=1 + 3 * EACH).collect::<Vec<_>>()
+    );
 }

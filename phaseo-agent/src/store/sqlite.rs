@@ -13,7 +13,7 @@
 //! for each other without polling; writers of other processes wait up to the busy timeout.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite, SqlitePool, Transaction};
@@ -113,7 +113,7 @@ pub struct SqliteStore {
 /// How to open a [`SqliteStore`]: from [`SqliteStore::builder`].
 ///
 /// ```
-/// use std::time::Duration;
+/// use std::time::{Duration, Instant};
 ///
 /// use phaseo_agent::store::SqliteStore;
 ///
@@ -164,11 +164,23 @@ impl SqliteStoreBuilder {
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(self.busy_timeout);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(self.pool_size)
-            .connect_with(options)
-            .await
-            .map_err(database)?;
+        // Switching a fresh file to WAL takes an exclusive lock, and SQLite answers "database is
+        // locked" at once (without waiting for the busy timeout) when another connection switches
+        // it at the same moment: two processes opening a new file together. Try again, as long
+        // as the busy timeout.
+        let started = Instant::now();
+        let pool = loop {
+            let connected = SqlitePoolOptions::new()
+                .max_connections(self.pool_size)
+                .connect_with(options.clone())
+                .await;
+            match connected {
+                Err(e) if is_busy(&e) && started.elapsed() < self.busy_timeout => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                other => break other.map_err(database)?,
+            }
+        };
         let store = SqliteStore {
             pool,
             writer: Mutex::new(()),
@@ -176,6 +188,15 @@ impl SqliteStoreBuilder {
         store.migrate(MIGRATIONS, None).await?;
         Ok(store)
     }
+}
+
+/// Whether SQLite answered `SQLITE_BUSY` (any of its extended codes).
+fn is_busy(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .and_then(|e| e.code())
+        .and_then(|code| code.parse::<i32>().ok())
+        .is_some_and(|code| code & 0xff == 5)
 }
 
 impl SqliteStore {

@@ -1,0 +1,133 @@
+//! The PostgreSQL run store against a real server (PostgreSQL 15 on loopback, started by
+//! `interop/run.sh`): the conformance suite of `store_backend`, reopening a migrated database, a
+//! schema from a newer build, and four processes' worth of stores opening a fresh database at once.
+//! Each test works in a database of its own, created with a random name through the server's URL
+//! and dropped afterwards, so reruns never collide.
+//!
+//! Run by `interop/run.sh` (`--ignored`); without the server's URL the tests fail, never pass.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use phaseo_agent::StoreError;
+use phaseo_agent::store::{PostgresStore, RunStore};
+use sqlx::postgres::PgConnection;
+use sqlx::{AssertSqlSafe, Connection};
+
+use crate::store_backend::{RawSql, T0, conformance, entry, new_run};
+
+/// The server's URL, naming a database the tests may create databases from.
+fn admin_url() -> String {
+    std::env::var("PHASEO_INTEROP_POSTGRES_URL").expect(
+        "PHASEO_INTEROP_POSTGRES_URL is not set: run the interop suite with interop/run.sh, which \
+         starts PostgreSQL",
+    )
+}
+
+/// `url` with its database replaced by `database`.
+fn with_database(url: &str, database: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, format!("?{query}")),
+        None => (url, String::new()),
+    };
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let host_end = base[scheme_end..]
+        .find('/')
+        .map_or(base.len(), |i| scheme_end + i);
+    format!("{}/{database}{query}", &base[..host_end])
+}
+
+/// Runs raw SQL on `url`, through a connection of its own.
+async fn execute(url: &str, sql: String) {
+    let mut conn = PgConnection::connect(url)
+        .await
+        .expect("PostgreSQL answers");
+    sqlx::raw_sql(AssertSqlSafe(sql))
+        .execute(&mut conn)
+        .await
+        .expect("the statement runs");
+    conn.close().await.expect("it closes");
+}
+
+/// Runs `test` with the URL of a fresh database, and drops the database after, whether the test
+/// passed or not.
+async fn in_fresh_database<F, Fut>(test: F)
+where
+    F: FnOnce(String) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let admin = admin_url();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .subsec_nanos();
+    let name = format!("phaseo_test_{}_{nanos}", std::process::id());
+    execute(&admin, format!("CREATE DATABASE {name}")).await;
+    let outcome = std::panic::AssertUnwindSafe(test(with_database(&admin, &name)))
+        .catch_unwind()
+        .await;
+    execute(&admin, format!("DROP DATABASE {name} WITH (FORCE)")).await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: run interop/run.sh"]
+async fn postgres_conformance() {
+    in_fresh_database(|url| async move {
+        let store = PostgresStore::connect(&url).await.expect("connects");
+        let raw_url = url.clone();
+        let raw: RawSql = Arc::new(move |sql| {
+            let url = raw_url.clone();
+            Box::pin(async move { execute(&url, sql).await })
+        });
+        conformance(Arc::new(store.clone()), raw).await;
+        store.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: run interop/run.sh"]
+async fn postgres_reopen_is_a_no_op_and_a_newer_schema_is_refused() {
+    in_fresh_database(|url| async move {
+        let store = PostgresStore::connect(&url).await.expect("connects");
+        store.create(new_run("keep", "a", T0)).await.unwrap();
+        store.close().await;
+
+        let store = PostgresStore::connect(&url).await.expect("connects again");
+        assert_eq!(store.load("keep").await.unwrap().rows, vec![entry(1)]);
+        store.close().await;
+
+        execute(&url, "UPDATE phaseo_schema SET version = 999".into()).await;
+        assert_eq!(
+            PostgresStore::connect(&url).await.unwrap_err(),
+            StoreError::SchemaTooNew {
+                found: 999,
+                supported: 1
+            }
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: run interop/run.sh"]
+async fn postgres_fresh_database_opened_four_times_at_once() {
+    in_fresh_database(|url| async move {
+        let opens = (0..4).map(|_| PostgresStore::builder(&url).pool_size(2).connect());
+        let stores = futures::future::join_all(opens).await;
+        let stores: Vec<PostgresStore> = stores
+            .into_iter()
+            .map(|s| s.expect("every open succeeds"))
+            .collect();
+        stores[0].create(new_run("one", "a", T0)).await.unwrap();
+        assert_eq!(stores[3].load("one").await.unwrap().version, 1);
+        for store in &stores {
+            store.close().await;
+        }
+    })
+    .await;
+}
