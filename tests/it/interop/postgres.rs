@@ -12,8 +12,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use phaseo_agent::StoreError;
 use phaseo_agent::store::{PostgresStore, RunStore};
-use sqlx::postgres::PgConnection;
-use sqlx::{AssertSqlSafe, Connection};
+use sqlx::{AssertSqlSafe, PgPool};
 
 use crate::store_backend::{RawSql, T0, conformance, entry, new_run};
 
@@ -38,16 +37,12 @@ fn with_database(url: &str, database: &str) -> String {
     format!("{}/{database}{query}", &base[..host_end])
 }
 
-/// Runs raw SQL on `url`, through a connection of its own.
+/// Runs raw SQL on `url`, through a pool of its own.
 async fn execute(url: &str, sql: String) {
-    let mut conn = PgConnection::connect(url)
-        .await
-        .expect("PostgreSQL answers");
-    sqlx::raw_sql(AssertSqlSafe(sql))
-        .execute(&mut conn)
-        .await
-        .expect("the statement runs");
-    conn.close().await.expect("it closes");
+    let pool = PgPool::connect(url).await.expect("PostgreSQL answers");
+    let done = sqlx::raw_sql(AssertSqlSafe(sql)).execute(&pool).await;
+    pool.close().await;
+    done.expect("the statement runs");
 }
 
 /// Runs `test` with the URL of a fresh database, and drops the database after, whether the test
