@@ -76,7 +76,11 @@ async fn start(db: &Path) -> Result<(), Box<dyn std::error::Error>> {
     );
     let agent = runs(db).await?.attach(agent(model)?);
     let paused = agent.run("Ship v2.1.0 to production.").await?;
-    println!("run {} paused: {} waits", paused.state.run_id(), paused.pending()[0].call.id);
+    println!(
+        "run {} paused: {} waits",
+        paused.state.run_id(),
+        paused.pending()[0].call.id
+    );
     Ok(())
 }
 
@@ -110,7 +114,11 @@ async fn resume(db: &Path) -> Result<(), Box<dyn std::error::Error>> {
         println!("run {run_id}: {}", done.output().unwrap_or_default());
         let stored = runs.load(run_id).await?;
         assert_eq!(stored.status, StoredStatus::Completed);
-        println!("stored: {} at version {}", stored.status.as_str(), stored.version);
+        println!(
+            "stored: {} at version {}",
+            stored.status.as_str(),
+            stored.version
+        );
     }
     Ok(())
 }

@@ -137,22 +137,27 @@ impl Model for ByPosition {
 /// line, in append mode: lines from racing processes do not interleave).
 fn effect_tool(name: &str, effects: &str) -> Tool {
     let path = effects.to_owned();
-    Tool::new(name, "Has a side effect", json!({"type": "object"}), move |_, ctx| {
-        let line = format!(
-            "{} {} {}\n",
-            ctx.run_id(),
-            ctx.tool_call().id,
-            ctx.idempotency_key()
-        );
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(AgentError::tool)?;
-        file.write_all(line.as_bytes()).map_err(AgentError::tool)?;
-        file.sync_data().map_err(AgentError::tool)?;
-        Ok(json!({"done": true}))
-    })
+    Tool::new(
+        name,
+        "Has a side effect",
+        json!({"type": "object"}),
+        move |_, ctx| {
+            let line = format!(
+                "{} {} {}\n",
+                ctx.run_id(),
+                ctx.tool_call().id,
+                ctx.idempotency_key()
+            );
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(AgentError::tool)?;
+            file.write_all(line.as_bytes()).map_err(AgentError::tool)?;
+            file.sync_data().map_err(AgentError::tool)?;
+            Ok(json!({"done": true}))
+        },
+    )
 }
 
 fn agent(effects: &str) -> Agent {

@@ -640,13 +640,19 @@ impl RunStore for Damaged {
             Ok(loaded)
         })
     }
-    fn pending<'a>(&'a self, f: &'a PendingFilter) -> BoxFuture<'a, Result<Page<PendingRow>, StoreError>> {
+    fn pending<'a>(
+        &'a self,
+        f: &'a PendingFilter,
+    ) -> BoxFuture<'a, Result<Page<PendingRow>, StoreError>> {
         self.inner.pending(f)
     }
     fn runs<'a>(&'a self, f: &'a RunFilter) -> BoxFuture<'a, Result<Page<RunSummary>, StoreError>> {
         self.inner.runs(f)
     }
-    fn audit<'a>(&'a self, f: &'a AuditFilter) -> BoxFuture<'a, Result<Page<phaseo_agent::store::DecisionRow>, StoreError>> {
+    fn audit<'a>(
+        &'a self,
+        f: &'a AuditFilter,
+    ) -> BoxFuture<'a, Result<Page<phaseo_agent::store::DecisionRow>, StoreError>> {
         self.inner.audit(f)
     }
     fn prune(&self, before_ms: i64) -> BoxFuture<'_, Result<u64, StoreError>> {
@@ -659,40 +665,107 @@ impl RunStore for Damaged {
 #[test]
 fn a_damaged_run_is_refused_by_name_and_the_others_are_served() {
     let cases: [(fn(&mut LoadedRun), &str); 7] = [
-        (|l| l.rows[1].body = l.rows[1].body.replace("deploy", "delete"), "checksum"),
-        (|l| { let n = l.rows[1].body.len() / 2; l.rows[1].body.truncate(n) }, "checksum"),
-        (|l| { l.rows.remove(1); }, "missing or repeated"),
-        (|l| { let row = l.rows[1].clone(); l.rows.insert(1, row) }, "missing or repeated"),
+        (
+            |l| l.rows[1].body = l.rows[1].body.replace("deploy", "delete"),
+            "checksum",
+        ),
+        (
+            |l| {
+                let n = l.rows[1].body.len() / 2;
+                l.rows[1].body.truncate(n)
+            },
+            "checksum",
+        ),
+        (
+            |l| {
+                l.rows.remove(1);
+            },
+            "missing or repeated",
+        ),
+        (
+            |l| {
+                let row = l.rows[1].clone();
+                l.rows.insert(1, row)
+            },
+            "missing or repeated",
+        ),
         (|l| l.rows[0].format = 99, "format 99"),
-        (|l| { l.rows.pop(); }, "ends at version"),
-        (|l| if let Some(s) = l.snapshot.as_mut() { s.body.push(' ') } else { l.rows[0].digest = "0".repeat(64) }, "checksum"),
+        (
+            |l| {
+                l.rows.pop();
+            },
+            "ends at version",
+        ),
+        (
+            |l| {
+                if let Some(s) = l.snapshot.as_mut() {
+                    s.body.push(' ')
+                } else {
+                    l.rows[0].digest = "0".repeat(64)
+                }
+            },
+            "checksum",
+        ),
     ];
     block(async {
         for (damage, says) in cases {
             let effects = Effects::default();
             let memory = Arc::new(MemoryStore::new());
-            let runs = Runs::from_arc(Arc::new(Damaged { inner: memory.clone(), run_id: "bad", damage }));
-            let model = || ScriptedModel::new().tool_call("call_1", "deploy", json!({})).text("Done.");
-            runs.attach(release_agent(model(), &effects)).run("Deploy").run_id("bad").await.unwrap();
+            let runs = Runs::from_arc(Arc::new(Damaged {
+                inner: memory.clone(),
+                run_id: "bad",
+                damage,
+            }));
+            let model = || {
+                ScriptedModel::new()
+                    .tool_call("call_1", "deploy", json!({}))
+                    .text("Done.")
+            };
+            runs.attach(release_agent(model(), &effects))
+                .run("Deploy")
+                .run_id("bad")
+                .await
+                .unwrap();
             let good_agent = runs.attach(release_agent(model(), &effects));
             good_agent.run("Deploy").run_id("good").await.unwrap();
 
             let error = runs.load("bad").await.unwrap_err();
-            let AgentError::Store(error) = error else { panic!("not a store error: {error}") };
+            let AgentError::Store(error) = error else {
+                panic!("not a store error: {error}")
+            };
             match &error {
-                StoreError::Corrupt { run_id, .. } | StoreError::UnsupportedFormat { run_id, .. } => {
+                StoreError::Corrupt { run_id, .. }
+                | StoreError::UnsupportedFormat { run_id, .. } => {
                     assert_eq!(run_id, "bad")
                 }
                 other => panic!("expected a typed damage error, got {other:?}"),
             }
-            assert!(error.to_string().contains(says), "{error} (expected {says:?})");
+            assert!(
+                error.to_string().contains(says),
+                "{error} (expected {says:?})"
+            );
             // Resuming it is refused the same way, and nothing runs.
-            let refused = good_agent.resume("bad", 5, Decisions::for_run("bad").approve("call_1"), "ada").await.unwrap_err();
-            assert!(matches!(refused.error, AgentError::Store(_)), "{}", refused.error);
+            let refused = good_agent
+                .resume("bad", 5, Decisions::for_run("bad").approve("call_1"), "ada")
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(refused.error, AgentError::Store(_)),
+                "{}",
+                refused.error
+            );
             assert_eq!(effects.count(), 0);
             // The other run is served.
             let version = runs.load("good").await.unwrap().version;
-            let done = good_agent.resume("good", version, Decisions::for_run("good").approve("call_1"), "ada").await.unwrap();
+            let done = good_agent
+                .resume(
+                    "good",
+                    version,
+                    Decisions::for_run("good").approve("call_1"),
+                    "ada",
+                )
+                .await
+                .unwrap();
             assert_eq!(done.output(), Some("Done."));
         }
     });

@@ -28,7 +28,9 @@ fn effects(file: &Path, run_id: &str) -> BTreeMap<String, Vec<String>> {
         let parts: Vec<&str> = line.split(' ').collect();
         assert_eq!(parts.len(), 3, "a torn effects line: {line:?}");
         if parts[0] == run_id {
-            seen.entry(parts[1].to_owned()).or_default().push(parts[2].to_owned());
+            seen.entry(parts[1].to_owned())
+                .or_default()
+                .push(parts[2].to_owned());
         }
     }
     seen
@@ -83,11 +85,18 @@ pub(crate) fn crash_at_every_boundary(store: &str, dir: &Path) {
                 .unwrap();
             if at == "before:1" {
                 // Killed before the run's first write: it was never stored, and nothing ran.
-                assert_eq!(status.code(), Some(4), "a run killed before it was stored: {status}");
+                assert_eq!(
+                    status.code(),
+                    Some(4),
+                    "a run killed before it was stored: {status}"
+                );
                 assert!(effects(&file, &run_id).is_empty());
                 continue;
             }
-            assert!(status.success(), "recovery after a kill at {at} failed: {status}");
+            assert!(
+                status.success(),
+                "recovery after a kill at {at} failed: {status}"
+            );
             let seen = effects(&file, &run_id);
             let runs = |call: &str| seen.get(call).map_or(0, Vec::len);
             assert!(runs("call_1") <= 1, "notify ran twice (killed at {at})");
@@ -96,7 +105,10 @@ pub(crate) fn crash_at_every_boundary(store: &str, dir: &Path) {
             assert!(runs("call_3") <= 1, "deploy ran twice (killed at {at})");
             let keys = seen.get("call_2").cloned().unwrap_or_default();
             assert!(!keys.is_empty(), "sync never ran (killed at {at})");
-            assert!(keys.windows(2).all(|w| w[0] == w[1]), "sync saw two keys (killed at {at})");
+            assert!(
+                keys.windows(2).all(|w| w[0] == w[1]),
+                "sync saw two keys (killed at {at})"
+            );
         }
     }
     assert!(cases >= 20, "only {cases} crash points");
@@ -112,9 +124,17 @@ pub(crate) fn eight_resumers_race(store: &str, dir: &Path, rounds: usize) {
             .args([store, file.to_str().unwrap(), "pause", &run_id])
             .output()
             .unwrap();
-        assert!(paused.status.success(), "{}", String::from_utf8_lossy(&paused.stderr));
+        assert!(
+            paused.status.success(),
+            "{}",
+            String::from_utf8_lossy(&paused.stderr)
+        );
         let out = String::from_utf8(paused.stdout).unwrap();
-        let version = out.trim().strip_prefix("version ").expect("a version").to_owned();
+        let version = out
+            .trim()
+            .strip_prefix("version ")
+            .expect("a version")
+            .to_owned();
         let racers: Vec<_> = (0..8)
             .map(|_| {
                 child()
@@ -132,7 +152,12 @@ pub(crate) fn eight_resumers_race(store: &str, dir: &Path, rounds: usize) {
         let lost = codes.iter().filter(|&&c| c == 3).count();
         assert_eq!((won, lost), (1, 7), "round {round}: exit codes {codes:?}");
         let seen = effects(&file, &run_id);
-        assert_eq!(seen.get("call_3").map_or(0, Vec::len), 1, "round {round}: deploy ran {:?}", seen.get("call_3"));
+        assert_eq!(
+            seen.get("call_3").map_or(0, Vec::len),
+            1,
+            "round {round}: deploy ran {:?}",
+            seen.get("call_3")
+        );
     }
 }
 
