@@ -621,7 +621,7 @@ fn bytes_per_step_do_not_grow_with_the_run() {
 struct Damaged {
     inner: Arc<MemoryStore>,
     run_id: &'static str,
-    damage: fn(&mut LoadedRun),
+    damage: Damage,
 }
 
 impl RunStore for Damaged {
@@ -660,11 +660,14 @@ impl RunStore for Damaged {
     }
 }
 
+/// What a damaged store does to a run's rows.
+type Damage = fn(&mut LoadedRun);
+
 /// Each kind of damage gives a typed error naming the damaged run, and the other run still loads
 /// and resumes.
 #[test]
 fn a_damaged_run_is_refused_by_name_and_the_others_are_served() {
-    let cases: [(fn(&mut LoadedRun), &str); 7] = [
+    let cases: [(Damage, &str); 7] = [
         (
             |l| l.rows[1].body = l.rows[1].body.replace("deploy", "delete"),
             "checksum",
