@@ -42,6 +42,7 @@ pub(crate) fn new_run(run_id: &str, agent_id: &str, at_ms: i64) -> NewRun {
         agent_id: agent_id.into(),
         status: StoredStatus::Running,
         row: entry(1),
+        pending: Vec::new(),
         at_ms,
     }
 }

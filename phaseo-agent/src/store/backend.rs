@@ -153,6 +153,8 @@ pub struct NewRun {
     pub status: StoredStatus,
     /// Its first journal entry (version 1).
     pub row: JournalRow,
+    /// Its waiting calls (a run stored already paused).
+    pub pending: Vec<PendingRow>,
     /// When, in milliseconds since the Unix epoch.
     pub at_ms: i64,
 }

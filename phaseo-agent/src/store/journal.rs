@@ -555,6 +555,7 @@ impl StoreJournal {
                         agent_id: self.agent_id.clone(),
                         status,
                         row,
+                        pending: extra.pending.unwrap_or_default(),
                         at_ms,
                     })
                     .await;

@@ -82,7 +82,7 @@ impl RunStore for MemoryStore {
                     updated_ms: run.at_ms,
                     snapshot: None,
                     rows: vec![run.row],
-                    pending: Vec::new(),
+                    pending: run.pending,
                 },
             );
             Ok(())

@@ -15,7 +15,9 @@ use crate::store::backend::{
     AuditFilter, DecisionRow, Page, PendingFilter, PendingRow, RunFilter, RunStore, RunSummary,
     StoredStatus,
 };
-use crate::store::journal::{Entry, Extra, Replayed, StoreJournal, now_ms, replay};
+use crate::store::journal::{
+    Entry, Extra, Replayed, StoreJournal, now_ms, pending_rows, replay, status_of,
+};
 
 /// How many journal entries may follow a snapshot before the next one is written: loading a run
 /// reads one snapshot and at most this many entries, whatever the run's length.
@@ -138,6 +140,54 @@ impl Runs {
             replayed,
             digest,
         })
+    }
+
+    /// Stores a state made elsewhere as a new run: a run paused by a plain
+    /// [`Agent::run`](crate::Agent::run), read from a file or another store. From then on it is
+    /// a stored run like any other: listed, decided, resumed once by a [`DurableAgent`]. Returns
+    /// its version (1). A run with the same id already stored is refused
+    /// ([`StoreError::AlreadyExists`]).
+    ///
+    /// ```
+    /// use phaseo_agent::store::{MemoryStore, Runs, StoredStatus};
+    /// use phaseo_agent::{Agent, Decisions, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let deploy = Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
+    /// let model = ScriptedModel::new().tool_call("call_1", "deploy", json!({})).text("Done.");
+    /// let agent = Agent::builder("release").model(model).tool(deploy).build()?;
+    /// let paused = agent.run("Deploy").await?;          // not journaled: a plain run
+    ///
+    /// let runs = Runs::new(MemoryStore::new());
+    /// let version = runs.save(&paused.state).await?;
+    /// assert_eq!(runs.load(paused.state.run_id()).await?.status, StoredStatus::Paused);
+    /// let done = runs
+    ///     .attach(agent)
+    ///     .resume(paused.state.run_id(), version, Decisions::new().approve("call_1"), "ada")
+    ///     .await?;
+    /// assert_eq!(done.output(), Some("Done."));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn save(&self, state: &RunState) -> Result<u64, AgentError> {
+        let journal = StoreJournal::new(
+            self.store.clone(),
+            state.run_id().to_owned(),
+            state.agent_id().to_owned(),
+            self.snapshot_every,
+        );
+        let pending = pending_rows(state, 1, now_ms());
+        let entry = Entry::Started {
+            state: Box::new(state.clone()),
+        };
+        let extra = Extra {
+            pending: Some(pending),
+            decisions: Vec::new(),
+            status: Some(status_of(state)),
+        };
+        journal.write(entry, extra).await.map_err(AgentError::Store)
     }
 
     /// The calls waiting for a person, across runs, newest first.

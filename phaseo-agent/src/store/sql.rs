@@ -117,6 +117,12 @@ pub(crate) fn check_new(run: &NewRun) -> Result<(), StoreError> {
             &format!("its first entry is version {}, not 1", run.row.version),
         ));
     }
+    if let Some(other) = run.pending.iter().map(|p| &p.run_id).find(|r| **r != run.run_id) {
+        return Err(refused(
+            &run.run_id,
+            &format!("a pending call names run `{other}`"),
+        ));
+    }
     Ok(())
 }
 
@@ -645,7 +651,39 @@ macro_rules! impl_run_store {
                     other => other.map_err(database)?,
                 };
                 Self::insert_journal(&mut tx, &run.run_id, run.row).await?;
+                Self::insert_pending(&mut tx, &run.run_id, run.pending).await?;
                 tx.commit().await.map_err(database)
+            }
+
+            async fn insert_pending(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                run_id: &str,
+                pending: Vec<$crate::store::backend::PendingRow>,
+            ) -> Result<(), $crate::error::StoreError> {
+                use $crate::store::sql::{database, int};
+                for (seq, p) in pending.into_iter().enumerate() {
+                    Self::query(
+                        "INSERT INTO phaseo_pending (run_id, call_id, seq, agent_id, tool, \
+                         kind, arguments, digest, since_ms, version, decision, decided_by) \
+                         SELECT $1, $2, $3, agent_id, $4, $5, $6, $7, $8, $9, $10, $11 \
+                         FROM phaseo_runs WHERE run_id = $1",
+                    )
+                    .bind(run_id.to_owned())
+                    .bind(p.call_id)
+                    .bind(int(seq as u64))
+                    .bind(p.tool)
+                    .bind(p.kind)
+                    .bind(p.arguments)
+                    .bind(p.digest)
+                    .bind(p.since_ms)
+                    .bind(int(p.version))
+                    .bind(p.decision)
+                    .bind(p.decided_by)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(database)?;
+                }
+                Ok(())
             }
 
             async fn insert_journal(
@@ -726,28 +764,7 @@ macro_rules! impl_run_store {
                         .execute(&mut *tx)
                         .await
                         .map_err(database)?;
-                    for (seq, p) in pending.into_iter().enumerate() {
-                        Self::query(
-                            "INSERT INTO phaseo_pending (run_id, call_id, seq, agent_id, tool, \
-                             kind, arguments, digest, since_ms, version, decision, decided_by) \
-                             SELECT $1, $2, $3, agent_id, $4, $5, $6, $7, $8, $9, $10, $11 \
-                             FROM phaseo_runs WHERE run_id = $1",
-                        )
-                        .bind(run_id.clone())
-                        .bind(p.call_id)
-                        .bind(int(seq as u64))
-                        .bind(p.tool)
-                        .bind(p.kind)
-                        .bind(p.arguments)
-                        .bind(p.digest)
-                        .bind(p.since_ms)
-                        .bind(int(p.version))
-                        .bind(p.decision)
-                        .bind(p.decided_by)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(database)?;
-                    }
+                    Self::insert_pending(&mut tx, &run_id, pending).await?;
                 }
                 if !append.decisions.is_empty()
                     && let Some(lock) = Self::AUDIT_LOCK
