@@ -46,24 +46,50 @@ impl Model for ByPosition {
 
 /// About 200 bytes of text, as in the checkpointer baseline.
 fn text(i: usize) -> String {
-    format!("Step {i}: ").chars().chain("the quick brown fox jumps over the lazy dog; ".chars().cycle()).take(200).collect()
+    format!("Step {i}: ")
+        .chars()
+        .chain(
+            "the quick brown fox jumps over the lazy dog; "
+                .chars()
+                .cycle(),
+        )
+        .take(200)
+        .collect()
 }
 
 /// `steps` turns of one lookup call each, then an answer (or a gated call, when `pause`).
 fn agent(steps: usize, pause: bool) -> Agent {
     let mut turns: Vec<ModelResponse> = (0..steps)
-        .map(|i| ModelResponse::tool_calls([ToolCall::new(format!("call_{i}"), "lookup", json!({"query": text(i)}))]))
+        .map(|i| {
+            ModelResponse::tool_calls([ToolCall::new(
+                format!("call_{i}"),
+                "lookup",
+                json!({"query": text(i)}),
+            )])
+        })
         .collect();
     if pause {
-        turns.push(ModelResponse::tool_calls([ToolCall::new("send", "send_email", json!({"to": "ops@example.com", "body": text(99)}))]));
+        turns.push(ModelResponse::tool_calls([ToolCall::new(
+            "send",
+            "send_email",
+            json!({"to": "ops@example.com", "body": text(99)}),
+        )]));
     } else {
         turns.push(ModelResponse::text(text(100)));
     }
-    let lookup = Tool::new("lookup", "Look something up", json!({"type": "object"}), |input, _| {
-        Ok(json!({"found": input["query"]}))
-    });
-    let send = Tool::new("send_email", "Send an email", json!({"type": "object"}), |v, _| Ok(v))
-        .require_approval();
+    let lookup = Tool::new(
+        "lookup",
+        "Look something up",
+        json!({"type": "object"}),
+        |input, _| Ok(json!({"found": input["query"]})),
+    );
+    let send = Tool::new(
+        "send_email",
+        "Send an email",
+        json!({"type": "object"}),
+        |v, _| Ok(v),
+    )
+    .require_approval();
     Agent::builder("bench")
         .model(ByPosition(turns))
         .tool(lookup)
@@ -95,8 +121,18 @@ fn sqlite_run(c: &mut Criterion) {
     let sqlite = rt.block_on(SqliteStore::open(dir.join("runs.db"))).unwrap();
     let on_sqlite = Runs::new(sqlite).attach(agent(20, false));
     let on_memory = Runs::new(MemoryStore::new()).attach(agent(20, false));
+    let normal = rt
+        .block_on(
+            SqliteStore::builder(dir.join("normal.db"))
+                .power_safe(false)
+                .open(),
+        )
+        .unwrap();
+    let on_normal = Runs::new(normal).attach(agent(20, false));
     let mut group = c.benchmark_group("sqlite_run");
-    group.sample_size(20).measurement_time(Duration::from_secs(15));
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(15));
     group.bench_function("20 calls, no store", |b| {
         b.iter(|| rt.block_on(plain.run("Go").into_future()).unwrap())
     });
@@ -105,6 +141,9 @@ fn sqlite_run(c: &mut Criterion) {
     });
     group.bench_function("20 calls, SqliteStore", |b| {
         b.iter(|| rt.block_on(on_sqlite.run("Go").into_future()).unwrap())
+    });
+    group.bench_function("20 calls, SqliteStore, not power-safe", |b| {
+        b.iter(|| rt.block_on(on_normal.run("Go").into_future()).unwrap())
     });
     group.finish();
     let _ = std::fs::remove_dir_all(&dir);
@@ -130,7 +169,11 @@ fn postgres_url() -> Option<String> {
 }
 
 async fn postgres(url: &str, pool: u32) -> PostgresStore {
-    PostgresStore::builder(url).pool_size(pool).connect().await.unwrap()
+    PostgresStore::builder(url)
+        .pool_size(pool)
+        .connect()
+        .await
+        .unwrap()
 }
 
 fn postgres_save_load(c: &mut Criterion) {
@@ -140,11 +183,17 @@ fn postgres_save_load(c: &mut Criterion) {
     };
     let rt = runtime();
     let state = paused_state(&rt);
-    println!("paused state: {} messages, {} bytes as JSON", state.messages().len(), state.to_json().len());
+    println!(
+        "paused state: {} messages, {} bytes as JSON",
+        state.messages().len(),
+        state.to_json().len()
+    );
     let runs = Runs::new(rt.block_on(postgres(&url, 4)));
     let mut n = 0u64;
     let mut group = c.benchmark_group("postgres_save_load");
-    group.sample_size(50).measurement_time(Duration::from_secs(20));
+    group
+        .sample_size(50)
+        .measurement_time(Duration::from_secs(20));
     group.bench_function("save + load, paused 20 messages", |b| {
         b.iter_custom(|iters| {
             let states: Vec<RunState> = (0..iters)
@@ -180,7 +229,12 @@ fn throughput(rt: &tokio::runtime::Runtime, url: &str, state: &RunState) {
                 .map(|c| {
                     let runs = runs.clone();
                     let states: Vec<RunState> = (0..per_client)
-                        .map(|i| renamed(state, &format!("tp_{}_{clients}_{c}_{i}", std::process::id())))
+                        .map(|i| {
+                            renamed(
+                                state,
+                                &format!("tp_{}_{clients}_{c}_{i}", std::process::id()),
+                            )
+                        })
                         .collect();
                     tokio::spawn(async move {
                         for state in &states {

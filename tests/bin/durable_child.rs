@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! durable_child STORE EFFECTS COMMAND RUN_ID [VERSION]
-//!   STORE    sqlite:PATH or postgres:URL
+//!   STORE    sqlite:PATH, sqlite-not-power-safe:PATH or postgres:URL
 //!   EFFECTS  a file each run of a tool's code appends one line to: "RUN_ID CALL_ID KEY"
 //!   COMMAND  start    start run RUN_ID (the model: two calls, notify and sync (idempotent), then
 //!                     a gated deploy, then an answer), then drive it
@@ -181,6 +181,10 @@ fn agent(effects: &str) -> Agent {
 async fn open(store: &str) -> Result<Arc<dyn RunStore>, AgentError> {
     if let Some(path) = store.strip_prefix("sqlite:") {
         return Ok(Arc::new(SqliteStore::open(path).await?));
+    }
+    if let Some(path) = store.strip_prefix("sqlite-not-power-safe:") {
+        let store = SqliteStore::builder(path).power_safe(false).open().await?;
+        return Ok(Arc::new(store));
     }
     if let Some(url) = store.strip_prefix("postgres:") {
         return Ok(Arc::new(PostgresStore::connect(url).await?));

@@ -169,6 +169,16 @@ fn sqlite_a_process_killed_at_every_journal_boundary_is_recovered() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Without a flush per entry (`power_safe(false)`), a killed process still loses nothing: what
+/// it wrote is in the operating system's hands.
+#[test]
+fn sqlite_not_power_safe_still_survives_a_killed_process() {
+    let dir = scratch("crash-normal");
+    let store = format!("sqlite-not-power-safe:{}", dir.join("runs.db").display());
+    crash_at_every_boundary(&store, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn sqlite_eight_processes_resuming_one_run_run_it_once() {
     let dir = scratch("race");

@@ -117,7 +117,12 @@ pub(crate) fn check_new(run: &NewRun) -> Result<(), StoreError> {
             &format!("its first entry is version {}, not 1", run.row.version),
         ));
     }
-    if let Some(other) = run.pending.iter().map(|p| &p.run_id).find(|r| **r != run.run_id) {
+    if let Some(other) = run
+        .pending
+        .iter()
+        .map(|p| &p.run_id)
+        .find(|r| **r != run.run_id)
+    {
         return Err(refused(
             &run.run_id,
             &format!("a pending call names run `{other}`"),
@@ -646,7 +651,9 @@ macro_rules! impl_run_store {
                 .await;
                 match inserted {
                     Err(e) if is_unique_violation(&e) => {
-                        return Err($crate::error::StoreError::AlreadyExists { run_id: run.run_id });
+                        return Err($crate::error::StoreError::AlreadyExists {
+                            run_id: run.run_id,
+                        });
                     }
                     other => other.map_err(database)?,
                 };
