@@ -11,13 +11,14 @@ use futures::future::BoxFuture;
 use phaseo_agent::serde_json::{Value, json};
 use phaseo_agent::store::{
     Append, AuditFilter, LoadedRun, MemoryStore, NewRun, Page, PendingFilter, PendingRow,
-    RunFilter, RunStore, RunSummary, Runs, StoredStatus,
+    RunFilter, RunStore, RunSummary, Runs, SqliteStore, StoredStatus,
 };
 use phaseo_agent::{
     Agent, AgentError, Decision, Decisions, Message, Model, ModelError, ModelRequest,
     ModelResponse, PendingKind, RunStatus, ScriptedModel, StoreError, Tool, ToolCall,
 };
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
 
 /// The side effects a tool had, counted outside the run: (call id, idempotency key) per run of
 /// its code.
@@ -544,6 +545,49 @@ fn any_turn() -> impl Strategy<Value = Vec<(u8, u8)>> {
     prop::collection::vec((0u8..3, any::<u8>()), 0..4)
 }
 
+/// Runs the agent a generated script describes on `runs`, deciding every pause, and checks at
+/// every pause and at the end that the run loaded from the store is the state the loop returned,
+/// byte for byte.
+async fn loaded_is_returned(runs: Runs, turns: &[Vec<(u8, u8)>]) -> Result<(), TestCaseError> {
+    let effects = Effects::default();
+    let mut model = ScriptedModel::new();
+    let mut n = 0;
+    for turn in turns.iter().filter(|t| !t.is_empty()) {
+        let calls: Vec<ToolCall> = turn
+            .iter()
+            .map(|(tool, arg)| {
+                n += 1;
+                let name = ["notify", "sync", "deploy"][*tool as usize];
+                let text = "x".repeat(*arg as usize % 7);
+                ToolCall::new(format!("call_{n}"), name, json!({"n": arg, "text": text}))
+            })
+            .collect();
+        model = model.tool_calls(calls);
+    }
+    let agent = runs.attach(release_agent(model.text("The end."), &effects));
+    let mut result = agent.run("Go").await.unwrap();
+    let run_id = result.state.run_id().to_owned();
+    loop {
+        let stored = runs.load(&run_id).await.unwrap();
+        prop_assert_eq!(stored.state.to_json(), result.state.to_json());
+        if !result.is_paused() {
+            return Ok(());
+        }
+        let mut decisions = Decisions::for_run(&run_id);
+        for (i, p) in result.pending().iter().enumerate() {
+            decisions = if i % 2 == 0 {
+                decisions.approve(&p.call.id)
+            } else {
+                decisions.reject(&p.call.id, "no")
+            };
+        }
+        result = agent
+            .resume(&run_id, stored.version, decisions, "p")
+            .await
+            .unwrap();
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
 
@@ -551,36 +595,27 @@ proptest! {
     /// byte, at every pause and at the end, whatever the snapshot interval.
     #[test]
     fn a_loaded_run_is_the_loops_state(turns in prop::collection::vec(any_turn(), 1..6), every in 1u32..5) {
-        block(async {
-            let effects = Effects::default();
-            let mut model = ScriptedModel::new();
-            let mut n = 0;
-            for turn in &turns {
-                if turn.is_empty() { continue; }
-                let calls: Vec<ToolCall> = turn.iter().map(|(tool, arg)| {
-                    n += 1;
-                    let name = ["notify", "sync", "deploy"][*tool as usize];
-                    ToolCall::new(format!("call_{n}"), name, json!({"n": arg, "text": "x".repeat(*arg as usize % 7)}))
-                }).collect();
-                model = model.tool_calls(calls);
-            }
-            model = model.text("The end.");
-            let runs = Runs::new(MemoryStore::new()).snapshot_every(every);
-            let agent = runs.attach(release_agent(model, &effects));
-            let mut result = agent.run("Go").await.unwrap();
-            let run_id = result.state.run_id().to_owned();
-            loop {
-                let stored = runs.load(&run_id).await.unwrap();
-                prop_assert_eq!(stored.state.to_json(), result.state.to_json());
-                if !result.is_paused() { break; }
-                let mut decisions = Decisions::for_run(&run_id);
-                for (i, p) in result.pending().iter().enumerate() {
-                    decisions = if i % 2 == 0 { decisions.approve(&p.call.id) } else { decisions.reject(&p.call.id, "no") };
-                }
-                result = agent.resume(&run_id, stored.version, decisions, "p").await.unwrap();
-            }
-            Ok(())
-        })?;
+        block(loaded_is_returned(Runs::new(MemoryStore::new()).snapshot_every(every), &turns))?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, .. ProptestConfig::default() })]
+
+    /// The same on SQLite: the bytes a database returns replay to the same state.
+    #[test]
+    fn a_run_loaded_from_sqlite_is_the_loops_state(turns in prop::collection::vec(any_turn(), 1..6), every in 1u32..5) {
+        // A file per case: a pool's connections may outlive its case for a moment.
+        static CASE: AtomicUsize = AtomicUsize::new(0);
+        let case = CASE.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("phaseo-prop-sqlite-{}-{case}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let result = block(async {
+            let store = SqliteStore::builder(dir.join("runs.db")).power_safe(false).open().await.unwrap();
+            loaded_is_returned(Runs::new(store).snapshot_every(every), &turns).await
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+        result?;
     }
 }
 
