@@ -28,7 +28,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::OnceLock;
 
-use phaseo_agent::serde_json::json;
 use phaseo_agent::store::{
     Append, AuditFilter, DecisionRow, JournalRow, LoadedRun, NewRun, Page, PendingFilter,
     PendingRow, RunFilter, RunStore, RunSummary, Runs, SnapshotRow, StoredStatus,
@@ -36,6 +35,7 @@ use phaseo_agent::store::{
 use phaseo_agent::{
     Agent, Decision, Decisions, PendingKind, RunState, ScriptedModel, StoreError, Tool,
 };
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
 /// The run every input is loaded as.
@@ -178,7 +178,7 @@ pub fn snapshot_digest(body: &str) -> String {
 
 /// The snapshot's `chain` field: the checksum the rows after it chain from.
 fn snapshot_chain(body: &str) -> String {
-    phaseo_agent::serde_json::from_str::<phaseo_agent::serde_json::Value>(body)
+    serde_json::from_str::<serde_json::Value>(body)
         .ok()
         .and_then(|v| v.get("chain")?.as_str().map(str::to_owned))
         .unwrap_or_default()
@@ -334,7 +334,7 @@ fn fitting(state: &RunState) -> Decisions {
 
 /// The pending rows of a state, each with an approval recorded when `decided`.
 fn pending_rows(state: &RunState, version: u64, decided: bool) -> Vec<PendingRow> {
-    let approve = phaseo_agent::serde_json::to_string(&Decision::Approve).ok();
+    let approve = serde_json::to_string(&Decision::Approve).ok();
     state
         .pending()
         .iter()
