@@ -1,21 +1,11 @@
 //! Durable runs loaded from rows a store damaged, with checksums that match: what the `journal`
 //! fuzz target found, one test each. A damaged run is refused as corrupt, never loaded.
 
-use std::future::Future;
-
 use phaseo_agent::serde_json::json;
 use phaseo_agent::store::{LoadedRun, MemoryStore, RunStore, Runs};
 use phaseo_agent::{AgentError, RunState, ScriptedModel, StoreError};
 
 use crate::fuzz_corpus::journal;
-
-fn block<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(f)
-}
 
 /// The whole journal of a run paused on a gated call (`call_9`), without snapshots.
 async fn paused_journal() -> LoadedRun {
@@ -40,35 +30,33 @@ fn edited(run: &LoadedRun, kind: &str, from: &str, to: &str) -> LoadedRun {
     run
 }
 
-#[test]
-fn a_delta_that_leaves_a_paused_state_inconsistent_is_refused_as_corrupt() {
-    block(async {
-        let journal = paused_journal().await;
-        // The pending call is not the paused turn's call: a state `RunState::from_json` refuses.
-        let damaged = edited(
-            &journal,
-            "settled",
-            r#""call":{"id":"call_9""#,
-            r#""call":{"id":"call_4""#,
-        );
-        let loaded = Runs::new(journal::Served::new(damaged))
-            .load(journal::RUN_ID)
-            .await;
-        match loaded {
-            Err(AgentError::Store(StoreError::Corrupt { run_id, reason, .. })) => {
-                assert_eq!(run_id, journal::RUN_ID);
-                assert!(reason.contains("call_4"), "{reason}");
-            }
-            other => panic!("a damaged run loads: {other:?}"),
+#[tokio::test(flavor = "current_thread")]
+async fn a_delta_that_leaves_a_paused_state_inconsistent_is_refused_as_corrupt() {
+    let journal = paused_journal().await;
+    // The pending call is not the paused turn's call: a state `RunState::from_json` refuses.
+    let damaged = edited(
+        &journal,
+        "settled",
+        r#""call":{"id":"call_9""#,
+        r#""call":{"id":"call_4""#,
+    );
+    let loaded = Runs::new(journal::Served::new(damaged))
+        .load(journal::RUN_ID)
+        .await;
+    match loaded {
+        Err(AgentError::Store(StoreError::Corrupt { run_id, reason, .. })) => {
+            assert_eq!(run_id, journal::RUN_ID);
+            assert!(reason.contains("call_4"), "{reason}");
         }
-        // Undamaged, the same rows load, to a state that reads back.
-        let stored = Runs::new(journal::Served::new(edited(&journal, "settled", "", "")))
-            .load(journal::RUN_ID)
-            .await
-            .unwrap();
-        assert_eq!(
-            RunState::from_json(&stored.state.to_json()).unwrap(),
-            stored.state
-        );
-    });
+        other => panic!("a damaged run loads: {other:?}"),
+    }
+    // Undamaged, the same rows load, to a state that reads back.
+    let stored = Runs::new(journal::Served::new(edited(&journal, "settled", "", "")))
+        .load(journal::RUN_ID)
+        .await
+        .unwrap();
+    assert_eq!(
+        RunState::from_json(&stored.state.to_json()).unwrap(),
+        stored.state
+    );
 }
