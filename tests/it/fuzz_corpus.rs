@@ -4,6 +4,8 @@
 
 #[path = "../../fuzz/properties/decode.rs"]
 mod decode;
+#[path = "../../fuzz/properties/journal.rs"]
+pub(crate) mod journal;
 #[path = "../../fuzz/properties/resume.rs"]
 mod resume;
 
@@ -47,4 +49,9 @@ fn the_decode_seeds_hold_the_decode_property() {
 #[test]
 fn the_resume_seeds_hold_the_resume_property() {
     replay("resume", resume::check);
+}
+
+#[test]
+fn the_journal_seeds_hold_the_journal_property() {
+    replay("journal", journal::check);
 }

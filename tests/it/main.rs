@@ -16,6 +16,7 @@ mod bad_arguments;
 mod concurrency;
 mod decode_hostile;
 mod durable;
+mod durable_hostile;
 mod durable_processes;
 mod differential;
 mod error_policy;

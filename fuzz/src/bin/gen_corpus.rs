@@ -9,19 +9,26 @@
 //!   aliases, floats for integers, duplicate keys);
 //! - `corpus/resume/<run>-<plain|signed>-<script>`: `0` or `1` (the agent that does not sign, the
 //!   one that signs), a paused state this agent really returned, a zero byte, and a decisions
-//!   script (`properties/resume.rs` says how it is read).
+//!   script (`properties/resume.rs` says how it is read);
+//! - `corpus/journal/<run>`: the rows a `MemoryStore` holds for real runs of a `DurableAgent`
+//!   (paused, completed, failed, interrupted at every journal boundary, in doubt, with snapshots
+//!   every two entries), as `properties/journal.rs` reads them, and some of them damaged.
 //!
 //! Run ids are fixed, so the output is the same on every run. Every seed is checked against its
 //! target's property before it is written.
 
 use std::future::IntoFuture;
 use std::path::Path;
+use std::sync::Arc;
 
+use phaseo_agent::store::{Append, LoadedRun, MemoryStore, NewRun, RunStore, Runs, StoredStatus};
 use phaseo_agent::{Decision, Decisions, RunState, RunStatus};
 use serde_json::{Value, json};
 
 #[path = "../../properties/decode.rs"]
 mod decode;
+#[path = "../../properties/journal.rs"]
+mod journal;
 #[path = "../../properties/resume.rs"]
 mod resume;
 
@@ -457,12 +464,174 @@ fn resume_seeds(dir: &Path) -> usize {
     seeds.len()
 }
 
+/// The `h0` byte of a journal input for a stored status (`properties/journal.rs`).
+fn status_byte(status: StoredStatus) -> u8 {
+    match status {
+        StoredStatus::Running => 0,
+        StoredStatus::Paused => 1,
+        StoredStatus::InDoubt => 2,
+        StoredStatus::Completed => 3,
+        StoredStatus::Failed => 4,
+    }
+}
+
+/// A journal seed for a stored run, the model's next turn `model` and damage `damage` (`h2`).
+fn journal_seed(run: &LoadedRun, model: u8, damage: u8) -> Vec<u8> {
+    journal::encode(run, [status_byte(run.status), 0, damage, model])
+}
+
+/// The run as the store holds it.
+fn stored(rt: &tokio::runtime::Runtime, store: &MemoryStore) -> LoadedRun {
+    rt.block_on(store.load(journal::RUN_ID))
+        .expect("the seed run is stored")
+}
+
+/// A fresh store holding the first `rows` rows of `run`, as a process killed after writing them
+/// leaves it: the run is running.
+fn interrupted(rt: &tokio::runtime::Runtime, run: &LoadedRun, rows: usize) -> MemoryStore {
+    let store = MemoryStore::new();
+    let mut written = run.rows[..rows].iter().cloned();
+    let first = written.next().expect("a run has a first row");
+    rt.block_on(store.create(NewRun {
+        run_id: journal::RUN_ID.to_owned(),
+        agent_id: journal::AGENT_ID.to_owned(),
+        status: StoredStatus::Running,
+        row: first,
+        pending: Vec::new(),
+        at_ms: 0,
+    }))
+    .expect("the first row is written");
+    for row in written {
+        rt.block_on(store.append(Append {
+            run_id: journal::RUN_ID.to_owned(),
+            expected_version: row.version - 1,
+            rows: vec![row],
+            status: StoredStatus::Running,
+            snapshot: None,
+            pending: None,
+            decisions: Vec::new(),
+            at_ms: 0,
+        }))
+        .expect("a row is written");
+    }
+    store
+}
+
+fn journal_seeds(dir: &Path) -> usize {
+    fresh(dir);
+    let rt = runtime();
+    let mut seeds: Vec<(String, Vec<u8>)> = Vec::new();
+    // A gated call: the run pauses; resumed, it runs a plain and an idempotent call, then ends.
+    let store = Arc::new(MemoryStore::new());
+    let runs = Runs::from_arc(store.clone()).snapshot_every(2);
+    let durable = runs.attach(journal::agent(journal::model(1)));
+    let paused = rt
+        .block_on(durable.run("Ship it").run_id(journal::RUN_ID).into_future())
+        .expect("the seed run pauses");
+    let paused_run = stored(&rt, &store);
+    assert_eq!(paused_run.status, StoredStatus::Paused);
+    seeds.push(("paused".into(), journal_seed(&paused_run, 2, 0)));
+    let durable = runs.attach(journal::agent(journal::model(2)));
+    let decisions =
+        Decisions::for_run(journal::RUN_ID).approve(paused.pending()[0].call.id.clone());
+    rt.block_on(durable.resume(journal::RUN_ID, paused_run.version, decisions, "ops"))
+        .expect("the seed run completes");
+    let completed = stored(&rt, &store);
+    assert_eq!(completed.status, StoredStatus::Completed);
+    seeds.push(("completed".into(), journal_seed(&completed, 0, 0)));
+    // The same runs without snapshots: their whole journals.
+    let whole = MemoryStore::new();
+    let durable = Runs::from_arc(Arc::new(whole)).snapshot_every(u32::MAX);
+    let store = durable.store().clone();
+    let agent = durable.attach(journal::agent(journal::model(1)));
+    rt.block_on(agent.run("Ship it").run_id(journal::RUN_ID).into_future())
+        .expect("the seed run pauses");
+    let version = rt
+        .block_on(store.load(journal::RUN_ID))
+        .expect("stored")
+        .version;
+    let agent = durable.attach(journal::agent(journal::model(2)));
+    let decisions = Decisions::for_run(journal::RUN_ID).approve("call_9");
+    rt.block_on(agent.resume(journal::RUN_ID, version, decisions, "ops"))
+        .expect("the seed run completes");
+    let journal = rt.block_on(store.load(journal::RUN_ID)).expect("stored");
+    assert!(journal.snapshot.is_none());
+    seeds.push(("completed-whole".into(), journal_seed(&journal, 0, 0)));
+    // Interrupted after every row: running, to be recovered.
+    for rows in 1..journal.rows.len() {
+        let store = interrupted(&rt, &journal, rows);
+        let kind = &journal.rows[rows - 1].kind;
+        let run = stored(&rt, &store);
+        seeds.push((
+            format!("interrupted-{rows}-{kind}"),
+            journal_seed(&run, 2, 0),
+        ));
+        // A call started and not finished: recovered, it waits in doubt (`notify` is not
+        // idempotent), with snapshots from then on.
+        if kind == "call_started" && run.rows[rows - 1].body.contains("notify") {
+            let store = Arc::new(store);
+            let runs = Runs::from_arc(store.clone()).snapshot_every(2);
+            let agent = runs.attach(journal::agent(journal::model(0)));
+            let _ = rt.block_on(agent.recover(journal::RUN_ID));
+            let run = stored(&rt, &store);
+            if run.status == StoredStatus::InDoubt {
+                seeds.push((format!("in-doubt-after-{rows}"), journal_seed(&run, 0, 0)));
+            }
+        }
+    }
+    // The model fails: the run is stored failed.
+    let store = Arc::new(MemoryStore::new());
+    let agent = Runs::from_arc(store.clone()).attach(journal::agent(journal::model(3)));
+    let _ = rt.block_on(agent.run("Ship it").run_id(journal::RUN_ID).into_future());
+    seeds.push(("failed".into(), journal_seed(&stored(&rt, &store), 0, 0)));
+    // Every damage that applies, on the run with a snapshot (and no rows after it) and on the
+    // whole journal.
+    for damage in 1..8u8 {
+        let name = format!("{:?}", journal::Damage::of(damage)).to_lowercase();
+        for (run, what) in [(&completed, "completed"), (&journal, "completed-whole")] {
+            let applies = match journal::Damage::of(damage) {
+                journal::Damage::RowDigest
+                | journal::Damage::RowVersion
+                | journal::Damage::RowFormat => !run.rows.is_empty(),
+                journal::Damage::SnapshotDigest | journal::Damage::SnapshotFormat => {
+                    run.snapshot.is_some()
+                }
+                _ => true,
+            };
+            if applies {
+                seeds.push((
+                    format!("{what}-damaged-{name}"),
+                    journal_seed(run, 0, damage | (2 << 3)),
+                ));
+            }
+        }
+    }
+    assert!(
+        seeds.iter().any(|(name, _)| name.starts_with("in-doubt")),
+        "no seed run in doubt"
+    );
+    for (name, bytes) in &seeds {
+        journal::check(bytes);
+        // The undamaged seeds load; every damaged one is refused.
+        let (run, _, _) = journal::decode(bytes).expect("a seed is UTF-8");
+        let loaded = rt.block_on(Runs::new(journal::Served::new(run)).load(journal::RUN_ID));
+        assert_eq!(
+            loaded.is_ok(),
+            !name.contains("damaged"),
+            "{name}: {loaded:?}"
+        );
+        write(dir, name, bytes);
+    }
+    seeds.len()
+}
+
 fn main() {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
     let decode = decode_seeds(&corpus.join("decode"));
     let resume = resume_seeds(&corpus.join("resume"));
+    let journal = journal_seeds(&corpus.join("journal"));
     println!(
-        "wrote {decode} decode seeds and {resume} resume seeds under {}",
+        "wrote {decode} decode seeds, {resume} resume seeds and {journal} journal seeds under {}",
         corpus.display()
     );
 }

@@ -961,7 +961,7 @@ impl RunState {
     }
 
     /// A stored state must describe one paused turn whose pending calls are in it.
-    fn check_consistent(&self) -> Result<(), AgentError> {
+    pub(crate) fn check_consistent(&self) -> Result<(), AgentError> {
         if self.status != RunStatus::WaitingForHuman {
             return Ok(());
         }

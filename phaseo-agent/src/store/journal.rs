@@ -392,6 +392,10 @@ pub(crate) fn replay(loaded: &LoadedRun) -> Result<(Replayed, String), StoreErro
         ));
     }
     let run = run.ok_or_else(|| corrupt(run_id, 0, "no entries and no snapshot"))?;
+    // Deltas set fields one by one: the state they leave is checked as a stored state is.
+    run.state
+        .check_consistent()
+        .map_err(|e| corrupt(run_id, version, format!("the replayed state: {e}")))?;
     if run.state.run_id != loaded.run_id {
         return Err(corrupt(
             run_id,
