@@ -515,42 +515,44 @@ impl PostgresStore {
                 .bind(None::<String>)
                 .bind(None::<String>),
         };
-        let mut journal: (Vec<i64>, Vec<String>, Vec<i64>, Vec<String>, Vec<String>) =
-            Default::default();
+        let n = rows.len();
+        let (mut versions, mut formats) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut kinds, mut bodies, mut digests) = (Vec::new(), Vec::new(), Vec::new());
         for row in rows {
-            journal.0.push(int(row.version));
-            journal.1.push(row.kind);
-            journal.2.push(i64::from(row.format));
-            journal.3.push(row.body);
-            journal.4.push(row.digest);
+            versions.push(int(row.version));
+            kinds.push(row.kind);
+            formats.push(i64::from(row.format));
+            bodies.push(row.body);
+            digests.push(row.digest);
         }
         query = query
-            .bind(journal.0)
-            .bind(journal.1)
-            .bind(journal.2)
-            .bind(journal.3)
-            .bind(journal.4)
+            .bind(versions)
+            .bind(kinds)
+            .bind(formats)
+            .bind(bodies)
+            .bind(digests)
             .bind(pending.is_some());
         query = PendingColumns::new(pending.unwrap_or_default()).bind(query);
-        let mut audit: (Vec<String>, Vec<String>, Vec<String>, Vec<String>) = Default::default();
-        let mut audit_numbers: (Vec<i64>, Vec<String>, Vec<i64>) = Default::default();
+        let (mut calls, mut tools, mut made, mut by) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut at, mut digests, mut versions) = (Vec::new(), Vec::new(), Vec::new());
         for d in decisions {
-            audit.0.push(d.call_id);
-            audit.1.push(d.tool);
-            audit.2.push(d.decision);
-            audit.3.push(d.by);
-            audit_numbers.0.push(d.at_ms);
-            audit_numbers.1.push(d.digest);
-            audit_numbers.2.push(int(d.version));
+            calls.push(d.call_id);
+            tools.push(d.tool);
+            made.push(d.decision);
+            by.push(d.by);
+            at.push(d.at_ms);
+            digests.push(d.digest);
+            versions.push(int(d.version));
         }
         query = query
-            .bind(audit.0)
-            .bind(audit.1)
-            .bind(audit.2)
-            .bind(audit.3)
-            .bind(audit_numbers.0)
-            .bind(audit_numbers.1)
-            .bind(audit_numbers.2);
+            .bind(calls)
+            .bind(tools)
+            .bind(made)
+            .bind(by)
+            .bind(at)
+            .bind(digests)
+            .bind(versions);
         let mut session = self.session().await?;
         let updated: i64 = query
             .fetch_one(session.conn())
