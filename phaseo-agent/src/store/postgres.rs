@@ -34,8 +34,8 @@ use sqlx::{PgPool, Postgres, Transaction};
 use crate::error::StoreError;
 use crate::store::backend::{Append, LoadedRun, NewRun, PendingRow};
 use crate::store::sql::{
-    Migrations, RawJournal, RawPending, RawRun, check_append, check_new, corrupt, database,
-    impl_run_store, int, is_unique_violation, journal,
+    Migrations, RawJournal, RawPending, check_append, check_new, corrupt, database, impl_run_store,
+    int, is_unique_violation, journal,
 };
 
 /// The schema, one migration per version, applied in order.
@@ -118,9 +118,25 @@ const RUN_KEY: &str = "phaseo_runs_pkey";
 /// steady use is not: that would cost a round trip per operation).
 const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
 
-/// `create`: the run's row, then its first journal row and its pending calls from the inserted
-/// row (`$10` to `$18`: the pending calls' columns as arrays, in order).
-const CREATE: &str = "\
+/// The pending calls' insert of `create` and `append`: the run's id and agent from the CTE `run`
+/// (the run's row as written), the calls' columns as the arrays `$10` to `$18`, in order.
+macro_rules! insert_pending {
+    () => {
+        "INSERT INTO phaseo_pending (run_id, call_id, seq, agent_id, tool, kind, arguments, digest,
+        since_ms, version, decision, decided_by)
+    SELECT run.run_id, p.call_id, p.seq - 1, run.agent_id, p.tool, p.kind, p.arguments, p.digest,
+        p.since_ms, p.version, p.decision, p.decided_by
+    FROM run, unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
+        $15::bigint[], $16::bigint[], $17::text[], $18::text[])
+        WITH ORDINALITY AS p (call_id, tool, kind, arguments, digest, since_ms, version, decision,
+        decided_by, seq)"
+    };
+}
+
+/// `create`: the run's row, then its first journal row and its pending calls (`$10` to `$18`)
+/// from the inserted row.
+const CREATE: &str = concat!(
+    "\
 WITH run AS (
     INSERT INTO phaseo_runs (run_id, agent_id, status, version, created_ms, updated_ms)
     VALUES ($1, $2, $3, $4, $5, $5) RETURNING run_id, agent_id
@@ -128,63 +144,54 @@ WITH run AS (
     INSERT INTO phaseo_journal (run_id, version, kind, format, body, digest)
     SELECT run_id, $4, $6, $7, $8, $9 FROM run
 ), pending AS (
-    INSERT INTO phaseo_pending (run_id, call_id, seq, agent_id, tool, kind, arguments, digest,
-        since_ms, version, decision, decided_by)
-    SELECT run.run_id, p.call_id, p.seq - 1, run.agent_id, p.tool, p.kind, p.arguments, p.digest,
-        p.since_ms, p.version, p.decision, p.decided_by
-    FROM run, unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
-        $15::bigint[], $16::bigint[], $17::text[], $18::text[])
-        WITH ORDINALITY AS p (call_id, tool, kind, arguments, digest, since_ms, version, decision,
-        decided_by, seq)
+    ",
+    insert_pending!(),
+    "
 )
-SELECT 1";
+SELECT 1"
+);
 
-/// `append`: the run's row where its version is `$2`, then, only if it was, the journal rows
-/// (`$10` to `$14`), the pending calls (replaced if `$15`: `$16` to `$24`, those no longer
-/// listed deleted, the others upserted, as one statement's CTEs cannot delete and insert the same
-/// key) and the audit rows (`$25` to `$31`, after the audit lock). Returns how many runs it
-/// updated: 0 or 1.
+/// `append`: the run's row where its version is `$2`, then, only if it was, the pending calls
+/// (replaced if `$19`: `$10` to `$18`, those no longer listed deleted, the others upserted, as
+/// one statement's CTEs cannot delete and insert the same key), the journal rows (`$20` to `$24`)
+/// and the audit rows (`$25` to `$31`, after the audit lock). Returns how many runs it updated:
+/// 0 or 1.
 const APPEND: &str = concat!(
     "\
-WITH upd AS (
+WITH run AS (
     UPDATE phaseo_runs SET version = $3, status = $4, updated_ms = $5,
         snapshot_version = COALESCE($6, snapshot_version),
         snapshot_format = COALESCE($7, snapshot_format),
         snapshot_body = COALESCE($8, snapshot_body),
         snapshot_digest = COALESCE($9, snapshot_digest)
     WHERE run_id = $1 AND version = $2 RETURNING run_id, agent_id
-), journal AS (
-    INSERT INTO phaseo_journal (run_id, version, kind, format, body, digest)
-    SELECT upd.run_id, j.version, j.kind, j.format, j.body, j.digest
-    FROM upd, unnest($10::bigint[], $11::text[], $12::bigint[], $13::text[], $14::text[])
-        AS j (version, kind, format, body, digest)
 ), gone AS (
     DELETE FROM phaseo_pending
-    WHERE $15 AND run_id = $1 AND EXISTS (SELECT FROM upd) AND call_id <> ALL ($16::text[])
+    WHERE $19 AND run_id = $1 AND EXISTS (SELECT FROM run) AND call_id <> ALL ($10::text[])
 ), pending AS (
-    INSERT INTO phaseo_pending (run_id, call_id, seq, agent_id, tool, kind, arguments, digest,
-        since_ms, version, decision, decided_by)
-    SELECT upd.run_id, p.call_id, p.seq - 1, upd.agent_id, p.tool, p.kind, p.arguments, p.digest,
-        p.since_ms, p.version, p.decision, p.decided_by
-    FROM upd, unnest($16::text[], $17::text[], $18::text[], $19::text[], $20::text[],
-        $21::bigint[], $22::bigint[], $23::text[], $24::text[])
-        WITH ORDINALITY AS p (call_id, tool, kind, arguments, digest, since_ms, version, decision,
-        decided_by, seq)
+    ",
+    insert_pending!(),
+    "
     ON CONFLICT (run_id, call_id) DO UPDATE SET seq = EXCLUDED.seq, agent_id = EXCLUDED.agent_id,
         tool = EXCLUDED.tool, kind = EXCLUDED.kind, arguments = EXCLUDED.arguments,
         digest = EXCLUDED.digest, since_ms = EXCLUDED.since_ms, version = EXCLUDED.version,
         decision = EXCLUDED.decision, decided_by = EXCLUDED.decided_by
+), journal AS (
+    INSERT INTO phaseo_journal (run_id, version, kind, format, body, digest)
+    SELECT run.run_id, j.version, j.kind, j.format, j.body, j.digest
+    FROM run, unnest($20::bigint[], $21::text[], $22::bigint[], $23::text[], $24::text[])
+        AS j (version, kind, format, body, digest)
 ), turn AS (
     SELECT pg_advisory_xact_lock(",
     audit_lock_key!(),
-    ") FROM upd WHERE cardinality($25::text[]) > 0
+    ") FROM run WHERE cardinality($25::text[]) > 0
 ), audit AS (
     INSERT INTO phaseo_audit (run_id, call_id, tool, decision, decided_by, at_ms, digest, version)
     SELECT $1, d.call_id, d.tool, d.decision, d.decided_by, d.at_ms, d.digest, d.version
     FROM turn, unnest($25::text[], $26::text[], $27::text[], $28::text[], $29::bigint[],
         $30::text[], $31::bigint[]) AS d (call_id, tool, decision, decided_by, at_ms, digest, version)
 )
-SELECT count(*) AS updated FROM upd"
+SELECT count(*) AS updated FROM run"
 );
 
 /// `load`: the run's row, its journal after its snapshot and its pending calls, each column of
@@ -525,14 +532,15 @@ impl PostgresStore {
             bodies.push(row.body);
             digests.push(row.digest);
         }
+        let replace = pending.is_some();
+        query = PendingColumns::new(pending.unwrap_or_default()).bind(query);
         query = query
+            .bind(replace)
             .bind(versions)
             .bind(kinds)
             .bind(formats)
             .bind(bodies)
-            .bind(digests)
-            .bind(pending.is_some());
-        query = PendingColumns::new(pending.unwrap_or_default()).bind(query);
+            .bind(digests);
         let (mut calls, mut tools, mut made, mut by) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut at, mut digests, mut versions) = (Vec::new(), Vec::new(), Vec::new());
@@ -593,17 +601,7 @@ impl PostgresStore {
             })?;
         session.finish().await?;
         let bad = |e: sqlx::Error| corrupt(run_id, 0, e.to_string());
-        let raw = RawRun {
-            agent_id: row.try_get("agent_id").map_err(bad)?,
-            status: row.try_get("status").map_err(bad)?,
-            version: row.try_get("version").map_err(bad)?,
-            created_ms: row.try_get("created_ms").map_err(bad)?,
-            updated_ms: row.try_get("updated_ms").map_err(bad)?,
-            snapshot_version: row.try_get("snapshot_version").map_err(bad)?,
-            snapshot_format: row.try_get("snapshot_format").map_err(bad)?,
-            snapshot_body: row.try_get("snapshot_body").map_err(bad)?,
-            snapshot_digest: row.try_get("snapshot_digest").map_err(bad)?,
-        };
+        let raw = Self::raw_run(&row).map_err(bad)?;
         let checked = raw.check(run_id)?;
         let after = checked.snapshot.as_ref().map_or(0, |s| s.version);
         let rows = journal(
@@ -617,17 +615,7 @@ impl PostgresStore {
             .into_iter()
             .map(RawPending::check)
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(LoadedRun {
-            run_id: run_id.to_owned(),
-            agent_id: raw.agent_id,
-            status: checked.status,
-            version: checked.version,
-            snapshot: checked.snapshot,
-            rows,
-            pending,
-            created_ms: raw.created_ms,
-            updated_ms: raw.updated_ms,
-        })
+        Ok(raw.loaded(run_id, checked, rows, pending))
     }
 
     /// The journal rows of `load`'s row, from its arrays (all of one length: one aggregate).

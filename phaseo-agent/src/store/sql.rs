@@ -25,8 +25,8 @@ use std::fmt::Write as _;
 
 use crate::error::StoreError;
 use crate::store::backend::{
-    Append, AuditFilter, DecisionRow, JournalRow, NewRun, PendingFilter, PendingRow, RunFilter,
-    RunSummary, SnapshotRow, StoredStatus,
+    Append, AuditFilter, DecisionRow, JournalRow, LoadedRun, NewRun, PendingFilter, PendingRow,
+    RunFilter, RunSummary, SnapshotRow, StoredStatus,
 };
 
 /// The most items one page of a listing holds, whatever the filter asks.
@@ -262,6 +262,29 @@ impl RawRun {
             status,
             snapshot,
         })
+    }
+}
+
+impl RawRun {
+    /// The run as loaded: this row, checked as `checked`, with its journal rows and pending calls.
+    pub(crate) fn loaded(
+        self,
+        run_id: &str,
+        checked: CheckedRun,
+        rows: Vec<JournalRow>,
+        pending: Vec<PendingRow>,
+    ) -> LoadedRun {
+        LoadedRun {
+            run_id: run_id.to_owned(),
+            agent_id: self.agent_id,
+            status: checked.status,
+            version: checked.version,
+            snapshot: checked.snapshot,
+            rows,
+            pending,
+            created_ms: self.created_ms,
+            updated_ms: self.updated_ms,
+        }
     }
 }
 
@@ -635,6 +658,40 @@ macro_rules! impl_run_store {
                 tx.commit().await.map_err(database)
             }
 
+            /// The rows of a listing's statement, read in a transaction of one snapshot.
+            async fn read_rows(
+                &self,
+                statement: $crate::store::sql::Statement,
+            ) -> Result<Vec<<$db as sqlx::Database>::Row>, $crate::error::StoreError> {
+                use $crate::store::sql::database;
+                let mut tx = self.begin_read().await?;
+                let rows = self
+                    .built(statement)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(database)?;
+                tx.commit().await.map_err(database)?;
+                Ok(rows)
+            }
+
+            /// A run's row as read (columns named as in `phaseo_runs`), before its checks.
+            fn raw_run(
+                row: &<$db as sqlx::Database>::Row,
+            ) -> Result<$crate::store::sql::RawRun, sqlx::Error> {
+                use sqlx::Row as _;
+                Ok($crate::store::sql::RawRun {
+                    agent_id: row.try_get("agent_id")?,
+                    status: row.try_get("status")?,
+                    version: row.try_get("version")?,
+                    created_ms: row.try_get("created_ms")?,
+                    updated_ms: row.try_get("updated_ms")?,
+                    snapshot_version: row.try_get("snapshot_version")?,
+                    snapshot_format: row.try_get("snapshot_format")?,
+                    snapshot_body: row.try_get("snapshot_body")?,
+                    snapshot_digest: row.try_get("snapshot_digest")?,
+                })
+            }
+
             fn raw_pending(
                 r: &<$db as sqlx::Database>::Row,
             ) -> Result<$crate::store::sql::RawPending, sqlx::Error> {
@@ -663,13 +720,7 @@ macro_rules! impl_run_store {
             > {
                 use $crate::store::sql::database;
                 let statement = $crate::store::sql::pending_statement(filter)?;
-                let mut tx = self.begin_read().await?;
-                let rows = self
-                    .built(statement)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(database)?;
-                tx.commit().await.map_err(database)?;
+                let rows = self.read_rows(statement).await?;
                 let items = rows
                     .iter()
                     .map(|r| Self::raw_pending(r).map_err(database)?.check())
@@ -691,13 +742,7 @@ macro_rules! impl_run_store {
                 use sqlx::Row as _;
                 use $crate::store::sql::database;
                 let statement = $crate::store::sql::runs_statement(filter)?;
-                let mut tx = self.begin_read().await?;
-                let rows = self
-                    .built(statement)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(database)?;
-                tx.commit().await.map_err(database)?;
+                let rows = self.read_rows(statement).await?;
                 let items = rows
                     .iter()
                     .map(|r| {
@@ -730,13 +775,7 @@ macro_rules! impl_run_store {
                 use sqlx::Row as _;
                 use $crate::store::sql::database;
                 let statement = $crate::store::sql::audit_statement(filter)?;
-                let mut tx = self.begin_read().await?;
-                let rows = self
-                    .built(statement)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(database)?;
-                tx.commit().await.map_err(database)?;
+                let rows = self.read_rows(statement).await?;
                 let items = rows
                     .iter()
                     .map(|r| {
@@ -1049,17 +1088,7 @@ macro_rules! impl_row_by_row {
                     run_id: run_id.to_owned(),
                 })?;
                 let bad = |e: sqlx::Error| corrupt(run_id, 0, e.to_string());
-                let raw = $crate::store::sql::RawRun {
-                    agent_id: row.try_get("agent_id").map_err(bad)?,
-                    status: row.try_get("status").map_err(bad)?,
-                    version: row.try_get("version").map_err(bad)?,
-                    created_ms: row.try_get("created_ms").map_err(bad)?,
-                    updated_ms: row.try_get("updated_ms").map_err(bad)?,
-                    snapshot_version: row.try_get("snapshot_version").map_err(bad)?,
-                    snapshot_format: row.try_get("snapshot_format").map_err(bad)?,
-                    snapshot_body: row.try_get("snapshot_body").map_err(bad)?,
-                    snapshot_digest: row.try_get("snapshot_digest").map_err(bad)?,
-                };
+                let raw = Self::raw_run(&row).map_err(bad)?;
                 let checked = raw.check(run_id)?;
                 let after = checked.snapshot.as_ref().map_or(0, |s| s.version);
                 let journal = sqlx::query(
@@ -1097,17 +1126,7 @@ macro_rules! impl_row_by_row {
                 .map(|r| Self::raw_pending(r).map_err(bad)?.check())
                 .collect::<Result<Vec<_>, _>>()?;
                 tx.commit().await.map_err(database)?;
-                Ok($crate::store::backend::LoadedRun {
-                    run_id: run_id.to_owned(),
-                    agent_id: raw.agent_id,
-                    status: checked.status,
-                    version: checked.version,
-                    snapshot: checked.snapshot,
-                    rows,
-                    pending,
-                    created_ms: raw.created_ms,
-                    updated_ms: raw.updated_ms,
-                })
+                Ok(raw.loaded(run_id, checked, rows, pending))
             }
         }
     };
