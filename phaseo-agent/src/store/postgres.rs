@@ -1,24 +1,42 @@
 //! A run store in PostgreSQL (feature `postgres`): [`PostgresStore`].
 //!
-//! It works behind a transaction-mode pooler (PgBouncer, Supavisor, RDS Proxy) as well as on a
-//! server directly: every operation, reads included, is one transaction; nothing is kept in the
-//! session (no `SET`, no session advisory lock, no temporary table); and no statement stays
-//! prepared on a connection: each is sent as the unnamed statement of its transaction
-//! (sqlx's `persistent(false)`, with the connection's statement cache off), so a server connection
+//! Each of `create`, `append` and `load` is one statement, so one round trip once the statement
+//! is prepared on the connection: `create` inserts the run's row, its first journal row and its
+//! pending calls with data-modifying CTEs (the pending calls as arrays, through `unnest`);
+//! `append` updates the run's row only where the version is the one the writer read, and the
+//! journal rows, pending calls and audit rows go in from that update's `RETURNING`, so nothing is
+//! written when the version moved on; `load` reads the run's row with its journal after the
+//! snapshot and its pending calls as arrays (`array_agg`). A single statement is atomic and sees
+//! one snapshot by itself, so there is no `BEGIN`/`COMMIT` around it.
+//!
+//! The version check: the update locks the run's row, so a second writer waits for the first and
+//! then finds the new version (0 rows: [`StoreError::Conflict`], after one more query for the
+//! version). Audit ids come from a sequence, given when a row is inserted, not when it commits:
+//! an append with decisions takes a transaction-scoped advisory lock (after the run's row) before
+//! its first audit row, held until it commits, so a reader paging the log by id never skips a row
+//! that commits late. Decisions are made by people, so the turns are short and rare.
+//!
+//! Statements are prepared once per connection and kept (sqlx's statement cache), unless
+//! [`PostgresStoreBuilder::statement_cache`] turns that off for a transaction-mode pooler: then
+//! every statement is sent unnamed and every operation is one transaction, so a server connection
 //! handed to another client holds nothing of ours. The `extra_float_digits` startup parameter,
 //! which PgBouncer refuses unless told to ignore it, is not sent (the store reads no floats).
-//!
-//! A write runs at `READ COMMITTED`: its first statement updates the run's row only where the
-//! version is the one the writer read, which locks the row, so a second writer waits for the
-//! first and then finds the new version (0 rows: [`StoreError::Conflict`]). A read runs at
-//! `REPEATABLE READ, READ ONLY`: the run's row, journal and pending calls from one snapshot.
-//! Bodies are `text`, not `jsonb`, so they come back byte for byte and their checksums hold.
+//! Listings run at `REPEATABLE READ, READ ONLY`. Bodies are `text`, not `jsonb`, so they come back
+//! byte for byte and their checksums hold.
 
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use std::time::Duration;
+
+use sqlx::Row as _;
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions, PgRow};
 use sqlx::{PgPool, Postgres, Transaction};
 
 use crate::error::StoreError;
-use crate::store::sql::{Migrations, database, impl_run_store};
+use crate::store::backend::{Append, LoadedRun, NewRun, PendingRow};
+use crate::store::sql::{
+    Migrations, RawJournal, RawPending, check_append, check_new, corrupt, database, impl_run_store,
+    int, is_unique_violation, journal,
+};
 
 /// The schema, one migration per version, applied in order.
 const MIGRATIONS: Migrations = &[(
@@ -85,8 +103,227 @@ CREATE INDEX phaseo_audit_by_run ON phaseo_audit (run_id, id);
 /// two bytes (the audit log's lock ends in 2).
 const MIGRATION_LOCK: &str = "SELECT pg_advisory_xact_lock(8099831078076743681)";
 
+/// The key of the transaction-scoped advisory lock an append with decisions takes before its
+/// first audit row: "phaseo" in ASCII, then 2 in the last two bytes.
+macro_rules! audit_lock_key {
+    () => {
+        "8099831078076743682"
+    };
+}
+
+/// The constraint a second run with the same id violates.
+const RUN_KEY: &str = "phaseo_runs_pkey";
+
+/// A pooled connection idle for longer than this is pinged before it is used (a connection in
+/// steady use is not: that would cost a round trip per operation).
+const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
+
+/// The pending calls' insert of `create` and `append`: the run's id and agent from the CTE `run`
+/// (the run's row as written), the calls' columns as the arrays `$10` to `$18`, in order.
+macro_rules! insert_pending {
+    () => {
+        "INSERT INTO phaseo_pending (run_id, call_id, seq, agent_id, tool, kind, arguments, digest,
+        since_ms, version, decision, decided_by)
+    SELECT run.run_id, p.call_id, p.seq - 1, run.agent_id, p.tool, p.kind, p.arguments, p.digest,
+        p.since_ms, p.version, p.decision, p.decided_by
+    FROM run, unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
+        $15::bigint[], $16::bigint[], $17::text[], $18::text[])
+        WITH ORDINALITY AS p (call_id, tool, kind, arguments, digest, since_ms, version, decision,
+        decided_by, seq)"
+    };
+}
+
+/// `create`: the run's row, then its first journal row and its pending calls (`$10` to `$18`)
+/// from the inserted row.
+const CREATE: &str = concat!(
+    "\
+WITH run AS (
+    INSERT INTO phaseo_runs (run_id, agent_id, status, version, created_ms, updated_ms)
+    VALUES ($1, $2, $3, $4, $5, $5) RETURNING run_id, agent_id
+), journal AS (
+    INSERT INTO phaseo_journal (run_id, version, kind, format, body, digest)
+    SELECT run_id, $4, $6, $7, $8, $9 FROM run
+), pending AS (
+    ",
+    insert_pending!(),
+    "
+)
+SELECT 1"
+);
+
+/// `append`: the run's row where its version is `$2`, then, only if it was, the pending calls
+/// (replaced if `$19`: `$10` to `$18`, those no longer listed deleted, the others upserted, as
+/// one statement's CTEs cannot delete and insert the same key), the journal rows (`$20` to `$24`)
+/// and the audit rows (`$25` to `$31`, after the audit lock). Returns how many runs it updated:
+/// 0 or 1.
+const APPEND: &str = concat!(
+    "\
+WITH run AS (
+    UPDATE phaseo_runs SET version = $3, status = $4, updated_ms = $5,
+        snapshot_version = COALESCE($6, snapshot_version),
+        snapshot_format = COALESCE($7, snapshot_format),
+        snapshot_body = COALESCE($8, snapshot_body),
+        snapshot_digest = COALESCE($9, snapshot_digest)
+    WHERE run_id = $1 AND version = $2 RETURNING run_id, agent_id
+), gone AS (
+    DELETE FROM phaseo_pending
+    WHERE $19 AND run_id = $1 AND EXISTS (SELECT FROM run) AND call_id <> ALL ($10::text[])
+), pending AS (
+    ",
+    insert_pending!(),
+    "
+    ON CONFLICT (run_id, call_id) DO UPDATE SET seq = EXCLUDED.seq, agent_id = EXCLUDED.agent_id,
+        tool = EXCLUDED.tool, kind = EXCLUDED.kind, arguments = EXCLUDED.arguments,
+        digest = EXCLUDED.digest, since_ms = EXCLUDED.since_ms, version = EXCLUDED.version,
+        decision = EXCLUDED.decision, decided_by = EXCLUDED.decided_by
+), journal AS (
+    INSERT INTO phaseo_journal (run_id, version, kind, format, body, digest)
+    SELECT run.run_id, j.version, j.kind, j.format, j.body, j.digest
+    FROM run, unnest($20::bigint[], $21::text[], $22::bigint[], $23::text[], $24::text[])
+        AS j (version, kind, format, body, digest)
+), turn AS (
+    SELECT pg_advisory_xact_lock(",
+    audit_lock_key!(),
+    ") FROM run WHERE cardinality($25::text[]) > 0
+), audit AS (
+    INSERT INTO phaseo_audit (run_id, call_id, tool, decision, decided_by, at_ms, digest, version)
+    SELECT $1, d.call_id, d.tool, d.decision, d.decided_by, d.at_ms, d.digest, d.version
+    FROM turn, unnest($25::text[], $26::text[], $27::text[], $28::text[], $29::bigint[],
+        $30::text[], $31::bigint[]) AS d (call_id, tool, decision, decided_by, at_ms, digest, version)
+)
+SELECT count(*) AS updated FROM run"
+);
+
+/// `load`: the run's row, its journal after its snapshot and its pending calls, each column of
+/// those as an array (NULL when there are none), from one snapshot.
+///
+/// The subqueries name the run as `$1`, not as `r.run_id`: the planner then sees the id, as it
+/// does in `WHERE r.run_id = $1`, and picks the primary key's index even when its statistics
+/// still describe a table of a few long runs.
+const LOAD: &str = "\
+SELECT r.agent_id, r.status, r.version, r.created_ms, r.updated_ms, r.snapshot_version,
+    r.snapshot_format, r.snapshot_body, r.snapshot_digest,
+    j.j_version, j.j_kind, j.j_format, j.j_body, j.j_digest,
+    p.p_call_id, p.p_agent_id, p.p_tool, p.p_kind, p.p_arguments, p.p_digest, p.p_since_ms,
+    p.p_version, p.p_decision, p.p_decided_by
+FROM phaseo_runs r
+CROSS JOIN LATERAL (
+    SELECT array_agg(version ORDER BY version) AS j_version,
+        array_agg(kind ORDER BY version) AS j_kind,
+        array_agg(format ORDER BY version) AS j_format,
+        array_agg(body ORDER BY version) AS j_body,
+        array_agg(digest ORDER BY version) AS j_digest
+    FROM phaseo_journal
+    WHERE run_id = $1 AND version > COALESCE(r.snapshot_version, 0)
+) j
+CROSS JOIN LATERAL (
+    SELECT array_agg(call_id ORDER BY seq) AS p_call_id,
+        array_agg(agent_id ORDER BY seq) AS p_agent_id,
+        array_agg(tool ORDER BY seq) AS p_tool,
+        array_agg(kind ORDER BY seq) AS p_kind,
+        array_agg(arguments ORDER BY seq) AS p_arguments,
+        array_agg(digest ORDER BY seq) AS p_digest,
+        array_agg(since_ms ORDER BY seq) AS p_since_ms,
+        array_agg(version ORDER BY seq) AS p_version,
+        array_agg(decision ORDER BY seq) AS p_decision,
+        array_agg(decided_by ORDER BY seq) AS p_decided_by
+    FROM phaseo_pending
+    WHERE run_id = $1
+) p
+WHERE r.run_id = $1";
+
+/// A statement with its parameters bound so far.
+type Query = sqlx::query::Query<'static, Postgres, sqlx::postgres::PgArguments>;
+
+/// Pending calls as one array per column, for `unnest` (the run's id and agent come from the
+/// run's row).
+#[derive(Default)]
+struct PendingColumns {
+    call_id: Vec<String>,
+    tool: Vec<String>,
+    kind: Vec<String>,
+    arguments: Vec<String>,
+    digest: Vec<String>,
+    since_ms: Vec<i64>,
+    version: Vec<i64>,
+    decision: Vec<Option<String>>,
+    decided_by: Vec<Option<String>>,
+}
+
+impl PendingColumns {
+    fn new(rows: Vec<PendingRow>) -> Self {
+        let mut columns = PendingColumns::default();
+        for p in rows {
+            columns.call_id.push(p.call_id);
+            columns.tool.push(p.tool);
+            columns.kind.push(p.kind);
+            columns.arguments.push(p.arguments);
+            columns.digest.push(p.digest);
+            columns.since_ms.push(p.since_ms);
+            columns.version.push(int(p.version));
+            columns.decision.push(p.decision);
+            columns.decided_by.push(p.decided_by);
+        }
+        columns
+    }
+
+    /// Binds the nine arrays, in the order of the statements' `unnest`.
+    fn bind(self, query: Query) -> Query {
+        query
+            .bind(self.call_id)
+            .bind(self.tool)
+            .bind(self.kind)
+            .bind(self.arguments)
+            .bind(self.digest)
+            .bind(self.since_ms)
+            .bind(self.version)
+            .bind(self.decision)
+            .bind(self.decided_by)
+    }
+}
+
+/// Where an operation's statements run: straight on a pooled connection (each statement its own
+/// transaction), or in one transaction (statement cache off: a transaction-mode pooler keeps one
+/// server connection for a transaction, and an unnamed statement is parsed and executed in two
+/// round trips that must reach the same one).
+enum Session {
+    Plain(PoolConnection<Postgres>),
+    Transaction(Transaction<'static, Postgres>),
+}
+
+impl Session {
+    fn conn(&mut self) -> &mut PgConnection {
+        match self {
+            Session::Plain(conn) => conn,
+            Session::Transaction(tx) => tx,
+        }
+    }
+
+    /// Ends the operation: commits its transaction, if any.
+    async fn finish(self) -> Result<(), StoreError> {
+        match self {
+            Session::Plain(_) => Ok(()),
+            Session::Transaction(tx) => tx.commit().await.map_err(database),
+        }
+    }
+}
+
+/// An array column as read: empty when NULL (no rows).
+fn column<T>(row: &PgRow, name: &str) -> Result<Vec<T>, sqlx::Error>
+where
+    T: for<'r> sqlx::Decode<'r, Postgres> + sqlx::Type<Postgres>,
+    Vec<T>: for<'r> sqlx::Decode<'r, Postgres> + sqlx::Type<Postgres>,
+{
+    Ok(row.try_get::<Option<Vec<T>>, _>(name)?.unwrap_or_default())
+}
+
 /// A [`RunStore`](crate::store::backend::RunStore) in a PostgreSQL database, shared by every task
 /// and every process that connects to it.
+///
+/// Statements stay prepared on their connection by default. Behind a transaction-mode pooler
+/// (PgBouncer before 1.21, or later with `max_prepared_statements = 0`; Supavisor, RDS Proxy in
+/// the same mode), build it with [`statement_cache(false)`](PostgresStoreBuilder::statement_cache):
+/// a statement prepared on one server connection may otherwise be executed on another.
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -103,6 +340,7 @@ const MIGRATION_LOCK: &str = "SELECT pg_advisory_xact_lock(8099831078076743681)"
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
     pool: PgPool,
+    statement_cache: bool,
 }
 
 /// How to connect a [`PostgresStore`]: from [`PostgresStore::builder`].
@@ -112,8 +350,10 @@ pub struct PostgresStore {
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), phaseo_agent::StoreError> {
+/// // Through PgBouncer in transaction mode: no prepared statement outlives its transaction.
 /// let store = PostgresStore::builder("postgres://agent@127.0.0.1:6432/runs")
 ///     .pool_size(4)
+///     .statement_cache(false)
 ///     .connect()
 ///     .await?;
 /// # Ok(())
@@ -123,6 +363,7 @@ pub struct PostgresStore {
 pub struct PostgresStoreBuilder {
     url: String,
     pool_size: u32,
+    statement_cache: bool,
 }
 
 impl PostgresStoreBuilder {
@@ -132,18 +373,45 @@ impl PostgresStoreBuilder {
         self
     }
 
+    /// Whether statements stay prepared on their connection (on by default): each one is then
+    /// parsed once per connection, and `create`, `append` and `load` each cost one round trip.
+    ///
+    /// Turn it off behind a pooler in transaction mode (PgBouncer before 1.21, or with
+    /// `max_prepared_statements = 0`), which hands a server connection to another client after
+    /// each transaction: every statement is then sent unnamed, inside the operation's own
+    /// transaction, as the pooler needs (four round trips an operation instead of one).
+    pub fn statement_cache(mut self, on: bool) -> Self {
+        self.statement_cache = on;
+        self
+    }
+
     /// Connects and brings the schema up to date, in one transaction that holds a
     /// transaction-scoped advisory lock: [`StoreError::SchemaTooNew`] if a newer phaseo-agent
     /// migrated it.
     pub async fn connect(self) -> Result<PostgresStore, StoreError> {
-        let options: PgConnectOptions = self.url.parse().map_err(database)?;
-        let options = options.statement_cache_capacity(0).extra_float_digits(None);
+        let mut options: PgConnectOptions = self.url.parse().map_err(database)?;
+        options = options.extra_float_digits(None);
+        if !self.statement_cache {
+            options = options.statement_cache_capacity(0);
+        }
         let pool = PgPoolOptions::new()
             .max_connections(self.pool_size)
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for > PING_AFTER_IDLE {
+                        sqlx::Connection::ping(conn).await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect_with(options)
             .await
             .map_err(database)?;
-        let store = PostgresStore { pool };
+        let store = PostgresStore {
+            pool,
+            statement_cache: self.statement_cache,
+        };
         store.migrate(MIGRATIONS, Some(MIGRATION_LOCK)).await?;
         Ok(store)
     }
@@ -161,6 +429,7 @@ impl PostgresStore {
         PostgresStoreBuilder {
             url: url.to_owned(),
             pool_size: 10,
+            statement_cache: true,
         }
     }
 
@@ -170,14 +439,10 @@ impl PostgresStore {
         self.pool.close().await;
     }
 
-    /// No statement stays prepared on a connection (a pooler may hand it to another client).
-    const PERSISTENT: bool = false;
-
-    /// Audit ids come from a sequence, given when a row is inserted, not when it commits: writers
-    /// of decisions take turns (until they commit), so a reader paging the log by id never skips
-    /// a row that commits late. Decisions are made by people, so the turns are short and rare.
-    const AUDIT_LOCK: Option<&'static str> =
-        Some("SELECT pg_advisory_xact_lock(8099831078076743682)");
+    /// Whether statements stay prepared on their connection.
+    fn persistent(&self) -> bool {
+        self.statement_cache
+    }
 
     async fn begin_write(&self) -> Result<((), Transaction<'static, Postgres>), StoreError> {
         Ok(((), self.pool.begin().await.map_err(database)?))
@@ -188,6 +453,271 @@ impl PostgresStore {
             .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             .await
             .map_err(database)
+    }
+
+    /// Where the statements of one operation run (see [`Session`]).
+    async fn session(&self) -> Result<Session, StoreError> {
+        Ok(if self.statement_cache {
+            Session::Plain(self.pool.acquire().await.map_err(database)?)
+        } else {
+            Session::Transaction(self.pool.begin().await.map_err(database)?)
+        })
+    }
+
+    async fn create_run(&self, run: NewRun) -> Result<(), StoreError> {
+        check_new(&run)?;
+        let query = self
+            .query(CREATE)
+            .bind(run.run_id.clone())
+            .bind(run.agent_id)
+            .bind(run.status.as_str())
+            .bind(int(run.row.version))
+            .bind(run.at_ms)
+            .bind(run.row.kind)
+            .bind(i64::from(run.row.format))
+            .bind(run.row.body)
+            .bind(run.row.digest);
+        let query = PendingColumns::new(run.pending).bind(query);
+        let mut session = self.session().await?;
+        match query.execute(session.conn()).await {
+            Err(e)
+                if is_unique_violation(&e)
+                    && e.as_database_error().and_then(|d| d.constraint()) == Some(RUN_KEY) =>
+            {
+                return Err(StoreError::AlreadyExists { run_id: run.run_id });
+            }
+            other => other.map_err(database)?,
+        };
+        session.finish().await
+    }
+
+    async fn append_run(&self, append: Append) -> Result<(), StoreError> {
+        let version = check_append(&append)?;
+        let Append {
+            run_id,
+            expected_version,
+            rows,
+            status,
+            snapshot,
+            pending,
+            decisions,
+            at_ms,
+        } = append;
+        let mut query = self
+            .query(APPEND)
+            .bind(run_id.clone())
+            .bind(int(expected_version))
+            .bind(int(version))
+            .bind(status.as_str())
+            .bind(at_ms);
+        query = match snapshot {
+            Some(s) => query
+                .bind(Some(int(s.version)))
+                .bind(Some(i64::from(s.format)))
+                .bind(Some(s.body))
+                .bind(Some(s.digest)),
+            None => query
+                .bind(None::<i64>)
+                .bind(None::<i64>)
+                .bind(None::<String>)
+                .bind(None::<String>),
+        };
+        let n = rows.len();
+        let (mut versions, mut formats) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut kinds, mut bodies, mut digests) = (Vec::new(), Vec::new(), Vec::new());
+        for row in rows {
+            versions.push(int(row.version));
+            kinds.push(row.kind);
+            formats.push(i64::from(row.format));
+            bodies.push(row.body);
+            digests.push(row.digest);
+        }
+        let replace = pending.is_some();
+        query = PendingColumns::new(pending.unwrap_or_default()).bind(query);
+        query = query
+            .bind(replace)
+            .bind(versions)
+            .bind(kinds)
+            .bind(formats)
+            .bind(bodies)
+            .bind(digests);
+        let (mut calls, mut tools, mut made, mut by) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut at, mut digests, mut versions) = (Vec::new(), Vec::new(), Vec::new());
+        for d in decisions {
+            calls.push(d.call_id);
+            tools.push(d.tool);
+            made.push(d.decision);
+            by.push(d.by);
+            at.push(d.at_ms);
+            digests.push(d.digest);
+            versions.push(int(d.version));
+        }
+        query = query
+            .bind(calls)
+            .bind(tools)
+            .bind(made)
+            .bind(by)
+            .bind(at)
+            .bind(digests)
+            .bind(versions);
+        let mut session = self.session().await?;
+        let updated: i64 = query
+            .fetch_one(session.conn())
+            .await
+            .and_then(|row| row.try_get("updated"))
+            .map_err(database)?;
+        if updated == 0 {
+            let found = self
+                .query("SELECT version FROM phaseo_runs WHERE run_id = $1")
+                .bind(run_id.clone())
+                .fetch_optional(session.conn())
+                .await
+                .map_err(database)?;
+            let Some(found) = found else {
+                return Err(StoreError::NotFound { run_id });
+            };
+            let found: i64 = found.try_get("version").map_err(database)?;
+            let found = crate::store::sql::version(&run_id, 0, "the run's version", found)?;
+            return Err(StoreError::Conflict {
+                run_id,
+                expected: expected_version,
+                found,
+            });
+        }
+        session.finish().await
+    }
+
+    async fn load_run(&self, run_id: &str) -> Result<LoadedRun, StoreError> {
+        let mut session = self.session().await?;
+        let row = self
+            .query(LOAD)
+            .bind(run_id.to_owned())
+            .fetch_optional(session.conn())
+            .await
+            .map_err(database)?
+            .ok_or_else(|| StoreError::NotFound {
+                run_id: run_id.to_owned(),
+            })?;
+        session.finish().await?;
+        let bad = |e: sqlx::Error| corrupt(run_id, 0, e.to_string());
+        let raw = Self::raw_run(&row).map_err(bad)?;
+        let checked = raw.check(run_id)?;
+        let after = checked.snapshot.as_ref().map_or(0, |s| s.version);
+        let rows = journal(
+            run_id,
+            after,
+            checked.version,
+            Self::journal_columns(&row).map_err(bad)?,
+        )?;
+        let pending = Self::pending_columns(run_id, &row)
+            .map_err(bad)?
+            .into_iter()
+            .map(RawPending::check)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(raw.loaded(run_id, checked, rows, pending))
+    }
+
+    /// The journal rows of `load`'s row, from its arrays (all of one length: one aggregate).
+    fn journal_columns(row: &PgRow) -> Result<Vec<RawJournal>, sqlx::Error> {
+        let versions = column::<i64>(row, "j_version")?;
+        let kinds = column::<String>(row, "j_kind")?;
+        let formats = column::<i64>(row, "j_format")?;
+        let bodies = column::<String>(row, "j_body")?;
+        let digests = column::<String>(row, "j_digest")?;
+        same_length(
+            versions.len(),
+            &[kinds.len(), formats.len(), bodies.len(), digests.len()],
+        )?;
+        Ok(versions
+            .into_iter()
+            .zip(kinds)
+            .zip(formats)
+            .zip(bodies)
+            .zip(digests)
+            .map(|((((v, kind), f), body), digest)| (v, kind, f, body, digest))
+            .collect())
+    }
+
+    /// The pending rows of `load`'s row, from its arrays.
+    fn pending_columns(run_id: &str, row: &PgRow) -> Result<Vec<RawPending>, sqlx::Error> {
+        let call_ids = column::<String>(row, "p_call_id")?;
+        let mut agent_ids = column::<String>(row, "p_agent_id")?.into_iter();
+        let mut tools = column::<String>(row, "p_tool")?.into_iter();
+        let mut kinds = column::<String>(row, "p_kind")?.into_iter();
+        let mut arguments = column::<String>(row, "p_arguments")?.into_iter();
+        let mut digests = column::<String>(row, "p_digest")?.into_iter();
+        let mut since = column::<i64>(row, "p_since_ms")?.into_iter();
+        let mut versions = column::<i64>(row, "p_version")?.into_iter();
+        let mut decisions = column::<Option<String>>(row, "p_decision")?.into_iter();
+        let mut decided_by = column::<Option<String>>(row, "p_decided_by")?.into_iter();
+        same_length(
+            call_ids.len(),
+            &[
+                agent_ids.len(),
+                tools.len(),
+                kinds.len(),
+                arguments.len(),
+                digests.len(),
+                since.len(),
+                versions.len(),
+                decisions.len(),
+                decided_by.len(),
+            ],
+        )?;
+        let mut rows = Vec::with_capacity(call_ids.len());
+        for call_id in call_ids {
+            // Every iterator has as many items as `call_ids` (checked above).
+            let (
+                Some(agent_id),
+                Some(tool),
+                Some(kind),
+                Some(arguments),
+                Some(digest),
+                Some(since_ms),
+                Some(version),
+                Some(decision),
+                Some(decided_by),
+            ) = (
+                agent_ids.next(),
+                tools.next(),
+                kinds.next(),
+                arguments.next(),
+                digests.next(),
+                since.next(),
+                versions.next(),
+                decisions.next(),
+                decided_by.next(),
+            )
+            else {
+                break;
+            };
+            rows.push(RawPending {
+                run_id: run_id.to_owned(),
+                agent_id,
+                call_id,
+                tool,
+                kind,
+                arguments,
+                digest,
+                since_ms,
+                version,
+                decision,
+                decided_by,
+            });
+        }
+        Ok(rows)
+    }
+}
+
+/// Checks that the arrays of one aggregate have one length.
+fn same_length(first: usize, others: &[usize]) -> Result<(), sqlx::Error> {
+    if others.iter().all(|n| *n == first) {
+        Ok(())
+    } else {
+        Err(sqlx::Error::Decode(
+            format!("arrays of different lengths ({first} and {others:?})").into(),
+        ))
     }
 }
 

@@ -1,28 +1,32 @@
 //! What the two SQL backends share: one SQL text for both databases (SQLite reads `$1` as the first
 //! parameter, as PostgreSQL does), the checks of what is written, the checks of what is read back,
-//! the paging cursors, and [`impl_run_store!`], which writes the [`RunStore`] implementation once
-//! for each backend's concrete sqlx types.
+//! the paging cursors, [`impl_run_store!`], which writes the [`RunStore`] implementation once
+//! for each backend's concrete sqlx types, and [`impl_row_by_row!`], the writes and the read of a
+//! run one statement per row (SQLite's; PostgreSQL writes its own, one statement each).
 //!
-//! A backend type that uses the macro provides, as inherent items:
+//! A backend type that uses [`impl_run_store!`] provides, as inherent items:
 //!
-//! - `fn pool(&self) -> &sqlx::Pool<DB>`;
 //! - `async fn begin_write(&self) -> Result<(Guard, sqlx::Transaction<'static, DB>), StoreError>`:
 //!   a transaction that holds the database's write lock (or takes row locks as it goes), and a
 //!   guard kept until it ends;
 //! - `async fn begin_read(&self) -> Result<sqlx::Transaction<'static, DB>, StoreError>`: a
 //!   transaction whose statements all see one snapshot;
-//! - `const PERSISTENT: bool`: whether statements may stay prepared on a connection;
-//! - `const AUDIT_LOCK: Option<&'static str>`: a statement run before audit rows are inserted, so
-//!   that their ids are given in the order the transactions commit.
+//! - `fn persistent(&self) -> bool`: whether statements may stay prepared on a connection;
+//! - `async fn create_run`, `async fn append_run` and `async fn load_run`, the operations of
+//!   [`RunStore::create`], [`RunStore::append`] and [`RunStore::load`] (from [`impl_row_by_row!`],
+//!   or written by the backend).
 //!
+//! [`RunStore::create`]: crate::store::backend::RunStore::create
+//! [`RunStore::append`]: crate::store::backend::RunStore::append
+//! [`RunStore::load`]: crate::store::backend::RunStore::load
 //! [`RunStore`]: crate::store::backend::RunStore
 
 use std::fmt::Write as _;
 
 use crate::error::StoreError;
 use crate::store::backend::{
-    Append, AuditFilter, DecisionRow, JournalRow, NewRun, PendingFilter, PendingRow, RunFilter,
-    RunSummary, SnapshotRow, StoredStatus,
+    Append, AuditFilter, DecisionRow, JournalRow, LoadedRun, NewRun, PendingFilter, PendingRow,
+    RunFilter, RunSummary, SnapshotRow, StoredStatus,
 };
 
 /// The most items one page of a listing holds, whatever the filter asks.
@@ -258,6 +262,29 @@ impl RawRun {
             status,
             snapshot,
         })
+    }
+}
+
+impl RawRun {
+    /// The run as loaded: this row, checked as `checked`, with its journal rows and pending calls.
+    pub(crate) fn loaded(
+        self,
+        run_id: &str,
+        checked: CheckedRun,
+        rows: Vec<JournalRow>,
+        pending: Vec<PendingRow>,
+    ) -> LoadedRun {
+        LoadedRun {
+            run_id: run_id.to_owned(),
+            agent_id: self.agent_id,
+            status: checked.status,
+            version: checked.version,
+            snapshot: checked.snapshot,
+            rows,
+            pending,
+            created_ms: self.created_ms,
+            updated_ms: self.updated_ms,
+        }
     }
 }
 
@@ -563,16 +590,18 @@ macro_rules! impl_run_store {
         impl $store {
             /// A statement with the backend's preparation policy.
             fn query(
+                &self,
                 sql: impl sqlx::SqlSafeStr,
             ) -> sqlx::query::Query<'static, $db, <$db as sqlx::Database>::Arguments> {
-                sqlx::query(sql).persistent(Self::PERSISTENT)
+                sqlx::query(sql).persistent(self.persistent())
             }
 
             /// A statement built at run time, its values bound.
             fn built(
+                &self,
                 statement: $crate::store::sql::Statement,
             ) -> sqlx::query::Query<'static, $db, <$db as sqlx::Database>::Arguments> {
-                let mut query = Self::query(sqlx::AssertSqlSafe(statement.sql));
+                let mut query = self.query(sqlx::AssertSqlSafe(statement.sql));
                 for value in statement.values {
                     query = match value {
                         $crate::store::sql::Value::Int(i) => query.bind(i),
@@ -592,12 +621,9 @@ macro_rules! impl_run_store {
                 use $crate::store::sql::database;
                 let (_guard, mut tx) = self.begin_write().await?;
                 if let Some(lock) = lock {
-                    Self::query(lock)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(database)?;
+                    self.query(lock).execute(&mut *tx).await.map_err(database)?;
                 }
-                Self::query(
+                self.query(
                     "CREATE TABLE IF NOT EXISTS phaseo_schema \
                      (version BIGINT PRIMARY KEY, applied_ms BIGINT NOT NULL)",
                 )
@@ -605,7 +631,8 @@ macro_rules! impl_run_store {
                 .await
                 .map_err(database)?;
                 let recorded: Option<i64> = sqlx::Row::try_get(
-                    &Self::query("SELECT MAX(version) AS v FROM phaseo_schema")
+                    &self
+                        .query("SELECT MAX(version) AS v FROM phaseo_schema")
                         .fetch_one(&mut *tx)
                         .await
                         .map_err(database)?,
@@ -621,7 +648,7 @@ macro_rules! impl_run_store {
                         .execute(&mut *tx)
                         .await
                         .map_err(database)?;
-                    Self::query("INSERT INTO phaseo_schema (version, applied_ms) VALUES ($1, $2)")
+                    self.query("INSERT INTO phaseo_schema (version, applied_ms) VALUES ($1, $2)")
                         .bind(*version)
                         .bind($crate::store::sql::now_ms())
                         .execute(&mut *tx)
@@ -631,254 +658,37 @@ macro_rules! impl_run_store {
                 tx.commit().await.map_err(database)
             }
 
-            async fn create_run(
+            /// The rows of a listing's statement, read in a transaction of one snapshot.
+            async fn read_rows(
                 &self,
-                run: $crate::store::backend::NewRun,
-            ) -> Result<(), $crate::error::StoreError> {
-                use $crate::store::sql::{database, int, is_unique_violation};
-                $crate::store::sql::check_new(&run)?;
-                let (_guard, mut tx) = self.begin_write().await?;
-                let inserted = Self::query(
-                    "INSERT INTO phaseo_runs (run_id, agent_id, status, version, created_ms, \
-                     updated_ms) VALUES ($1, $2, $3, $4, $5, $5)",
-                )
-                .bind(run.run_id.clone())
-                .bind(run.agent_id)
-                .bind(run.status.as_str())
-                .bind(int(run.row.version))
-                .bind(run.at_ms)
-                .execute(&mut *tx)
-                .await;
-                match inserted {
-                    Err(e) if is_unique_violation(&e) => {
-                        return Err($crate::error::StoreError::AlreadyExists {
-                            run_id: run.run_id,
-                        });
-                    }
-                    other => other.map_err(database)?,
-                };
-                Self::insert_journal(&mut tx, &run.run_id, run.row).await?;
-                Self::insert_pending(&mut tx, &run.run_id, run.pending).await?;
-                tx.commit().await.map_err(database)
-            }
-
-            async fn insert_pending(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                run_id: &str,
-                pending: Vec<$crate::store::backend::PendingRow>,
-            ) -> Result<(), $crate::error::StoreError> {
-                use $crate::store::sql::{database, int};
-                for (seq, p) in pending.into_iter().enumerate() {
-                    Self::query(
-                        "INSERT INTO phaseo_pending (run_id, call_id, seq, agent_id, tool, \
-                         kind, arguments, digest, since_ms, version, decision, decided_by) \
-                         SELECT $1, $2, $3, agent_id, $4, $5, $6, $7, $8, $9, $10, $11 \
-                         FROM phaseo_runs WHERE run_id = $1",
-                    )
-                    .bind(run_id.to_owned())
-                    .bind(p.call_id)
-                    .bind(int(seq as u64))
-                    .bind(p.tool)
-                    .bind(p.kind)
-                    .bind(p.arguments)
-                    .bind(p.digest)
-                    .bind(p.since_ms)
-                    .bind(int(p.version))
-                    .bind(p.decision)
-                    .bind(p.decided_by)
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(database)?;
-                }
-                Ok(())
-            }
-
-            async fn insert_journal(
-                tx: &mut sqlx::Transaction<'static, $db>,
-                run_id: &str,
-                row: $crate::store::backend::JournalRow,
-            ) -> Result<(), $crate::error::StoreError> {
-                Self::query(
-                    "INSERT INTO phaseo_journal (run_id, version, kind, format, body, digest) \
-                     VALUES ($1, $2, $3, $4, $5, $6)",
-                )
-                .bind(run_id.to_owned())
-                .bind($crate::store::sql::int(row.version))
-                .bind(row.kind)
-                .bind(i64::from(row.format))
-                .bind(row.body)
-                .bind(row.digest)
-                .execute(&mut **tx)
-                .await
-                .map_err($crate::store::sql::database)?;
-                Ok(())
-            }
-
-            async fn append_run(
-                &self,
-                append: $crate::store::backend::Append,
-            ) -> Result<(), $crate::error::StoreError> {
-                use $crate::store::sql::{database, int};
-                let version = $crate::store::sql::check_append(&append)?;
-                let run_id = append.run_id;
-                let (_guard, mut tx) = self.begin_write().await?;
-                let sql = if append.snapshot.is_none() {
-                    "UPDATE phaseo_runs SET version = $1, status = $2, updated_ms = $3 \
-                     WHERE run_id = $4 AND version = $5"
-                } else {
-                    "UPDATE phaseo_runs SET version = $1, status = $2, updated_ms = $3, \
-                     snapshot_version = $6, snapshot_format = $7, snapshot_body = $8, \
-                     snapshot_digest = $9 WHERE run_id = $4 AND version = $5"
-                };
-                let mut updated = Self::query(sql)
-                    .bind(int(version))
-                    .bind(append.status.as_str())
-                    .bind(append.at_ms)
-                    .bind(run_id.clone())
-                    .bind(int(append.expected_version));
-                if let Some(snapshot) = append.snapshot {
-                    updated = updated
-                        .bind(int(snapshot.version))
-                        .bind(i64::from(snapshot.format))
-                        .bind(snapshot.body)
-                        .bind(snapshot.digest);
-                }
-                let done = updated.execute(&mut *tx).await.map_err(database)?;
-                if done.rows_affected() == 0 {
-                    let found = Self::query("SELECT version FROM phaseo_runs WHERE run_id = $1")
-                        .bind(run_id.clone())
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(database)?;
-                    let Some(found) = found else {
-                        return Err($crate::error::StoreError::NotFound { run_id });
-                    };
-                    let found: i64 = sqlx::Row::try_get(&found, "version").map_err(database)?;
-                    let found =
-                        $crate::store::sql::version(&run_id, 0, "the run's version", found)?;
-                    return Err($crate::error::StoreError::Conflict {
-                        run_id,
-                        expected: append.expected_version,
-                        found,
-                    });
-                }
-                for row in append.rows {
-                    Self::insert_journal(&mut tx, &run_id, row).await?;
-                }
-                if let Some(pending) = append.pending {
-                    Self::query("DELETE FROM phaseo_pending WHERE run_id = $1")
-                        .bind(run_id.clone())
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(database)?;
-                    Self::insert_pending(&mut tx, &run_id, pending).await?;
-                }
-                if !append.decisions.is_empty()
-                    && let Some(lock) = Self::AUDIT_LOCK
-                {
-                    Self::query(lock)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(database)?;
-                }
-                for d in append.decisions {
-                    Self::query(
-                        "INSERT INTO phaseo_audit (run_id, call_id, tool, decision, decided_by, \
-                         at_ms, digest, version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                    )
-                    .bind(d.run_id)
-                    .bind(d.call_id)
-                    .bind(d.tool)
-                    .bind(d.decision)
-                    .bind(d.by)
-                    .bind(d.at_ms)
-                    .bind(d.digest)
-                    .bind(int(d.version))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(database)?;
-                }
-                tx.commit().await.map_err(database)
-            }
-
-            async fn load_run(
-                &self,
-                run_id: &str,
-            ) -> Result<$crate::store::backend::LoadedRun, $crate::error::StoreError> {
-                use sqlx::Row as _;
-                use $crate::store::sql::{corrupt, database};
+                statement: $crate::store::sql::Statement,
+            ) -> Result<Vec<<$db as sqlx::Database>::Row>, $crate::error::StoreError> {
+                use $crate::store::sql::database;
                 let mut tx = self.begin_read().await?;
-                let row = Self::query(
-                    "SELECT agent_id, status, version, created_ms, updated_ms, snapshot_version, \
-                     snapshot_format, snapshot_body, snapshot_digest FROM phaseo_runs \
-                     WHERE run_id = $1",
-                )
-                .bind(run_id.to_owned())
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(database)?
-                .ok_or_else(|| $crate::error::StoreError::NotFound {
-                    run_id: run_id.to_owned(),
-                })?;
-                let bad = |e: sqlx::Error| corrupt(run_id, 0, e.to_string());
-                let raw = $crate::store::sql::RawRun {
-                    agent_id: row.try_get("agent_id").map_err(bad)?,
-                    status: row.try_get("status").map_err(bad)?,
-                    version: row.try_get("version").map_err(bad)?,
-                    created_ms: row.try_get("created_ms").map_err(bad)?,
-                    updated_ms: row.try_get("updated_ms").map_err(bad)?,
-                    snapshot_version: row.try_get("snapshot_version").map_err(bad)?,
-                    snapshot_format: row.try_get("snapshot_format").map_err(bad)?,
-                    snapshot_body: row.try_get("snapshot_body").map_err(bad)?,
-                    snapshot_digest: row.try_get("snapshot_digest").map_err(bad)?,
-                };
-                let checked = raw.check(run_id)?;
-                let after = checked.snapshot.as_ref().map_or(0, |s| s.version);
-                let journal = Self::query(
-                    "SELECT version, kind, format, body, digest FROM phaseo_journal \
-                     WHERE run_id = $1 AND version > $2 ORDER BY version",
-                )
-                .bind(run_id.to_owned())
-                .bind($crate::store::sql::int(after))
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(database)?
-                .iter()
-                .map(|r| {
-                    Ok::<_, sqlx::Error>((
-                        r.try_get("version")?,
-                        r.try_get("kind")?,
-                        r.try_get("format")?,
-                        r.try_get("body")?,
-                        r.try_get("digest")?,
-                    ))
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(bad)?;
-                let rows = $crate::store::sql::journal(run_id, after, checked.version, journal)?;
-                let pending = Self::query(
-                    "SELECT run_id, agent_id, call_id, tool, kind, arguments, digest, since_ms, \
-                     version, decision, decided_by FROM phaseo_pending WHERE run_id = $1 \
-                     ORDER BY seq",
-                )
-                .bind(run_id.to_owned())
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(database)?
-                .iter()
-                .map(|r| Self::raw_pending(r).map_err(bad)?.check())
-                .collect::<Result<Vec<_>, _>>()?;
+                let rows = self
+                    .built(statement)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(database)?;
                 tx.commit().await.map_err(database)?;
-                Ok($crate::store::backend::LoadedRun {
-                    run_id: run_id.to_owned(),
-                    agent_id: raw.agent_id,
-                    status: checked.status,
-                    version: checked.version,
-                    snapshot: checked.snapshot,
-                    rows,
-                    pending,
-                    created_ms: raw.created_ms,
-                    updated_ms: raw.updated_ms,
+                Ok(rows)
+            }
+
+            /// A run's row as read (columns named as in `phaseo_runs`), before its checks.
+            fn raw_run(
+                row: &<$db as sqlx::Database>::Row,
+            ) -> Result<$crate::store::sql::RawRun, sqlx::Error> {
+                use sqlx::Row as _;
+                Ok($crate::store::sql::RawRun {
+                    agent_id: row.try_get("agent_id")?,
+                    status: row.try_get("status")?,
+                    version: row.try_get("version")?,
+                    created_ms: row.try_get("created_ms")?,
+                    updated_ms: row.try_get("updated_ms")?,
+                    snapshot_version: row.try_get("snapshot_version")?,
+                    snapshot_format: row.try_get("snapshot_format")?,
+                    snapshot_body: row.try_get("snapshot_body")?,
+                    snapshot_digest: row.try_get("snapshot_digest")?,
                 })
             }
 
@@ -910,12 +720,7 @@ macro_rules! impl_run_store {
             > {
                 use $crate::store::sql::database;
                 let statement = $crate::store::sql::pending_statement(filter)?;
-                let mut tx = self.begin_read().await?;
-                let rows = Self::built(statement)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(database)?;
-                tx.commit().await.map_err(database)?;
+                let rows = self.read_rows(statement).await?;
                 let items = rows
                     .iter()
                     .map(|r| Self::raw_pending(r).map_err(database)?.check())
@@ -937,12 +742,7 @@ macro_rules! impl_run_store {
                 use sqlx::Row as _;
                 use $crate::store::sql::database;
                 let statement = $crate::store::sql::runs_statement(filter)?;
-                let mut tx = self.begin_read().await?;
-                let rows = Self::built(statement)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(database)?;
-                tx.commit().await.map_err(database)?;
+                let rows = self.read_rows(statement).await?;
                 let items = rows
                     .iter()
                     .map(|r| {
@@ -975,12 +775,7 @@ macro_rules! impl_run_store {
                 use sqlx::Row as _;
                 use $crate::store::sql::database;
                 let statement = $crate::store::sql::audit_statement(filter)?;
-                let mut tx = self.begin_read().await?;
-                let rows = Self::built(statement)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(database)?;
-                tx.commit().await.map_err(database)?;
+                let rows = self.read_rows(statement).await?;
                 let items = rows
                     .iter()
                     .map(|r| {
@@ -1015,14 +810,15 @@ macro_rules! impl_run_store {
                 let (_guard, mut tx) = self.begin_write().await?;
                 // The journal and pending rows go with their run (ON DELETE CASCADE); the audit
                 // log has no key to the runs and stays.
-                let done = Self::query(
-                    "DELETE FROM phaseo_runs WHERE status IN ('completed', 'failed') \
+                let done = self
+                    .query(
+                        "DELETE FROM phaseo_runs WHERE status IN ('completed', 'failed') \
                      AND updated_ms < $1",
-                )
-                .bind(before_ms)
-                .execute(&mut *tx)
-                .await
-                .map_err(database)?;
+                    )
+                    .bind(before_ms)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(database)?;
                 tx.commit().await.map_err(database)?;
                 Ok(done.rows_affected())
             }
@@ -1103,6 +899,240 @@ macro_rules! impl_run_store {
 }
 
 pub(crate) use impl_run_store;
+
+/// Writes the writes and the read of a run (`create_run`, `append_run`, `load_run`) with one
+/// statement per row, in a transaction: for a database in the process (SQLite), where a statement
+/// costs no round trip and the write lock already orders the audit ids. Statements stay prepared.
+macro_rules! impl_row_by_row {
+    ($store:ty, $db:ty) => {
+        impl $store {
+            async fn create_run(
+                &self,
+                run: $crate::store::backend::NewRun,
+            ) -> Result<(), $crate::error::StoreError> {
+                use $crate::store::sql::{database, int, is_unique_violation};
+                $crate::store::sql::check_new(&run)?;
+                let (_guard, mut tx) = self.begin_write().await?;
+                let inserted = sqlx::query(
+                    "INSERT INTO phaseo_runs (run_id, agent_id, status, version, created_ms, \
+                     updated_ms) VALUES ($1, $2, $3, $4, $5, $5)",
+                )
+                .bind(run.run_id.clone())
+                .bind(run.agent_id)
+                .bind(run.status.as_str())
+                .bind(int(run.row.version))
+                .bind(run.at_ms)
+                .execute(&mut *tx)
+                .await;
+                match inserted {
+                    Err(e) if is_unique_violation(&e) => {
+                        return Err($crate::error::StoreError::AlreadyExists {
+                            run_id: run.run_id,
+                        });
+                    }
+                    other => other.map_err(database)?,
+                };
+                Self::insert_journal(&mut tx, &run.run_id, run.row).await?;
+                Self::insert_pending(&mut tx, &run.run_id, run.pending).await?;
+                tx.commit().await.map_err(database)
+            }
+
+            async fn insert_pending(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                run_id: &str,
+                pending: Vec<$crate::store::backend::PendingRow>,
+            ) -> Result<(), $crate::error::StoreError> {
+                use $crate::store::sql::{database, int};
+                for (seq, p) in pending.into_iter().enumerate() {
+                    sqlx::query(
+                        "INSERT INTO phaseo_pending (run_id, call_id, seq, agent_id, tool, \
+                         kind, arguments, digest, since_ms, version, decision, decided_by) \
+                         SELECT $1, $2, $3, agent_id, $4, $5, $6, $7, $8, $9, $10, $11 \
+                         FROM phaseo_runs WHERE run_id = $1",
+                    )
+                    .bind(run_id.to_owned())
+                    .bind(p.call_id)
+                    .bind(int(seq as u64))
+                    .bind(p.tool)
+                    .bind(p.kind)
+                    .bind(p.arguments)
+                    .bind(p.digest)
+                    .bind(p.since_ms)
+                    .bind(int(p.version))
+                    .bind(p.decision)
+                    .bind(p.decided_by)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(database)?;
+                }
+                Ok(())
+            }
+
+            async fn insert_journal(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                run_id: &str,
+                row: $crate::store::backend::JournalRow,
+            ) -> Result<(), $crate::error::StoreError> {
+                sqlx::query(
+                    "INSERT INTO phaseo_journal (run_id, version, kind, format, body, digest) \
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                )
+                .bind(run_id.to_owned())
+                .bind($crate::store::sql::int(row.version))
+                .bind(row.kind)
+                .bind(i64::from(row.format))
+                .bind(row.body)
+                .bind(row.digest)
+                .execute(&mut **tx)
+                .await
+                .map_err($crate::store::sql::database)?;
+                Ok(())
+            }
+
+            async fn append_run(
+                &self,
+                append: $crate::store::backend::Append,
+            ) -> Result<(), $crate::error::StoreError> {
+                use $crate::store::sql::{database, int};
+                let version = $crate::store::sql::check_append(&append)?;
+                let run_id = append.run_id;
+                let (_guard, mut tx) = self.begin_write().await?;
+                let sql = if append.snapshot.is_none() {
+                    "UPDATE phaseo_runs SET version = $1, status = $2, updated_ms = $3 \
+                     WHERE run_id = $4 AND version = $5"
+                } else {
+                    "UPDATE phaseo_runs SET version = $1, status = $2, updated_ms = $3, \
+                     snapshot_version = $6, snapshot_format = $7, snapshot_body = $8, \
+                     snapshot_digest = $9 WHERE run_id = $4 AND version = $5"
+                };
+                let mut updated = sqlx::query(sql)
+                    .bind(int(version))
+                    .bind(append.status.as_str())
+                    .bind(append.at_ms)
+                    .bind(run_id.clone())
+                    .bind(int(append.expected_version));
+                if let Some(snapshot) = append.snapshot {
+                    updated = updated
+                        .bind(int(snapshot.version))
+                        .bind(i64::from(snapshot.format))
+                        .bind(snapshot.body)
+                        .bind(snapshot.digest);
+                }
+                let done = updated.execute(&mut *tx).await.map_err(database)?;
+                if done.rows_affected() == 0 {
+                    let found = sqlx::query("SELECT version FROM phaseo_runs WHERE run_id = $1")
+                        .bind(run_id.clone())
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(database)?;
+                    let Some(found) = found else {
+                        return Err($crate::error::StoreError::NotFound { run_id });
+                    };
+                    let found: i64 = sqlx::Row::try_get(&found, "version").map_err(database)?;
+                    let found =
+                        $crate::store::sql::version(&run_id, 0, "the run's version", found)?;
+                    return Err($crate::error::StoreError::Conflict {
+                        run_id,
+                        expected: append.expected_version,
+                        found,
+                    });
+                }
+                for row in append.rows {
+                    Self::insert_journal(&mut tx, &run_id, row).await?;
+                }
+                if let Some(pending) = append.pending {
+                    sqlx::query("DELETE FROM phaseo_pending WHERE run_id = $1")
+                        .bind(run_id.clone())
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(database)?;
+                    Self::insert_pending(&mut tx, &run_id, pending).await?;
+                }
+                for d in append.decisions {
+                    sqlx::query(
+                        "INSERT INTO phaseo_audit (run_id, call_id, tool, decision, decided_by, \
+                         at_ms, digest, version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                    )
+                    .bind(d.run_id)
+                    .bind(d.call_id)
+                    .bind(d.tool)
+                    .bind(d.decision)
+                    .bind(d.by)
+                    .bind(d.at_ms)
+                    .bind(d.digest)
+                    .bind(int(d.version))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(database)?;
+                }
+                tx.commit().await.map_err(database)
+            }
+
+            async fn load_run(
+                &self,
+                run_id: &str,
+            ) -> Result<$crate::store::backend::LoadedRun, $crate::error::StoreError> {
+                use sqlx::Row as _;
+                use $crate::store::sql::{corrupt, database};
+                let mut tx = self.begin_read().await?;
+                let row = sqlx::query(
+                    "SELECT agent_id, status, version, created_ms, updated_ms, snapshot_version, \
+                     snapshot_format, snapshot_body, snapshot_digest FROM phaseo_runs \
+                     WHERE run_id = $1",
+                )
+                .bind(run_id.to_owned())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(database)?
+                .ok_or_else(|| $crate::error::StoreError::NotFound {
+                    run_id: run_id.to_owned(),
+                })?;
+                let bad = |e: sqlx::Error| corrupt(run_id, 0, e.to_string());
+                let raw = Self::raw_run(&row).map_err(bad)?;
+                let checked = raw.check(run_id)?;
+                let after = checked.snapshot.as_ref().map_or(0, |s| s.version);
+                let journal = sqlx::query(
+                    "SELECT version, kind, format, body, digest FROM phaseo_journal \
+                     WHERE run_id = $1 AND version > $2 ORDER BY version",
+                )
+                .bind(run_id.to_owned())
+                .bind($crate::store::sql::int(after))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(database)?
+                .iter()
+                .map(|r| {
+                    Ok::<_, sqlx::Error>((
+                        r.try_get("version")?,
+                        r.try_get("kind")?,
+                        r.try_get("format")?,
+                        r.try_get("body")?,
+                        r.try_get("digest")?,
+                    ))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(bad)?;
+                let rows = $crate::store::sql::journal(run_id, after, checked.version, journal)?;
+                let pending = sqlx::query(
+                    "SELECT run_id, agent_id, call_id, tool, kind, arguments, digest, since_ms, \
+                     version, decision, decided_by FROM phaseo_pending WHERE run_id = $1 \
+                     ORDER BY seq",
+                )
+                .bind(run_id.to_owned())
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(database)?
+                .iter()
+                .map(|r| Self::raw_pending(r).map_err(bad)?.check())
+                .collect::<Result<Vec<_>, _>>()?;
+                tx.commit().await.map_err(database)?;
+                Ok(raw.loaded(run_id, checked, rows, pending))
+            }
+        }
+    };
+}
+
+pub(crate) use impl_row_by_row;
 
 #[cfg(test)]
 mod tests {

@@ -20,7 +20,7 @@ use sqlx::{Sqlite, SqlitePool, Transaction};
 use tokio::sync::{Mutex, MutexGuard};
 
 use crate::error::StoreError;
-use crate::store::sql::{Migrations, database, impl_run_store};
+use crate::store::sql::{Migrations, database, impl_row_by_row, impl_run_store};
 
 /// The schema, one migration per version, applied in order.
 const MIGRATIONS: Migrations = &[(
@@ -243,10 +243,9 @@ impl SqliteStore {
     }
 
     /// Statements stay prepared on their connection (no pooler between).
-    const PERSISTENT: bool = true;
-
-    /// Writes are serialised whole: ids follow commit order already.
-    const AUDIT_LOCK: Option<&'static str> = None;
+    fn persistent(&self) -> bool {
+        true
+    }
 
     async fn begin_write(
         &self,
@@ -266,3 +265,4 @@ impl SqliteStore {
 }
 
 impl_run_store!(SqliteStore, Sqlite);
+impl_row_by_row!(SqliteStore, Sqlite);

@@ -68,11 +68,10 @@ where
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL: run interop/run.sh"]
-async fn postgres_conformance() {
+/// The conformance suite on a store built by `builder` in a fresh database.
+async fn conformance_with(builder: fn(&str) -> phaseo_agent::store::PostgresStoreBuilder) {
     in_fresh_database(|url| async move {
-        let store = PostgresStore::connect(&url).await.expect("connects");
+        let store = builder(&url).connect().await.expect("connects");
         let raw_url = url.clone();
         let raw: RawSql = Arc::new(move |sql| {
             let url = raw_url.clone();
@@ -82,6 +81,19 @@ async fn postgres_conformance() {
         store.close().await;
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: run interop/run.sh"]
+async fn postgres_conformance() {
+    conformance_with(PostgresStore::builder).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: run interop/run.sh"]
+async fn postgres_conformance_without_statement_cache() {
+    // As behind a transaction-mode pooler: unnamed statements, one transaction an operation.
+    conformance_with(|url| PostgresStore::builder(url).statement_cache(false)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
