@@ -225,7 +225,7 @@ impl From<StoreError> for AgentError {
 /// use phaseo_agent::{AgentError, AgentErrorKind, StoreError};
 ///
 /// let lost = StoreError::Conflict { run_id: "run_1".into(), expected: 4, found: 5 };
-/// assert!(lost.to_string().contains("run `run_1`"));
+/// assert!(lost.to_string().contains("Run `run_1` is at version 5, not 4"));
 /// assert_eq!(AgentError::Store(lost).kind(), AgentErrorKind::Store);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
