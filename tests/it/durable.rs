@@ -7,18 +7,19 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use futures::future::BoxFuture;
-use phaseo_agent::serde_json::{Value, json};
+use phaseo_agent::serde_json::json;
 use phaseo_agent::store::{
-    Append, AuditFilter, LoadedRun, MemoryStore, NewRun, Page, PendingFilter, PendingRow,
-    RunFilter, RunStore, RunSummary, Runs, SqliteStore, StoredStatus,
+    AuditFilter, LoadedRun, MemoryStore, PendingFilter, RunFilter, RunStore, Runs, SqliteStore,
+    StoredStatus,
 };
 use phaseo_agent::{
-    Agent, AgentError, Decision, Decisions, Message, Model, ModelError, ModelRequest,
-    ModelResponse, PendingKind, RunStatus, ScriptedModel, StoreError, Tool, ToolCall,
+    Agent, AgentError, Decision, Decisions, Model, ModelResponse, PendingKind, RunStatus,
+    ScriptedModel, StoreError, Tool, ToolCall,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
+
+use crate::support::durable::{ByPosition, Hooked};
 
 /// The side effects a tool had, counted outside the run: (call id, idempotency key) per run of
 /// its code.
@@ -156,22 +157,31 @@ fn decisions_are_bound_to_the_arguments_shown_and_recorded_once() {
         let mut forged = row("call_1");
         forged.digest = row("call_2").digest;
         let refused = runs
-            .decide(run_id, "call_1", &forged, Decision::Approve, "eve")
+            .decide(&forged, Decision::Approve, "eve")
             .await
             .unwrap_err();
         assert!(
             matches!(refused, AgentError::Store(StoreError::StaleDecision { .. })),
             "{refused}"
         );
+        // Shown at another version of the run (a stale page): refused too.
+        let mut stale = row("call_1");
+        stale.version -= 1;
+        let refused = runs
+            .decide(&stale, Decision::Approve, "eve")
+            .await
+            .unwrap_err();
+        assert!(
+            refused.to_string().contains("changed since it was shown"),
+            "{refused}"
+        );
 
-        runs.decide(run_id, "call_1", &row("call_1"), Decision::Approve, "ada")
+        runs.decide(&row("call_1"), Decision::Approve, "ada")
             .await
             .unwrap();
         // A second person on the same call: exactly one decision stands.
         let second = runs
             .decide(
-                run_id,
-                "call_1",
                 &row("call_1"),
                 Decision::Reject {
                     message: "no".into(),
@@ -191,8 +201,6 @@ fn decisions_are_bound_to_the_arguments_shown_and_recorded_once() {
         assert_eq!(effects.count(), 0);
 
         runs.decide(
-            run_id,
-            "call_2",
             &row("call_2"),
             Decision::Reject {
                 message: "freeze".into(),
@@ -256,82 +264,6 @@ fn a_refused_resume_leaves_the_run_waiting() {
     });
 }
 
-/// A store that stops writing after `budget` writes, as a process killed at that journal
-/// boundary would: every later write fails, so the loop stops there.
-struct Dies {
-    inner: Arc<MemoryStore>,
-    budget: AtomicUsize,
-}
-
-impl Dies {
-    fn spend(&self) -> Result<(), StoreError> {
-        self.budget
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |b| b.checked_sub(1))
-            .map(|_| ())
-            .map_err(|_| StoreError::Database("the process died here".into()))
-    }
-}
-
-impl RunStore for Dies {
-    fn create(&self, run: NewRun) -> BoxFuture<'_, Result<(), StoreError>> {
-        match self.spend() {
-            Ok(()) => self.inner.create(run),
-            Err(e) => Box::pin(async move { Err(e) }),
-        }
-    }
-    fn append(&self, append: Append) -> BoxFuture<'_, Result<(), StoreError>> {
-        match self.spend() {
-            Ok(()) => self.inner.append(append),
-            Err(e) => Box::pin(async move { Err(e) }),
-        }
-    }
-    fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<LoadedRun, StoreError>> {
-        self.inner.load(run_id)
-    }
-    fn pending<'a>(
-        &'a self,
-        f: &'a PendingFilter,
-    ) -> BoxFuture<'a, Result<Page<PendingRow>, StoreError>> {
-        self.inner.pending(f)
-    }
-    fn runs<'a>(&'a self, f: &'a RunFilter) -> BoxFuture<'a, Result<Page<RunSummary>, StoreError>> {
-        self.inner.runs(f)
-    }
-    fn audit<'a>(
-        &'a self,
-        f: &'a AuditFilter,
-    ) -> BoxFuture<'a, Result<Page<phaseo_agent::store::DecisionRow>, StoreError>> {
-        self.inner.audit(f)
-    }
-    fn prune(&self, before_ms: i64) -> BoxFuture<'_, Result<u64, StoreError>> {
-        self.inner.prune(before_ms)
-    }
-}
-
-/// A model that answers by where the conversation is (its count of assistant turns), as a real
-/// model asked the same conversation again would: a process that recovers a run and asks again
-/// gets the answer the first process would have got.
-struct ByPosition(Vec<ModelResponse>);
-
-impl Model for ByPosition {
-    fn respond<'a>(
-        &'a self,
-        request: &'a ModelRequest<'a>,
-    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        let turn = request
-            .messages
-            .iter()
-            .filter(|m| matches!(m, Message::Assistant { .. }))
-            .count();
-        let answer = self
-            .0
-            .get(turn)
-            .cloned()
-            .unwrap_or_else(|| ModelResponse::text("?"));
-        Box::pin(async move { Ok(answer) })
-    }
-}
-
 /// A run with a plain call, an idempotent call, then a gated call, then an answer.
 fn script() -> Arc<ByPosition> {
     Arc::new(ByPosition(vec![
@@ -349,11 +281,7 @@ fn script() -> Arc<ByPosition> {
 async fn interrupted_at(budget: usize) -> (Effects, StoredStatus, usize) {
     let effects = Effects::default();
     let memory = Arc::new(MemoryStore::new());
-    let dying = Runs::from_arc(Arc::new(Dies {
-        inner: memory.clone(),
-        budget: AtomicUsize::new(budget),
-    }))
-    .snapshot_every(2);
+    let dying = Runs::new(Hooked::dies_after(memory.clone(), budget)).snapshot_every(2);
     let model = script();
     let first = dying.attach(release_agent(model.clone(), &effects));
     let ran = first.run("Ship it").run_id("run_x").await;
@@ -442,10 +370,7 @@ fn a_call_in_doubt_waits_for_a_person_and_a_retry_is_a_new_attempt() {
         let effects = Effects::default();
         let memory = Arc::new(MemoryStore::new());
         // started (1), turn (2), call_started notify (3): the process dies after the tool ran.
-        let dying = Runs::from_arc(Arc::new(Dies {
-            inner: memory.clone(),
-            budget: AtomicUsize::new(3),
-        }));
+        let dying = Runs::new(Hooked::dies_after(memory.clone(), 3));
         let model = ScriptedModel::new()
             .tool_call("call_1", "notify", json!({}))
             .text("Sent.");
@@ -647,52 +572,7 @@ fn bytes_per_step_do_not_grow_with_the_run() {
         let biggest = per_entry.iter().max().copied().unwrap_or(0);
         // Every entry is about one step's size, at step 200 as at step 1.
         assert!(biggest < 2_000, "an entry of {biggest} bytes");
-        let _ = Value::Null;
     });
-}
-
-/// A store whose rows come back damaged for one run, as a disk, a bad migration or a person
-/// with database access might leave them.
-struct Damaged {
-    inner: Arc<MemoryStore>,
-    run_id: &'static str,
-    damage: Damage,
-}
-
-impl RunStore for Damaged {
-    fn create(&self, run: NewRun) -> BoxFuture<'_, Result<(), StoreError>> {
-        self.inner.create(run)
-    }
-    fn append(&self, append: Append) -> BoxFuture<'_, Result<(), StoreError>> {
-        self.inner.append(append)
-    }
-    fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<LoadedRun, StoreError>> {
-        Box::pin(async move {
-            let mut loaded = self.inner.load(run_id).await?;
-            if run_id == self.run_id {
-                (self.damage)(&mut loaded);
-            }
-            Ok(loaded)
-        })
-    }
-    fn pending<'a>(
-        &'a self,
-        f: &'a PendingFilter,
-    ) -> BoxFuture<'a, Result<Page<PendingRow>, StoreError>> {
-        self.inner.pending(f)
-    }
-    fn runs<'a>(&'a self, f: &'a RunFilter) -> BoxFuture<'a, Result<Page<RunSummary>, StoreError>> {
-        self.inner.runs(f)
-    }
-    fn audit<'a>(
-        &'a self,
-        f: &'a AuditFilter,
-    ) -> BoxFuture<'a, Result<Page<phaseo_agent::store::DecisionRow>, StoreError>> {
-        self.inner.audit(f)
-    }
-    fn prune(&self, before_ms: i64) -> BoxFuture<'_, Result<u64, StoreError>> {
-        self.inner.prune(before_ms)
-    }
 }
 
 /// What a damaged store does to a run's rows.
@@ -749,11 +629,12 @@ fn a_damaged_run_is_refused_by_name_and_the_others_are_served() {
         for (damage, says) in cases {
             let effects = Effects::default();
             let memory = Arc::new(MemoryStore::new());
-            let runs = Runs::from_arc(Arc::new(Damaged {
-                inner: memory.clone(),
-                run_id: "bad",
-                damage,
-            }));
+            let damaged = Hooked::new(memory.clone()).on_load(move |loaded| {
+                if loaded.run_id == "bad" {
+                    damage(loaded)
+                }
+            });
+            let runs = Runs::new(damaged);
             let model = || {
                 ScriptedModel::new()
                     .tool_call("call_1", "deploy", json!({}))
@@ -806,5 +687,66 @@ fn a_damaged_run_is_refused_by_name_and_the_others_are_served() {
                 .unwrap();
             assert_eq!(done.output(), Some("Done."));
         }
+    });
+}
+
+/// A call a person approved with edited arguments, interrupted after it started: an idempotent
+/// tool runs again with the arguments the person gave, not the model's.
+#[test]
+fn an_edited_call_in_doubt_runs_again_as_edited() {
+    block(async {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let agent = |seen: &Arc<Mutex<Vec<String>>>| {
+            let seen = seen.clone();
+            let scale = Tool::new(
+                "scale",
+                "Scale",
+                json!({"type": "object"}),
+                move |input, _| {
+                    seen.lock().unwrap().push(input["replicas"].to_string());
+                    Ok(json!({"scaled": true}))
+                },
+            )
+            .idempotent(true)
+            .require_approval();
+            let model = ByPosition(vec![
+                ModelResponse::tool_calls([ToolCall::new(
+                    "call_1",
+                    "scale",
+                    json!({"replicas": 9}),
+                )]),
+                ModelResponse::text("Scaled."),
+            ]);
+            Agent::builder("ops")
+                .model(model)
+                .tool(scale)
+                .build()
+                .unwrap()
+        };
+        let memory = Arc::new(MemoryStore::new());
+        let runs = Runs::from_arc(memory.clone());
+        runs.attach(agent(&seen))
+            .run("Scale")
+            .run_id("r")
+            .await
+            .unwrap();
+        let version = runs.load("r").await.unwrap().version;
+        // The resume writes its decision and the call's start, then dies before the call's
+        // result is written.
+        let dying = Runs::new(Hooked::dies_after(memory.clone(), 2));
+        let edited =
+            Decisions::for_run("r").approve_with_arguments("call_1", json!({"replicas": 3}));
+        let _ = dying
+            .attach(agent(&seen))
+            .resume("r", version, edited, "ada")
+            .await;
+        assert_eq!(*seen.lock().unwrap(), ["3"]);
+        let done = runs.attach(agent(&seen)).recover("r").await.unwrap();
+        assert_eq!(done.output(), Some("Scaled."));
+        assert_eq!(
+            *seen.lock().unwrap(),
+            ["3", "3"],
+            "the recovery ran the model's arguments"
+        );
     });
 }

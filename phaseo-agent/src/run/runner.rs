@@ -197,8 +197,14 @@ impl Runner {
                 };
                 let mut plans = slotted(&turn, plans)?;
                 for (slot, plan) in &mut plans {
-                    let call = &turn.calls[*slot];
-                    self.replan(plan, call, &in_flight);
+                    // The call as it was to run: with a person's edited arguments, if any.
+                    let call = match plan {
+                        Plan::Run { ctx, .. } => ctx.tool_call().clone(),
+                        _ => turn.calls[*slot].clone(),
+                    };
+                    if let Some(journaled) = self.journaled(turn.step_index, &call, &in_flight) {
+                        *plan = journaled;
+                    }
                 }
                 self.finish_turn(turn, plans).await?;
                 if self.state.status == RunStatus::WaitingForHuman {
@@ -222,21 +228,15 @@ impl Runner {
         let offered = self.offered(params);
         let mut plans = Vec::with_capacity(calls.len());
         for (slot, call) in calls.iter().enumerate() {
-            let mut plan = if in_flight.finished(&call.id).is_some()
-                || in_flight.started(&call.id).is_some()
-            {
-                // Replaced below; planning it again could ask a person or run a hook twice.
-                Plan::Pending(PendingCall {
-                    call: call.clone(),
-                    kind: PendingKind::OutcomeUnknown,
-                    arguments: serde_json::Value::Null,
-                    attempt: 0,
-                })
-            } else {
-                self.plan_call(step_index, call.clone(), offered.as_deref())
-                    .await?
+            // A call the journal knows of is not planned again: that could ask a person or run
+            // a hook twice.
+            let plan = match self.journaled(step_index, call, &in_flight) {
+                Some(plan) => plan,
+                None => {
+                    self.plan_call(step_index, call.clone(), offered.as_deref())
+                        .await?
+                }
             };
-            self.replan(&mut plan, call, &in_flight);
             plans.push((slot, plan));
         }
         let turn = PausedTurn {
@@ -251,10 +251,11 @@ impl Runner {
         self.drive().await
     }
 
-    /// A plan of an interrupted turn, corrected by what the journal recorded of its call: a
-    /// finished call keeps its result; a started one runs again only if its tool is idempotent,
-    /// under the same attempt, and otherwise waits for a person as `outcome_unknown`.
-    fn replan(&self, plan: &mut Plan, call: &ToolCall, in_flight: &InFlight) {
+    /// The plan of a call of an interrupted turn (of model turn `step_index`) that the journal
+    /// recorded: a finished call keeps its result; a started one runs again only if its tool is
+    /// idempotent, under the same attempt, and otherwise waits for a person as
+    /// `outcome_unknown`. `None` for a call that never started.
+    fn journaled(&self, step_index: usize, call: &ToolCall, in_flight: &InFlight) -> Option<Plan> {
         let index = self.inner().index.get(&call.name).copied();
         if let Some(finished) = in_flight.finished(&call.id) {
             let effects = match (index, finished.step.is_error) {
@@ -266,58 +267,37 @@ impl Runner {
                 ),
                 _ => Effects::default(),
             };
-            *plan = Plan::Done {
+            return Some(Plan::Done {
                 step: finished.step.clone(),
                 error: finished.step.error.clone(),
                 effects,
-            };
-            return;
+            });
         }
-        let Some(started) = in_flight.started(&call.id) else {
-            return;
-        };
+        let started = in_flight.started(&call.id)?;
         let idempotent =
             index.is_some_and(|i| self.inner().tools[i].hints.idempotent == Some(true));
         if idempotent {
             if let Some(index) = index {
                 if let Ok(parsed) = self.inner().tools[index].parse_call(&call.arguments) {
-                    let ctx = self.context_at(
-                        self.step_of(plan),
-                        call.clone(),
-                        Some(index),
-                        started.attempt,
-                    );
-                    *plan = Plan::Run {
+                    let ctx =
+                        self.context_at(step_index, call.clone(), Some(index), started.attempt);
+                    return Some(Plan::Run {
                         tool: index,
                         parsed,
                         ctx,
-                    };
-                    return;
+                    });
                 }
             }
         }
         let arguments = index.map_or(serde_json::Value::Null, |i| {
             self.inner().tools[i].input_value(&call.arguments)
         });
-        *plan = Plan::Pending(PendingCall {
+        Some(Plan::Pending(PendingCall {
             call: call.clone(),
             kind: PendingKind::OutcomeUnknown,
             arguments,
             attempt: started.attempt,
-        });
-    }
-
-    /// The model turn a plan belongs to.
-    fn step_of(&self, plan: &Plan) -> usize {
-        match plan {
-            Plan::Done { step, .. } => step.step_index,
-            Plan::Run { ctx, .. } => ctx.step_index(),
-            Plan::Pending(_) => self
-                .state
-                .paused_turn
-                .as_ref()
-                .map_or(self.state.turns.saturating_sub(1), |t| t.step_index),
-        }
+        }))
     }
 
     /// Checks a resume (status, signature, agent, every decision) before anything runs or changes,
@@ -423,27 +403,32 @@ impl Runner {
         // state gets it back here, before it is signed or reported.
         state.context = Arc::unwrap_or_clone(context);
         let key = agent.inner.state_key.as_deref();
+        if result.is_err() {
+            // A failed state records what ran (see `finish_turn`) and waits for nothing: it can
+            // be retried, not resumed.
+            mark_failed(&mut state);
+        }
+        sign(key, &mut state);
         // The end is recorded before anyone is told of it; a run whose end cannot be recorded
-        // fails with the store's error (its state is still returned).
+        // fails with the store's error (its state is still returned, as failed).
         let result = match (result, &journal) {
             (Ok(()), Some(journal)) => {
-                sign(key, &mut state);
-                journal.record(Transition::Settled { state: &state }).await
-            }
-            (Err(error), Some(journal)) => {
-                mark_failed(&mut state);
-                sign(key, &mut state);
-                // A run that failed because its journal refused a write is not written again.
-                if !matches!(error, AgentError::Store(_)) {
-                    let _ = journal.record(Transition::Settled { state: &state }).await;
+                let recorded = journal.record(Transition::Settled { state: &state }).await;
+                if recorded.is_err() {
+                    mark_failed(&mut state);
+                    sign(key, &mut state);
                 }
+                recorded
+            }
+            // A run that failed because its journal refused a write is not written again.
+            (Err(error), Some(journal)) if !matches!(error, AgentError::Store(_)) => {
+                let _ = journal.record(Transition::Settled { state: &state }).await;
                 Err(error)
             }
-            (result, None) => result,
+            (result, _) => result,
         };
         match result {
             Ok(()) => {
-                sign(key, &mut state);
                 // The last event carries a copy of the state: made only when someone listens.
                 events.emit(|| {
                     let copy = Box::new(state.clone());
@@ -461,10 +446,6 @@ impl Runner {
                 Ok(RunResult { state })
             }
             Err(error) => {
-                // A failed state records what ran (see `finish_turn`) and waits for nothing: it
-                // can be retried, not resumed.
-                mark_failed(&mut state);
-                sign(key, &mut state);
                 events.emit(|| Event::Failed {
                     kind: error.kind(),
                     error: error.to_string(),
