@@ -15,34 +15,16 @@ use std::future::IntoFuture;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use futures::future::BoxFuture;
 use phaseo_agent::serde_json::{self, json};
 use phaseo_agent::store::{MemoryStore, PostgresStore, Runs, SqliteStore};
-use phaseo_agent::{
-    Agent, Message, Model, ModelError, ModelRequest, ModelResponse, RunState, Tool, ToolCall,
-};
+use phaseo_agent::{Agent, ModelResponse, RunState, Tool, ToolCall};
 
-/// Answers by the conversation's count of assistant turns, so one model serves every iteration.
-struct ByPosition(Vec<ModelResponse>);
+// Shared with the durable tests; not every item is used here.
+#[allow(dead_code)]
+#[path = "../tests/support/durable.rs"]
+mod durable;
 
-impl Model for ByPosition {
-    fn respond<'a>(
-        &'a self,
-        request: &'a ModelRequest<'a>,
-    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        let turn = request
-            .messages
-            .iter()
-            .filter(|m| matches!(m, Message::Assistant { .. }))
-            .count();
-        let answer = self
-            .0
-            .get(turn)
-            .cloned()
-            .unwrap_or_else(|| ModelResponse::text("Done."));
-        Box::pin(async move { Ok(answer) })
-    }
-}
+use durable::ByPosition;
 
 /// About 200 bytes of text, as in the checkpointer baseline.
 fn text(i: usize) -> String {

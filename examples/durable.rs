@@ -94,8 +94,7 @@ async fn decide(db: &Path) -> Result<(), Box<dyn std::error::Error>> {
             item.run_id, item.call_id, item.tool, item.arguments, item.kind
         );
         // The decision names the row the person was shown: its digest and version.
-        runs.decide(&item.run_id, &item.call_id, item, Decision::Approve, "ada")
-            .await?;
+        runs.decide(item, Decision::Approve, "ada").await?;
         println!("approved by ada");
     }
     Ok(())

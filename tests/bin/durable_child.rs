@@ -21,116 +21,49 @@
 use std::future::Future;
 use std::io::Write;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use futures::future::BoxFuture;
 use phaseo_agent::serde_json::json;
-use phaseo_agent::store::{
-    Append, AuditFilter, DecisionRow, LoadedRun, NewRun, Page, PendingFilter, PendingRow,
-    PostgresStore, RunFilter, RunStore, RunSummary, Runs, SqliteStore, StoredStatus,
-};
+use phaseo_agent::store::{PostgresStore, RunStore, Runs, SqliteStore, StoredStatus};
 use phaseo_agent::{
-    Agent, AgentError, Decisions, Message, Model, ModelError, ModelRequest, ModelResponse,
-    PendingKind, StoreError, Tool, ToolCall,
+    Agent, AgentError, Decisions, ModelResponse, PendingKind, StoreError, Tool, ToolCall,
 };
 
-/// Where to stop: before or after the store's Nth write.
-#[derive(Clone, Copy)]
-enum CrashAt {
-    Before(usize),
-    After(usize),
-}
+// Shared with the tests and the durable bench; not every item is used here.
+#[allow(dead_code)]
+#[path = "../support/durable.rs"]
+mod durable;
 
-/// A store that counts its writes and stops the process at the crash point.
-struct Counting {
-    inner: Arc<dyn RunStore>,
-    writes: AtomicUsize,
-    crash: Option<CrashAt>,
-}
+use durable::{ByPosition, Hooked};
 
-impl Counting {
-    fn stop_here() -> ! {
-        let mut out = std::io::stdout();
-        let _ = writeln!(out, "crash-point");
-        let _ = out.flush();
-        // Wait to be killed: SIGKILL, here, with this write done or not.
-        loop {
-            std::thread::sleep(std::time::Duration::from_secs(60));
-        }
+/// Prints `crash-point` and waits to be killed: SIGKILL, here, with the write done or not.
+fn stop_here() -> ! {
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "crash-point");
+    let _ = out.flush();
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(60));
     }
+}
 
-    fn write<'a, T: Send + 'a>(
-        &'a self,
-        write: BoxFuture<'a, Result<T, StoreError>>,
-    ) -> BoxFuture<'a, Result<T, StoreError>> {
-        let n = self.writes.fetch_add(1, Ordering::SeqCst) + 1;
-        let crash = self.crash;
-        Box::pin(async move {
-            if matches!(crash, Some(CrashAt::Before(at)) if at == n) {
-                Self::stop_here();
+/// The store, stopping the process right before or right after its write number `at`
+/// (`PHASEO_CRASH_AT=before:N` or `after:N`).
+fn crashing(inner: Arc<dyn RunStore>, at: Option<(String, usize)>) -> Hooked {
+    let Some((when, at)) = at else {
+        return Hooked::new(inner);
+    };
+    let before = when == "before";
+    Hooked::new(inner)
+        .before_write(move |n| {
+            if before && n == at {
+                stop_here();
             }
-            let result = write.await;
-            if result.is_ok() && matches!(crash, Some(CrashAt::After(at)) if at == n) {
-                Self::stop_here();
-            }
-            result
+            Ok(())
         })
-    }
-}
-
-impl RunStore for Counting {
-    fn create(&self, run: NewRun) -> BoxFuture<'_, Result<(), StoreError>> {
-        self.write(self.inner.create(run))
-    }
-    fn append(&self, append: Append) -> BoxFuture<'_, Result<(), StoreError>> {
-        self.write(self.inner.append(append))
-    }
-    fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<LoadedRun, StoreError>> {
-        self.inner.load(run_id)
-    }
-    fn pending<'a>(
-        &'a self,
-        filter: &'a PendingFilter,
-    ) -> BoxFuture<'a, Result<Page<PendingRow>, StoreError>> {
-        self.inner.pending(filter)
-    }
-    fn runs<'a>(
-        &'a self,
-        filter: &'a RunFilter,
-    ) -> BoxFuture<'a, Result<Page<RunSummary>, StoreError>> {
-        self.inner.runs(filter)
-    }
-    fn audit<'a>(
-        &'a self,
-        filter: &'a AuditFilter,
-    ) -> BoxFuture<'a, Result<Page<DecisionRow>, StoreError>> {
-        self.inner.audit(filter)
-    }
-    fn prune(&self, before_ms: i64) -> BoxFuture<'_, Result<u64, StoreError>> {
-        self.inner.prune(before_ms)
-    }
-}
-
-/// Answers by where the conversation is, as a real model asked the same conversation again.
-struct ByPosition(Vec<ModelResponse>);
-
-impl Model for ByPosition {
-    fn respond<'a>(
-        &'a self,
-        request: &'a ModelRequest<'a>,
-    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        let turn = request
-            .messages
-            .iter()
-            .filter(|m| matches!(m, Message::Assistant { .. }))
-            .count();
-        let answer = self
-            .0
-            .get(turn)
-            .cloned()
-            .unwrap_or_else(|| ModelResponse::text("?"));
-        Box::pin(async move { Ok(answer) })
-    }
+        .after_write(move |n| {
+            if !before && n == at {
+                stop_here();
+            }
+        })
 }
 
 /// A tool whose every run appends "RUN_ID CALL_ID KEY" to the effects file (one write of one
@@ -213,18 +146,9 @@ async fn main_async(args: Vec<String>) -> Result<(), AgentError> {
     };
     let crash = std::env::var("PHASEO_CRASH_AT").ok().and_then(|at| {
         let (when, n) = at.split_once(':')?;
-        let n = n.parse().ok()?;
-        match when {
-            "before" => Some(CrashAt::Before(n)),
-            "after" => Some(CrashAt::After(n)),
-            _ => None,
-        }
+        Some((when.to_owned(), n.parse().ok()?))
     });
-    let store = Counting {
-        inner: open(store).await?,
-        writes: AtomicUsize::new(0),
-        crash,
-    };
+    let store = crashing(open(store).await?, crash);
     let runs = Runs::new(store).snapshot_every(3);
     let durable = runs.attach(agent(effects));
     match command.as_str() {

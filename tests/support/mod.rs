@@ -5,12 +5,14 @@
 //! - `wire`: the in-process HTTP server that answers a provider with a script of recorded
 //!   responses, and what the provider tests check a failed run with;
 //! - `golden`: golden files and a walk over every schema position of a JSON Schema;
-//! - `sync`: a future polled to completion without a runtime.
+//! - `sync`: a future polled to completion without a runtime;
+//! - `durable`: a model answering by the conversation's position, and a run store with hooks.
 //!
 //! Each binary includes it with `#[path]`, so not every helper is used by every binary.
 #![allow(dead_code)]
 
 pub mod agent;
+pub mod durable;
 pub mod golden;
 pub mod sync;
 pub mod wire;

@@ -254,12 +254,13 @@ impl Replayed {
     }
 }
 
-/// The snapshot body: the replayed run and the chain's checksum at its version.
+/// The snapshot body: the replayed run and the chain's checksum at its version. Written from
+/// borrowed parts (no copy of the run), read back owned.
 #[derive(Serialize, Deserialize)]
-struct Snapshot {
+struct Snapshot<R> {
     chain: String,
     #[serde(flatten)]
-    run: Replayed,
+    run: R,
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -307,19 +308,25 @@ fn corrupt(run_id: &str, version: u64, reason: impl Into<String>) -> StoreError 
     }
 }
 
+/// Refuses a row in a format newer than this build's.
+fn readable(run_id: &str, version: u64, format: u32) -> Result<(), StoreError> {
+    if format > FORMAT {
+        return Err(StoreError::UnsupportedFormat {
+            run_id: run_id.into(),
+            version,
+            found: format,
+            supported: FORMAT,
+        });
+    }
+    Ok(())
+}
+
 /// Rebuilds a run from what its store returned, checking every checksum and version on the way.
 pub(crate) fn replay(loaded: &LoadedRun) -> Result<(Replayed, String), StoreError> {
     let run_id = loaded.run_id.as_str();
     let (mut run, mut digest, mut version) = match &loaded.snapshot {
         Some(snapshot) => {
-            if snapshot.format > FORMAT {
-                return Err(StoreError::UnsupportedFormat {
-                    run_id: run_id.into(),
-                    version: snapshot.version,
-                    found: snapshot.format,
-                    supported: FORMAT,
-                });
-            }
+            readable(run_id, snapshot.version, snapshot.format)?;
             if snapshot_digest(&snapshot.body) != snapshot.digest {
                 return Err(corrupt(
                     run_id,
@@ -327,7 +334,7 @@ pub(crate) fn replay(loaded: &LoadedRun) -> Result<(Replayed, String), StoreErro
                     "the snapshot does not match its checksum",
                 ));
             }
-            let parsed: Snapshot = serde_json::from_str(&snapshot.body)
+            let parsed: Snapshot<Replayed> = serde_json::from_str(&snapshot.body)
                 .map_err(|e| corrupt(run_id, snapshot.version, format!("snapshot: {e}")))?;
             (Some(parsed.run), parsed.chain, snapshot.version)
         }
@@ -344,14 +351,7 @@ pub(crate) fn replay(loaded: &LoadedRun) -> Result<(Replayed, String), StoreErro
                 ),
             ));
         }
-        if row.format > FORMAT {
-            return Err(StoreError::UnsupportedFormat {
-                run_id: run_id.into(),
-                version: row.version,
-                found: row.format,
-                supported: FORMAT,
-            });
-        }
+        readable(run_id, row.version, row.format)?;
         let expected = chain(&digest, row.version, &row.kind, &row.body);
         if expected != row.digest {
             return Err(corrupt(
@@ -712,7 +712,7 @@ impl StoreJournal {
 fn snapshot_row(run: &Replayed, version: u64, chain: &str) -> Result<SnapshotRow, StoreError> {
     let body = serde_json::to_string(&Snapshot {
         chain: chain.to_owned(),
-        run: run.clone(),
+        run,
     })
     .map_err(|e| StoreError::Database(format!("encoding a snapshot: {e}")))?;
     Ok(SnapshotRow {

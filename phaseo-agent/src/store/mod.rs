@@ -24,7 +24,7 @@
 //!
 //! // A person, in any process: what waits, and a decision bound to what they were shown.
 //! let item = runs.pending(&PendingFilter::default()).await?.items.remove(0);
-//! runs.decide(run_id, &item.call_id, &item, Decision::Approve, "ada").await?;
+//! runs.decide(&item, Decision::Approve, "ada").await?;
 //!
 //! let done = agent.resume_decided(run_id).await?;
 //! assert_eq!(done.output(), Some("Deployed."));

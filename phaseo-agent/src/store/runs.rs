@@ -8,7 +8,7 @@ use crate::error::{AgentError, StoreError};
 use crate::run::agent::Agent;
 use crate::run::entry::RunRequest;
 use crate::run::event::Emitter;
-use crate::run::journal::Journal;
+use crate::run::journal::{InFlight, Journal};
 use crate::run::runner::{RunOptions, Runner};
 use crate::run::state::{Decision, Decisions, RunError, RunResult, RunState};
 use crate::store::backend::{
@@ -89,7 +89,9 @@ pub struct StoredRun {
     /// The calls waiting for a person, with the digest of the arguments each shows, and any
     /// decision already recorded.
     pub pending: Vec<PendingRow>,
-    replayed: Replayed,
+    /// The turn under way when the journal ends, and the decisions a resume took it with.
+    in_flight: InFlight,
+    decisions: Option<Decisions>,
     digest: String,
 }
 
@@ -133,11 +135,12 @@ impl Runs {
         let loaded = self.store.load(run_id).await.map_err(AgentError::Store)?;
         let (replayed, digest) = replay(&loaded).map_err(AgentError::Store)?;
         Ok(StoredRun {
-            state: replayed.state.clone(),
+            state: replayed.state,
             version: loaded.version,
             status: loaded.status,
             pending: loaded.pending,
-            replayed,
+            in_flight: replayed.in_flight,
+            decisions: replayed.decisions,
             digest,
         })
     }
@@ -223,12 +226,11 @@ impl Runs {
     /// The run resumes with [`DurableAgent::resume_decided`] once every waiting call is decided.
     pub async fn decide(
         &self,
-        run_id: &str,
-        call_id: &str,
         shown: &PendingRow,
         decision: Decision,
         by: &str,
     ) -> Result<u64, AgentError> {
+        let (run_id, call_id) = (shown.run_id.as_str(), shown.call_id.as_str());
         let stored = self.load(run_id).await?;
         let stale = |reason: &str| {
             AgentError::Store(StoreError::StaleDecision {
@@ -294,9 +296,14 @@ impl Runs {
     }
 
     fn journal_at(&self, stored: &StoredRun) -> StoreJournal {
+        let replayed = Replayed {
+            state: stored.state.clone(),
+            in_flight: stored.in_flight.clone(),
+            decisions: stored.decisions.clone(),
+        };
         StoreJournal::at(
             self.store.clone(),
-            stored.replayed.clone(),
+            replayed,
             stored.version,
             stored.digest.clone(),
             self.snapshot_every,
@@ -515,11 +522,12 @@ impl DurableAgent {
         if let Err(error) = taken {
             return Err(RunError::refused(AgentError::Store(error)));
         }
-        let Replayed {
+        let StoredRun {
             state,
             in_flight,
             decisions,
-        } = stored.replayed;
+            ..
+        } = stored;
         let options = RunOptions {
             journal: Some(journal as Arc<dyn Journal>),
             ..RunOptions::default()
