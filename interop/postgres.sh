@@ -143,6 +143,9 @@ _start_cluster() {
 listen_addresses = '127.0.0.1'
 port = $PORT
 unix_socket_directories = '$dir'
+# The store's tests count how often a statement is planned.
+shared_preload_libraries = 'pg_stat_statements'
+pg_stat_statements.track_planning = on
 CONF
     log "starting postgres on 127.0.0.1:$PORT (log $dir/server.log, kept in $LOGFILE at stop)"
     # 9>&-: the server must not inherit with_lock's lock, or it holds it until it stops.

@@ -16,7 +16,8 @@
 //! its first audit row, held until it commits, so a reader paging the log by id never skips a row
 //! that commits late. Decisions are made by people, so the turns are short and rare.
 //!
-//! Statements are prepared once per connection and kept (sqlx's statement cache), unless
+//! Statements are prepared and planned once per connection and kept (sqlx's statement cache,
+//! and `plan_cache_mode = force_generic_plan` set on the connection), unless
 //! [`PostgresStoreBuilder::statement_cache`] turns that off for a transaction-mode pooler: then
 //! every statement is sent unnamed and every operation is one transaction, so a server connection
 //! handed to another client holds nothing of ours. The `extra_float_digits` startup parameter,
@@ -39,9 +40,10 @@ use crate::store::sql::{
 };
 
 /// The schema, one migration per version, applied in order.
-const MIGRATIONS: Migrations = &[(
-    1,
-    r#"
+const MIGRATIONS: Migrations = &[
+    (
+        1,
+        r#"
 CREATE TABLE phaseo_runs (
     run_id text COLLATE "C" PRIMARY KEY,
     agent_id text COLLATE "C" NOT NULL,
@@ -96,7 +98,23 @@ CREATE TABLE phaseo_audit (
 );
 CREATE INDEX phaseo_audit_by_run ON phaseo_audit (run_id, id);
 "#,
-)];
+    ),
+    (
+        2,
+        // Statements are planned once per connection, for any run id (see `GENERIC_PLANS`). A
+        // plan for any id estimates a run's rows from the number of distinct ids, which
+        // `ANALYZE` measures from a sample: on a database of a few long runs it finds few ids,
+        // and the plan then scans every run's rows to find one run's. These fix the estimates
+        // at about 50 journal entries, 2 pending calls and 5 decisions a run, so a run's rows
+        // are always found by its key.
+        r#"
+ALTER TABLE phaseo_journal ALTER COLUMN run_id SET (n_distinct = -0.02);
+ALTER TABLE phaseo_pending ALTER COLUMN run_id SET (n_distinct = -0.5);
+ALTER TABLE phaseo_audit ALTER COLUMN run_id SET (n_distinct = -0.2);
+ANALYZE phaseo_journal, phaseo_pending, phaseo_audit;
+"#,
+    ),
+];
 
 /// Taken (for the transaction) by whoever migrates, so two processes opening a fresh database at
 /// once apply the schema once. The key is "phaseo" in ASCII, then 1 in the last
@@ -110,6 +128,13 @@ macro_rules! audit_lock_key {
         "8099831078076743682"
     };
 }
+
+/// Sent once on each new connection when statements stay prepared on it: the server then plans
+/// each statement once per connection, not at every execution. Its own choice, a plan made for
+/// the parameters of each call, spent longer planning `load` and `append` than running them
+/// (0.32 ms planning and 0.27 ms running a `load`, in `pg_stat_statements`), and every
+/// statement here finds its rows by key, so one generic plan serves every call.
+const GENERIC_PLANS: &str = "SET plan_cache_mode = force_generic_plan";
 
 /// The constraint a second run with the same id violates.
 const RUN_KEY: &str = "phaseo_runs_pkey";
@@ -374,7 +399,9 @@ impl PostgresStoreBuilder {
     }
 
     /// Whether statements stay prepared on their connection (on by default): each one is then
-    /// parsed once per connection, and `create`, `append` and `load` each cost one round trip.
+    /// parsed and planned once per connection (the store sets `plan_cache_mode` to
+    /// `force_generic_plan` on its connections), and `create`, `append` and `load` each cost
+    /// one round trip.
     ///
     /// Turn it off behind a pooler in transaction mode (PgBouncer before 1.21, or with
     /// `max_prepared_statements = 0`), which hands a server connection to another client after
@@ -389,6 +416,7 @@ impl PostgresStoreBuilder {
     /// transaction-scoped advisory lock: [`StoreError::SchemaTooNew`] if a newer phaseo-agent
     /// migrated it.
     pub async fn connect(self) -> Result<PostgresStore, StoreError> {
+        let statement_cache = self.statement_cache;
         let mut options: PgConnectOptions = self.url.parse().map_err(database)?;
         options = options.extra_float_digits(None);
         if !self.statement_cache {
@@ -403,6 +431,14 @@ impl PostgresStoreBuilder {
                         sqlx::Connection::ping(conn).await?;
                     }
                     Ok(true)
+                })
+            })
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    if statement_cache {
+                        sqlx::Executor::execute(&mut *conn, GENERIC_PLANS).await?;
+                    }
+                    Ok(())
                 })
             })
             .connect_with(options)

@@ -108,12 +108,16 @@ async fn postgres_reopen_is_a_no_op_and_a_newer_schema_is_refused() {
         assert_eq!(store.load("keep").await.unwrap().rows, vec![entry(1)]);
         store.close().await;
 
-        execute(&url, "UPDATE phaseo_schema SET version = 999".into()).await;
+        execute(
+            &url,
+            "UPDATE phaseo_schema SET version = 999 WHERE version = (SELECT max(version) FROM phaseo_schema)".into(),
+        )
+        .await;
         assert_eq!(
             PostgresStore::connect(&url).await.unwrap_err(),
             StoreError::SchemaTooNew {
                 found: 999,
-                supported: 1
+                supported: 2
             }
         );
     })
@@ -134,6 +138,109 @@ async fn postgres_fresh_database_opened_four_times_at_once() {
         assert_eq!(stores[3].load("one").await.unwrap().version, 1);
         for store in &stores {
             store.close().await;
+        }
+    })
+    .await;
+}
+
+/// Rows of the first column of `sql`'s result, as text, on one connection after `setup` (both
+/// sent as simple queries, so `setup` may prepare statements that `sql` uses).
+async fn on_one_connection(url: &str, setup: &str, sql: &str) -> Vec<String> {
+    use sqlx::{Connection as _, Row as _};
+    let mut conn = sqlx::PgConnection::connect(url)
+        .await
+        .expect("PostgreSQL answers");
+    sqlx::raw_sql(AssertSqlSafe(setup.to_owned()))
+        .execute(&mut conn)
+        .await
+        .expect("the setup runs");
+    let rows = sqlx::raw_sql(AssertSqlSafe(sql.to_owned()))
+        .fetch_all(&mut conn)
+        .await
+        .expect("the statement runs");
+    rows.iter()
+        .map(|row| row.try_get::<String, _>(0).expect("text"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: run interop/run.sh"]
+async fn postgres_statements_are_planned_once_per_connection() {
+    // The cluster the interop suite starts loads pg_stat_statements, which counts plans.
+    in_fresh_database(|url| async move {
+        execute(&url, "CREATE EXTENSION pg_stat_statements".into()).await;
+        let store = PostgresStore::builder(&url)
+            .pool_size(2)
+            .connect()
+            .await
+            .expect("connects");
+        store.create(new_run("planned", "a", T0)).await.unwrap();
+        execute(&url, "SELECT pg_stat_statements_reset()".into()).await;
+        for _ in 0..40 {
+            store.load("planned").await.unwrap();
+        }
+        let counts = on_one_connection(
+            &url,
+            "SELECT 1",
+            "SELECT calls::text || ' ' || plans::text FROM pg_stat_statements \
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+             AND query LIKE '%FROM phaseo_runs r%'",
+        )
+        .await;
+        store.close().await;
+        let [counts] = counts.as_slice() else {
+            panic!("one load statement in pg_stat_statements, found {counts:?}");
+        };
+        let (calls, plans) = counts.split_once(' ').unwrap();
+        assert_eq!(calls, "40");
+        let plans: u32 = plans.parse().unwrap();
+        assert!(
+            plans <= 2,
+            "40 loads on 2 connections were planned {plans} times"
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: run interop/run.sh"]
+async fn postgres_a_plan_for_any_run_finds_its_rows_by_key() {
+    // One long run is all the journal holds: ANALYZE then counts one run id. A plan made for any
+    // id must still find one run's rows through the key, not by reading every row.
+    in_fresh_database(|url| async move {
+        let store = PostgresStore::connect(&url).await.expect("connects");
+        store.create(new_run("long", "a", T0)).await.unwrap();
+        store.close().await;
+        execute(
+            &url,
+            "INSERT INTO phaseo_journal (run_id, version, kind, format, body, digest) \
+             SELECT 'long', v, 'turn', 1, repeat('x', 300), 'd' FROM generate_series(2, 5000) v; \
+             INSERT INTO phaseo_pending (run_id, call_id, seq, agent_id, tool, kind, arguments, \
+             digest, since_ms, version) SELECT 'long', 'c' || i, i, 'a', 't', 'hitl', '{}', 'd', \
+             0, 1 FROM generate_series(1, 2000) i; \
+             ANALYZE phaseo_journal, phaseo_pending"
+                .into(),
+        )
+        .await;
+        for (table, extra) in [
+            ("phaseo_journal", "AND version > $2"),
+            ("phaseo_pending", "AND seq > $2"),
+        ] {
+            let plan = on_one_connection(
+                &url,
+                &format!(
+                    "SET plan_cache_mode = force_generic_plan; \
+                     PREPARE q(text, bigint) AS SELECT * FROM {table} WHERE run_id = $1 {extra}"
+                ),
+                "EXPLAIN EXECUTE q('long', 4990)",
+            )
+            .await
+            .join("\n");
+            assert!(
+                plan.contains(&format!("Index Scan using {table}_pkey"))
+                    && !plan.contains("Seq Scan"),
+                "{table}:\n{plan}"
+            );
         }
     })
     .await;
