@@ -1117,9 +1117,8 @@ fn with_digest(value: &Value, digest: &str, depth: usize) -> Option<Value> {
                     Value::String(text) => serde_json::from_str(text).ok(),
                     other => Some(other.clone()),
                 };
-                if let Some(candidate) = candidate
-                    && hex(&Sha256::digest(candidate.to_string().as_bytes())) == digest
-                {
+                let canonical = |c: &Value| hex(&Sha256::digest(c.to_string().as_bytes()));
+                if let Some(candidate) = candidate.filter(|c| canonical(c) == digest) {
                     return Some(candidate);
                 }
             }
