@@ -918,3 +918,27 @@ async fn racing_deciders_get_exactly_one_outcome() {
     assert_eq!(f.audit_len().await, 1);
     f.finished(&run_id).await;
 }
+
+#[tokio::test]
+async fn approve_always_lets_the_tools_later_calls_run_without_asking() {
+    let model = ScriptedModel::new()
+        .tool_call("call_1", "deploy", json!({"environment": "staging"}))
+        .tool_call("call_2", "deploy", json!({"environment": "production"}))
+        .text("Both deployed.");
+    let f = fixture(model, |i| i).await;
+    let run_id = f.start("Deploy twice").await;
+    let alice = f.sign_in("alice-token").await;
+    let row = f.waiting().await.remove(0);
+    let reply = f
+        .decide(&alice, &row, &[("action", "approve_always")])
+        .await;
+    assert_eq!(reply.status, 303, "{}", reply.body);
+    assert_eq!(f.finished(&run_id).await, StoredStatus::Completed);
+    let state = f.runs.load(&run_id).await.unwrap().state;
+    assert!(state.tool_result("call_2").unwrap().contains("production"));
+    assert_eq!(
+        f.audit_len().await,
+        1,
+        "the second call was not asked about"
+    );
+}
