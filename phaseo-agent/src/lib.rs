@@ -164,6 +164,8 @@
 //!   what `#[tool]` expands to. Uses the stages above.
 //! - `run`: [`Agent`], the loop, pausing and resuming ([`RunState`], [`Decisions`]), signed states,
 //!   [`Event`]s. Uses every stage above.
+//! - [`inbox`] (feature `inbox`): the approval inbox, web pages where people decide what stored
+//!   runs wait for ([`inbox::Inbox`]). Uses [`store`] and `run`.
 //! - [`mcp`] (feature `mcp`): serving tools over MCP ([`mcp::McpServer`]) and using MCP
 //!   servers' tools ([`mcp::McpClient`]). Uses every stage above.
 //!
@@ -180,6 +182,9 @@ mod decode;
 mod tool;
 mod run;
 pub mod store;
+#[cfg(feature = "inbox")]
+#[cfg_attr(docsrs, doc(cfg(feature = "inbox")))]
+pub mod inbox;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
@@ -216,14 +221,15 @@ pub use tool::returns::{Answer, Awaited, Blocking, ToolReturn, TypedReturn};
 pub use tool::typed::ToolOutput;
 
 /// The README's examples, compiled and run as doctests so that they cannot drift from the API.
-/// They use the providers, MCP and SQLite, so they run where those features are on (as in
-/// `cargo test --workspace --all-features`).
+/// They use the providers, MCP, SQLite and the inbox, so they run where those features are on
+/// (as in `cargo test --workspace --all-features`).
 #[cfg(all(
     doctest,
     feature = "openai",
     feature = "anthropic",
     feature = "mcp",
-    feature = "sqlite"
+    feature = "sqlite",
+    feature = "inbox"
 ))]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
