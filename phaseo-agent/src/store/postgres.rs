@@ -17,7 +17,7 @@
 //! that commits late. Decisions are made by people, so the turns are short and rare.
 //!
 //! Statements are prepared and planned once per connection and kept (sqlx's statement cache,
-//! and `plan_cache_mode = force_generic_plan` set on the connection), unless
+//! `plan_cache_mode = force_generic_plan` and `enable_seqscan = off` set on the connection), unless
 //! [`PostgresStoreBuilder::statement_cache`] turns that off for a transaction-mode pooler: then
 //! every statement is sent unnamed and every operation is one transaction, so a server connection
 //! handed to another client holds nothing of ours. The `extra_float_digits` startup parameter,
@@ -134,7 +134,13 @@ macro_rules! audit_lock_key {
 /// the parameters of each call, spent longer planning `load` and `append` than running them
 /// (0.32 ms planning and 0.27 ms running a `load`, in `pg_stat_statements`), and every
 /// statement here finds its rows by key, so one generic plan serves every call.
-const GENERIC_PLANS: &str = "SET plan_cache_mode = force_generic_plan";
+///
+/// A plan kept for the connection's life must not be one made for an empty table: planned while
+/// `phaseo_runs` held one row, `load` read the whole table to find a run (a sequential scan is
+/// cheapest on one page), and went on doing so as the table grew. Every statement of the store
+/// has an index to use, so sequential scans are priced out on its connections.
+const GENERIC_PLANS: &str = "SELECT set_config('plan_cache_mode', 'force_generic_plan', false), \
+     set_config('enable_seqscan', 'off', false)";
 
 /// The constraint a second run with the same id violates.
 const RUN_KEY: &str = "phaseo_runs_pkey";
@@ -400,8 +406,9 @@ impl PostgresStoreBuilder {
 
     /// Whether statements stay prepared on their connection (on by default): each one is then
     /// parsed and planned once per connection (the store sets `plan_cache_mode` to
-    /// `force_generic_plan` on its connections), and `create`, `append` and `load` each cost
-    /// one round trip.
+    /// `force_generic_plan` on its connections, and `enable_seqscan` off, so that a plan made
+    /// while the tables were small still finds a run by its key once they are large), and
+    /// `create`, `append` and `load` each cost one round trip.
     ///
     /// Turn it off behind a pooler in transaction mode (PgBouncer before 1.21, or with
     /// `max_prepared_statements = 0`), which hands a server connection to another client after

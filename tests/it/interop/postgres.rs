@@ -245,3 +245,55 @@ async fn postgres_a_plan_for_any_run_finds_its_rows_by_key() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: run interop/run.sh"]
+async fn postgres_a_store_finds_runs_by_key_after_its_tables_grew() {
+    // The store's statements are planned while its tables are empty; they must not read a whole
+    // table to find one run once the tables are large.
+    in_fresh_database(|url| async move {
+        let store = PostgresStore::builder(&url)
+            .pool_size(1)
+            .connect()
+            .await
+            .expect("connects");
+        store.create(new_run("first", "a", T0)).await.unwrap();
+        store.load("first").await.unwrap();
+        execute(
+            &url,
+            "INSERT INTO phaseo_runs (run_id, agent_id, status, version, created_ms, updated_ms) \
+             SELECT 'r' || i, 'a', 'paused', 1, 0, 0 FROM generate_series(1, 20000) i; \
+             INSERT INTO phaseo_journal (run_id, version, kind, format, body, digest) \
+             SELECT 'r' || i, 1, 'started', 1, repeat('x', 100), 'd' FROM generate_series(1, 20000) i"
+                .into(),
+        )
+        .await;
+        // Rows read by sequential scans of the store's tables, as reported so far.
+        let scans = || async {
+            on_one_connection(
+                &url,
+                "SELECT 1",
+                "SELECT coalesce(sum(seq_tup_read), 0)::text FROM pg_stat_user_tables \
+                 WHERE relname IN ('phaseo_runs', 'phaseo_journal', 'phaseo_pending')",
+            )
+            .await
+            .remove(0)
+            .parse::<u64>()
+            .expect("a count")
+        };
+        // The statistics of the inserts' server process, reported as it exits.
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let before = scans().await;
+        for _ in 0..20 {
+            store.load("first").await.unwrap();
+        }
+        // Closing ends the server process, which reports its table statistics as it exits.
+        store.close().await;
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        // Rows read by sequential scans: the few of the tables before they grew, at most (the
+        // store's process reports its statistics only as it exits).
+        let read = scans().await - before;
+        assert!(read < 100, "20 loads read {read} rows by sequential scans");
+    })
+    .await;
+}
