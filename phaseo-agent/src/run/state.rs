@@ -800,6 +800,13 @@ impl TryFrom<Value> for RunState {
         }
         let s: StateV1 =
             serde_json::from_value(value).map_err(|e| AgentError::InvalidState(e.to_string()))?;
+        RunState::from_v1(s)
+    }
+}
+
+impl RunState {
+    /// The state of fields read after the version check; checked as any stored state is.
+    fn from_v1(s: StateV1) -> Result<Self, AgentError> {
         let state = RunState {
             version: s.version,
             run_id: s.run_id,
@@ -847,6 +854,13 @@ impl RunState {
 
     /// Reads a state from JSON, checking its version first.
     pub fn from_json(json: &str) -> Result<Self, AgentError> {
+        // Straight into the fields: one pass over the text. Anything that does not read so (another
+        // version, a field repeated) is read again the careful way, for the error it deserves.
+        if let Ok(s) = serde_json::from_str::<StateV1>(json)
+            && s.version == STATE_VERSION
+        {
+            return RunState::from_v1(s);
+        }
         let value: Value =
             serde_json::from_str(json).map_err(|e| AgentError::InvalidState(e.to_string()))?;
         RunState::try_from(value)

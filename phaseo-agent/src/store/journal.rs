@@ -263,6 +263,110 @@ struct Snapshot<R> {
     run: R,
 }
 
+/// Reads a snapshot body. The run's state is read straight into its fields (as
+/// [`RunState::from_json`] does) rather than through serde's buffering of a flattened struct and
+/// the state's own reading through a `Value`: three passes over the largest text the store
+/// reads, made one. A body that does not read so is read the general way, for its error.
+fn decode_snapshot(body: &str) -> Result<Snapshot<Replayed>, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct Fast<'a> {
+        chain: String,
+        #[serde(borrow)]
+        state: &'a serde_json::value::RawValue,
+        #[serde(default)]
+        in_flight: InFlight,
+        #[serde(default)]
+        decisions: Option<Decisions>,
+    }
+    if let Ok(fast) = serde_json::from_str::<Fast<'_>>(body)
+        && let Ok(state) = RunState::from_json(fast.state.get())
+    {
+        return Ok(Snapshot {
+            chain: fast.chain,
+            run: Replayed {
+                state,
+                in_flight: fast.in_flight,
+                decisions: fast.decisions,
+            },
+        });
+    }
+    serde_json::from_str(body)
+}
+
+/// Reads an entry. An internally tagged enum is read by buffering the whole entry in serde's
+/// generic form and reading that again; the entries that carry states, messages and results are
+/// read straight into their fields instead, by the tag this build writes first
+/// (`{"type":"turn",...`). Anything else, or anything that does not read so, is read the general
+/// way (and fails there with its error).
+fn decode_entry(body: &str) -> Result<Entry, serde_json::Error> {
+    use serde::de::IgnoredAny;
+    use serde_json::value::RawValue;
+
+    #[derive(Deserialize)]
+    struct Started<'a> {
+        #[serde(rename = "type")]
+        _type: IgnoredAny,
+        #[serde(borrow)]
+        state: &'a RawValue,
+    }
+    #[derive(Deserialize)]
+    struct Turn {
+        #[serde(rename = "type")]
+        _type: IgnoredAny,
+        delta: Delta,
+        params: TurnParams,
+    }
+    #[derive(Deserialize)]
+    struct CallFinished {
+        #[serde(rename = "type")]
+        _type: IgnoredAny,
+        step: ToolStep,
+        #[serde(default)]
+        new_context: Option<Value>,
+    }
+    #[derive(Deserialize)]
+    struct Settled {
+        #[serde(rename = "type")]
+        _type: IgnoredAny,
+        delta: Delta,
+    }
+
+    let tag = body
+        .strip_prefix(r#"{"type":""#)
+        .and_then(|rest| rest.split_once('"'))
+        .map_or("", |(tag, _)| tag);
+    let fast = match tag {
+        "started" => serde_json::from_str::<Started<'_>>(body)
+            .ok()
+            .and_then(|e| RunState::from_json(e.state.get()).ok())
+            .map(|state| Entry::Started {
+                state: Box::new(state),
+            }),
+        "turn" => serde_json::from_str::<Turn>(body)
+            .ok()
+            .map(|e| Entry::Turn {
+                delta: e.delta,
+                params: e.params,
+            }),
+        "call_finished" => {
+            serde_json::from_str::<CallFinished>(body)
+                .ok()
+                .map(|e| Entry::CallFinished {
+                    step: e.step,
+                    new_context: e.new_context,
+                })
+        }
+        "settled" => serde_json::from_str::<Settled>(body)
+            .ok()
+            .map(|e| Entry::Settled { delta: e.delta }),
+        _ => None,
+    };
+    match fast {
+        Some(entry) => Ok(entry),
+        None => serde_json::from_str(body),
+    }
+}
+
 fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
     let mut out = String::with_capacity(bytes.len() * 2);
@@ -334,7 +438,7 @@ pub(crate) fn replay(loaded: &LoadedRun) -> Result<(Replayed, String), StoreErro
                     "the snapshot does not match its checksum",
                 ));
             }
-            let parsed: Snapshot<Replayed> = serde_json::from_str(&snapshot.body)
+            let parsed = decode_snapshot(&snapshot.body)
                 .map_err(|e| corrupt(run_id, snapshot.version, format!("snapshot: {e}")))?;
             (Some(parsed.run), parsed.chain, snapshot.version)
         }
@@ -360,7 +464,7 @@ pub(crate) fn replay(loaded: &LoadedRun) -> Result<(Replayed, String), StoreErro
                 "the entry does not match its checksum",
             ));
         }
-        let entry: Entry = serde_json::from_str(&row.body)
+        let entry = decode_entry(&row.body)
             .map_err(|e| corrupt(run_id, row.version, format!("entry: {e}")))?;
         match (&mut run, entry) {
             (None, Entry::Started { state }) => {
@@ -730,5 +834,102 @@ impl Journal for StoreJournal {
                 .await
                 .map_err(AgentError::Store)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::message::Message;
+
+    fn state() -> RunState {
+        let mut state = RunState::new("run_1".into(), "agent".into(), serde_json::json!({"k": 1}));
+        state.messages.push(Message::user("Hello"));
+        state
+    }
+
+    fn entries() -> Vec<Entry> {
+        let delta = Delta {
+            messages: vec![Message::user("More")],
+            set: vec![Set::Turns(2)],
+            ..Delta::default()
+        };
+        vec![
+            Entry::Started {
+                state: Box::new(state()),
+            },
+            Entry::Turn {
+                delta: delta.clone(),
+                params: TurnParams::default(),
+            },
+            Entry::CallFinished {
+                step: ToolStep {
+                    step_index: 0,
+                    call_id: "c".into(),
+                    tool: "t".into(),
+                    preliminary_results: vec![serde_json::json!(1.5)],
+                    content: "out".into(),
+                    is_error: false,
+                    error: None,
+                },
+                new_context: Some(serde_json::json!({"k": 2})),
+            },
+            Entry::Settled { delta },
+            Entry::Recovered { by: "p".into() },
+        ]
+    }
+
+    #[test]
+    fn an_entry_reads_back_the_same_by_the_short_path_and_the_general_one() {
+        for entry in entries() {
+            let body = serde_json::to_string(&entry).unwrap();
+            assert!(body.starts_with(r#"{"type":""#), "{body}");
+            assert_eq!(decode_entry(&body).unwrap(), entry, "{body}");
+            // The tag last (keys sorted): only the general way reads it.
+            let sorted =
+                serde_json::to_string(&serde_json::from_str::<Value>(&body).unwrap()).unwrap();
+            assert!(!sorted.starts_with(r#"{"type""#), "{sorted}");
+            assert_eq!(decode_entry(&sorted).unwrap(), entry, "{sorted}");
+        }
+    }
+
+    #[test]
+    fn an_entry_the_short_path_cannot_read_fails_with_the_general_error() {
+        for body in [
+            r#"{"type":"started","state":{"version":2}}"#,
+            r#"{"type":"turn","delta":{},"params":{},"delta":{}}"#,
+            r#"{"type":"settled"}"#,
+            r#"{"type":"nonsense"}"#,
+        ] {
+            let general = serde_json::from_str::<Entry>(body)
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+            let ours = decode_entry(body).map(|_| ()).map_err(|e| e.to_string());
+            assert_eq!(ours, general, "{body}");
+        }
+    }
+
+    #[test]
+    fn a_snapshot_reads_back_the_same_by_the_short_path_and_the_general_one() {
+        let run = Replayed {
+            state: state(),
+            in_flight: InFlight::default(),
+            decisions: Some(Decisions::new().approve("c")),
+        };
+        let body = serde_json::to_string(&Snapshot {
+            chain: "abc".into(),
+            run: &run,
+        })
+        .unwrap();
+        let read = decode_snapshot(&body).unwrap();
+        assert_eq!((read.chain.as_str(), &read.run), ("abc", &run));
+        let bad = body.replace(r#""version":1"#, r#""version":7"#);
+        let general = serde_json::from_str::<Snapshot<Replayed>>(&bad)
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        assert_eq!(
+            decode_snapshot(&bad).map(|_| ()).map_err(|e| e.to_string()),
+            general
+        );
     }
 }
