@@ -1,8 +1,9 @@
 //! The interop suite: the runtime against real outside software (a wire-format mock, a local
-//! model, the reference MCP server, PostgreSQL). Every test here is ignored in a plain
+//! model, the reference MCP server, PostgreSQL, headless Chromium). Every test here is ignored in a plain
 //! `cargo test`; `interop/run.sh` starts the servers and runs them with `--ignored`.
 
 mod aimock;
+mod browser;
 mod llama;
 mod mcp_client;
 mod postgres;
