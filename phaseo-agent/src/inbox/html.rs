@@ -1,0 +1,228 @@
+//! The pieces every page is made of: escaping text into HTML, percent-encoding ids into URLs,
+//! times as people read them, the page frame, and the script and style sheet served beside the
+//! pages (no inline script or style, so the content security policy allows none).
+
+use std::fmt::Write;
+
+/// Text as HTML text or attribute value: `&`, `<`, `>`, `"` and `'` become entities, so a value
+/// can never close an element or an attribute, whatever it holds.
+pub(crate) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// An id as one URL path segment (or one part of a batch item): every byte but the unreserved
+/// ones (`A-Z a-z 0-9 - . _ ~`) percent-encoded, so a `/`, `?` or `#` in a run or call id stays
+/// inside its segment.
+pub(crate) fn pct(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// The text [`pct`] encoded; `None` for a malformed escape or bytes that are not UTF-8.
+pub(crate) fn unpct(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Lower-case hex of bytes.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// The bytes of lower-case (or upper-case) hex text; `None` for anything else.
+pub(crate) fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// A time in milliseconds since the Unix epoch as `2026-12-02 17:20:39 UTC`.
+pub(crate) fn utc(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Days to a civil date (proleptic Gregorian), after Howard Hinnant's `civil_from_days`.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// How long ago, for a person: `40 s`, `12 min`, `3 h`, `2 d`.
+pub(crate) fn age(since_ms: i64, now_ms: i64) -> String {
+    let secs = (now_ms - since_ms).max(0) / 1000;
+    match secs {
+        0..60 => format!("{secs} s"),
+        60..3600 => format!("{} min", secs / 60),
+        3600..86_400 => format!("{} h", secs / 3600),
+        _ => format!("{} d", secs / 86_400),
+    }
+}
+
+/// JSON text pretty-printed, or as it is when it is not JSON.
+pub(crate) fn pretty(json: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(json)
+        .ok()
+        .and_then(|v| serde_json::to_string_pretty(&v).ok())
+        .unwrap_or_else(|| json.to_owned())
+}
+
+/// A whole page: `body` is HTML already escaped; `base` is where the inbox is mounted (`""` at
+/// the root); `user` is who is signed in, if anyone.
+pub(crate) fn page(title: &str, base: &str, user: Option<(&str, &str)>, body: &str) -> String {
+    let base_attr = escape(base);
+    let mut nav = String::new();
+    if let Some((name, csrf)) = user {
+        let _ = write!(
+            nav,
+            "<nav><a href=\"{base_attr}/\">Waiting</a> <a href=\"{base_attr}/audit\">Audit</a> \
+             <span id=\"user\">{}</span> <form method=\"post\" action=\"{base_attr}/logout\" \
+             class=\"inline\"><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+             <button id=\"sign-out\">Sign out</button></form></nav>",
+            escape(name),
+            escape(csrf)
+        );
+    }
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{} · Approval inbox</title>\
+         <link rel=\"stylesheet\" href=\"{base_attr}/static/inbox.css\">\
+         <script src=\"{base_attr}/static/inbox.js\" defer></script></head>\
+         <body data-base=\"{base_attr}\">{nav}<main><h1>{}</h1>\n{body}\n</main></body></html>\n",
+        escape(title),
+        escape(title)
+    )
+}
+
+/// The script of every page: new items from the event stream inserted into the list, and
+/// the batch buttons enabled only with a selection. Served at `static/inbox.js`.
+pub(crate) const SCRIPT: &str = r#""use strict";
+(function () {
+  var list = document.getElementById("items");
+  if (!list || !window.EventSource) { return; }
+  var base = document.body.getAttribute("data-base") || "";
+  var events = new EventSource(base + "/events" + window.location.search);
+  events.addEventListener("pending", function (event) {
+    var holder = document.createElement("template");
+    holder.innerHTML = event.data.trim();
+    var item = holder.content.firstElementChild;
+    if (!item) { return; }
+    var known = list.querySelectorAll("li.item");
+    for (var i = 0; i < known.length; i++) {
+      if (known[i].dataset.run === item.dataset.run && known[i].dataset.call === item.dataset.call) { return; }
+    }
+    list.insertBefore(item, list.firstChild);
+    var empty = document.getElementById("empty");
+    if (empty) { empty.remove(); }
+  });
+})();
+"#;
+
+/// The style sheet: readable on a phone, focus visible for keyboard use. Served at
+/// `static/inbox.css`.
+pub(crate) const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:0 auto;max-width:60rem;padding:0.5rem 1rem;line-height:1.4}
+nav{display:flex;gap:1rem;align-items:center;flex-wrap:wrap;border-bottom:1px solid #ccc;padding-bottom:0.5rem}
+form.inline{display:inline}
+pre,code{white-space:pre-wrap;word-break:break-word;background:#f4f4f4;padding:0.2rem}
+ul#items{list-style:none;padding:0}
+li.item{border-bottom:1px solid #ddd;padding:0.5rem 0;display:flex;gap:0.5rem;flex-wrap:wrap;align-items:baseline}
+.error{color:#a00;border-left:4px solid #a00;padding-left:0.5rem}
+.ok{color:#060;border-left:4px solid #060;padding-left:0.5rem}
+textarea{width:100%;min-height:5rem;font-family:monospace}
+button{padding:0.4rem 0.8rem;margin:0.2rem 0}
+:focus-visible{outline:3px solid #36c;outline-offset:2px}
+table{border-collapse:collapse;width:100%}td,th{border:1px solid #ddd;padding:0.3rem;vertical-align:top;text-align:left}
+.message{border-left:3px solid #ccc;padding-left:0.5rem;margin:0.3rem 0}
+fieldset{border:1px solid #ccc;margin:0.5rem 0}
+@media (max-width:40rem){table,tbody,tr,td,th{display:block}}
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_leaves_no_markup() {
+        assert_eq!(
+            escape(r#"<script>alert("x")</script> & 'y'"#),
+            "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;y&#39;"
+        );
+        assert_eq!(escape("plain ünïcode"), "plain ünïcode");
+    }
+
+    #[test]
+    fn ids_survive_percent_encoding() {
+        for id in ["call_1", "a/b?c#d", "é %2F", ""] {
+            assert_eq!(unpct(&pct(id)).as_deref(), Some(id));
+            assert!(!pct(id).contains('/'));
+        }
+        assert_eq!(unpct("%zz"), None);
+        assert_eq!(unpct("%4"), None);
+    }
+
+    #[test]
+    fn hex_round_trips() {
+        assert_eq!(hex(&[0, 171, 255]), "00abff");
+        assert_eq!(unhex("00abff"), Some(vec![0, 171, 255]));
+        assert_eq!(unhex("0"), None);
+        assert_eq!(unhex("zz"), None);
+    }
+
+    #[test]
+    fn times_read_as_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(1_796_232_039_000), "2026-12-02 17:20:39 UTC");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
+        assert_eq!(age(0, 59_000), "59 s");
+        assert_eq!(age(0, 7_200_000), "2 h");
+    }
+}

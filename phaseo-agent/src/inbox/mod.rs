@@ -1,0 +1,55 @@
+//! An approval inbox (feature `inbox`): web pages where people see what stored runs wait for
+//! and decide it. An axum [`Router`](axum::Router) to mount in your own server
+//! ([`Inbox::router`]), or a standalone server in one line ([`Inbox::serve`]).
+//!
+//! - **The list**: every call waiting in the store, of every run (several per run), newest first,
+//!   with filters (agent, tool, kind, age) and paging; new items appear without a reload
+//!   (server-sent events, the store read on an interval). Each item shows its tool and what it
+//!   does, the arguments, the conversation so far, and since when it waits.
+//! - **Decisions**: approve; reject with a message the model reads; edit the arguments (checked
+//!   against the tool's schema and input validators on the server before anything is saved);
+//!   supply an output; approve a tool for the rest of the run; approve or reject a batch. Each
+//!   decision names the arguments' digest and the run's version the person was shown, and is
+//!   recorded once by the store's compare-and-swap ([`Runs::decide`](crate::store::Runs::decide)):
+//!   a double click, two people or a stale page give one outcome, and the others are told who
+//!   decided. The browser never sends the call itself, only which call it was shown.
+//! - **Who may decide**: sign-in with tokens the operator issues; roles ([`Role`]) and per-tool
+//!   approvers; a CSRF token in every form; an audit page (who, what, when, the arguments before
+//!   and after an edit); signed one-time links ([`Inbox::signed_link`]) for deciding from an email
+//!   or a chat message, without a session, that a GET never uses up.
+//! - **No build step**: server-rendered HTML, one small script and style sheet served by the
+//!   router, a content security policy that allows no inline script.
+//!
+//! Once every call a run waits on is decided, the inbox resumes it in the background
+//! ([`DurableAgent::resume_decided`](crate::store::DurableAgent::resume_decided)), if it was given
+//! the run's agent ([`Inbox::agent`]).
+//!
+//! ```
+//! use phaseo_agent::inbox::{Inbox, User};
+//! use phaseo_agent::store::{MemoryStore, Runs};
+//!
+//! let runs = Runs::new(MemoryStore::new());
+//! let inbox = Inbox::new(runs)
+//!     .secret(b"32 or more random bytes, kept secret")
+//!     .user("a-long-random-token", User::approver("alice"));
+//! let app = axum::Router::new().nest("/inbox", inbox.router());
+//! # drop(app);
+//! ```
+
+// The stage above `store`: it lists and decides through `Runs`, resumes through `DurableAgent`,
+// and checks edits with the tools' own parsing. Its files, lowest first:
+//
+// - `html`: escaping, percent-encoding, times, the page frame, the script and style sheet;
+// - `auth`: users and roles, and what the secret signs (sessions, CSRF tokens, links);
+// - `pages`: each page's HTML from store rows;
+// - `server`: `Inbox`, its router and handlers, and the one path every decision takes.
+
+mod html;
+mod auth;
+mod pages;
+mod server;
+
+pub use auth::{LinkAction, Role, User};
+pub use server::{
+    DEFAULT_MAX_EVENT_STREAMS, DEFAULT_POLL_INTERVAL, DEFAULT_SESSION_TTL, Inbox, InboxError,
+};

@@ -1,0 +1,481 @@
+//! The inbox's pages as HTML: the list, one item, the audit log, a link's confirmation, and the
+//! sign-in form. Every value from a run (ids, arguments, messages, names) goes through
+//! [`escape`]; nothing here reads the store or decides anything.
+
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use crate::inbox::html::{age, escape, pct, pretty, utc};
+use crate::model::message::Message;
+use crate::run::state::Decision;
+use crate::store::backend::{DecisionRow, PendingRow};
+
+/// The forms' actions, and which kinds of waiting call each fits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Action {
+    Approve,
+    ApproveAlways,
+    Reject,
+    Edit,
+    Output,
+}
+
+impl Action {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "approve" => Action::Approve,
+            "approve_always" => Action::ApproveAlways,
+            "reject" => Action::Reject,
+            "edit" => Action::Edit,
+            "output" => Action::Output,
+            _ => return None,
+        })
+    }
+
+    /// Whether a call waiting as `kind` takes this decision. A decision the run would refuse on
+    /// resume is refused here, before it is recorded: a recorded decision cannot be taken back.
+    pub(crate) fn fits(self, kind: &str) -> bool {
+        match self {
+            Action::Reject => true,
+            Action::Approve => matches!(kind, "tool_approval" | "outcome_unknown"),
+            Action::ApproveAlways | Action::Edit => kind == "tool_approval",
+            Action::Output => matches!(kind, "external_output" | "hitl" | "outcome_unknown"),
+        }
+    }
+}
+
+/// The value a batch form or the list carries for one item: `run/call/version/digest`, the ids
+/// percent-encoded.
+pub(crate) fn item_value(row: &PendingRow) -> String {
+    format!(
+        "{}/{}/{}/{}",
+        pct(&row.run_id),
+        pct(&row.call_id),
+        row.version,
+        row.digest
+    )
+}
+
+/// The path of an item's page, under `base`.
+pub(crate) fn item_path(base: &str, run: &str, call: &str) -> String {
+    format!("{base}/runs/{}/calls/{}", pct(run), pct(call))
+}
+
+/// One `<li>` of the list (also what the event stream sends), on one line.
+pub(crate) fn item_li(row: &PendingRow, base: &str, now_ms: i64) -> String {
+    let mut args: String = row.arguments.chars().take(160).collect();
+    if args.len() < row.arguments.len() {
+        args.push('…');
+    }
+    format!(
+        "<li class=\"item\" data-run=\"{run}\" data-call=\"{call}\" data-kind=\"{kind}\" \
+         data-tool=\"{tool}\"><input type=\"checkbox\" class=\"select\" name=\"item\" \
+         form=\"batch\" value=\"{value}\" aria-label=\"Select {tool} {call}\"> \
+         <a class=\"open\" href=\"{href}\">{tool}</a> <span class=\"kind\">{kind}</span> \
+         <span class=\"agent\">{agent}</span> <span class=\"since\" title=\"{at}\">{ago} ago</span> \
+         <code class=\"args\">{args}</code></li>",
+        run = escape(&row.run_id),
+        call = escape(&row.call_id),
+        kind = escape(&row.kind),
+        tool = escape(&row.tool),
+        agent = escape(&row.agent_id),
+        value = escape(&item_value(row)),
+        href = escape(&item_path(base, &row.run_id, &row.call_id)),
+        at = utc(row.since_ms),
+        ago = age(row.since_ms, now_ms),
+        args = escape(&args),
+    )
+}
+
+/// The list's filters, as the query string carries them.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub(crate) struct ListQuery {
+    pub(crate) agent: Option<String>,
+    pub(crate) tool: Option<String>,
+    pub(crate) kind: Option<String>,
+    /// Seconds.
+    pub(crate) older_than: Option<String>,
+    pub(crate) after: Option<String>,
+    pub(crate) flash: Option<String>,
+}
+
+impl ListQuery {
+    /// A filter's value, `None` when absent or blank.
+    pub(crate) fn get(field: &Option<String>) -> Option<String> {
+        field
+            .as_deref()
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    }
+
+    fn query_string(&self, after: &str) -> String {
+        let mut out = String::new();
+        for (name, value) in [
+            ("agent", &self.agent),
+            ("tool", &self.tool),
+            ("kind", &self.kind),
+            ("older_than", &self.older_than),
+        ] {
+            if let Some(value) = ListQuery::get(value) {
+                let _ = write!(out, "{name}={}&", pct(&value));
+            }
+        }
+        let _ = write!(out, "after={}", pct(after));
+        out
+    }
+}
+
+/// The list page's body.
+pub(crate) fn list(
+    rows: &[PendingRow],
+    next: Option<&str>,
+    query: &ListQuery,
+    base: &str,
+    csrf: &str,
+    now_ms: i64,
+) -> String {
+    let mut body = String::new();
+    if let Some(flash) = ListQuery::get(&query.flash) {
+        let text = match flash.as_str() {
+            "decided" => "Decision recorded.",
+            "signed-out" => "Signed out.",
+            _ => "Done.",
+        };
+        let _ = write!(
+            body,
+            "<p id=\"flash\" class=\"ok\" role=\"status\">{text}</p>"
+        );
+    }
+    let value = |v: &Option<String>| escape(&ListQuery::get(v).unwrap_or_default());
+    let kinds = [
+        "",
+        "tool_approval",
+        "external_output",
+        "hitl",
+        "outcome_unknown",
+    ];
+    let kind = ListQuery::get(&query.kind).unwrap_or_default();
+    let options: String = kinds
+        .iter()
+        .map(|k| {
+            let selected = if *k == kind { " selected" } else { "" };
+            let label = if k.is_empty() { "any" } else { k };
+            format!("<option value=\"{k}\"{selected}>{label}</option>")
+        })
+        .collect();
+    let _ = write!(
+        body,
+        "<form id=\"filters\" method=\"get\" action=\"{base}/\">\
+         <label>Agent <input name=\"agent\" value=\"{}\"></label> \
+         <label>Tool <input name=\"tool\" value=\"{}\"></label> \
+         <label>Kind <select name=\"kind\">{options}</select></label> \
+         <label>Waiting more than <input name=\"older_than\" inputmode=\"numeric\" size=\"6\" \
+         value=\"{}\"> s</label> <button id=\"filter\">Filter</button></form>",
+        value(&query.agent),
+        value(&query.tool),
+        value(&query.older_than),
+        base = escape(base),
+    );
+    if rows.is_empty() {
+        body.push_str("<p id=\"empty\">Nothing waits for a decision.</p>");
+    }
+    body.push_str("<ul id=\"items\">");
+    for row in rows {
+        body.push_str(&item_li(row, base, now_ms));
+    }
+    body.push_str("</ul>");
+    if let Some(next) = next {
+        let _ = write!(
+            body,
+            "<p><a id=\"next\" href=\"{}/?{}\">Next page</a></p>",
+            escape(base),
+            escape(&query.query_string(next))
+        );
+    }
+    let _ = write!(
+        body,
+        "<form id=\"batch\" method=\"post\" action=\"{}/batch\"><fieldset><legend>Selected items\
+         </legend><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+         <label for=\"batch-message\">Message to the model (for a rejection)</label>\
+         <textarea id=\"batch-message\" name=\"message\"></textarea>\
+         <button id=\"batch-approve\" name=\"action\" value=\"approve\">Approve selected</button> \
+         <button id=\"batch-reject\" name=\"action\" value=\"reject\">Reject selected</button>\
+         </fieldset></form>",
+        escape(base),
+        escape(csrf)
+    );
+    body
+}
+
+/// What the item page shows about a call beside its row.
+pub(crate) struct ItemView<'a> {
+    pub(crate) row: &'a PendingRow,
+    pub(crate) description: Option<&'a str>,
+    pub(crate) messages: Option<&'a [Message]>,
+}
+
+/// One item's page body.
+pub(crate) fn item(
+    view: &ItemView<'_>,
+    base: &str,
+    csrf: &str,
+    may_decide: bool,
+    now_ms: i64,
+) -> String {
+    let row = view.row;
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<dl><dt>Tool</dt><dd id=\"tool\">{}</dd><dt>What it does</dt><dd id=\"description\">{}</dd>\
+         <dt>Why it waits</dt><dd id=\"kind\">{}</dd><dt>Waiting since</dt><dd id=\"since\">{} \
+         ({} ago)</dd><dt>Run</dt><dd id=\"run\">{} (agent {}, version {})</dd><dt>Call</dt>\
+         <dd id=\"call\">{}</dd></dl><h2>Arguments</h2><pre id=\"arguments\">{}</pre>",
+        escape(&row.tool),
+        escape(
+            view.description
+                .unwrap_or("(this tool's agent is not known to the inbox)")
+        ),
+        escape(&row.kind),
+        utc(row.since_ms),
+        age(row.since_ms, now_ms),
+        escape(&row.run_id),
+        escape(&row.agent_id),
+        row.version,
+        escape(&row.call_id),
+        escape(&pretty(&row.arguments)),
+    );
+    if let Some(by) = &row.decided_by {
+        let _ = write!(
+            body,
+            "<p class=\"decided\">Already decided by {}; the run resumes once every call it \
+             waits on is decided.</p>",
+            escape(by)
+        );
+    } else if may_decide {
+        body.push_str(&decide_form(row, base, csrf));
+    } else {
+        body.push_str("<p class=\"viewer\">You may look, not decide.</p>");
+    }
+    body.push_str("<h2>Conversation</h2><div id=\"conversation\">");
+    match view.messages {
+        Some(messages) => {
+            for message in messages {
+                body.push_str(&message_html(message));
+            }
+        }
+        None => body.push_str("<p class=\"error\">The run's conversation could not be loaded.</p>"),
+    }
+    body.push_str("</div>");
+    body
+}
+
+fn decide_form(row: &PendingRow, base: &str, csrf: &str) -> String {
+    let fits = |a: Action| Action::fits(a, &row.kind);
+    let mut form = format!(
+        "<form class=\"decide\" method=\"post\" action=\"{}\">\
+         <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+         <input type=\"hidden\" name=\"version\" value=\"{}\">\
+         <input type=\"hidden\" name=\"digest\" value=\"{}\">",
+        escape(&item_path(base, &row.run_id, &row.call_id)),
+        escape(csrf),
+        row.version,
+        escape(&row.digest),
+    );
+    if fits(Action::Approve) {
+        let label = if row.kind == "outcome_unknown" {
+            "Run it again"
+        } else {
+            "Approve"
+        };
+        let _ = write!(
+            form,
+            "<button id=\"approve\" name=\"action\" value=\"approve\">{label}</button> "
+        );
+    }
+    if fits(Action::ApproveAlways) {
+        form.push_str(
+            "<button id=\"approve-always\" name=\"action\" value=\"approve_always\">\
+             Approve this tool for the rest of the run</button>",
+        );
+    }
+    if fits(Action::Edit) {
+        let _ = write!(
+            form,
+            "<fieldset><legend>Edit the arguments</legend><label for=\"edited\">Arguments (JSON, \
+             checked against the tool's schema)</label><textarea id=\"edited\" name=\"arguments\">\
+             {}</textarea><button id=\"edit\" name=\"action\" value=\"edit\">Approve as edited\
+             </button></fieldset>",
+            escape(&pretty(&row.arguments))
+        );
+    }
+    if fits(Action::Output) {
+        form.push_str(
+            "<fieldset><legend>Supply the output</legend><label for=\"output-value\">Output (JSON, \
+             or plain text)</label><textarea id=\"output-value\" name=\"output\"></textarea>\
+             <button id=\"output\" name=\"action\" value=\"output\">Use this output</button>\
+             </fieldset>",
+        );
+    }
+    form.push_str(
+        "<fieldset><legend>Reject</legend><label for=\"message\">Message (the model reads it)\
+         </label><textarea id=\"message\" name=\"message\"></textarea>\
+         <button id=\"reject\" name=\"action\" value=\"reject\">Reject</button></fieldset></form>",
+    );
+    form
+}
+
+fn message_html(message: &Message) -> String {
+    match message {
+        Message::User { content } => format!(
+            "<div class=\"message user\"><b>User</b><p>{}</p></div>",
+            escape(content)
+        ),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => {
+            let mut out = String::from("<div class=\"message assistant\"><b>Model</b>");
+            if let Some(content) = content {
+                let _ = write!(out, "<p>{}</p>", escape(content));
+            }
+            for call in tool_calls {
+                let _ = write!(
+                    out,
+                    "<p>calls <code>{}</code> ({}) with <code>{}</code></p>",
+                    escape(&call.name),
+                    escape(&call.id),
+                    escape(&call.arguments)
+                );
+            }
+            out.push_str("</div>");
+            out
+        }
+        Message::Tool {
+            call_id,
+            name,
+            content,
+        } => format!(
+            "<div class=\"message tool\"><b>Result of {} ({})</b><pre>{}</pre></div>",
+            escape(name),
+            escape(call_id),
+            escape(content)
+        ),
+    }
+}
+
+/// One decision of the audit log, with the arguments before an edit (when the run is still
+/// stored) and after it.
+pub(crate) struct AuditView<'a> {
+    pub(crate) row: &'a DecisionRow,
+    pub(crate) before: Option<String>,
+}
+
+/// The audit page's body.
+pub(crate) fn audit(rows: &[AuditView<'_>], next: Option<&str>, base: &str) -> String {
+    let mut body = String::from(
+        "<table id=\"audit\"><thead><tr><th>When</th><th>Who</th><th>Decision</th><th>Tool</th>\
+         <th>Run / call</th><th>Arguments before</th><th>Arguments after</th></tr></thead><tbody>",
+    );
+    for view in rows {
+        let row = view.row;
+        let decision: Option<Decision> = serde_json::from_str(&row.decision).ok();
+        let (what, detail, after) = match &decision {
+            Some(Decision::Approve) => ("approve", String::new(), None),
+            Some(Decision::ApproveAlways) => ("approve_always", String::new(), None),
+            Some(Decision::ApproveWithArguments { arguments }) => {
+                ("edit", String::new(), Some(pretty_value(arguments)))
+            }
+            Some(Decision::Reject { message }) => ("reject", message.clone(), None),
+            Some(Decision::Output { output }) => ("output", pretty_value(output), None),
+            None => ("(unreadable)", row.decision.clone(), None),
+        };
+        let (before, after) = match after {
+            Some(after) => (
+                view.before
+                    .clone()
+                    .unwrap_or_else(|| "(the run is no longer stored)".into()),
+                after,
+            ),
+            None => (String::new(), String::new()),
+        };
+        let _ = write!(
+            body,
+            "<tr class=\"decision {what}\"><td class=\"when\">{}</td><td class=\"who\">{}</td>\
+             <td class=\"what\">{what}{}</td><td class=\"tool\">{}</td><td class=\"ids\">{} / {}\
+             </td><td><pre class=\"before\">{}</pre></td><td><pre class=\"after\">{}</pre></td></tr>",
+            utc(row.at_ms),
+            escape(&row.by),
+            if detail.is_empty() {
+                String::new()
+            } else {
+                format!(": <span class=\"detail\">{}</span>", escape(&detail))
+            },
+            escape(&row.tool),
+            escape(&row.run_id),
+            escape(&row.call_id),
+            escape(&before),
+            escape(&after),
+        );
+    }
+    body.push_str("</tbody></table>");
+    if rows.is_empty() {
+        body.push_str("<p id=\"empty\">No decision recorded yet.</p>");
+    }
+    if let Some(next) = next {
+        let _ = write!(
+            body,
+            "<p><a id=\"next\" href=\"{}/audit?after={}\">Next page</a></p>",
+            escape(base),
+            escape(&pct(next))
+        );
+    }
+    body
+}
+
+fn pretty_value(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default()
+}
+
+/// A signed link's confirmation page body: what the link does, and the one button that does it.
+pub(crate) fn confirm(row: &PendingRow, action: &str, user: &str, action_url: &str) -> String {
+    format!(
+        "<p>{} is about to <strong id=\"link-action\">{}</strong> this call of <code id=\"tool\">{}\
+         </code> (run {}, call {}):</p><pre id=\"arguments\">{}</pre>\
+         <form id=\"confirm\" method=\"post\" action=\"{}\"><button id=\"confirm\">Confirm: {}\
+         </button></form>",
+        escape(user),
+        escape(action),
+        escape(&row.tool),
+        escape(&row.run_id),
+        escape(&row.call_id),
+        escape(&pretty(&row.arguments)),
+        escape(action_url),
+        escape(action),
+    )
+}
+
+/// The sign-in form's body, with an error when a token was refused.
+pub(crate) fn login(base: &str, error: Option<&str>) -> String {
+    let error = error
+        .map(|e| format!("<p class=\"error\" role=\"alert\">{}</p>", escape(e)))
+        .unwrap_or_default();
+    format!(
+        "{error}<form id=\"login\" method=\"post\" action=\"{}/login\"><label for=\"token\">Your \
+         token</label> <input id=\"token\" name=\"token\" type=\"password\" autocomplete=\
+         \"current-password\" required> <button id=\"sign-in\">Sign in</button></form>",
+        escape(base)
+    )
+}
+
+/// A refusal's body.
+pub(crate) fn refused(message: &str, back: Option<&str>) -> String {
+    let back = back
+        .map(|href| format!("<p><a id=\"back\" href=\"{}\">Back</a></p>", escape(href)))
+        .unwrap_or_default();
+    format!(
+        "<p class=\"error\" role=\"alert\">{}</p>{back}",
+        escape(message)
+    )
+}

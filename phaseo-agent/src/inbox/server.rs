@@ -1,0 +1,1133 @@
+//! [`Inbox`]: its settings, its axum router, and the one path every decision takes (a form, a
+//! batch, a signed link): who may decide, what the person was shown, what the call takes,
+//! checked in that order before the store's compare-and-swap records it.
+
+use std::collections::{HashMap, HashSet};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::extract::{Form, FromRequestParts, OriginalUri, Path, Query, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use crate::error::{AgentError, StoreError};
+use crate::inbox::auth::{Keys, Link, LinkAction, Role, Session, User, token_key};
+use crate::inbox::html::{SCRIPT, STYLE, escape, page, pretty, unpct};
+use crate::inbox::pages::{self, Action, AuditView, ItemView, ListQuery};
+use crate::model::message::Message;
+use crate::run::state::Decision;
+use crate::store::backend::{AuditFilter, PendingFilter, PendingRow};
+use crate::store::runs::{DurableAgent, Runs};
+
+/// The cookie that carries a session.
+const COOKIE: &str = "phaseo_inbox";
+
+/// Why the inbox could not do what its owner asked (the HTTP side answers with pages instead).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InboxError {
+    /// No user of that name was added with [`Inbox::user`].
+    #[error("no user named {0:?} was added to the inbox")]
+    UnknownUser(String),
+    /// The user may not decide calls of this tool (a viewer, or not among its approvers).
+    #[error("{user} may not decide calls of {tool}")]
+    NotAllowed {
+        /// The user.
+        user: String,
+        /// The tool.
+        tool: String,
+    },
+}
+
+/// An approval inbox: web pages where people see the calls stored runs wait for and decide
+/// them, each decision bound to the arguments and run version the person was shown, recorded
+/// once (the store's compare-and-swap), and audited. Mount [`router`](Self::router) in your own
+/// axum server, or [`serve`](Self::serve) it alone.
+///
+/// Once a decision completes the decisions a run waits for, the inbox resumes the run in the
+/// background with [`DurableAgent::resume_decided`] (when it was given the run's agent with
+/// [`agent`](Self::agent)), so the model's next turn follows; a run that pauses again shows up
+/// in the list.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use phaseo_agent::inbox::{Inbox, LinkAction, User};
+/// use phaseo_agent::store::{MemoryStore, PendingFilter, Runs};
+/// use phaseo_agent::{Agent, ScriptedModel, Tool};
+/// use phaseo_agent::serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let runs = Runs::new(MemoryStore::new());
+/// let deploy = Tool::new("deploy", "Deploy a release", json!({"type": "object"}), |v, _| Ok(v))
+///     .require_approval();
+/// let model = ScriptedModel::new().tool_call("call_1", "deploy", json!({})).text("Deployed.");
+/// let agent = runs.attach(Agent::builder("release").model(model).tool(deploy).build()?);
+/// agent.run("Deploy").await?;
+///
+/// let inbox = Inbox::new(runs.clone())
+///     .agent(agent)
+///     .secret(b"a long random secret, from your secret store")
+///     .user("alice-token", User::approver("alice"))
+///     .user("victor-token", User::viewer("victor"))
+///     .tool_approvers("deploy", ["alice"]);
+/// let app: axum::Router = axum::Router::new().nest("/inbox", inbox.router());
+///
+/// // A link for an email: it approves this call, as alice, within the hour, once.
+/// let waiting = runs.pending(&PendingFilter::default()).await?.items.remove(0);
+/// let link = inbox.signed_link(&waiting, LinkAction::Approve, "alice", Duration::from_secs(3600))?;
+/// assert!(link.starts_with("/link/"));
+/// # drop(app);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Inbox {
+    runs: Runs,
+    agents: HashMap<String, DurableAgent>,
+    keys: Keys,
+    users: HashMap<[u8; 32], User>,
+    names: HashMap<String, User>,
+    approvers: HashMap<String, HashSet<String>>,
+    poll_interval: Duration,
+    max_event_streams: usize,
+    session_ttl: Duration,
+    page_size: usize,
+    secure_cookie: bool,
+}
+
+impl std::fmt::Debug for Inbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inbox")
+            .field("agents", &self.agents.keys().collect::<Vec<_>>())
+            .field("users", &self.names.len())
+            .field("poll_interval", &self.poll_interval)
+            .field("max_event_streams", &self.max_event_streams)
+            .field("session_ttl", &self.session_ttl)
+            .field("page_size", &self.page_size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The default interval at which an open event stream looks for new items.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(2);
+/// The default bound on event streams open at once.
+pub const DEFAULT_MAX_EVENT_STREAMS: usize = 64;
+/// The default lifetime of a session.
+pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
+
+impl Inbox {
+    /// An inbox over a store, with no users yet and a secret drawn at random (sessions and links
+    /// then last as long as the process: set [`secret`](Self::secret) for them to outlive it, or
+    /// to run several processes behind one address).
+    pub fn new(runs: Runs) -> Self {
+        Inbox {
+            runs,
+            agents: HashMap::new(),
+            keys: Keys::random(),
+            users: HashMap::new(),
+            names: HashMap::new(),
+            approvers: HashMap::new(),
+            poll_interval: DEFAULT_POLL_INTERVAL,
+            max_event_streams: DEFAULT_MAX_EVENT_STREAMS,
+            session_ttl: DEFAULT_SESSION_TTL,
+            page_size: 50,
+            secure_cookie: false,
+        }
+    }
+
+    /// An agent whose runs the inbox resumes once decided, and whose tools' descriptions it shows
+    /// and whose tools' schemas (and input validators) it checks edited arguments and supplied
+    /// outputs with. Runs of agents not given here are listed and decided, not resumed; their
+    /// arguments cannot be edited.
+    pub fn agent(mut self, agent: DurableAgent) -> Self {
+        self.agents.insert(agent.agent().id().to_owned(), agent);
+        self
+    }
+
+    /// The key that signs session cookies, CSRF tokens and links (HMAC-SHA256): at least 32
+    /// random bytes, kept secret. Changing it signs everyone out and voids every link.
+    pub fn secret(mut self, key: impl AsRef<[u8]>) -> Self {
+        self.keys = Keys::new(key.as_ref());
+        self
+    }
+
+    /// A person who signs in with `token` (a long random string the operator hands them; only its
+    /// SHA-256 is kept). A second user of the same name replaces the first.
+    pub fn user(mut self, token: impl AsRef<str>, user: User) -> Self {
+        self.users.retain(|_, u| u.name() != user.name());
+        self.users.insert(token_key(token.as_ref()), user.clone());
+        self.names.insert(user.name().to_owned(), user);
+        self
+    }
+
+    /// Who may decide calls of `tool`: only these approvers (and admins). Without it, every
+    /// approver may.
+    pub fn tool_approvers<I, S>(mut self, tool: &str, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.approvers
+            .insert(tool.to_owned(), names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// How often an open event stream reads the store for new items. Default:
+    /// [`DEFAULT_POLL_INTERVAL`].
+    pub fn poll_interval(mut self, every: Duration) -> Self {
+        self.poll_interval = every.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How many event streams may be open at once, per router; one more is answered 503.
+    /// Default: [`DEFAULT_MAX_EVENT_STREAMS`].
+    pub fn max_event_streams(mut self, streams: usize) -> Self {
+        self.max_event_streams = streams;
+        self
+    }
+
+    /// How long a session lasts. Default: [`DEFAULT_SESSION_TTL`].
+    pub fn session_ttl(mut self, ttl: Duration) -> Self {
+        self.session_ttl = ttl;
+        self
+    }
+
+    /// How many items a page of the list or the audit log shows (1 to 1,000). Default: 50.
+    pub fn page_size(mut self, items: usize) -> Self {
+        self.page_size = items.clamp(1, 1000);
+        self
+    }
+
+    /// Marks the session cookie `Secure` (sent over HTTPS only): set it when the inbox is served
+    /// over HTTPS, directly or behind a proxy. Default: off, so that it works on loopback.
+    pub fn secure_cookie(mut self, on: bool) -> Self {
+        self.secure_cookie = on;
+        self
+    }
+
+    /// The inbox as an axum router, to mount anywhere (`Router::new().nest("/inbox", ...)`):
+    /// links and redirects follow where it is mounted.
+    pub fn router(&self) -> Router {
+        let app = Arc::new(App {
+            inbox: self.clone(),
+            streams: Arc::new(Semaphore::new(self.max_event_streams)),
+        });
+        Router::new()
+            .route("/", get(list))
+            .route("/login", get(login_page).post(login))
+            .route("/logout", post(logout))
+            .route("/events", get(events))
+            .route("/runs/{run}/calls/{call}", get(item).post(decide_form))
+            .route("/batch", post(batch))
+            .route("/audit", get(audit))
+            .route("/link/{token}", get(link_page).post(link_confirm))
+            .route("/static/inbox.js", get(script))
+            .route("/static/inbox.css", get(style))
+            .layer(axum::middleware::map_response(security_headers))
+            .with_state(app)
+    }
+
+    /// Serves the inbox alone at `addr` until the process ends.
+    ///
+    /// ```no_run
+    /// # use phaseo_agent::inbox::{Inbox, User};
+    /// # use phaseo_agent::store::{MemoryStore, Runs};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let inbox = Inbox::new(Runs::new(MemoryStore::new())).user("alice-token", User::admin("alice"));
+    /// inbox.serve("127.0.0.1:8080").await
+    /// # }
+    /// ```
+    pub async fn serve(&self, addr: impl tokio::net::ToSocketAddrs) -> std::io::Result<()> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        axum::serve(listener, self.router()).await
+    }
+
+    /// A signed one-time link that decides `row` as `user` once confirmed (a GET shows what it
+    /// does; only the confirming POST decides, so a mail scanner that fetches links decides
+    /// nothing): a path relative to where the router is mounted. It is bound to the arguments'
+    /// digest and the run version in `row`; it is refused once used (the call is decided), and
+    /// after `valid_for`.
+    pub fn signed_link(
+        &self,
+        row: &PendingRow,
+        action: LinkAction,
+        user: &str,
+        valid_for: Duration,
+    ) -> Result<String, InboxError> {
+        let person = self
+            .names
+            .get(user)
+            .ok_or_else(|| InboxError::UnknownUser(user.to_owned()))?;
+        if !self.may_decide(person, &row.tool) {
+            return Err(InboxError::NotAllowed {
+                user: user.to_owned(),
+                tool: row.tool.clone(),
+            });
+        }
+        let link = Link {
+            run: row.run_id.clone(),
+            call: row.call_id.clone(),
+            version: row.version,
+            digest: row.digest.clone(),
+            action,
+            user: user.to_owned(),
+            expires: now_secs().saturating_add(valid_for.as_secs()),
+        };
+        Ok(format!("/link/{}", link.token(&self.keys)))
+    }
+
+    fn may_decide(&self, user: &User, tool: &str) -> bool {
+        match user.role() {
+            Role::Viewer => false,
+            Role::Admin => true,
+            Role::Approver => self
+                .approvers
+                .get(tool)
+                .is_none_or(|names| names.contains(user.name())),
+        }
+    }
+
+    /// The call as stored now, decided or not.
+    async fn row(&self, run: &str, call: &str) -> Result<Option<PendingRow>, Refusal> {
+        let filter = PendingFilter {
+            run_id: Some(run.to_owned()),
+            limit: 1000,
+            ..PendingFilter::default()
+        };
+        let page = self.runs.pending(&filter).await.map_err(Refusal::store)?;
+        Ok(page.items.into_iter().find(|p| p.call_id == call))
+    }
+
+    /// Why a call no longer waits: who decided it, if the audit log says.
+    async fn gone(&self, run: &str, call: &str) -> Refusal {
+        let filter = AuditFilter {
+            run_id: Some(run.to_owned()),
+            limit: 1000,
+            ..AuditFilter::default()
+        };
+        let by = self.runs.audit(&filter).await.ok().and_then(|page| {
+            page.items
+                .into_iter()
+                .rev()
+                .find(|d| d.call_id == call)
+                .map(|d| d.by)
+        });
+        match by {
+            Some(by) => Refusal::conflict(format!("This call was already decided by {by}.")),
+            None => Refusal::new(
+                StatusCode::CONFLICT,
+                "This call does not wait for a decision (any more).",
+            ),
+        }
+    }
+
+    /// Every decision's one path.
+    async fn decide(&self, user: &User, shown: Shown, choice: Choice) -> Result<(), Refusal> {
+        if !user.role().may_decide() {
+            return Err(Refusal::forbidden("A viewer may not decide."));
+        }
+        let Some(row) = self.row(&shown.run, &shown.call).await? else {
+            return Err(self.gone(&shown.run, &shown.call).await);
+        };
+        if !self.may_decide(user, &row.tool) {
+            return Err(Refusal::forbidden(format!(
+                "{} may not decide calls of {}.",
+                user.name(),
+                row.tool
+            )));
+        }
+        if let Some(by) = &row.decided_by {
+            return Err(Refusal::conflict(format!(
+                "This call was already decided by {by}."
+            )));
+        }
+        if row.version != shown.version || row.digest != shown.digest {
+            return Err(Refusal::conflict(
+                "The call or its run changed since this page was shown: reload it and decide again.",
+            ));
+        }
+        let decision = self.decision(&row, choice, user)?;
+        let mut at = row.clone();
+        at.version = shown.version;
+        at.digest = shown.digest;
+        match self.runs.decide(&at, decision, user.name()).await {
+            Ok(_) => {
+                self.resume_if_decided(&row.run_id).await;
+                Ok(())
+            }
+            Err(AgentError::Store(StoreError::StaleDecision { reason, .. })) => {
+                Err(Refusal::conflict(format!("Not recorded: {reason}.")))
+            }
+            Err(AgentError::Store(StoreError::Conflict { .. })) => {
+                match self.row(&row.run_id, &row.call_id).await? {
+                    Some(PendingRow {
+                        decided_by: Some(by),
+                        ..
+                    }) => Err(Refusal::conflict(format!(
+                        "This call was already decided by {by}."
+                    ))),
+                    Some(_) => Err(Refusal::conflict(
+                        "The run changed while this decision was recorded: reload and decide again.",
+                    )),
+                    None => Err(self.gone(&row.run_id, &row.call_id).await),
+                }
+            }
+            Err(other) => Err(Refusal::store(other)),
+        }
+    }
+
+    /// A form's choice as a decision the run will take: the right kind, edited arguments that
+    /// pass the tool's schema and input validators, an output its output checks accept.
+    fn decision(&self, row: &PendingRow, choice: Choice, user: &User) -> Result<Decision, Refusal> {
+        let action = choice.action();
+        if !action.fits(&row.kind) {
+            return Err(Refusal::unprocessable(format!(
+                "A call waiting as {} cannot be decided that way.",
+                row.kind
+            )));
+        }
+        let tool = self
+            .agents
+            .get(&row.agent_id)
+            .and_then(|a| a.agent().tools().iter().find(|t| t.id() == row.tool));
+        Ok(match choice {
+            Choice::Approve => Decision::Approve,
+            Choice::ApproveAlways => Decision::ApproveAlways,
+            Choice::Reject(message) => Decision::Reject {
+                message: if message.trim().is_empty() {
+                    format!("Rejected by {}.", user.name())
+                } else {
+                    message
+                },
+            },
+            Choice::Edit(text) => {
+                let Some(tool) = tool else {
+                    return Err(Refusal::unprocessable(
+                        "The inbox does not know this run's agent, so it cannot check edited \
+                         arguments: approve or reject the call as it is.",
+                    ));
+                };
+                let arguments: Value = serde_json::from_str(&text).map_err(|e| {
+                    Refusal::unprocessable(format!("The edited arguments are not JSON: {e}"))
+                })?;
+                tool.parse_call(&arguments.to_string()).map_err(|e| {
+                    Refusal::unprocessable(format!(
+                        "The edited arguments do not fit the tool's schema; nothing was \
+                         recorded.\n{e}"
+                    ))
+                })?;
+                Decision::ApproveWithArguments { arguments }
+            }
+            Choice::Output(text) => {
+                let output = serde_json::from_str(&text).unwrap_or(Value::String(text));
+                let output = match tool {
+                    Some(tool) => tool.check_supplied(output).map_err(|e| {
+                        Refusal::unprocessable(format!(
+                            "The output does not fit the tool's checks; nothing was recorded.\n{e}"
+                        ))
+                    })?,
+                    None => output,
+                };
+                Decision::Output { output }
+            }
+        })
+    }
+
+    /// Resumes a run in the background once every call it waits on is decided.
+    async fn resume_if_decided(&self, run: &str) {
+        let Ok(stored) = self.runs.load(run).await else {
+            return;
+        };
+        let ready =
+            !stored.pending.is_empty() && stored.pending.iter().all(|p| p.decision.is_some());
+        let Some(agent) = self.agents.get(stored.state.agent_id()) else {
+            return;
+        };
+        if ready {
+            let (agent, run) = (agent.clone(), run.to_owned());
+            tokio::spawn(async move {
+                if let Err(error) = agent.resume_decided(&run).await {
+                    tracing::warn!(run = %run, error = %error.error, "the inbox could not resume a decided run");
+                }
+            });
+        }
+    }
+}
+
+/// What a person was shown: the call, its run's version and its arguments' digest.
+struct Shown {
+    run: String,
+    call: String,
+    version: u64,
+    digest: String,
+}
+
+/// A decision as a form asks for it, before it is checked.
+enum Choice {
+    Approve,
+    ApproveAlways,
+    Reject(String),
+    Edit(String),
+    Output(String),
+}
+
+impl Choice {
+    fn action(&self) -> Action {
+        match self {
+            Choice::Approve => Action::Approve,
+            Choice::ApproveAlways => Action::ApproveAlways,
+            Choice::Reject(_) => Action::Reject,
+            Choice::Edit(_) => Action::Edit,
+            Choice::Output(_) => Action::Output,
+        }
+    }
+
+    fn from_form(fields: &Fields) -> Result<Self, Refusal> {
+        let text = |name| fields.get(name).unwrap_or_default().to_owned();
+        let action = fields.get("action").and_then(Action::parse);
+        Ok(match action {
+            Some(Action::Approve) => Choice::Approve,
+            Some(Action::ApproveAlways) => Choice::ApproveAlways,
+            Some(Action::Reject) => Choice::Reject(text("message")),
+            Some(Action::Edit) => Choice::Edit(text("arguments")),
+            Some(Action::Output) => Choice::Output(text("output")),
+            None => return Err(Refusal::unprocessable("The form names no known action.")),
+        })
+    }
+}
+
+/// A refused request: its status and what the person reads.
+#[derive(Debug)]
+struct Refusal {
+    status: StatusCode,
+    message: String,
+}
+
+impl Refusal {
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Refusal {
+            status,
+            message: message.into(),
+        }
+    }
+    fn forbidden(message: impl Into<String>) -> Self {
+        Refusal::new(StatusCode::FORBIDDEN, message)
+    }
+    fn conflict(message: impl Into<String>) -> Self {
+        Refusal::new(StatusCode::CONFLICT, message)
+    }
+    fn unprocessable(message: impl Into<String>) -> Self {
+        Refusal::new(StatusCode::UNPROCESSABLE_ENTITY, message)
+    }
+    fn store(error: AgentError) -> Self {
+        tracing::warn!(%error, "the inbox could not read or write the store");
+        Refusal::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "The run store failed; try again.",
+        )
+    }
+    fn page(&self, ctx: &Ctx, back: Option<&str>) -> Response {
+        let body = pages::refused(&self.message, back);
+        let title = if self.status.is_server_error() {
+            "Error"
+        } else {
+            "Refused"
+        };
+        (self.status, Html(page(title, &ctx.base, ctx.nav(), &body))).into_response()
+    }
+}
+
+/// The router's state.
+struct App {
+    inbox: Inbox,
+    streams: Arc<Semaphore>,
+}
+
+type Shared = Arc<App>;
+
+/// A form's fields, repeated ones included (a batch's items).
+#[derive(serde::Deserialize)]
+#[serde(transparent)]
+struct Fields(Vec<(String, String)>);
+
+impl Fields {
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+    fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0
+            .iter()
+            .filter(move |(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What every handler knows about a request: where the router is mounted, and who is signed in.
+struct Ctx {
+    base: String,
+    signed_in: Option<(Session, User, String)>,
+}
+
+// The error is the response a handler returns at once, built once per request: boxing it would
+// only add an allocation.
+#[allow(clippy::result_large_err)]
+impl Ctx {
+    fn nav(&self) -> Option<(&str, &str)> {
+        self.signed_in
+            .as_ref()
+            .map(|(_, user, csrf)| (user.name(), csrf.as_str()))
+    }
+
+    /// The signed-in person, or the redirect to the sign-in page.
+    fn user(&self) -> Result<(&Session, &User, &str), Response> {
+        match &self.signed_in {
+            Some((session, user, csrf)) => Ok((session, user, csrf)),
+            None => Err(see_other(&format!("{}/login", self.base), None)),
+        }
+    }
+
+    /// The signed-in person, if the form carries their session's CSRF token; a 403 otherwise.
+    fn posted(&self, app: &App, fields: &Fields) -> Result<&User, Response> {
+        let (session, user, _) = self.user()?;
+        let csrf = fields.get("csrf").unwrap_or_default();
+        if !app.inbox.keys.csrf_ok(&session.id, csrf) {
+            let refusal = Refusal::forbidden(
+                "The form's CSRF token is missing or wrong: reload the page and try again.",
+            );
+            return Err(refusal.page(self, None));
+        }
+        Ok(user)
+    }
+}
+
+impl FromRequestParts<Shared> for Ctx {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Shared) -> Result<Self, Infallible> {
+        let path = parts.uri.path();
+        let full = parts
+            .extensions
+            .get::<OriginalUri>()
+            .map(|o| o.0.path())
+            .unwrap_or(path);
+        let base = match full.strip_suffix(path) {
+            Some(base) => base,
+            None if path == "/" => full,
+            None => "",
+        };
+        let base = base.trim_end_matches('/').to_owned();
+        let now = now_secs();
+        let signed_in = parts
+            .headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|c| c.trim().strip_prefix(COOKIE)?.strip_prefix('='))
+            .find_map(|value| Session::read(&app.inbox.keys, value, now))
+            .and_then(|session| {
+                let user = app.inbox.names.get(&session.user)?.clone();
+                let csrf = app.inbox.keys.csrf(&session.id);
+                Some((session, user, csrf))
+            });
+        Ok(Ctx { base, signed_in })
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn see_other(to: &str, cookie: Option<String>) -> Response {
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    if let Ok(location) = HeaderValue::from_str(to) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    if let Some(cookie) = cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
+        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+fn html(ctx: &Ctx, status: StatusCode, title: &str, body: &str) -> Response {
+    (status, Html(page(title, &ctx.base, ctx.nav(), body))).into_response()
+}
+
+async fn security_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    let set = [
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+             img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+    ];
+    for (name, value) in set {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    headers
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    response
+}
+
+async fn script() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        SCRIPT,
+    )
+        .into_response()
+}
+
+async fn style() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        STYLE,
+    )
+        .into_response()
+}
+
+async fn login_page(ctx: Ctx) -> Response {
+    html(
+        &ctx,
+        StatusCode::OK,
+        "Sign in",
+        &pages::login(&ctx.base, None),
+    )
+}
+
+async fn login(State(app): State<Shared>, ctx: Ctx, Form(fields): Form<Fields>) -> Response {
+    let token = fields.get("token").unwrap_or_default();
+    let Some(user) = app.inbox.users.get(&token_key(token)) else {
+        let body = pages::login(&ctx.base, Some("That token is not one this inbox knows."));
+        return (
+            StatusCode::UNAUTHORIZED,
+            Html(page("Sign in", &ctx.base, None, &body)),
+        )
+            .into_response();
+    };
+    let ttl = app.inbox.session_ttl.as_secs();
+    let session = Session::new(user.name(), now_secs().saturating_add(ttl));
+    let cookie = format!(
+        "{COOKIE}={}; Path={}/; Max-Age={ttl}; HttpOnly; SameSite=Strict{}",
+        session.cookie_value(&app.inbox.keys),
+        ctx.base,
+        if app.inbox.secure_cookie {
+            "; Secure"
+        } else {
+            ""
+        }
+    );
+    see_other(&format!("{}/", ctx.base), Some(cookie))
+}
+
+async fn logout(State(app): State<Shared>, ctx: Ctx, Form(fields): Form<Fields>) -> Response {
+    if let Err(response) = ctx.posted(&app, &fields) {
+        return response;
+    }
+    let cookie = format!(
+        "{COOKIE}=; Path={}/; Max-Age=0; HttpOnly; SameSite=Strict",
+        ctx.base
+    );
+    see_other(&format!("{}/login", ctx.base), Some(cookie))
+}
+
+fn filter_of(app: &App, query: &ListQuery) -> Result<PendingFilter, Refusal> {
+    let older_than_ms = match ListQuery::get(&query.older_than) {
+        Some(secs) => {
+            let secs: i64 = secs.parse().map_err(|_| {
+                Refusal::new(
+                    StatusCode::BAD_REQUEST,
+                    "\"Waiting more than\" takes a whole number of seconds.",
+                )
+            })?;
+            Some(now_ms().saturating_sub(secs.saturating_mul(1000)))
+        }
+        None => None,
+    };
+    Ok(PendingFilter {
+        agent_id: ListQuery::get(&query.agent),
+        tool: ListQuery::get(&query.tool),
+        kind: ListQuery::get(&query.kind),
+        older_than_ms,
+        undecided_only: true,
+        after: ListQuery::get(&query.after),
+        limit: app.inbox.page_size,
+        ..PendingFilter::default()
+    })
+}
+
+async fn list(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQuery>) -> Response {
+    let csrf = match ctx.user() {
+        Ok((_, _, csrf)) => csrf.to_owned(),
+        Err(response) => return response,
+    };
+    let filter = match filter_of(&app, &query) {
+        Ok(filter) => filter,
+        Err(refusal) => return refusal.page(&ctx, Some(&format!("{}/", ctx.base))),
+    };
+    match app.inbox.runs.pending(&filter).await {
+        Ok(page) => {
+            let body = pages::list(
+                &page.items,
+                page.next.as_deref(),
+                &query,
+                &ctx.base,
+                &csrf,
+                now_ms(),
+            );
+            html(&ctx, StatusCode::OK, "Waiting for a decision", &body)
+        }
+        Err(error) => Refusal::store(error).page(&ctx, None),
+    }
+}
+
+async fn events(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQuery>) -> Response {
+    if ctx.signed_in.is_none() {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    let Ok(permit) = app.streams.clone().try_acquire_owned() else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "10")],
+            "too many event streams are open",
+        )
+            .into_response();
+    };
+    let mut filter = match filter_of(
+        &app,
+        &ListQuery {
+            after: None,
+            ..query
+        },
+    ) {
+        Ok(filter) => filter,
+        Err(refusal) => return refusal.status.into_response(),
+    };
+    filter.limit = filter.limit.max(100);
+    struct Poll {
+        app: Shared,
+        filter: PendingFilter,
+        base: String,
+        seen: HashSet<(String, String, u64)>,
+        queue: std::collections::VecDeque<Event>,
+        first: bool,
+        _permit: tokio::sync::OwnedSemaphorePermit,
+    }
+    let state = Poll {
+        app: app.clone(),
+        filter,
+        base: ctx.base.clone(),
+        seen: HashSet::new(),
+        queue: Default::default(),
+        first: true,
+        _permit: permit,
+    };
+    let stream = futures::stream::unfold(state, |mut poll| async move {
+        loop {
+            if let Some(event) = poll.queue.pop_front() {
+                return Some((Ok::<Event, Infallible>(event), poll));
+            }
+            if !poll.first {
+                tokio::time::sleep(poll.app.inbox.poll_interval).await;
+            }
+            poll.first = false;
+            let Ok(page) = poll.app.inbox.runs.pending(&poll.filter).await else {
+                continue;
+            };
+            let now = now_ms();
+            let mut seen = HashSet::with_capacity(page.items.len());
+            // Oldest first: the page inserts each at the top, so the newest ends up first.
+            for row in page.items.iter().rev() {
+                let key = (row.run_id.clone(), row.call_id.clone(), row.version);
+                if !poll.seen.contains(&key) {
+                    let li = pages::item_li(row, &poll.base, now);
+                    poll.queue
+                        .push_back(Event::default().event("pending").data(li));
+                }
+                seen.insert(key);
+            }
+            poll.seen = seen;
+        }
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+async fn item(
+    State(app): State<Shared>,
+    ctx: Ctx,
+    Path((run, call)): Path<(String, String)>,
+) -> Response {
+    let (user, csrf) = match ctx.user() {
+        Ok((_, user, csrf)) => (user.clone(), csrf.to_owned()),
+        Err(response) => return response,
+    };
+    let row = match app.inbox.row(&run, &call).await {
+        Ok(Some(row)) => row,
+        Ok(None) => {
+            let mut refusal = app.inbox.gone(&run, &call).await;
+            refusal.status = StatusCode::NOT_FOUND;
+            return refusal.page(&ctx, Some(&format!("{}/", ctx.base)));
+        }
+        Err(refusal) => return refusal.page(&ctx, None),
+    };
+    let stored = app.inbox.runs.load(&run).await.ok();
+    let description = app
+        .inbox
+        .agents
+        .get(&row.agent_id)
+        .and_then(|a| a.agent().tools().iter().find(|t| t.id() == row.tool))
+        .map(|t| t.description().to_owned());
+    let view = ItemView {
+        row: &row,
+        description: description.as_deref(),
+        messages: stored.as_ref().map(|s| s.state.messages()),
+    };
+    let may = app.inbox.may_decide(&user, &row.tool);
+    let body = pages::item(&view, &ctx.base, &csrf, may, now_ms());
+    html(&ctx, StatusCode::OK, &format!("{} waits", row.tool), &body)
+}
+
+async fn decide_form(
+    State(app): State<Shared>,
+    ctx: Ctx,
+    Path((run, call)): Path<(String, String)>,
+    Form(fields): Form<Fields>,
+) -> Response {
+    let user = match ctx.posted(&app, &fields) {
+        Ok(user) => user.clone(),
+        Err(response) => return response,
+    };
+    let back = pages::item_path(&ctx.base, &run, &call);
+    let shown = Shown {
+        run,
+        call,
+        version: fields
+            .get("version")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+        digest: fields.get("digest").unwrap_or_default().to_owned(),
+    };
+    let result = match Choice::from_form(&fields) {
+        Ok(choice) => app.inbox.decide(&user, shown, choice).await,
+        Err(refusal) => Err(refusal),
+    };
+    match result {
+        Ok(()) => see_other(&format!("{}/?flash=decided", ctx.base), None),
+        Err(refusal) => refusal.page(&ctx, Some(&back)),
+    }
+}
+
+/// `run/call/version/digest`, the ids percent-encoded.
+fn parse_item(value: &str) -> Option<Shown> {
+    let mut parts = value.split('/');
+    let (run, call, version, digest) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    Some(Shown {
+        run: unpct(run)?,
+        call: unpct(call)?,
+        version: version.parse().ok()?,
+        digest: digest.to_owned(),
+    })
+}
+
+async fn batch(State(app): State<Shared>, ctx: Ctx, Form(fields): Form<Fields>) -> Response {
+    let user = match ctx.posted(&app, &fields) {
+        Ok(user) => user.clone(),
+        Err(response) => return response,
+    };
+    let message = fields.get("message").unwrap_or_default().to_owned();
+    let action = fields.get("action").unwrap_or_default();
+    if action != "approve" && action != "reject" {
+        return Refusal::unprocessable("A batch either approves or rejects.")
+            .page(&ctx, Some(&format!("{}/", ctx.base)));
+    }
+    let mut body = String::from("<ul id=\"batch-results\">");
+    let mut any = false;
+    for value in fields.all("item") {
+        any = true;
+        let choice = if action == "approve" {
+            Choice::Approve
+        } else {
+            Choice::Reject(message.clone())
+        };
+        let (label, result) = match parse_item(value) {
+            Some(shown) => {
+                let label = format!("{} / {}", shown.run, shown.call);
+                (label, app.inbox.decide(&user, shown, choice).await)
+            }
+            None => (
+                value.to_owned(),
+                Err(Refusal::new(
+                    StatusCode::BAD_REQUEST,
+                    "Not an item of this inbox.",
+                )),
+            ),
+        };
+        let (class, text) = match result {
+            Ok(()) => ("ok", format!("{action}d")),
+            Err(refusal) => ("error", refusal.message),
+        };
+        body.push_str(&format!(
+            "<li class=\"batch-result {class}\"><code>{}</code>: {}</li>",
+            escape(&label),
+            escape(&text)
+        ));
+    }
+    if !any {
+        body.push_str("<li class=\"batch-result error\">No item was selected.</li>");
+    }
+    body.push_str(&format!(
+        "</ul><p><a id=\"back\" href=\"{}/\">Back to the list</a></p>",
+        escape(&ctx.base)
+    ));
+    html(&ctx, StatusCode::OK, "Batch decision", &body)
+}
+
+#[derive(serde::Deserialize)]
+struct AuditQuery {
+    after: Option<String>,
+}
+
+async fn audit(State(app): State<Shared>, ctx: Ctx, Query(query): Query<AuditQuery>) -> Response {
+    if let Err(response) = ctx.user() {
+        return response;
+    }
+    let filter = AuditFilter {
+        after: query.after.filter(|a| !a.is_empty()),
+        limit: app.inbox.page_size,
+        ..AuditFilter::default()
+    };
+    let page = match app.inbox.runs.audit(&filter).await {
+        Ok(page) => page,
+        Err(error) => return Refusal::store(error).page(&ctx, None),
+    };
+    let mut views = Vec::with_capacity(page.items.len());
+    let mut runs = HashMap::new();
+    for row in &page.items {
+        let mut before = None;
+        if row.decision.contains("\"approve_with_arguments\"") {
+            if !runs.contains_key(&row.run_id) {
+                let stored = app.inbox.runs.load(&row.run_id).await.ok();
+                runs.insert(row.run_id.clone(), stored);
+            }
+            before = runs
+                .get(&row.run_id)
+                .and_then(Option::as_ref)
+                .and_then(|stored| arguments_shown(stored.state.messages(), &row.call_id));
+        }
+        views.push(AuditView { row, before });
+    }
+    let body = pages::audit(&views, page.next.as_deref(), &ctx.base);
+    html(&ctx, StatusCode::OK, "Audit log", &body)
+}
+
+/// The arguments the model sent for a call, pretty-printed: what an edit started from.
+fn arguments_shown(messages: &[Message], call_id: &str) -> Option<String> {
+    messages.iter().rev().find_map(|m| match m {
+        Message::Assistant { tool_calls, .. } => tool_calls
+            .iter()
+            .find(|c| c.id == call_id)
+            .map(|c| pretty(&c.arguments)),
+        _ => None,
+    })
+}
+
+/// A link's call, checked: signed, not expired, still waiting as the link was made.
+async fn checked_link(app: &App, token: &str) -> Result<(Link, PendingRow), Refusal> {
+    let link = Link::read(&app.inbox.keys, token)
+        .ok_or_else(|| Refusal::forbidden("This link is not one this inbox signed."))?;
+    if link.expires <= now_secs() {
+        return Err(Refusal::new(StatusCode::GONE, "This link has expired."));
+    }
+    let Some(row) = app.inbox.row(&link.run, &link.call).await? else {
+        return Err(app.inbox.gone(&link.run, &link.call).await);
+    };
+    if let Some(by) = &row.decided_by {
+        return Err(Refusal::conflict(format!(
+            "This call was already decided by {by}."
+        )));
+    }
+    if row.version != link.version || row.digest != link.digest {
+        return Err(Refusal::conflict(
+            "The call changed since this link was made, so the link no longer applies.",
+        ));
+    }
+    Ok((link, row))
+}
+
+async fn link_page(State(app): State<Shared>, ctx: Ctx, Path(token): Path<String>) -> Response {
+    match checked_link(&app, &token).await {
+        Ok((link, row)) => {
+            let url = format!("{}/link/{token}", ctx.base);
+            let body = pages::confirm(&row, link.action.as_str(), &link.user, &url);
+            html(&ctx, StatusCode::OK, "Confirm", &body)
+        }
+        Err(refusal) => refusal.page(&ctx, None),
+    }
+}
+
+async fn link_confirm(State(app): State<Shared>, ctx: Ctx, Path(token): Path<String>) -> Response {
+    let (link, _) = match checked_link(&app, &token).await {
+        Ok(checked) => checked,
+        Err(refusal) => return refusal.page(&ctx, None),
+    };
+    let Some(user) = app.inbox.names.get(&link.user).cloned() else {
+        return Refusal::forbidden("This link's person may no longer decide.").page(&ctx, None);
+    };
+    let choice = match link.action {
+        LinkAction::Approve => Choice::Approve,
+        LinkAction::Reject => Choice::Reject(String::new()),
+    };
+    let shown = Shown {
+        run: link.run,
+        call: link.call,
+        version: link.version,
+        digest: link.digest,
+    };
+    match app.inbox.decide(&user, shown, choice).await {
+        Ok(()) => {
+            let body = format!(
+                "<p id=\"flash\" class=\"ok\" role=\"status\">Done: {} recorded for {}.</p>",
+                link.action.as_str(),
+                escape(user.name())
+            );
+            html(&ctx, StatusCode::OK, "Decision recorded", &body)
+        }
+        Err(refusal) => refusal.page(&ctx, None),
+    }
+}
