@@ -4,6 +4,7 @@
 
 mod aimock;
 mod browser;
+mod inbox_browser;
 mod llama;
 mod mcp_client;
 mod postgres;
