@@ -436,7 +436,12 @@ async fn inbox_edit_invalid_then_valid_arguments() {
         goto(client, &world.url("/audit")).await;
         let row = text(client, "table#audit > tbody > tr").await;
         assert!(row.contains("alice"), "who: {row}");
-        assert!(row.contains("staging") && row.contains("production"), "the diff: {row}");
+        let before = text(client, "table#audit > tbody > tr pre.before").await;
+        let after = text(client, "table#audit > tbody > tr pre.after").await;
+        assert!(
+            before.contains("staging") && after.contains("production"),
+            "the audit shows the arguments before the edit and after it: before {before:?}, after {after:?}"
+        );
     })
     .await;
 }
@@ -601,35 +606,67 @@ async fn inbox_viewer_sees_no_buttons_and_a_forged_post_is_forbidden() {
         let client = &clients[0];
         sign_in(client, &world, "victor-token").await;
         find(client, &item_css(&run, "call_1")).await;
-        assert!(find_all(client, "button#batch-approve, button#batch-reject").await.is_empty());
         goto(client, &world.item(&run, "call_1")).await;
         find(client, "pre#arguments").await;
         assert!(
             find_all(client, "form.decide, button[name=action]").await.is_empty(),
-            "a viewer sees no decision buttons"
+            "a viewer sees no decision buttons on an item"
         );
 
-        // A post forged from the viewer's own session, with its CSRF token (from any form the page
-        // has, e.g. sign-out) and the row's version and digest: forbidden, nothing recorded.
+        // Posts forged from the viewer's own session, with a CSRF token of that session when any
+        // page has one (so that the role, not the token, is what refuses them) and the row's
+        // version and digest: forbidden, nothing recorded.
         let row = world.row(&run, "call_1").await;
         let version = world.load(&run).await.version;
+        let item_path = format!("/runs/{run}/calls/call_1");
+        let item_value = format!("{run}/call_1/{}/{}", row.version, row.digest);
+        goto(client, &world.url("/")).await;
+        find(client, "ul#items").await;
         let answer = client
             .execute_async(
-                "const [version, digest, done] = arguments; \
-                 const csrf = document.querySelector('input[name=csrf]'); \
-                 const body = new URLSearchParams({version, digest, action: 'approve', \
-                     csrf: csrf ? csrf.value : ''}); \
-                 fetch(location.pathname, {method: 'POST', body, credentials: 'same-origin', \
-                     redirect: 'manual'}) \
-                   .then(r => done({status: r.status, csrf: !!csrf}), e => done({error: String(e)}));",
-                vec![json!(row.version.to_string()), json!(row.digest)],
+                "const [path, version, digest, item, done] = arguments; \
+                 const input = document.querySelector('input[name=csrf]'); \
+                 const csrf = input ? input.value : ''; \
+                 const post = (url, fields) => fetch(url, {method: 'POST', \
+                     body: new URLSearchParams(fields), credentials: 'same-origin', \
+                     redirect: 'manual'}).then(r => r.text().then(body => ({status: r.status, \
+                     ok: body.includes('batch-result ok'), \
+                     refused: body.includes('batch-result error')}))); \
+                 Promise.all([ \
+                   post(path, {csrf, version, digest, action: 'approve'}), \
+                   post('/batch', {csrf, action: 'approve', message: '', item}), \
+                 ]).then(([decide, batch]) => done({decide, batch, csrf: csrf !== ''}), \
+                         e => done({error: String(e)}));",
+                vec![
+                    json!(item_path),
+                    json!(row.version.to_string()),
+                    json!(row.digest),
+                    json!(item_value),
+                ],
             )
             .await
             .unwrap();
-        assert_eq!(answer["status"], json!(403), "a viewer's forged post: {answer}");
+        assert_eq!(answer["decide"]["status"], json!(403), "a viewer's forged decision: {answer}");
+        // A batch reports per item: refused as a whole (403) or every item refused.
+        let batch = &answer["batch"];
+        assert!(
+            batch["status"] == json!(403)
+                || (batch["refused"] == json!(true) && batch["ok"] == json!(false)),
+            "a viewer's forged batch: {answer}"
+        );
         assert_eq!(world.row(&run, "call_1").await, row, "nothing recorded");
         assert_eq!(world.load(&run).await.version, version);
         assert_eq!(world.audit_len().await, 0);
+
+        // Nor batch buttons on the list.
+        goto(client, &world.url("/")).await;
+        find(client, "ul#items").await;
+        assert!(
+            find_all(client, "button#batch-approve, button#batch-reject")
+                .await
+                .is_empty(),
+            "a viewer sees no batch decision buttons on the list"
+        );
     })
     .await;
 }
