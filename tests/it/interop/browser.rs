@@ -107,7 +107,11 @@ pub async fn find_all(client: &Client, css: &str) -> Vec<Element> {
 
 /// The text of the first element matching `css`, waited for.
 pub async fn text(client: &Client, css: &str) -> String {
-    find(client, css).await.text().await.expect("an element's text")
+    find(client, css)
+        .await
+        .text()
+        .await
+        .expect("an element's text")
 }
 
 /// Opens `url` in the browser.
@@ -229,7 +233,11 @@ async fn browser_posts_a_form_to_a_page_served_in_process() {
             .unwrap();
         find(client, "#send").await.click().await.unwrap();
         assert_eq!(text(client, "#got").await, "hello <b>");
-        assert_eq!(status(client).await, 409, "the status of the posted form's answer");
+        assert_eq!(
+            status(client).await,
+            409,
+            "the status of the posted form's answer"
+        );
         let png = client.screenshot().await.expect("a screenshot");
         assert!(png.starts_with(b"\x89PNG"), "a screenshot is a PNG");
     })

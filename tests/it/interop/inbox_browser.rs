@@ -25,7 +25,7 @@ use phaseo_agent::{
 };
 
 use super::browser::{
-    body_text, eventually, find, find_all, goto, path, serve, status, text, with_browsers,
+    body_text, eventually, find, find_all, goto, path, serve, status, text, url, with_browsers,
 };
 use crate::durable_processes::scratch;
 
@@ -81,10 +81,7 @@ impl Model for Release {
         &'a self,
         request: &'a ModelRequest<'a>,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        self.asked
-            .lock()
-            .unwrap()
-            .push(request.messages.to_vec());
+        self.asked.lock().unwrap().push(request.messages.to_vec());
         let input = request
             .messages
             .iter()
@@ -137,6 +134,11 @@ struct World {
 
 impl World {
     async fn new(name: &str) -> World {
+        World::mounted(name, "").await
+    }
+
+    /// The inbox nested under `prefix` (`""`: at the root) of the server's router.
+    async fn mounted(name: &str, prefix: &str) -> World {
         let dir = scratch(&format!("inbox-{name}"));
         let store = SqliteStore::open(dir.join("runs.db"))
             .await
@@ -158,7 +160,12 @@ impl World {
             .user("bob-token", User::approver("bob"))
             .user("victor-token", User::viewer("victor"))
             .user("root-token", User::admin("root"));
-        let base = serve(inbox.router()).await;
+        let app = if prefix.is_empty() {
+            inbox.router()
+        } else {
+            axum::Router::new().nest(prefix, inbox.router())
+        };
+        let base = format!("{}{prefix}", serve(app).await);
         World {
             base,
             runs,
@@ -234,7 +241,11 @@ async fn sign_in(client: &Client, world: &World, token: &str) {
         .unwrap();
     find(client, "button#sign-in").await.click().await.unwrap();
     find(client, "ul#items, p#empty").await;
-    assert_eq!(path(client).await, "/", "signing in leads to the list");
+    assert_eq!(
+        url(client).await.trim_end_matches('/'),
+        world.base,
+        "signing in leads to the list"
+    );
 }
 
 /// Types `value` into the field `css`, replacing what it held.
@@ -312,10 +323,19 @@ async fn inbox_approve() {
         let client = &clients[0];
         sign_in(client, &world, "alice-token").await;
         let items = find_all(client, "ul#items > li.item").await;
-        assert_eq!(items.len(), 3, "three runs wait: {}", body_text(client).await);
+        assert_eq!(
+            items.len(),
+            3,
+            "three runs wait: {}",
+            body_text(client).await
+        );
         // Newest first.
         let first = items[0].attr("data-run").await.unwrap();
-        assert_ne!(first.as_deref(), Some(staging.as_str()), "the oldest run is not first");
+        assert_ne!(
+            first.as_deref(),
+            Some(staging.as_str()),
+            "the oldest run is not first"
+        );
         save_screenshot(&client.screenshot().await.unwrap(), "inbox-list.png");
 
         find(client, &format!("{} a.open", item_css(&staging, "call_1")))
@@ -324,11 +344,19 @@ async fn inbox_approve() {
             .await
             .unwrap();
         assert_eq!(text(client, "#tool").await, "deploy");
-        assert!(text(client, "#description").await.contains("Deploy the current build"));
+        assert!(
+            text(client, "#description")
+                .await
+                .contains("Deploy the current build")
+        );
         let shown: Value = serde_json::from_str(&text(client, "pre#arguments").await)
             .expect("the arguments, as JSON");
         assert_eq!(shown, json!({"env": "staging"}));
-        assert!(text(client, "#conversation").await.contains("deploy staging"));
+        assert!(
+            text(client, "#conversation")
+                .await
+                .contains("deploy staging")
+        );
         find(client, "#since").await;
         find(client, "#kind").await;
         save_screenshot(&client.screenshot().await.unwrap(), "inbox-item.png");
@@ -343,13 +371,25 @@ async fn inbox_approve() {
             Some(r#"Done: {"deployed":"staging"}"#),
             "the approved call ran and the model's next turn followed"
         );
-        let audit = world.runs.audit(&AuditFilter::default()).await.unwrap().items;
+        let audit = world
+            .runs
+            .audit(&AuditFilter::default())
+            .await
+            .unwrap()
+            .items;
         assert_eq!(audit.len(), 1);
-        assert_eq!((audit[0].by.as_str(), audit[0].call_id.as_str()), ("alice", "call_1"));
+        assert_eq!(
+            (audit[0].by.as_str(), audit[0].call_id.as_str()),
+            ("alice", "call_1")
+        );
         // The decided item has left the list.
         goto(client, &world.url("/")).await;
         find(client, "ul#items").await;
-        assert!(find_all(client, &item_css(&staging, "call_1")).await.is_empty());
+        assert!(
+            find_all(client, &item_css(&staging, "call_1"))
+                .await
+                .is_empty()
+        );
         assert_eq!(find_all(client, "ul#items > li.item").await.len(), 2);
     })
     .await;
@@ -468,12 +508,22 @@ async fn inbox_batch_approve_two_items() {
         }
         click(client, "button#batch-approve").await;
         find(client, "li.batch-result").await;
-        assert_eq!(find_all(client, "li.batch-result.ok").await.len(), 2, "{}", body_text(client).await);
+        assert_eq!(
+            find_all(client, "li.batch-result.ok").await.len(),
+            2,
+            "{}",
+            body_text(client).await
+        );
         assert!(find_all(client, "li.batch-result.error").await.is_empty());
 
         for run in [&one, &two] {
             let done = world.completed(run).await;
-            assert!(done.state.output().unwrap().starts_with("Done: {\"deployed\""));
+            assert!(
+                done.state
+                    .output()
+                    .unwrap()
+                    .starts_with("Done: {\"deployed\"")
+            );
         }
         assert_eq!(world.audit_len().await, 2);
     })
@@ -502,7 +552,11 @@ async fn inbox_two_browsers_race_on_one_item() {
         for client in [alice, bob] {
             find(client, "#flash.ok, .error").await;
             let ok = !find_all(client, "#flash.ok").await.is_empty();
-            let error = if ok { String::new() } else { refusal(client).await.1 };
+            let error = if ok {
+                String::new()
+            } else {
+                refusal(client).await.1
+            };
             let code = status(client).await;
             outcomes.push((ok, code, error));
         }
@@ -510,12 +564,18 @@ async fn inbox_two_browsers_race_on_one_item() {
         assert_eq!(winners, 1, "exactly one decision wins: {outcomes:?}");
         let (_, code, error) = outcomes.iter().find(|(ok, ..)| !ok).unwrap();
         assert_eq!(*code, 409, "the other is refused: {error}");
-        assert!(error.contains("already decided"), "the other is told: {error}");
+        assert!(
+            error.contains("already decided"),
+            "the other is told: {error}"
+        );
 
         assert_eq!(world.audit_len().await, 1, "one decision recorded");
         let done = world.completed(&run).await;
         let approved = done.state.tool_result("call_1") == Some(r#"{"deployed":"production"}"#);
-        assert_eq!(approved, outcomes[0].0, "the run followed the winner's decision");
+        assert_eq!(
+            approved, outcomes[0].0,
+            "the run followed the winner's decision"
+        );
     })
     .await;
 }
@@ -538,7 +598,11 @@ async fn inbox_stale_page_refused() {
             .decide(&shown, Decision::Approve, "carol")
             .await
             .unwrap();
-        world.agent.resume_decided(&run).await.expect("the run resumes");
+        world
+            .agent
+            .resume_decided(&run)
+            .await
+            .expect("the run resumes");
         let next = world.row(&run, "call_2").await;
         let version = world.load(&run).await.version;
         assert!(version > shown.version);
@@ -609,7 +673,9 @@ async fn inbox_viewer_sees_no_buttons_and_a_forged_post_is_forbidden() {
         goto(client, &world.item(&run, "call_1")).await;
         find(client, "pre#arguments").await;
         assert!(
-            find_all(client, "form.decide, button[name=action]").await.is_empty(),
+            find_all(client, "form.decide, button[name=action]")
+                .await
+                .is_empty(),
             "a viewer sees no decision buttons on an item"
         );
 
@@ -646,7 +712,11 @@ async fn inbox_viewer_sees_no_buttons_and_a_forged_post_is_forbidden() {
             )
             .await
             .unwrap();
-        assert_eq!(answer["decide"]["status"], json!(403), "a viewer's forged decision: {answer}");
+        assert_eq!(
+            answer["decide"]["status"],
+            json!(403),
+            "a viewer's forged decision: {answer}"
+        );
         // A batch reports per item: refused as a whole (403) or every item refused.
         let batch = &answer["batch"];
         assert!(
@@ -679,7 +749,12 @@ async fn inbox_signed_link_works_once() {
     let row = world.row(&run, "call_1").await;
     let link = world
         .inbox
-        .signed_link(&row, LinkAction::Approve, "alice", Duration::from_secs(3600))
+        .signed_link(
+            &row,
+            LinkAction::Approve,
+            "alice",
+            Duration::from_secs(3600),
+        )
         .expect("a signed link");
     with_browsers(1, |clients| async move {
         // No session: the link alone.
@@ -690,12 +765,21 @@ async fn inbox_signed_link_works_once() {
         // Opening it decided nothing (a mail scanner's prefetch must not approve).
         goto(client, &world.url(&link)).await;
         find(client, "form#confirm").await;
-        assert_eq!(world.row(&run, "call_1").await, row, "a GET decides nothing");
+        assert_eq!(
+            world.row(&run, "call_1").await,
+            row,
+            "a GET decides nothing"
+        );
 
         click(client, "button#confirm").await;
         let done = world.completed(&run).await;
         assert_eq!(done.state.output(), Some(r#"Done: {"deployed":"staging"}"#));
-        let audit = world.runs.audit(&AuditFilter::default()).await.unwrap().items;
+        let audit = world
+            .runs
+            .audit(&AuditFilter::default())
+            .await
+            .unwrap()
+            .items;
         assert_eq!(audit.len(), 1);
         assert_eq!(audit[0].by, "alice");
 
@@ -747,6 +831,36 @@ async fn inbox_new_items_appear_without_a_reload() {
             Some(second.as_str()),
             "the newest first"
         );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromedriver: run by interop/run.sh"]
+async fn inbox_mounted_under_a_prefix() {
+    let world = World::mounted("prefix", "/ops/inbox").await;
+    let run = world.start("deploy staging").await;
+    with_browsers(1, |clients| async move {
+        let client = &clients[0];
+        // Without a session: to the prefixed login form, not the server's root.
+        goto(client, &world.base).await;
+        find(client, "input[name=token]").await;
+        assert_eq!(path(client).await, "/ops/inbox/login");
+        sign_in(client, &world, "alice-token").await;
+        find(client, &format!("{} a.open", item_css(&run, "call_1")))
+            .await
+            .click()
+            .await
+            .unwrap();
+        assert_eq!(
+            path(client).await,
+            format!("/ops/inbox/runs/{run}/calls/call_1")
+        );
+        click(client, "#approve").await;
+        find(client, "#flash.ok").await;
+        assert_eq!(path(client).await.trim_end_matches('/'), "/ops/inbox");
+        let done = world.completed(&run).await;
+        assert_eq!(done.state.output(), Some(r#"Done: {"deployed":"staging"}"#));
     })
     .await;
 }
