@@ -155,7 +155,7 @@ impl World {
         );
         let inbox = Inbox::new(runs.clone())
             .agent(agent.clone())
-            .secret(b"interop-inbox-secret-0123456789abcdef".to_vec())
+            .secret(b"interop-inbox-secret-0123456789abcdef")
             .user("alice-token", User::approver("alice"))
             .user("bob-token", User::approver("bob"))
             .user("victor-token", User::viewer("victor"))
