@@ -25,6 +25,8 @@ mod fuzz_corpus;
 mod hostile_input;
 mod hostile_state;
 mod hostile_tools;
+#[cfg(feature = "inbox")]
+mod inbox;
 mod interactive;
 // Public, so that clippy and `missing_docs` see its tools as a user's exported API.
 pub mod lints;

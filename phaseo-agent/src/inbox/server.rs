@@ -15,15 +15,15 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
 use crate::error::{AgentError, StoreError};
 use crate::inbox::auth::{Keys, Link, LinkAction, Role, Session, User, token_key};
-use crate::inbox::html::{SCRIPT, STYLE, escape, page, pretty, unpct};
+use crate::inbox::html::{SCRIPT, STYLE, escape, hex, page, unpct};
 use crate::inbox::pages::{self, Action, AuditView, ItemView, ListQuery};
-use crate::model::message::Message;
 use crate::run::state::Decision;
-use crate::store::backend::{AuditFilter, PendingFilter, PendingRow};
+use crate::store::backend::{AuditFilter, LoadedRun, PendingFilter, PendingRow};
 use crate::store::runs::{DurableAgent, Runs};
 
 /// The cookie that carries a session.
@@ -249,6 +249,24 @@ impl Inbox {
     /// ```
     pub async fn serve(&self, addr: impl tokio::net::ToSocketAddrs) -> std::io::Result<()> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
+        self.serve_listener(listener).await
+    }
+
+    /// Serves the inbox alone on a listener already bound (port 0 picks a free port; read it
+    /// with `local_addr` before handing the listener over).
+    ///
+    /// ```no_run
+    /// # use phaseo_agent::inbox::{Inbox, User};
+    /// # use phaseo_agent::store::{MemoryStore, Runs};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let inbox = Inbox::new(Runs::new(MemoryStore::new())).user("alice-token", User::admin("alice"));
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// println!("http://{}/", listener.local_addr()?);
+    /// inbox.serve_listener(listener).await
+    /// # }
+    /// ```
+    pub async fn serve_listener(&self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
         axum::serve(listener, self.router()).await
     }
 
@@ -1037,18 +1055,18 @@ async fn audit(State(app): State<Shared>, ctx: Ctx, Query(query): Query<AuditQue
         Err(error) => return Refusal::store(error).page(&ctx, None),
     };
     let mut views = Vec::with_capacity(page.items.len());
-    let mut runs = HashMap::new();
+    let mut journals = HashMap::new();
     for row in &page.items {
         let mut before = None;
         if row.decision.contains("\"approve_with_arguments\"") {
-            if !runs.contains_key(&row.run_id) {
-                let stored = app.inbox.runs.load(&row.run_id).await.ok();
-                runs.insert(row.run_id.clone(), stored);
+            if !journals.contains_key(&row.run_id) {
+                let loaded = app.inbox.runs.store().load(&row.run_id).await.ok();
+                journals.insert(row.run_id.clone(), loaded);
             }
-            before = runs
+            before = journals
                 .get(&row.run_id)
                 .and_then(Option::as_ref)
-                .and_then(|stored| arguments_shown(stored.state.messages(), &row.call_id));
+                .and_then(|loaded| arguments_shown(loaded, &row.digest));
         }
         views.push(AuditView { row, before });
     }
@@ -1056,15 +1074,49 @@ async fn audit(State(app): State<Shared>, ctx: Ctx, Query(query): Query<AuditQue
     html(&ctx, StatusCode::OK, "Audit log", &body)
 }
 
-/// The arguments the model sent for a call, pretty-printed: what an edit started from.
-fn arguments_shown(messages: &[Message], call_id: &str) -> Option<String> {
-    messages.iter().rev().find_map(|m| match m {
-        Message::Assistant { tool_calls, .. } => tool_calls
-            .iter()
-            .find(|c| c.id == call_id)
-            .map(|c| pretty(&c.arguments)),
+/// The arguments a decision was made on (those whose digest it names), pretty-printed: what an
+/// edit started from. The run's conversation shows the call as it ran, edited, so they are looked
+/// up in what the store keeps of the run (its snapshot and the journal entries after it), by
+/// digest: any `arguments` there whose canonical JSON has that digest. `None` once the run is
+/// pruned, or compacted past the pause.
+fn arguments_shown(loaded: &LoadedRun, digest: &str) -> Option<String> {
+    let bodies = loaded
+        .snapshot
+        .iter()
+        .map(|s| s.body.as_str())
+        .chain(loaded.rows.iter().map(|r| r.body.as_str()));
+    bodies
+        .filter_map(|body| serde_json::from_str::<Value>(body).ok())
+        .find_map(|value| with_digest(&value, digest, 0))
+        .and_then(|found| serde_json::to_string_pretty(&found).ok())
+}
+
+fn with_digest(value: &Value, digest: &str, depth: usize) -> Option<Value> {
+    if depth > 64 {
+        return None;
+    }
+    match value {
+        Value::Object(map) => {
+            if let Some(arguments) = map.get("arguments") {
+                let candidate = match arguments {
+                    Value::String(text) => serde_json::from_str(text).ok(),
+                    other => Some(other.clone()),
+                };
+                if let Some(candidate) = candidate
+                    && hex(&Sha256::digest(candidate.to_string().as_bytes())) == digest
+                {
+                    return Some(candidate);
+                }
+            }
+            map.values().find_map(|v| with_digest(v, digest, depth + 1))
+        }
+        Value::Array(items) => items.iter().find_map(|v| with_digest(v, digest, depth + 1)),
+        // A state kept as JSON text inside an entry.
+        Value::String(text) if text.starts_with('{') => serde_json::from_str::<Value>(text)
+            .ok()
+            .and_then(|inner| with_digest(&inner, digest, depth + 1)),
         _ => None,
-    })
+    }
 }
 
 /// A link's call, checked: signed, not expired, still waiting as the link was made.

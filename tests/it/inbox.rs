@@ -1,0 +1,930 @@
+//! The approval inbox over HTTP, on loopback: sign-in, the list, decisions and every refusal the
+//! inbox promises (a stale page, other arguments, a second decision, an edit the schema refuses,
+//! a viewer, a form without its CSRF token, a link used twice or expired), a run resumed after its
+//! last decision whose next model turn reads the rejection, and hostile text escaped on every
+//! page. Built with the tests package's `inbox` feature.
+
+use std::time::Duration;
+
+use phaseo_agent::inbox::{Inbox, LinkAction, User};
+use phaseo_agent::serde_json::{Value, json};
+use phaseo_agent::store::{
+    AuditFilter, DurableAgent, MemoryStore, PendingFilter, PendingRow, Runs, StoredStatus,
+};
+use phaseo_agent::{Agent, Message, ScriptedModel, Tool};
+use reqwest::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, LOCATION, SET_COOKIE};
+
+/// A gated tool whose schema allows two environments only.
+fn deploy() -> Tool {
+    let schema = json!({
+        "type": "object",
+        "properties": {"environment": {"enum": ["staging", "production"]}},
+        "required": ["environment"],
+        "additionalProperties": false
+    });
+    Tool::new(
+        "deploy",
+        "Deploy a release to an environment",
+        schema,
+        |v, _| Ok(json!({"deployed": v})),
+    )
+    .require_approval()
+}
+
+/// A gated tool that takes any object.
+fn notify() -> Tool {
+    Tool::new(
+        "notify",
+        "Send a message to the team",
+        json!({"type": "object"}),
+        |v, _| Ok(v),
+    )
+    .require_approval()
+}
+
+struct Fixture {
+    runs: Runs,
+    agent: DurableAgent,
+    model: ScriptedModel,
+    inbox: Inbox,
+    url: String,
+    client: reqwest::Client,
+}
+
+struct Session {
+    cookie: String,
+    csrf: String,
+}
+
+struct Reply {
+    status: u16,
+    body: String,
+    location: Option<String>,
+}
+
+/// Percent-encodes an id as one path segment, as the inbox's links do.
+fn pct(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// The text after `start` up to `end`.
+fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+    let from = text
+        .find(start)
+        .unwrap_or_else(|| panic!("no {start:?} in {text}"))
+        + start.len();
+    let len = text[from..].find(end).expect("an end");
+    &text[from..from + len]
+}
+
+async fn fixture(model: ScriptedModel, configure: impl FnOnce(Inbox) -> Inbox) -> Fixture {
+    let runs = Runs::new(MemoryStore::new());
+    let model = model.record_requests();
+    let agent = Agent::builder("release")
+        .model(model.clone())
+        .tool(deploy())
+        .tool(notify())
+        .build()
+        .unwrap();
+    serve(runs.clone(), runs.attach(agent), model, configure).await
+}
+
+/// The inbox over `runs`, resuming `agent`'s runs, on a free port of loopback.
+async fn serve(
+    runs: Runs,
+    agent: DurableAgent,
+    model: ScriptedModel,
+    configure: impl FnOnce(Inbox) -> Inbox,
+) -> Fixture {
+    let inbox = configure(
+        Inbox::new(runs.clone())
+            .agent(agent.clone())
+            .secret(b"a test secret of thirty-two bytes")
+            .user("alice-token", User::approver("alice"))
+            .user("bob-token", User::approver("bob"))
+            .user("victor-token", User::viewer("victor"))
+            .poll_interval(Duration::from_millis(20)),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let served = inbox.clone();
+    tokio::spawn(async move { served.serve_listener(listener).await });
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    Fixture {
+        runs,
+        agent,
+        model,
+        inbox,
+        url,
+        client,
+    }
+}
+
+impl Fixture {
+    async fn sign_in(&self, token: &str) -> Session {
+        let reply = self
+            .client
+            .post(format!("{}/login", self.url))
+            .form(&[("token", token)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), 303);
+        let set = reply.headers()[SET_COOKIE].to_str().unwrap().to_owned();
+        assert!(
+            set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+            "{set}"
+        );
+        let cookie = set.split(';').next().unwrap().to_owned();
+        let mut session = Session {
+            cookie,
+            csrf: String::new(),
+        };
+        let list = self.get(&session, "/").await;
+        assert_eq!(list.status, 200, "{}", list.body);
+        session.csrf = between(&list.body, "name=\"csrf\" value=\"", "\"").to_owned();
+        session
+    }
+
+    async fn reply(request: reqwest::RequestBuilder) -> Reply {
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let location = response
+            .headers()
+            .get(LOCATION)
+            .map(|l| l.to_str().unwrap().to_owned());
+        let body = response.text().await.unwrap();
+        Reply {
+            status,
+            body,
+            location,
+        }
+    }
+
+    async fn get(&self, session: &Session, path: &str) -> Reply {
+        let request = self
+            .client
+            .get(format!("{}{path}", self.url))
+            .header("cookie", &session.cookie);
+        Fixture::reply(request).await
+    }
+
+    async fn post(&self, session: &Session, path: &str, fields: &[(&str, &str)]) -> Reply {
+        let request = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .header("cookie", &session.cookie)
+            .form(fields);
+        Fixture::reply(request).await
+    }
+
+    /// Decides `row` through its item's form, with the session's CSRF token and what the row
+    /// shows, plus `fields`.
+    async fn decide(&self, session: &Session, row: &PendingRow, fields: &[(&str, &str)]) -> Reply {
+        let version = row.version.to_string();
+        let mut all = vec![
+            ("csrf", session.csrf.as_str()),
+            ("version", version.as_str()),
+            ("digest", row.digest.as_str()),
+        ];
+        all.extend_from_slice(fields);
+        self.post(session, &item_path(row), &all).await
+    }
+
+    async fn waiting(&self) -> Vec<PendingRow> {
+        let filter = PendingFilter {
+            undecided_only: true,
+            ..PendingFilter::default()
+        };
+        self.runs.pending(&filter).await.unwrap().items
+    }
+
+    async fn audit_len(&self) -> usize {
+        self.runs
+            .audit(&AuditFilter::default())
+            .await
+            .unwrap()
+            .items
+            .len()
+    }
+
+    /// Waits until the run is no longer paused, running or in doubt.
+    async fn finished(&self, run_id: &str) -> StoredStatus {
+        for _ in 0..500 {
+            let status = self.runs.load(run_id).await.unwrap().status;
+            if matches!(status, StoredStatus::Completed | StoredStatus::Failed) {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the run did not finish");
+    }
+}
+
+fn item_path(row: &PendingRow) -> String {
+    format!("/runs/{}/calls/{}", pct(&row.run_id), pct(&row.call_id))
+}
+
+fn one_deploy(environment: &str) -> ScriptedModel {
+    ScriptedModel::new()
+        .tool_call("call_1", "deploy", json!({"environment": environment}))
+        .text("Done.")
+}
+
+#[tokio::test]
+async fn pages_need_a_session_and_a_known_token_signs_in() {
+    let f = fixture(one_deploy("staging"), |i| i).await;
+    let anonymous = Session {
+        cookie: String::new(),
+        csrf: String::new(),
+    };
+    for path in ["/", "/audit", "/runs/r/calls/c"] {
+        let reply = f.get(&anonymous, path).await;
+        assert_eq!(
+            (reply.status, reply.location.as_deref()),
+            (303, Some("/login"))
+        );
+    }
+    let forged = Session {
+        cookie: "phaseo_inbox=7b7d.00".into(),
+        csrf: String::new(),
+    };
+    assert_eq!(f.get(&forged, "/").await.status, 303);
+
+    let login = f.get(&anonymous, "/login").await;
+    assert!(login.body.contains("name=\"token\"") && login.body.contains("id=\"sign-in\""));
+    let bad = f.post(&anonymous, "/login", &[("token", "guess")]).await;
+    assert_eq!(bad.status, 401);
+    assert!(bad.body.contains("class=\"error\""));
+
+    let alice = f.sign_in("alice-token").await;
+    assert!(f.get(&alice, "/").await.body.contains("id=\"user\">alice<"));
+}
+
+#[tokio::test]
+async fn every_response_carries_the_security_headers() {
+    let f = fixture(one_deploy("staging"), |i| i).await;
+    let response = f
+        .client
+        .get(format!("{}/login", f.url))
+        .send()
+        .await
+        .unwrap();
+    let headers = response.headers();
+    let csp = headers[CONTENT_SECURITY_POLICY].to_str().unwrap();
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+        "{csp}"
+    );
+    assert_eq!(headers["x-frame-options"], "DENY");
+    assert_eq!(headers["referrer-policy"], "no-referrer");
+    assert_eq!(headers[CACHE_CONTROL], "no-store");
+    let script = f
+        .client
+        .get(format!("{}/static/inbox.js", f.url))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        script.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .contains("javascript")
+    );
+    assert!(script.text().await.unwrap().contains("EventSource"));
+}
+
+#[tokio::test]
+async fn the_list_shows_what_waits_filters_and_pages() {
+    let model = ScriptedModel::new()
+        .tool_call("call_1", "deploy", json!({"environment": "staging"}))
+        .tool_call("call_1", "notify", json!({"text": "hello"}))
+        .tool_call("call_1", "deploy", json!({"environment": "production"}));
+    let f = fixture(model, |i| i.page_size(2)).await;
+    for input in ["one", "two", "three"] {
+        f.agent.run(input).await.unwrap();
+    }
+    let alice = f.sign_in("alice-token").await;
+    let list = f.get(&alice, "/").await.body;
+    assert_eq!(list.matches("<li class=\"item\"").count(), 2);
+    assert!(list.contains("data-kind=\"tool_approval\""));
+    assert!(list.contains("class=\"open\""));
+    let next = between(&list, "id=\"next\" href=\"", "\"").replace("&amp;", "&");
+    let rest = f.get(&alice, &next).await.body;
+    assert_eq!(rest.matches("<li class=\"item\"").count(), 1);
+    assert!(!rest.contains("id=\"next\""));
+
+    let deploys = f.get(&alice, "/?tool=deploy").await.body;
+    assert_eq!(deploys.matches("data-tool=\"deploy\"").count(), 2);
+    assert!(!deploys.contains("data-tool=\"notify\""));
+    let none = f.get(&alice, "/?kind=hitl").await.body;
+    assert!(none.contains("id=\"empty\""));
+    let old = f.get(&alice, "/?older_than=3600").await.body;
+    assert!(old.contains("id=\"empty\""));
+    assert_eq!(f.get(&alice, "/?older_than=soon").await.status, 400);
+
+    let row = &f.waiting().await[0];
+    let item = f.get(&alice, &item_path(row)).await.body;
+    for id in [
+        "id=\"tool\"",
+        "id=\"description\"",
+        "id=\"arguments\"",
+        "id=\"conversation\"",
+        "id=\"since\"",
+        "id=\"kind\"",
+        "id=\"approve\"",
+        "id=\"approve-always\"",
+        "id=\"reject\"",
+        "id=\"edit\"",
+    ] {
+        assert!(item.contains(id), "{id} in {item}");
+    }
+}
+
+#[tokio::test]
+async fn an_approval_resumes_the_run_to_its_end() {
+    let f = fixture(one_deploy("staging"), |i| i).await;
+    let run_id = f
+        .agent
+        .run("Deploy")
+        .await
+        .unwrap()
+        .state
+        .run_id()
+        .to_owned();
+    let alice = f.sign_in("alice-token").await;
+    let row = f.waiting().await.remove(0);
+    let reply = f.decide(&alice, &row, &[("action", "approve")]).await;
+    assert_eq!(
+        (reply.status, reply.location.as_deref()),
+        (303, Some("/?flash=decided"))
+    );
+    assert!(
+        f.get(&alice, "/?flash=decided")
+            .await
+            .body
+            .contains("id=\"flash\" class=\"ok\"")
+    );
+    assert_eq!(f.finished(&run_id).await, StoredStatus::Completed);
+    assert_eq!(
+        f.runs.load(&run_id).await.unwrap().state.output(),
+        Some("Done.")
+    );
+}
+
+#[tokio::test]
+async fn a_rejection_is_read_by_the_models_next_turn() {
+    let f = fixture(one_deploy("production"), |i| i).await;
+    let run_id = f
+        .agent
+        .run("Deploy")
+        .await
+        .unwrap()
+        .state
+        .run_id()
+        .to_owned();
+    let alice = f.sign_in("alice-token").await;
+    let row = f.waiting().await.remove(0);
+    let message = "Not on a Friday: wait for Monday.";
+    let reply = f
+        .decide(&alice, &row, &[("action", "reject"), ("message", message)])
+        .await;
+    assert_eq!(reply.status, 303, "{}", reply.body);
+    assert_eq!(f.finished(&run_id).await, StoredStatus::Completed);
+    let last = f.model.requests().pop().unwrap();
+    let read = last.messages.iter().any(|m| {
+        matches!(m, Message::Tool { call_id, content, .. } if call_id == "call_1" && content.contains(message))
+    });
+    assert!(
+        read,
+        "the model's next turn did not read the rejection: {:?}",
+        last.messages
+    );
+}
+
+#[tokio::test]
+async fn a_stale_version_or_other_arguments_are_refused_and_record_nothing() {
+    let f = fixture(one_deploy("staging"), |i| i).await;
+    f.agent.run("Deploy").await.unwrap();
+    let alice = f.sign_in("alice-token").await;
+    let row = f.waiting().await.remove(0);
+
+    let mut stale = row.clone();
+    stale.version += 1;
+    let reply = f.decide(&alice, &stale, &[("action", "approve")]).await;
+    assert_eq!(reply.status, 409);
+    assert!(reply.body.contains("class=\"error\""));
+
+    let mut other = row.clone();
+    other.digest = "0".repeat(64);
+    assert_eq!(
+        f.decide(&alice, &other, &[("action", "approve")])
+            .await
+            .status,
+        409
+    );
+
+    assert_eq!(f.audit_len().await, 0);
+    assert_eq!(f.waiting().await, vec![row]);
+}
+
+#[tokio::test]
+async fn a_second_decision_is_told_who_decided_first() {
+    // Two calls in one turn: deciding one leaves the run waiting, the decision on its row.
+    let model = ScriptedModel::new()
+        .tool_calls([
+            phaseo_agent::ToolCall::new("call_1", "deploy", json!({"environment": "staging"})),
+            phaseo_agent::ToolCall::new("call_2", "notify", json!({"text": "deployed"})),
+        ])
+        .text("Done.");
+    let f = fixture(model, |i| i).await;
+    let run_id = f
+        .agent
+        .run("Deploy")
+        .await
+        .unwrap()
+        .state
+        .run_id()
+        .to_owned();
+    let (alice, bob) = (f.sign_in("alice-token").await, f.sign_in("bob-token").await);
+    let rows = f.waiting().await;
+    let deploy = rows.iter().find(|r| r.call_id == "call_1").unwrap().clone();
+    let notify = rows.iter().find(|r| r.call_id == "call_2").unwrap().clone();
+
+    assert_eq!(
+        f.decide(&alice, &deploy, &[("action", "approve")])
+            .await
+            .status,
+        303
+    );
+    let second = f.decide(&bob, &deploy, &[("action", "approve")]).await;
+    assert_eq!(second.status, 409);
+    assert!(
+        second.body.contains("already decided by alice"),
+        "{}",
+        second.body
+    );
+    assert_eq!(f.audit_len().await, 1);
+
+    // The last decision resumes the run; a decision after that is told too.
+    assert_eq!(
+        f.decide(&bob, &notify, &[("action", "approve")])
+            .await
+            .status,
+        303
+    );
+    assert_eq!(f.finished(&run_id).await, StoredStatus::Completed);
+    let late = f.decide(&alice, &notify, &[("action", "reject")]).await;
+    assert_eq!(late.status, 409);
+    assert!(
+        late.body.contains("already decided by bob"),
+        "{}",
+        late.body
+    );
+}
+
+#[tokio::test]
+async fn an_edit_is_checked_against_the_schema_before_anything_is_saved() {
+    let f = fixture(one_deploy("production"), |i| i).await;
+    let run_id = f
+        .agent
+        .run("Deploy")
+        .await
+        .unwrap()
+        .state
+        .run_id()
+        .to_owned();
+    let alice = f.sign_in("alice-token").await;
+    let row = f.waiting().await.remove(0);
+
+    for bad in [
+        r#"{"environment": "moon"}"#,
+        r#"{"environment": "staging", "force": true}"#,
+        "not json",
+    ] {
+        let reply = f
+            .decide(&alice, &row, &[("action", "edit"), ("arguments", bad)])
+            .await;
+        assert_eq!(reply.status, 422, "{bad}: {}", reply.body);
+        assert!(reply.body.contains("class=\"error\""));
+    }
+    let refused = f
+        .decide(
+            &alice,
+            &row,
+            &[
+                ("action", "edit"),
+                ("arguments", r#"{"environment": "moon"}"#),
+            ],
+        )
+        .await;
+    assert!(refused.body.contains("$.environment"), "{}", refused.body);
+    assert_eq!(f.audit_len().await, 0);
+    assert_eq!(f.waiting().await, vec![row.clone()]);
+
+    let edited = r#"{"environment": "staging"}"#;
+    let reply = f
+        .decide(&alice, &row, &[("action", "edit"), ("arguments", edited)])
+        .await;
+    assert_eq!(reply.status, 303, "{}", reply.body);
+    assert_eq!(f.finished(&run_id).await, StoredStatus::Completed);
+    let result = f
+        .runs
+        .load(&run_id)
+        .await
+        .unwrap()
+        .state
+        .tool_result("call_1")
+        .unwrap()
+        .to_owned();
+    assert!(result.contains("staging"), "{result}");
+
+    let audit = f.get(&alice, "/audit").await.body;
+    let row_html = between(&audit, "<tr class=\"decision edit\">", "</tr>");
+    assert!(row_html.contains("alice"));
+    let before = between(row_html, "<pre class=\"before\">", "</pre>");
+    let after = between(row_html, "<pre class=\"after\">", "</pre>");
+    assert!(
+        before.contains("production") && after.contains("staging"),
+        "{row_html}"
+    );
+}
+
+#[tokio::test]
+async fn a_viewer_and_an_approver_of_other_tools_are_refused() {
+    let f = fixture(one_deploy("staging"), |i| {
+        i.tool_approvers("deploy", ["alice"])
+    })
+    .await;
+    f.agent.run("Deploy").await.unwrap();
+    let row = f.waiting().await.remove(0);
+    let victor = f.sign_in("victor-token").await;
+    let page = f.get(&victor, &item_path(&row)).await.body;
+    assert!(!page.contains("class=\"decide\""));
+    assert_eq!(
+        f.decide(&victor, &row, &[("action", "approve")])
+            .await
+            .status,
+        403
+    );
+    let bob = f.sign_in("bob-token").await;
+    assert_eq!(
+        f.decide(&bob, &row, &[("action", "approve")]).await.status,
+        403
+    );
+    assert_eq!(f.audit_len().await, 0);
+    let alice = f.sign_in("alice-token").await;
+    assert_eq!(
+        f.decide(&alice, &row, &[("action", "approve")])
+            .await
+            .status,
+        303
+    );
+}
+
+#[tokio::test]
+async fn a_post_without_its_csrf_token_is_refused_and_records_nothing() {
+    let f = fixture(one_deploy("staging"), |i| i).await;
+    f.agent.run("Deploy").await.unwrap();
+    let row = f.waiting().await.remove(0);
+    let alice = f.sign_in("alice-token").await;
+    let bob = f.sign_in("bob-token").await;
+    let version = row.version.to_string();
+    let path = item_path(&row);
+    for csrf in [None, Some(""), Some("00"), Some(bob.csrf.as_str())] {
+        let mut fields = vec![
+            ("version", version.as_str()),
+            ("digest", row.digest.as_str()),
+            ("action", "approve"),
+        ];
+        if let Some(csrf) = csrf {
+            fields.push(("csrf", csrf));
+        }
+        assert_eq!(f.post(&alice, &path, &fields).await.status, 403, "{csrf:?}");
+        let item = format!(
+            "{}/{}/{}/{}",
+            pct(&row.run_id),
+            pct(&row.call_id),
+            row.version,
+            row.digest
+        );
+        let mut batch = vec![("action", "approve"), ("item", item.as_str())];
+        if let Some(csrf) = csrf {
+            batch.push(("csrf", csrf));
+        }
+        assert_eq!(f.post(&alice, "/batch", &batch).await.status, 403);
+    }
+    assert_eq!(f.post(&alice, "/logout", &[]).await.status, 403);
+    assert_eq!(f.audit_len().await, 0);
+}
+
+#[tokio::test]
+async fn a_batch_decides_each_item_on_its_own() {
+    let model = ScriptedModel::new()
+        .tool_call("call_1", "deploy", json!({"environment": "staging"}))
+        .tool_call("call_1", "deploy", json!({"environment": "production"}))
+        .text("One.")
+        .text("Two.");
+    let f = fixture(model, |i| i).await;
+    let first = f.agent.run("one").await.unwrap().state.run_id().to_owned();
+    let second = f.agent.run("two").await.unwrap().state.run_id().to_owned();
+    let alice = f.sign_in("alice-token").await;
+    let rows = f.waiting().await;
+    let item = |r: &PendingRow| {
+        format!(
+            "{}/{}/{}/{}",
+            pct(&r.run_id),
+            pct(&r.call_id),
+            r.version,
+            r.digest
+        )
+    };
+    let (a, b) = (item(&rows[0]), item(&rows[1]));
+    let stale = format!(
+        "{}/{}/{}/{}",
+        pct(&rows[0].run_id),
+        pct(&rows[0].call_id),
+        rows[0].version + 7,
+        rows[0].digest
+    );
+    let reply = f
+        .post(
+            &alice,
+            "/batch",
+            &[
+                ("csrf", &alice.csrf),
+                ("action", "approve"),
+                ("item", &stale),
+                ("item", &a),
+                ("item", &b),
+                ("item", "nonsense"),
+            ],
+        )
+        .await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(
+        reply.body.matches("batch-result ok").count(),
+        2,
+        "{}",
+        reply.body
+    );
+    assert_eq!(
+        reply.body.matches("batch-result error").count(),
+        2,
+        "{}",
+        reply.body
+    );
+    assert_eq!(f.finished(&first).await, StoredStatus::Completed);
+    assert_eq!(f.finished(&second).await, StoredStatus::Completed);
+}
+
+#[tokio::test]
+async fn a_signed_link_decides_once_and_not_after_it_expires() {
+    let model = ScriptedModel::new()
+        .tool_call("call_1", "deploy", json!({"environment": "staging"}))
+        .text("Done.")
+        .tool_call("call_1", "deploy", json!({"environment": "production"}));
+    let f = fixture(model, |i| i).await;
+    let run_id = f.agent.run("one").await.unwrap().state.run_id().to_owned();
+    let row = f.waiting().await.remove(0);
+    let hour = Duration::from_secs(3600);
+    let link = f
+        .inbox
+        .signed_link(&row, LinkAction::Approve, "alice", hour)
+        .unwrap();
+    assert!(
+        f.inbox
+            .signed_link(&row, LinkAction::Approve, "victor", hour)
+            .is_err()
+    );
+    assert!(
+        f.inbox
+            .signed_link(&row, LinkAction::Approve, "nobody", hour)
+            .is_err()
+    );
+
+    let anonymous = Session {
+        cookie: String::new(),
+        csrf: String::new(),
+    };
+    // A GET (a mail scanner's prefetch) shows the confirmation and decides nothing.
+    for _ in 0..2 {
+        let page = f.get(&anonymous, &link).await;
+        assert_eq!(page.status, 200);
+        assert!(page.body.contains("id=\"confirm\""));
+    }
+    assert_eq!(f.audit_len().await, 0);
+    let done = f.post(&anonymous, &link, &[]).await;
+    assert_eq!(done.status, 200, "{}", done.body);
+    assert!(done.body.contains("id=\"flash\" class=\"ok\""));
+    assert_eq!(f.finished(&run_id).await, StoredStatus::Completed);
+    let again = f.post(&anonymous, &link, &[]).await;
+    assert_eq!(again.status, 409);
+    assert!(
+        again.body.contains("already decided by alice"),
+        "{}",
+        again.body
+    );
+    assert_eq!(f.get(&anonymous, &link).await.status, 409);
+    assert_eq!(f.audit_len().await, 1);
+
+    // Expired, or changed by a byte: refused.
+    f.agent.run("two").await.unwrap();
+    let row = f.waiting().await.remove(0);
+    let expired = f
+        .inbox
+        .signed_link(&row, LinkAction::Reject, "alice", Duration::ZERO)
+        .unwrap();
+    assert_eq!(f.get(&anonymous, &expired).await.status, 410);
+    assert_eq!(f.post(&anonymous, &expired, &[]).await.status, 410);
+    let good = f
+        .inbox
+        .signed_link(&row, LinkAction::Reject, "alice", hour)
+        .unwrap();
+    let mut tampered = good.clone().into_bytes();
+    let at = tampered.len() - 1;
+    tampered[at] = if tampered[at] == b'0' { b'1' } else { b'0' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    assert_eq!(f.post(&anonymous, &tampered, &[]).await.status, 403);
+    assert_eq!(f.audit_len().await, 1);
+}
+
+#[tokio::test]
+async fn hostile_arguments_and_messages_are_escaped_on_every_page() {
+    let script = "<script>alert(1)</script>";
+    let model = ScriptedModel::new()
+        .tool_call(
+            "call_\"><b>",
+            "notify",
+            json!({"text": script, "a\"b": "'<img src=x onerror=alert(2)>"}),
+        )
+        .text("Sent.");
+    let f = fixture(model, |i| i).await;
+    let run_id = f
+        .agent
+        .run(format!("Say {script}"))
+        .await
+        .unwrap()
+        .state
+        .run_id()
+        .to_owned();
+    let alice = f.sign_in("alice-token").await;
+    let row = f.waiting().await.remove(0);
+    let list = f.get(&alice, "/").await.body;
+    let item = f.get(&alice, &item_path(&row)).await;
+    assert_eq!(item.status, 200, "{}", item.body);
+    for page in [&list, &item.body] {
+        assert!(
+            !page.contains("<script>alert")
+                && !page.contains("<img")
+                && !page.contains("call_\"><b>"),
+            "{page}"
+        );
+    }
+    assert!(item.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    let reply = f
+        .decide(
+            &alice,
+            &row,
+            &[
+                ("action", "reject"),
+                ("message", "no <script>alert(3)</script>"),
+            ],
+        )
+        .await;
+    assert_eq!(reply.status, 303, "{}", reply.body);
+    f.finished(&run_id).await;
+    let audit = f.get(&alice, "/audit").await.body;
+    assert!(
+        audit.contains("no &lt;script&gt;alert(3)&lt;/script&gt;"),
+        "{audit}"
+    );
+    assert!(!audit.contains("<script>alert"));
+}
+
+#[tokio::test]
+async fn new_items_stream_to_open_lists_and_streams_are_bounded() {
+    let model = ScriptedModel::new()
+        .tool_call("call_1", "deploy", json!({"environment": "staging"}))
+        .tool_call("call_9", "notify", json!({"text": "later"}));
+    let f = fixture(model, |i| i.max_event_streams(1)).await;
+    f.agent.run("one").await.unwrap();
+    let alice = f.sign_in("alice-token").await;
+    let mut events = f
+        .client
+        .get(format!("{}/events", f.url))
+        .header("cookie", &alice.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), 200);
+    assert_eq!(events.headers()["content-type"], "text/event-stream");
+    let second = f.get(&alice, "/events").await;
+    assert_eq!(second.status, 503);
+
+    let mut seen = String::new();
+    let read_until = async |events: &mut reqwest::Response, seen: &mut String, needle: &str| {
+        while !seen.contains(needle) {
+            let chunk = tokio::time::timeout(Duration::from_secs(5), events.chunk())
+                .await
+                .expect("an event in time")
+                .unwrap()
+                .expect("the stream stays open");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    };
+    read_until(&mut events, &mut seen, "data-call=\"call_1\"").await;
+    assert!(seen.contains("event: pending"));
+    f.agent.run("two").await.unwrap();
+    read_until(&mut events, &mut seen, "data-call=\"call_9\"").await;
+    assert_eq!(
+        seen.matches("data-call=\"call_1\"").count(),
+        1,
+        "an item is sent once"
+    );
+
+    drop(events);
+    // The stream's slot is given back once the server notices the client left.
+    let mut freed = false;
+    for _ in 0..100 {
+        let reply = f
+            .client
+            .get(format!("{}/events", f.url))
+            .header("cookie", &alice.cookie)
+            .send()
+            .await
+            .unwrap();
+        if reply.status() == 200 {
+            freed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(freed, "a closed stream's slot was not given back");
+}
+
+#[tokio::test]
+async fn an_external_call_takes_an_output_checked_by_its_kind() {
+    let lookup = Tool::external("lookup", "Look up a customer", json!({"type": "object"}));
+    let runs = Runs::new(MemoryStore::new());
+    let model = ScriptedModel::new()
+        .tool_call("call_1", "lookup", json!({"id": 7}))
+        .text("Found.");
+    let agent = runs.attach(
+        Agent::builder("crm")
+            .model(model.clone())
+            .tool(lookup)
+            .build()
+            .unwrap(),
+    );
+    let run_id = agent
+        .run("Who is 7?")
+        .await
+        .unwrap()
+        .state
+        .run_id()
+        .to_owned();
+    let f = serve(runs, agent, model, |i| i).await;
+    let alice = f.sign_in("alice-token").await;
+    let row = f.waiting().await.remove(0);
+    assert_eq!(row.kind, "external_output");
+    let page = f.get(&alice, &item_path(&row)).await.body;
+    assert!(page.contains("id=\"output\"") && !page.contains("id=\"approve\""));
+    assert_eq!(
+        f.decide(&alice, &row, &[("action", "approve")])
+            .await
+            .status,
+        422
+    );
+    let reply = f
+        .decide(
+            &alice,
+            &row,
+            &[("action", "output"), ("output", r#"{"name": "Ada"}"#)],
+        )
+        .await;
+    assert_eq!(reply.status, 303, "{}", reply.body);
+    assert_eq!(f.finished(&run_id).await, StoredStatus::Completed);
+    let result: Value = serde_json::from_str(
+        f.runs
+            .load(&run_id)
+            .await
+            .unwrap()
+            .state
+            .tool_result("call_1")
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(result, json!({"name": "Ada"}));
+}
