@@ -5,6 +5,9 @@
 //! Run by `interop/run.sh` (`--ignored`); without `PHASEO_INTEROP_WEBDRIVER_URL` a test fails,
 //! never passes.
 
+// Its helpers serve `inbox_browser`, which is built with the feature `inbox` only.
+#![cfg_attr(not(feature = "inbox"), allow(dead_code))]
+
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
