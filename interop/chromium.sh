@@ -65,13 +65,7 @@ _install_locked() {
     fi
     (( EUID == 0 )) || die "Chromium and its WebDriver server are not installed (no chromedriver on PATH, or no $browser); as root: apt-get install ${PACKAGES[*]}"
     require_cmd apt-get "install Chromium and chromedriver yourself and set PHASEO_INTEROP_CHROMEDRIVER_BIN and PHASEO_INTEROP_CHROMIUM_BIN"
-    local install=(apt-get install -y -q --no-install-recommends "${PACKAGES[@]}")
-    log "installing Debian's ${PACKAGES[*]}: ${install[*]}"
-    if ! DEBIAN_FRONTEND=noninteractive "${install[@]}" >&2; then
-        log "apt-get install failed; running apt-get update and trying again"
-        DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
-        DEBIAN_FRONTEND=noninteractive "${install[@]}" >&2
-    fi
+    apt_install "${PACKAGES[@]}"
     driver="$(driver_bin)"
     [[ -n "$driver" && -x "$driver" ]] || die "${PACKAGES[*]} installed, but there is no chromedriver on PATH"
     [[ -x "$browser" ]] || die "${PACKAGES[*]} installed, but $browser is not there"

@@ -147,29 +147,31 @@ else
     record FAIL "llama start" "$t0" "log: $INTEROP_RUN/llama.$LLAMA_PORT.log"
 fi
 
+# start_reused STEP SCRIPT PORT STARTED_VAR UP_VAR URL_ENV LOGFILE: `SCRIPT start PORT`, whose
+# URL is exported as URL_ENV; UP_VAR=1 when it started. A server already running on the port
+# (another run's) is used but not ours to stop: STARTED_VAR=1 only if `SCRIPT status PORT` found
+# none, before the start (so that an interrupt during the start still stops it).
+start_reused() {
+    local step="$1" script="$INTEROP_DIR/$2" port="$3" started="$4" up="$5" env="$6" logfile="$7"
+    local t0 url
+    t0="$(now)"
+    if ! "$script" status "$port" 2>/dev/null; then printf -v "$started" '%s' 1; fi
+    if url="$("$script" start "$port")"; then
+        printf -v "$up" '%s' 1
+        export "$env=$url"
+        record PASS "$step" "$t0" "$url"
+    else
+        record FAIL "$step" "$t0" "see the lines above; log: $logfile"
+    fi
+}
+
 # --- 3. postgres -----------------------------------------------------------------
-t0="$(now)"
-# A cluster already running on the port (another run's) is used but not ours to stop.
-if ! "$INTEROP_DIR/postgres.sh" status "$POSTGRES_PORT" 2>/dev/null; then STARTED_POSTGRES=1; fi
-if POSTGRES_URL="$("$INTEROP_DIR/postgres.sh" start "$POSTGRES_PORT")"; then
-    POSTGRES_UP=1
-    export PHASEO_INTEROP_POSTGRES_URL="$POSTGRES_URL"
-    record PASS "postgres start" "$t0" "$POSTGRES_URL"
-else
-    record FAIL "postgres start" "$t0" "see the lines above; server log: $INTEROP_RUN/postgres.$POSTGRES_PORT.log"
-fi
+start_reused "postgres start" postgres.sh "$POSTGRES_PORT" STARTED_POSTGRES POSTGRES_UP \
+    PHASEO_INTEROP_POSTGRES_URL "$INTEROP_RUN/postgres.$POSTGRES_PORT.log"
 
 # --- 4. chromedriver (headless Chromium over WebDriver) -------------------------
-t0="$(now)"
-# A driver already running on the port (another run's) is used but not ours to stop.
-if ! "$INTEROP_DIR/chromium.sh" status "$CHROMEDRIVER_PORT" 2>/dev/null; then STARTED_CHROMEDRIVER=1; fi
-if WEBDRIVER_URL="$("$INTEROP_DIR/chromium.sh" start "$CHROMEDRIVER_PORT")"; then
-    CHROMEDRIVER_UP=1
-    export PHASEO_INTEROP_WEBDRIVER_URL="$WEBDRIVER_URL"
-    record PASS "chromium start" "$t0" "$WEBDRIVER_URL"
-else
-    record FAIL "chromium start" "$t0" "see the lines above; log: $INTEROP_RUN/chromedriver.$CHROMEDRIVER_PORT.log"
-fi
+start_reused "chromium start" chromium.sh "$CHROMEDRIVER_PORT" STARTED_CHROMEDRIVER \
+    CHROMEDRIVER_UP PHASEO_INTEROP_WEBDRIVER_URL "$INTEROP_RUN/chromedriver.$CHROMEDRIVER_PORT.log"
 
 # --- 5. server-everything (started and ended by the tests' MCP client) ---------
 t0="$(now)"

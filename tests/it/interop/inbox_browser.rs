@@ -9,6 +9,7 @@
 //! never passes. The list's and an item's screenshots are written to `docs/inbox-list.png` and
 //! `docs/inbox-item.png` (the README shows them).
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -216,6 +217,31 @@ impl World {
             .len()
     }
 
+    /// What a refused decision must leave as it was: the call's waiting row, the run's version
+    /// and the length of the audit log.
+    async fn seen(&self, run_id: &str, call_id: &str) -> Seen {
+        Seen {
+            run_id: run_id.to_owned(),
+            row: self.row(run_id, call_id).await,
+            version: self.load(run_id).await.version,
+            audited: self.audit_len().await,
+        }
+    }
+
+    /// Checks that nothing was recorded since `seen`.
+    async fn assert_unchanged(&self, seen: &Seen, what: &str) {
+        let now = self.seen(&seen.run_id, &seen.row.call_id).await;
+        assert_eq!(now.row, seen.row, "{what}: the waiting row is unchanged");
+        assert_eq!(
+            now.version, seen.version,
+            "{what}: nothing was written to the run"
+        );
+        assert_eq!(
+            now.audited, seen.audited,
+            "{what}: nothing was added to the audit log"
+        );
+    }
+
     fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
@@ -223,6 +249,14 @@ impl World {
     fn item(&self, run_id: &str, call_id: &str) -> String {
         self.url(&format!("/runs/{run_id}/calls/{call_id}"))
     }
+}
+
+/// A call's stored state before a decision that must be refused ([`World::seen`]).
+struct Seen {
+    run_id: String,
+    row: PendingRow,
+    version: u64,
+    audited: usize,
 }
 
 impl Drop for World {
@@ -270,6 +304,26 @@ async fn refusal(client: &Client) -> (u16, String) {
     (status(client).await, message)
 }
 
+/// One browser, signed in with `token`, on a fresh world (`name`) where a run of each of `inputs`
+/// waits; `scenario` gets the browser, the world and the runs' ids, in `inputs`' order.
+async fn signed_in<F, Fut>(name: &str, token: &str, inputs: &[&str], scenario: F)
+where
+    F: FnOnce(Client, World, Vec<String>) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let world = World::new(name).await;
+    let mut runs = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        runs.push(world.start(input).await);
+    }
+    with_browsers(1, |clients| async move {
+        let client = clients[0].clone();
+        sign_in(&client, &world, token).await;
+        scenario(client, world, runs).await;
+    })
+    .await;
+}
+
 fn save_screenshot(png: &[u8], name: &str) {
     assert!(png.starts_with(b"\x89PNG"), "a screenshot is a PNG");
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -315,95 +369,97 @@ async fn inbox_sign_in() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs chromedriver: run by interop/run.sh"]
 async fn inbox_approve() {
-    let world = World::new("approve").await;
-    let staging = world.start("deploy staging").await;
-    let _production = world.start("deploy production").await;
-    let _two = world.start("deploy staging then production").await;
-    with_browsers(1, |clients| async move {
-        let client = &clients[0];
-        sign_in(client, &world, "alice-token").await;
-        let items = find_all(client, "ul#items > li.item").await;
-        assert_eq!(
-            items.len(),
-            3,
-            "three runs wait: {}",
-            body_text(client).await
-        );
-        // Newest first.
-        let first = items[0].attr("data-run").await.unwrap();
-        assert_ne!(
-            first.as_deref(),
-            Some(staging.as_str()),
-            "the oldest run is not first"
-        );
-        save_screenshot(&client.screenshot().await.unwrap(), "inbox-list.png");
+    let inputs = [
+        "deploy staging",
+        "deploy production",
+        "deploy staging then production",
+    ];
+    signed_in(
+        "approve",
+        "alice-token",
+        &inputs,
+        |client, world, runs| async move {
+            let (client, staging) = (&client, runs[0].clone());
+            let items = find_all(client, "ul#items > li.item").await;
+            assert_eq!(
+                items.len(),
+                3,
+                "three runs wait: {}",
+                body_text(client).await
+            );
+            // Newest first.
+            let first = items[0].attr("data-run").await.unwrap();
+            assert_ne!(
+                first.as_deref(),
+                Some(staging.as_str()),
+                "the oldest run is not first"
+            );
+            save_screenshot(&client.screenshot().await.unwrap(), "inbox-list.png");
 
-        find(client, &format!("{} a.open", item_css(&staging, "call_1")))
-            .await
-            .click()
-            .await
-            .unwrap();
-        assert_eq!(text(client, "#tool").await, "deploy");
-        assert!(
-            text(client, "#description")
+            find(client, &format!("{} a.open", item_css(&staging, "call_1")))
                 .await
-                .contains("Deploy the current build")
-        );
-        let shown: Value = serde_json::from_str(&text(client, "pre#arguments").await)
-            .expect("the arguments, as JSON");
-        assert_eq!(shown, json!({"env": "staging"}));
-        assert!(
-            text(client, "#conversation")
+                .click()
                 .await
-                .contains("deploy staging")
-        );
-        find(client, "#since").await;
-        find(client, "#kind").await;
-        save_screenshot(&client.screenshot().await.unwrap(), "inbox-item.png");
+                .unwrap();
+            assert_eq!(text(client, "#tool").await, "deploy");
+            assert!(
+                text(client, "#description")
+                    .await
+                    .contains("Deploy the current build")
+            );
+            let shown: Value = serde_json::from_str(&text(client, "pre#arguments").await)
+                .expect("the arguments, as JSON");
+            assert_eq!(shown, json!({"env": "staging"}));
+            assert!(
+                text(client, "#conversation")
+                    .await
+                    .contains("deploy staging")
+            );
+            find(client, "#since").await;
+            find(client, "#kind").await;
+            save_screenshot(&client.screenshot().await.unwrap(), "inbox-item.png");
 
-        click(client, "#approve").await;
-        find(client, "#flash.ok").await;
-        assert_eq!(path(client).await, "/");
+            click(client, "#approve").await;
+            find(client, "#flash.ok").await;
+            assert_eq!(path(client).await, "/");
 
-        let done = world.completed(&staging).await;
-        assert_eq!(
-            done.state.output(),
-            Some(r#"Done: {"deployed":"staging"}"#),
-            "the approved call ran and the model's next turn followed"
-        );
-        let audit = world
-            .runs
-            .audit(&AuditFilter::default())
-            .await
-            .unwrap()
-            .items;
-        assert_eq!(audit.len(), 1);
-        assert_eq!(
-            (audit[0].by.as_str(), audit[0].call_id.as_str()),
-            ("alice", "call_1")
-        );
-        // The decided item has left the list.
-        goto(client, &world.url("/")).await;
-        find(client, "ul#items").await;
-        assert!(
-            find_all(client, &item_css(&staging, "call_1"))
+            let done = world.completed(&staging).await;
+            assert_eq!(
+                done.state.output(),
+                Some(r#"Done: {"deployed":"staging"}"#),
+                "the approved call ran and the model's next turn followed"
+            );
+            let audit = world
+                .runs
+                .audit(&AuditFilter::default())
                 .await
-                .is_empty()
-        );
-        assert_eq!(find_all(client, "ul#items > li.item").await.len(), 2);
-    })
+                .unwrap()
+                .items;
+            assert_eq!(audit.len(), 1);
+            assert_eq!(
+                (audit[0].by.as_str(), audit[0].call_id.as_str()),
+                ("alice", "call_1")
+            );
+            // The decided item has left the list.
+            goto(client, &world.url("/")).await;
+            find(client, "ul#items").await;
+            assert!(
+                find_all(client, &item_css(&staging, "call_1"))
+                    .await
+                    .is_empty()
+            );
+            assert_eq!(find_all(client, "ul#items > li.item").await.len(), 2);
+        },
+    )
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs chromedriver: run by interop/run.sh"]
 async fn inbox_reject_with_a_message_the_model_reads() {
-    let world = World::new("reject").await;
-    let run = world.start("deploy production").await;
     let message = "Not on a Friday: use the blue-green rollout on Monday.";
-    with_browsers(1, |clients| async move {
-        let client = &clients[0];
-        sign_in(client, &world, "alice-token").await;
+    signed_in("reject", "alice-token", &["deploy production"], |client, world, runs| async move {
+        let (client, run) = (&client, runs[0].clone());
         goto(client, &world.item(&run, "call_1")).await;
         fill(client, "textarea#message", message).await;
         click(client, "#reject").await;
@@ -436,13 +492,9 @@ async fn inbox_reject_with_a_message_the_model_reads() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs chromedriver: run by interop/run.sh"]
 async fn inbox_edit_invalid_then_valid_arguments() {
-    let world = World::new("edit").await;
-    let run = world.start("deploy staging").await;
-    with_browsers(1, |clients| async move {
-        let client = &clients[0];
-        sign_in(client, &world, "alice-token").await;
-        let before = world.row(&run, "call_1").await;
-        let version = world.load(&run).await.version;
+    signed_in("edit", "alice-token", &["deploy staging"], |client, world, runs| async move {
+        let (client, run) = (&client, runs[0].clone());
+        let before = world.seen(&run, "call_1").await;
 
         // Arguments the tool's schema refuses: the error is shown, nothing is saved.
         goto(client, &world.item(&run, "call_1")).await;
@@ -451,9 +503,7 @@ async fn inbox_edit_invalid_then_valid_arguments() {
         let (code, error) = refusal(client).await;
         assert_eq!(code, 422, "invalid edited arguments: {error}");
         assert!(!error.is_empty(), "the validation error is shown");
-        assert_eq!(world.row(&run, "call_1").await, before, "the waiting row is unchanged");
-        assert_eq!(world.load(&run).await.version, version, "nothing was written");
-        assert_eq!(world.audit_len().await, 0);
+        world.assert_unchanged(&before, "edited arguments the schema refuses").await;
 
         // Not JSON at all: refused the same way.
         goto(client, &world.item(&run, "call_1")).await;
@@ -461,7 +511,7 @@ async fn inbox_edit_invalid_then_valid_arguments() {
         click(client, "#edit").await;
         let (code, error) = refusal(client).await;
         assert_eq!(code, 422, "arguments that are not JSON: {error}");
-        assert_eq!(world.row(&run, "call_1").await, before);
+        world.assert_unchanged(&before, "edited arguments that are not JSON").await;
 
         // Valid ones: saved, and the run completes with them.
         goto(client, &world.item(&run, "call_1")).await;
@@ -489,44 +539,46 @@ async fn inbox_edit_invalid_then_valid_arguments() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs chromedriver: run by interop/run.sh"]
 async fn inbox_batch_approve_two_items() {
-    let world = World::new("batch").await;
-    let one = world.start("deploy staging").await;
-    let two = world.start("deploy production").await;
-    with_browsers(1, |clients| async move {
-        let client = &clients[0];
-        sign_in(client, &world, "alice-token").await;
-        for run in [&one, &two] {
-            let checkbox = format!("{} input.select[name=item]", item_css(run, "call_1"));
-            let value = find(client, &checkbox).await.attr("value").await.unwrap();
-            let row = world.row(run, "call_1").await;
+    let inputs = ["deploy staging", "deploy production"];
+    signed_in(
+        "batch",
+        "alice-token",
+        &inputs,
+        |client, world, runs| async move {
+            let (client, one, two) = (&client, runs[0].clone(), runs[1].clone());
+            for run in [&one, &two] {
+                let checkbox = format!("{} input.select[name=item]", item_css(run, "call_1"));
+                let value = find(client, &checkbox).await.attr("value").await.unwrap();
+                let row = world.row(run, "call_1").await;
+                assert_eq!(
+                    value,
+                    Some(format!("{run}/call_1/{}/{}", row.version, row.digest)),
+                    "the checkbox names the run, the call, the version and the digest shown"
+                );
+                click(client, &checkbox).await;
+            }
+            click(client, "button#batch-approve").await;
+            find(client, "li.batch-result").await;
             assert_eq!(
-                value,
-                Some(format!("{run}/call_1/{}/{}", row.version, row.digest)),
-                "the checkbox names the run, the call, the version and the digest shown"
+                find_all(client, "li.batch-result.ok").await.len(),
+                2,
+                "{}",
+                body_text(client).await
             );
-            click(client, &checkbox).await;
-        }
-        click(client, "button#batch-approve").await;
-        find(client, "li.batch-result").await;
-        assert_eq!(
-            find_all(client, "li.batch-result.ok").await.len(),
-            2,
-            "{}",
-            body_text(client).await
-        );
-        assert!(find_all(client, "li.batch-result.error").await.is_empty());
+            assert!(find_all(client, "li.batch-result.error").await.is_empty());
 
-        for run in [&one, &two] {
-            let done = world.completed(run).await;
-            assert!(
-                done.state
-                    .output()
-                    .unwrap()
-                    .starts_with("Done: {\"deployed\"")
-            );
-        }
-        assert_eq!(world.audit_len().await, 2);
-    })
+            for run in [&one, &two] {
+                let done = world.completed(run).await;
+                assert!(
+                    done.state
+                        .output()
+                        .unwrap()
+                        .starts_with("Done: {\"deployed\"")
+                );
+            }
+            assert_eq!(world.audit_len().await, 2);
+        },
+    )
     .await;
 }
 
@@ -583,114 +635,116 @@ async fn inbox_two_browsers_race_on_one_item() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs chromedriver: run by interop/run.sh"]
 async fn inbox_stale_page_refused() {
-    let world = World::new("stale").await;
-    let run = world.start("deploy staging then production").await;
-    with_browsers(1, |clients| async move {
-        let client = &clients[0];
-        sign_in(client, &world, "alice-token").await;
-        goto(client, &world.item(&run, "call_1")).await;
-        find(client, "#approve").await;
+    signed_in(
+        "stale",
+        "alice-token",
+        &["deploy staging then production"],
+        |client, world, runs| async move {
+            let (client, run) = (&client, runs[0].clone());
+            goto(client, &world.item(&run, "call_1")).await;
+            find(client, "#approve").await;
 
-        // Behind the page's back, someone decides and the run moves on to its next call.
-        let shown = world.row(&run, "call_1").await;
-        world
-            .runs
-            .decide(&shown, Decision::Approve, "carol")
-            .await
-            .unwrap();
-        world
-            .agent
-            .resume_decided(&run)
-            .await
-            .expect("the run resumes");
-        let next = world.row(&run, "call_2").await;
-        let version = world.load(&run).await.version;
-        assert!(version > shown.version);
+            // Behind the page's back, someone decides and the run moves on to its next call.
+            let shown = world.row(&run, "call_1").await;
+            world
+                .runs
+                .decide(&shown, Decision::Approve, "carol")
+                .await
+                .unwrap();
+            world
+                .agent
+                .resume_decided(&run)
+                .await
+                .expect("the run resumes");
+            let next = world.seen(&run, "call_2").await;
+            assert!(next.version > shown.version);
 
-        click(client, "#approve").await;
-        let (code, error) = refusal(client).await;
-        assert_eq!(code, 409, "a stale page: {error}");
-        assert_eq!(world.row(&run, "call_2").await, next, "nothing recorded");
-        assert_eq!(world.load(&run).await.version, version, "nothing written");
-        assert_eq!(world.audit_len().await, 1, "only carol's decision");
-    })
+            click(client, "#approve").await;
+            let (code, error) = refusal(client).await;
+            assert_eq!(code, 409, "a stale page: {error}");
+            world.assert_unchanged(&next, "a stale page").await;
+            assert_eq!(world.audit_len().await, 1, "only carol's decision");
+        },
+    )
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs chromedriver: run by interop/run.sh"]
 async fn inbox_form_without_csrf_token_refused() {
-    let world = World::new("csrf").await;
-    let run = world.start("deploy production").await;
-    with_browsers(1, |clients| async move {
-        let client = &clients[0];
-        sign_in(client, &world, "alice-token").await;
-        goto(client, &world.item(&run, "call_1")).await;
-        let before = world.row(&run, "call_1").await;
-        let version = world.load(&run).await.version;
-        let removed = client
-            .execute(
-                "const i = document.querySelector('form.decide input[name=csrf]'); \
+    signed_in(
+        "csrf",
+        "alice-token",
+        &["deploy production"],
+        |client, world, runs| async move {
+            let (client, run) = (&client, runs[0].clone());
+            goto(client, &world.item(&run, "call_1")).await;
+            let before = world.seen(&run, "call_1").await;
+            let removed = client
+                .execute(
+                    "const i = document.querySelector('form.decide input[name=csrf]'); \
                  if (!i) return false; i.remove(); return true;",
-                vec![],
-            )
-            .await
-            .unwrap();
-        assert_eq!(removed, json!(true), "the form carries a CSRF token");
-        click(client, "#approve").await;
-        let (code, error) = refusal(client).await;
-        assert_eq!(code, 403, "a post without the CSRF token: {error}");
+                    vec![],
+                )
+                .await
+                .unwrap();
+            assert_eq!(removed, json!(true), "the form carries a CSRF token");
+            click(client, "#approve").await;
+            let (code, error) = refusal(client).await;
+            assert_eq!(code, 403, "a post without the CSRF token: {error}");
 
-        // A wrong token is refused the same way.
-        goto(client, &world.item(&run, "call_1")).await;
-        client
-            .execute(
-                "document.querySelector('form.decide input[name=csrf]').value = 'forged';",
-                vec![],
-            )
-            .await
-            .unwrap();
-        click(client, "#approve").await;
-        let (code, error) = refusal(client).await;
-        assert_eq!(code, 403, "a post with a wrong CSRF token: {error}");
+            // A wrong token is refused the same way.
+            goto(client, &world.item(&run, "call_1")).await;
+            client
+                .execute(
+                    "document.querySelector('form.decide input[name=csrf]').value = 'forged';",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            click(client, "#approve").await;
+            let (code, error) = refusal(client).await;
+            assert_eq!(code, 403, "a post with a wrong CSRF token: {error}");
 
-        assert_eq!(world.row(&run, "call_1").await, before, "nothing recorded");
-        assert_eq!(world.load(&run).await.version, version);
-        assert_eq!(world.audit_len().await, 0);
-    })
+            world
+                .assert_unchanged(&before, "posts without a valid CSRF token")
+                .await;
+        },
+    )
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs chromedriver: run by interop/run.sh"]
 async fn inbox_viewer_sees_no_buttons_and_a_forged_post_is_forbidden() {
-    let world = World::new("viewer").await;
-    let run = world.start("deploy production").await;
-    with_browsers(1, |clients| async move {
-        let client = &clients[0];
-        sign_in(client, &world, "victor-token").await;
-        find(client, &item_css(&run, "call_1")).await;
-        goto(client, &world.item(&run, "call_1")).await;
-        find(client, "pre#arguments").await;
-        assert!(
-            find_all(client, "form.decide, button[name=action]")
-                .await
-                .is_empty(),
-            "a viewer sees no decision buttons on an item"
-        );
+    signed_in(
+        "viewer",
+        "victor-token",
+        &["deploy production"],
+        |client, world, runs| async move {
+            let (client, run) = (&client, runs[0].clone());
+            find(client, &item_css(&run, "call_1")).await;
+            goto(client, &world.item(&run, "call_1")).await;
+            find(client, "pre#arguments").await;
+            assert!(
+                find_all(client, "form.decide, button[name=action]")
+                    .await
+                    .is_empty(),
+                "a viewer sees no decision buttons on an item"
+            );
 
-        // Posts forged from the viewer's own session, with a CSRF token of that session when any
-        // page has one (so that the role, not the token, is what refuses them) and the row's
-        // version and digest: forbidden, nothing recorded.
-        let row = world.row(&run, "call_1").await;
-        let version = world.load(&run).await.version;
-        let item_path = format!("/runs/{run}/calls/call_1");
-        let item_value = format!("{run}/call_1/{}/{}", row.version, row.digest);
-        goto(client, &world.url("/")).await;
-        find(client, "ul#items").await;
-        let answer = client
-            .execute_async(
-                "const [path, version, digest, item, done] = arguments; \
+            // Posts forged from the viewer's own session, with a CSRF token of that session when any
+            // page has one (so that the role, not the token, is what refuses them) and the row's
+            // version and digest: forbidden, nothing recorded.
+            let before = world.seen(&run, "call_1").await;
+            let row = &before.row;
+            let item_path = format!("/runs/{run}/calls/call_1");
+            let item_value = format!("{run}/call_1/{}/{}", row.version, row.digest);
+            goto(client, &world.url("/")).await;
+            find(client, "ul#items").await;
+            let answer = client
+                .execute_async(
+                    "const [path, version, digest, item, done] = arguments; \
                  const input = document.querySelector('input[name=csrf]'); \
                  const csrf = input ? input.value : ''; \
                  const post = (url, fields) => fetch(url, {method: 'POST', \
@@ -703,41 +757,40 @@ async fn inbox_viewer_sees_no_buttons_and_a_forged_post_is_forbidden() {
                    post('/batch', {csrf, action: 'approve', message: '', item}), \
                  ]).then(([decide, batch]) => done({decide, batch, csrf: csrf !== ''}), \
                          e => done({error: String(e)}));",
-                vec![
-                    json!(item_path),
-                    json!(row.version.to_string()),
-                    json!(row.digest),
-                    json!(item_value),
-                ],
-            )
-            .await
-            .unwrap();
-        assert_eq!(
-            answer["decide"]["status"],
-            json!(403),
-            "a viewer's forged decision: {answer}"
-        );
-        // A batch reports per item: refused as a whole (403) or every item refused.
-        let batch = &answer["batch"];
-        assert!(
-            batch["status"] == json!(403)
-                || (batch["refused"] == json!(true) && batch["ok"] == json!(false)),
-            "a viewer's forged batch: {answer}"
-        );
-        assert_eq!(world.row(&run, "call_1").await, row, "nothing recorded");
-        assert_eq!(world.load(&run).await.version, version);
-        assert_eq!(world.audit_len().await, 0);
-
-        // Nor batch buttons on the list.
-        goto(client, &world.url("/")).await;
-        find(client, "ul#items").await;
-        assert!(
-            find_all(client, "button#batch-approve, button#batch-reject")
+                    vec![
+                        json!(item_path),
+                        json!(row.version.to_string()),
+                        json!(row.digest),
+                        json!(item_value),
+                    ],
+                )
                 .await
-                .is_empty(),
-            "a viewer sees no batch decision buttons on the list"
-        );
-    })
+                .unwrap();
+            assert_eq!(
+                answer["decide"]["status"],
+                json!(403),
+                "a viewer's forged decision: {answer}"
+            );
+            // A batch reports per item: refused as a whole (403) or every item refused.
+            let batch = &answer["batch"];
+            assert!(
+                batch["status"] == json!(403)
+                    || (batch["refused"] == json!(true) && batch["ok"] == json!(false)),
+                "a viewer's forged batch: {answer}"
+            );
+            world.assert_unchanged(&before, "a viewer's posts").await;
+
+            // Nor batch buttons on the list.
+            goto(client, &world.url("/")).await;
+            find(client, "ul#items").await;
+            assert!(
+                find_all(client, "button#batch-approve, button#batch-reject")
+                    .await
+                    .is_empty(),
+                "a viewer sees no batch decision buttons on the list"
+            );
+        },
+    )
     .await;
 }
 
@@ -801,37 +854,40 @@ async fn inbox_signed_link_works_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs chromedriver: run by interop/run.sh"]
 async fn inbox_new_items_appear_without_a_reload() {
-    let world = World::new("events").await;
-    with_browsers(1, |clients| async move {
-        let client = &clients[0];
-        sign_in(client, &world, "alice-token").await;
-        find(client, "p#empty").await;
-        // A mark on this page: a reload would lose it.
-        client
-            .execute("window.__phaseo_no_reload = 1;", vec![])
-            .await
-            .unwrap();
-        // Give the page's event stream a moment to connect before the item is written.
-        tokio::time::sleep(Duration::from_millis(500)).await;
+    signed_in(
+        "events",
+        "alice-token",
+        &[],
+        |client, world, _| async move {
+            let client = &client;
+            find(client, "p#empty").await;
+            // A mark on this page: a reload would lose it.
+            client
+                .execute("window.__phaseo_no_reload = 1;", vec![])
+                .await
+                .unwrap();
+            // Give the page's event stream a moment to connect before the item is written.
+            tokio::time::sleep(Duration::from_millis(500)).await;
 
-        let run = world.start("deploy production").await;
-        find(client, &item_css(&run, "call_1")).await;
-        let kept = client
-            .execute("return window.__phaseo_no_reload === 1;", vec![])
-            .await
-            .unwrap();
-        assert_eq!(kept, json!(true), "the item arrived without a reload");
+            let run = world.start("deploy production").await;
+            find(client, &item_css(&run, "call_1")).await;
+            let kept = client
+                .execute("return window.__phaseo_no_reload === 1;", vec![])
+                .await
+                .unwrap();
+            assert_eq!(kept, json!(true), "the item arrived without a reload");
 
-        let second = world.start("deploy staging").await;
-        find(client, &item_css(&second, "call_1")).await;
-        let items = find_all(client, "ul#items > li.item").await;
-        assert_eq!(items.len(), 2);
-        assert_eq!(
-            items[0].attr("data-run").await.unwrap().as_deref(),
-            Some(second.as_str()),
-            "the newest first"
-        );
-    })
+            let second = world.start("deploy staging").await;
+            find(client, &item_css(&second, "call_1")).await;
+            let items = find_all(client, "ul#items > li.item").await;
+            assert_eq!(items.len(), 2);
+            assert_eq!(
+                items[0].attr("data-run").await.unwrap().as_deref(),
+                Some(second.as_str()),
+                "the newest first"
+            );
+        },
+    )
     .await;
 }
 
