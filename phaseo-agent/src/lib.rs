@@ -164,6 +164,8 @@
 //!   what `#[tool]` expands to. Uses the stages above.
 //! - `run`: [`Agent`], the loop, pausing and resuming ([`RunState`], [`Decisions`]), signed states,
 //!   [`Event`]s. Uses every stage above.
+//! - [`inbox`] (feature `inbox`): the approval inbox, web pages where people decide what stored
+//!   runs wait for ([`inbox::Inbox`]). Uses [`store`] and `run`.
 //! - [`mcp`] (feature `mcp`): serving tools over MCP ([`mcp::McpServer`]) and using MCP
 //!   servers' tools ([`mcp::McpClient`]). Uses every stage above.
 //!

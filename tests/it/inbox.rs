@@ -928,3 +928,42 @@ async fn an_external_call_takes_an_output_checked_by_its_kind() {
     .unwrap();
     assert_eq!(result, json!({"name": "Ada"}));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_deciders_get_exactly_one_outcome() {
+    let f = fixture(one_deploy("staging"), |i| i).await;
+    let run_id = f
+        .agent
+        .run("Deploy")
+        .await
+        .unwrap()
+        .state
+        .run_id()
+        .to_owned();
+    let (alice, bob) = (f.sign_in("alice-token").await, f.sign_in("bob-token").await);
+    let row = f.waiting().await.remove(0);
+    let approve: &[(&str, &str)] = &[("action", "approve")];
+    let reject: &[(&str, &str)] = &[("action", "reject"), ("message", "no")];
+    let attempts = (0..8).map(|i| {
+        let (who, fields) = if i % 2 == 0 {
+            (&alice, approve)
+        } else {
+            (&bob, reject)
+        };
+        f.decide(who, &row, fields)
+    });
+    let replies = futures::future::join_all(attempts).await;
+    let statuses: Vec<u16> = replies.iter().map(|r| r.status).collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 303).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 409).count(),
+        7,
+        "{statuses:?}"
+    );
+    assert_eq!(f.audit_len().await, 1);
+    f.finished(&run_id).await;
+}

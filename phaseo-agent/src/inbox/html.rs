@@ -115,6 +115,16 @@ pub(crate) fn pretty(json: &str) -> String {
         .unwrap_or_else(|| json.to_owned())
 }
 
+/// The list's path: where the router is mounted (`/inbox`, which a nested axum router answers;
+/// not `/inbox/`), or `/` at the root.
+pub(crate) fn home(base: &str) -> String {
+    if base.is_empty() {
+        "/".to_owned()
+    } else {
+        base.to_owned()
+    }
+}
+
 /// A whole page: `body` is HTML already escaped; `base` is where the inbox is mounted (`""` at
 /// the root); `user` is who is signed in, if anyone.
 pub(crate) fn page(title: &str, base: &str, user: Option<(&str, &str)>, body: &str) -> String {
@@ -123,10 +133,11 @@ pub(crate) fn page(title: &str, base: &str, user: Option<(&str, &str)>, body: &s
     if let Some((name, csrf)) = user {
         let _ = write!(
             nav,
-            "<nav><a href=\"{base_attr}/\">Waiting</a> <a href=\"{base_attr}/audit\">Audit</a> \
+            "<nav><a href=\"{}\">Waiting</a> <a href=\"{base_attr}/audit\">Audit</a> \
              <span id=\"user\">{}</span> <form method=\"post\" action=\"{base_attr}/logout\" \
              class=\"inline\"><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
              <button id=\"sign-out\">Sign out</button></form></nav>",
+            escape(&home(base)),
             escape(name),
             escape(csrf)
         );

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use crate::inbox::html::{age, escape, pct, pretty, utc};
+use crate::inbox::html::{age, escape, home, pct, pretty, utc};
 use crate::model::message::Message;
 use crate::run::state::Decision;
 use crate::store::backend::{DecisionRow, PendingRow};
@@ -167,7 +167,7 @@ pub(crate) fn list(
         .collect();
     let _ = write!(
         body,
-        "<form id=\"filters\" method=\"get\" action=\"{base}/\">\
+        "<form id=\"filters\" method=\"get\" action=\"{home}\">\
          <label>Agent <input name=\"agent\" value=\"{}\"></label> \
          <label>Tool <input name=\"tool\" value=\"{}\"></label> \
          <label>Kind <select name=\"kind\">{options}</select></label> \
@@ -176,7 +176,7 @@ pub(crate) fn list(
         value(&query.agent),
         value(&query.tool),
         value(&query.older_than),
-        base = escape(base),
+        home = escape(&home(base)),
     );
     if rows.is_empty() {
         body.push_str("<p id=\"empty\">Nothing waits for a decision.</p>");
@@ -189,8 +189,8 @@ pub(crate) fn list(
     if let Some(next) = next {
         let _ = write!(
             body,
-            "<p><a id=\"next\" href=\"{}/?{}\">Next page</a></p>",
-            escape(base),
+            "<p><a id=\"next\" href=\"{}?{}\">Next page</a></p>",
+            escape(&home(base)),
             escape(&query.query_string(next))
         );
     }

@@ -20,7 +20,7 @@ use tokio::sync::Semaphore;
 
 use crate::error::{AgentError, StoreError};
 use crate::inbox::auth::{Keys, Link, LinkAction, Role, Session, User, token_key};
-use crate::inbox::html::{SCRIPT, STYLE, escape, hex, page, unpct};
+use crate::inbox::html::{SCRIPT, STYLE, escape, hex, home, page, unpct};
 use crate::inbox::pages::{self, Action, AuditView, ItemView, ListQuery};
 use crate::run::state::Decision;
 use crate::store::backend::{AuditFilter, LoadedRun, PendingFilter, PendingRow};
@@ -757,16 +757,16 @@ async fn login(State(app): State<Shared>, ctx: Ctx, Form(fields): Form<Fields>) 
     let ttl = app.inbox.session_ttl.as_secs();
     let session = Session::new(user.name(), now_secs().saturating_add(ttl));
     let cookie = format!(
-        "{COOKIE}={}; Path={}/; Max-Age={ttl}; HttpOnly; SameSite=Strict{}",
+        "{COOKIE}={}; Path={}; Max-Age={ttl}; HttpOnly; SameSite=Strict{}",
         session.cookie_value(&app.inbox.keys),
-        ctx.base,
+        home(&ctx.base),
         if app.inbox.secure_cookie {
             "; Secure"
         } else {
             ""
         }
     );
-    see_other(&format!("{}/", ctx.base), Some(cookie))
+    see_other(&home(&ctx.base), Some(cookie))
 }
 
 async fn logout(State(app): State<Shared>, ctx: Ctx, Form(fields): Form<Fields>) -> Response {
@@ -774,8 +774,8 @@ async fn logout(State(app): State<Shared>, ctx: Ctx, Form(fields): Form<Fields>)
         return response;
     }
     let cookie = format!(
-        "{COOKIE}=; Path={}/; Max-Age=0; HttpOnly; SameSite=Strict",
-        ctx.base
+        "{COOKIE}=; Path={}; Max-Age=0; HttpOnly; SameSite=Strict",
+        home(&ctx.base)
     );
     see_other(&format!("{}/login", ctx.base), Some(cookie))
 }
@@ -812,7 +812,7 @@ async fn list(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQuery
     };
     let filter = match filter_of(&app, &query) {
         Ok(filter) => filter,
-        Err(refusal) => return refusal.page(&ctx, Some(&format!("{}/", ctx.base))),
+        Err(refusal) => return refusal.page(&ctx, Some(&home(&ctx.base))),
     };
     match app.inbox.runs.pending(&filter).await {
         Ok(page) => {
@@ -917,7 +917,7 @@ async fn item(
         Ok(None) => {
             let mut refusal = app.inbox.gone(&run, &call).await;
             refusal.status = StatusCode::NOT_FOUND;
-            return refusal.page(&ctx, Some(&format!("{}/", ctx.base)));
+            return refusal.page(&ctx, Some(&home(&ctx.base)));
         }
         Err(refusal) => return refusal.page(&ctx, None),
     };
@@ -963,7 +963,7 @@ async fn decide_form(
         Err(refusal) => Err(refusal),
     };
     match result {
-        Ok(()) => see_other(&format!("{}/?flash=decided", ctx.base), None),
+        Ok(()) => see_other(&format!("{}?flash=decided", home(&ctx.base)), None),
         Err(refusal) => refusal.page(&ctx, Some(&back)),
     }
 }
@@ -992,7 +992,7 @@ async fn batch(State(app): State<Shared>, ctx: Ctx, Form(fields): Form<Fields>) 
     let action = fields.get("action").unwrap_or_default();
     if action != "approve" && action != "reject" {
         return Refusal::unprocessable("A batch either approves or rejects.")
-            .page(&ctx, Some(&format!("{}/", ctx.base)));
+            .page(&ctx, Some(&home(&ctx.base)));
     }
     let mut body = String::from("<ul id=\"batch-results\">");
     let mut any = false;
@@ -1030,8 +1030,8 @@ async fn batch(State(app): State<Shared>, ctx: Ctx, Form(fields): Form<Fields>) 
         body.push_str("<li class=\"batch-result error\">No item was selected.</li>");
     }
     body.push_str(&format!(
-        "</ul><p><a id=\"back\" href=\"{}/\">Back to the list</a></p>",
-        escape(&ctx.base)
+        "</ul><p><a id=\"back\" href=\"{}\">Back to the list</a></p>",
+        escape(&home(&ctx.base))
     ));
     html(&ctx, StatusCode::OK, "Batch decision", &body)
 }
@@ -1181,5 +1181,69 @@ async fn link_confirm(State(app): State<Shared>, ctx: Ctx, Path(token): Path<Str
             html(&ctx, StatusCode::OK, "Decision recorded", &body)
         }
         Err(refusal) => refusal.page(&ctx, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::SocketAddr;
+
+    use super::*;
+    use crate::store::memory::MemoryStore;
+
+    /// One HTTP/1.1 exchange over a plain socket, the reply lower-cased.
+    async fn exchange(addr: SocketAddr, request: String) -> String {
+        tokio::task::spawn_blocking(move || {
+            let mut stream = std::net::TcpStream::connect(addr).unwrap();
+            stream.write_all(request.as_bytes()).unwrap();
+            let mut reply = String::new();
+            stream.read_to_string(&mut reply).unwrap();
+            reply.to_ascii_lowercase()
+        })
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn links_redirects_and_cookies_follow_where_the_router_is_mounted() {
+        let inbox = Inbox::new(Runs::new(MemoryStore::new())).user("t0ken", User::admin("ada"));
+        let app = Router::new().nest("/inbox", inbox.router());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+
+        let get = |path: &str, cookie: &str| {
+            format!("GET {path} HTTP/1.1\r\nhost: x\r\n{cookie}connection: close\r\n\r\n")
+        };
+        for path in ["/inbox", "/inbox/audit"] {
+            let reply = exchange(addr, get(path, "")).await;
+            assert!(reply.starts_with("http/1.1 303"), "{reply}");
+            assert!(reply.contains("location: /inbox/login\r\n"), "{reply}");
+        }
+        let login = "POST /inbox/login HTTP/1.1\r\nhost: x\r\ncontent-type: \
+                     application/x-www-form-urlencoded\r\ncontent-length: 11\r\nconnection: \
+                     close\r\n\r\ntoken=t0ken";
+        let reply = exchange(addr, login.to_owned()).await;
+        assert!(reply.contains("location: /inbox\r\n"), "{reply}");
+        assert!(reply.contains("path=/inbox;"), "{reply}");
+        let cookie = reply
+            .lines()
+            .find_map(|l| l.strip_prefix("set-cookie: "))
+            .and_then(|c| c.split(';').next())
+            .unwrap()
+            .to_owned();
+        // The cookie's value is hex: lower-casing the reply left it intact.
+        let page = exchange(addr, get("/inbox", &format!("cookie: {cookie}\r\n"))).await;
+        assert!(page.starts_with("http/1.1 200"), "{page}");
+        for link in [
+            "href=\"/inbox\"",
+            "href=\"/inbox/audit\"",
+            "action=\"/inbox\"",
+            "src=\"/inbox/static/inbox.js\"",
+            "action=\"/inbox/batch\"",
+        ] {
+            assert!(page.contains(link), "{link} in {page}");
+        }
     }
 }
