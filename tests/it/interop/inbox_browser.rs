@@ -345,6 +345,16 @@ async fn inbox_sign_in() {
         goto(client, &world.url("/audit")).await;
         find(client, "input[name=token]").await;
         assert_eq!(path(client).await, "/login");
+        // Nor does the event stream answer without one.
+        let events = client
+            .execute_async(
+                "const done = arguments[0]; \
+                 fetch('/events').then(r => done(r.status), e => done(String(e)));",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(events, json!(401), "the event stream without a session");
 
         // A wrong token is refused.
         fill(client, "input[name=token]", "mallory-token").await;
@@ -355,6 +365,7 @@ async fn inbox_sign_in() {
         // The right one signs in: an empty list, and the session cookie is not readable by script.
         sign_in(client, &world, "alice-token").await;
         find(client, "p#empty").await;
+        assert_eq!(text(client, "#user").await, "alice", "who is signed in");
         let cookies = client
             .execute("return document.cookie;", vec![])
             .await
@@ -362,6 +373,13 @@ async fn inbox_sign_in() {
         assert_eq!(cookies, json!(""), "the session cookie is HttpOnly");
         goto(client, &world.url("/audit")).await;
         find(client, "table#audit").await;
+
+        // Signing out ends the session.
+        click(client, "button#sign-out").await;
+        find(client, "input[name=token]").await;
+        goto(client, &world.url("/")).await;
+        find(client, "input[name=token]").await;
+        assert_eq!(path(client).await, "/login", "signed out");
     })
     .await;
 }
@@ -800,21 +818,27 @@ async fn inbox_signed_link_works_once() {
     let world = World::new("link").await;
     let run = world.start("deploy staging").await;
     let row = world.row(&run, "call_1").await;
-    let link = world
-        .inbox
-        .signed_link(
-            &row,
-            LinkAction::Approve,
-            "alice",
-            Duration::from_secs(3600),
-        )
-        .expect("a signed link");
+    let link = |ttl| {
+        world
+            .inbox
+            .signed_link(&row, LinkAction::Approve, "alice", Duration::from_secs(ttl))
+            .expect("a signed link")
+    };
+    let (link, short) = (link(3600), link(1));
     with_browsers(1, |clients| async move {
-        // No session: the link alone.
+        // No session: the link alone. It shows what it decides.
         let client = &clients[0];
         goto(client, &world.url(&link)).await;
         find(client, "form#confirm").await;
         assert_eq!(status(client).await, 200);
+        assert_eq!(text(client, "#tool").await, "deploy");
+        assert!(text(client, "pre#arguments").await.contains("staging"));
+        assert!(
+            text(client, "#link-action")
+                .await
+                .to_lowercase()
+                .contains("approve")
+        );
         // Opening it decided nothing (a mail scanner's prefetch must not approve).
         goto(client, &world.url(&link)).await;
         find(client, "form#confirm").await;
@@ -824,7 +848,20 @@ async fn inbox_signed_link_works_once() {
             "a GET decides nothing"
         );
 
+        // Expired: refused, nothing recorded.
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+        goto(client, &world.url(&short)).await;
+        let (code, error) = refusal(client).await;
+        assert_eq!(code, 410, "an expired link: {error}");
+        assert_eq!(
+            world.row(&run, "call_1").await,
+            row,
+            "an expired link decides nothing"
+        );
+
+        goto(client, &world.url(&link)).await;
         click(client, "button#confirm").await;
+        find(client, "#flash.ok").await;
         let done = world.completed(&run).await;
         assert_eq!(done.state.output(), Some(r#"Done: {"deployed":"staging"}"#));
         let audit = world
@@ -840,12 +877,16 @@ async fn inbox_signed_link_works_once() {
         goto(client, &world.url(&link)).await;
         let (code, error) = refusal(client).await;
         assert_eq!(code, 409, "a used link: {error}");
+        assert!(
+            error.contains("already decided by alice"),
+            "a used link: {error}"
+        );
         assert!(find_all(client, "form#confirm").await.is_empty());
         // A tampered link is refused too.
         let tampered = link.replacen("link/", "link/x", 1);
         goto(client, &world.url(&tampered)).await;
-        let (code, _) = refusal(client).await;
-        assert!((400..500).contains(&code), "a tampered link: {code}");
+        let (code, error) = refusal(client).await;
+        assert_eq!(code, 403, "a tampered link: {error}");
         assert_eq!(world.audit_len().await, 1);
     })
     .await;
