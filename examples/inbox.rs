@@ -188,32 +188,23 @@ async fn be_the_person(
         field("version").ok_or("no version")?,
         field("digest").ok_or("no digest")?,
     );
-    let decided = client
-        .post(format!("{url}{item}"))
-        .header("cookie", &cookie)
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("version", version.as_str()),
-            ("digest", digest.as_str()),
-            ("action", "approve"),
-        ])
-        .send()
-        .await?;
-    assert_eq!(decided.status(), 303);
+    let approve = || {
+        client
+            .post(format!("{url}{item}"))
+            .header("cookie", &cookie)
+            .form(&[
+                ("csrf", csrf.as_str()),
+                ("version", version.as_str()),
+                ("digest", digest.as_str()),
+                ("action", "approve"),
+            ])
+            .send()
+    };
+    assert_eq!(approve().await?.status(), 303);
     println!("alice approved it in the inbox");
 
     // The same decision again: refused, and the page says who decided.
-    let again = client
-        .post(format!("{url}{item}"))
-        .header("cookie", &cookie)
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("version", version.as_str()),
-            ("digest", digest.as_str()),
-            ("action", "approve"),
-        ])
-        .send()
-        .await?;
+    let again = approve().await?;
     assert_eq!(again.status(), 409);
     assert!(again.text().await?.contains("already decided by alice"));
     let audit = runs.audit(&Default::default()).await?;

@@ -202,6 +202,12 @@ impl Fixture {
         self.post(session, &item_path(row), &all).await
     }
 
+    /// Starts a run of the agent until it waits for a person; its id.
+    async fn start(&self, input: impl Into<String>) -> String {
+        let paused = self.agent.run(input).await.unwrap();
+        paused.state.run_id().to_owned()
+    }
+
     async fn waiting(&self) -> Vec<PendingRow> {
         let filter = PendingFilter {
             undecided_only: true,
@@ -230,6 +236,12 @@ impl Fixture {
         }
         panic!("the run did not finish");
     }
+}
+
+/// What a batch form carries for a row: `run/call/version/digest`, the ids percent-encoded.
+fn item_value(row: &PendingRow) -> String {
+    let (run, call) = (pct(&row.run_id), pct(&row.call_id));
+    format!("{run}/{call}/{}/{}", row.version, row.digest)
 }
 
 fn item_path(row: &PendingRow) -> String {
@@ -355,14 +367,7 @@ async fn the_list_shows_what_waits_filters_and_pages() {
 #[tokio::test]
 async fn an_approval_resumes_the_run_to_its_end() {
     let f = fixture(one_deploy("staging"), |i| i).await;
-    let run_id = f
-        .agent
-        .run("Deploy")
-        .await
-        .unwrap()
-        .state
-        .run_id()
-        .to_owned();
+    let run_id = f.start("Deploy").await;
     let alice = f.sign_in("alice-token").await;
     let row = f.waiting().await.remove(0);
     let reply = f.decide(&alice, &row, &[("action", "approve")]).await;
@@ -386,14 +391,7 @@ async fn an_approval_resumes_the_run_to_its_end() {
 #[tokio::test]
 async fn a_rejection_is_read_by_the_models_next_turn() {
     let f = fixture(one_deploy("production"), |i| i).await;
-    let run_id = f
-        .agent
-        .run("Deploy")
-        .await
-        .unwrap()
-        .state
-        .run_id()
-        .to_owned();
+    let run_id = f.start("Deploy").await;
     let alice = f.sign_in("alice-token").await;
     let row = f.waiting().await.remove(0);
     let message = "Not on a Friday: wait for Monday.";
@@ -416,7 +414,7 @@ async fn a_rejection_is_read_by_the_models_next_turn() {
 #[tokio::test]
 async fn a_stale_version_or_other_arguments_are_refused_and_record_nothing() {
     let f = fixture(one_deploy("staging"), |i| i).await;
-    f.agent.run("Deploy").await.unwrap();
+    f.start("Deploy").await;
     let alice = f.sign_in("alice-token").await;
     let row = f.waiting().await.remove(0);
 
@@ -449,14 +447,7 @@ async fn a_second_decision_is_told_who_decided_first() {
         ])
         .text("Done.");
     let f = fixture(model, |i| i).await;
-    let run_id = f
-        .agent
-        .run("Deploy")
-        .await
-        .unwrap()
-        .state
-        .run_id()
-        .to_owned();
+    let run_id = f.start("Deploy").await;
     let (alice, bob) = (f.sign_in("alice-token").await, f.sign_in("bob-token").await);
     let rows = f.waiting().await;
     let deploy = rows.iter().find(|r| r.call_id == "call_1").unwrap().clone();
@@ -497,14 +488,7 @@ async fn a_second_decision_is_told_who_decided_first() {
 #[tokio::test]
 async fn an_edit_is_checked_against_the_schema_before_anything_is_saved() {
     let f = fixture(one_deploy("production"), |i| i).await;
-    let run_id = f
-        .agent
-        .run("Deploy")
-        .await
-        .unwrap()
-        .state
-        .run_id()
-        .to_owned();
+    let run_id = f.start("Deploy").await;
     let alice = f.sign_in("alice-token").await;
     let row = f.waiting().await.remove(0);
 
@@ -567,7 +551,7 @@ async fn a_viewer_and_an_approver_of_other_tools_are_refused() {
         i.tool_approvers("deploy", ["alice"])
     })
     .await;
-    f.agent.run("Deploy").await.unwrap();
+    f.start("Deploy").await;
     let row = f.waiting().await.remove(0);
     let victor = f.sign_in("victor-token").await;
     let page = f.get(&victor, &item_path(&row)).await.body;
@@ -596,7 +580,7 @@ async fn a_viewer_and_an_approver_of_other_tools_are_refused() {
 #[tokio::test]
 async fn a_post_without_its_csrf_token_is_refused_and_records_nothing() {
     let f = fixture(one_deploy("staging"), |i| i).await;
-    f.agent.run("Deploy").await.unwrap();
+    f.start("Deploy").await;
     let row = f.waiting().await.remove(0);
     let alice = f.sign_in("alice-token").await;
     let bob = f.sign_in("bob-token").await;
@@ -612,13 +596,7 @@ async fn a_post_without_its_csrf_token_is_refused_and_records_nothing() {
             fields.push(("csrf", csrf));
         }
         assert_eq!(f.post(&alice, &path, &fields).await.status, 403, "{csrf:?}");
-        let item = format!(
-            "{}/{}/{}/{}",
-            pct(&row.run_id),
-            pct(&row.call_id),
-            row.version,
-            row.digest
-        );
+        let item = item_value(&row);
         let mut batch = vec![("action", "approve"), ("item", item.as_str())];
         if let Some(csrf) = csrf {
             batch.push(("csrf", csrf));
@@ -637,27 +615,14 @@ async fn a_batch_decides_each_item_on_its_own() {
         .text("One.")
         .text("Two.");
     let f = fixture(model, |i| i).await;
-    let first = f.agent.run("one").await.unwrap().state.run_id().to_owned();
-    let second = f.agent.run("two").await.unwrap().state.run_id().to_owned();
+    let first = f.start("one").await;
+    let second = f.start("two").await;
     let alice = f.sign_in("alice-token").await;
     let rows = f.waiting().await;
-    let item = |r: &PendingRow| {
-        format!(
-            "{}/{}/{}/{}",
-            pct(&r.run_id),
-            pct(&r.call_id),
-            r.version,
-            r.digest
-        )
-    };
-    let (a, b) = (item(&rows[0]), item(&rows[1]));
-    let stale = format!(
-        "{}/{}/{}/{}",
-        pct(&rows[0].run_id),
-        pct(&rows[0].call_id),
-        rows[0].version + 7,
-        rows[0].digest
-    );
+    let (a, b) = (item_value(&rows[0]), item_value(&rows[1]));
+    let mut moved = rows[0].clone();
+    moved.version += 7;
+    let stale = item_value(&moved);
     let reply = f
         .post(
             &alice,
@@ -696,7 +661,7 @@ async fn a_signed_link_decides_once_and_not_after_it_expires() {
         .text("Done.")
         .tool_call("call_1", "deploy", json!({"environment": "production"}));
     let f = fixture(model, |i| i).await;
-    let run_id = f.agent.run("one").await.unwrap().state.run_id().to_owned();
+    let run_id = f.start("one").await;
     let row = f.waiting().await.remove(0);
     let hour = Duration::from_secs(3600);
     let link = f
@@ -740,7 +705,7 @@ async fn a_signed_link_decides_once_and_not_after_it_expires() {
     assert_eq!(f.audit_len().await, 1);
 
     // Expired, or changed by a byte: refused.
-    f.agent.run("two").await.unwrap();
+    f.start("two").await;
     let row = f.waiting().await.remove(0);
     let expired = f
         .inbox
@@ -771,14 +736,7 @@ async fn hostile_arguments_and_messages_are_escaped_on_every_page() {
         )
         .text("Sent.");
     let f = fixture(model, |i| i).await;
-    let run_id = f
-        .agent
-        .run(format!("Say {script}"))
-        .await
-        .unwrap()
-        .state
-        .run_id()
-        .to_owned();
+    let run_id = f.start(format!("Say {script}")).await;
     let alice = f.sign_in("alice-token").await;
     let row = f.waiting().await.remove(0);
     let list = f.get(&alice, "/").await.body;
@@ -819,7 +777,7 @@ async fn new_items_stream_to_open_lists_and_streams_are_bounded() {
         .tool_call("call_1", "deploy", json!({"environment": "staging"}))
         .tool_call("call_9", "notify", json!({"text": "later"}));
     let f = fixture(model, |i| i.max_event_streams(1)).await;
-    f.agent.run("one").await.unwrap();
+    f.start("one").await;
     let alice = f.sign_in("alice-token").await;
     let mut events = f
         .client
@@ -846,7 +804,7 @@ async fn new_items_stream_to_open_lists_and_streams_are_bounded() {
     };
     read_until(&mut events, &mut seen, "data-call=\"call_1\"").await;
     assert!(seen.contains("event: pending"));
-    f.agent.run("two").await.unwrap();
+    f.start("two").await;
     read_until(&mut events, &mut seen, "data-call=\"call_9\"").await;
     assert_eq!(
         seen.matches("data-call=\"call_1\"").count(),
@@ -932,14 +890,7 @@ async fn an_external_call_takes_an_output_checked_by_its_kind() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn racing_deciders_get_exactly_one_outcome() {
     let f = fixture(one_deploy("staging"), |i| i).await;
-    let run_id = f
-        .agent
-        .run("Deploy")
-        .await
-        .unwrap()
-        .state
-        .run_id()
-        .to_owned();
+    let run_id = f.start("Deploy").await;
     let (alice, bob) = (f.sign_in("alice-token").await, f.sign_in("bob-token").await);
     let row = f.waiting().await.remove(0);
     let approve: &[(&str, &str)] = &[("action", "approve")];
@@ -966,4 +917,28 @@ async fn racing_deciders_get_exactly_one_outcome() {
     );
     assert_eq!(f.audit_len().await, 1);
     f.finished(&run_id).await;
+}
+
+#[tokio::test]
+async fn approve_always_lets_the_tools_later_calls_run_without_asking() {
+    let model = ScriptedModel::new()
+        .tool_call("call_1", "deploy", json!({"environment": "staging"}))
+        .tool_call("call_2", "deploy", json!({"environment": "production"}))
+        .text("Both deployed.");
+    let f = fixture(model, |i| i).await;
+    let run_id = f.start("Deploy twice").await;
+    let alice = f.sign_in("alice-token").await;
+    let row = f.waiting().await.remove(0);
+    let reply = f
+        .decide(&alice, &row, &[("action", "approve_always")])
+        .await;
+    assert_eq!(reply.status, 303, "{}", reply.body);
+    assert_eq!(f.finished(&run_id).await, StoredStatus::Completed);
+    let state = f.runs.load(&run_id).await.unwrap().state;
+    assert!(state.tool_result("call_2").unwrap().contains("production"));
+    assert_eq!(
+        f.audit_len().await,
+        1,
+        "the second call was not asked about"
+    );
 }

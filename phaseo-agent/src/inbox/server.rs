@@ -364,16 +364,12 @@ impl Inbox {
                 row.tool
             )));
         }
-        if let Some(by) = &row.decided_by {
-            return Err(Refusal::conflict(format!(
-                "This call was already decided by {by}."
-            )));
-        }
-        if row.version != shown.version || row.digest != shown.digest {
-            return Err(Refusal::conflict(
-                "The call or its run changed since this page was shown: reload it and decide again.",
-            ));
-        }
+        still_as_shown(
+            &row,
+            shown.version,
+            &shown.digest,
+            "The call or its run changed since this page was shown: reload it and decide again.",
+        )?;
         let decision = self.decision(&row, choice, user)?;
         let mut at = row.clone();
         at.version = shown.version;
@@ -480,6 +476,25 @@ impl Inbox {
             });
         }
     }
+}
+
+/// A call still undecided, at the version and digest a person was shown (409 otherwise, saying who
+/// decided or that it `changed`).
+fn still_as_shown(
+    row: &PendingRow,
+    version: u64,
+    digest: &str,
+    changed: &str,
+) -> Result<(), Refusal> {
+    if let Some(by) = &row.decided_by {
+        return Err(Refusal::conflict(format!(
+            "This call was already decided by {by}."
+        )));
+    }
+    if row.version != version || row.digest != digest {
+        return Err(Refusal::conflict(changed));
+    }
+    Ok(())
 }
 
 /// What a person was shown: the call, its run's version and its arguments' digest.
@@ -1102,9 +1117,8 @@ fn with_digest(value: &Value, digest: &str, depth: usize) -> Option<Value> {
                     Value::String(text) => serde_json::from_str(text).ok(),
                     other => Some(other.clone()),
                 };
-                if let Some(candidate) = candidate
-                    && hex(&Sha256::digest(candidate.to_string().as_bytes())) == digest
-                {
+                let canonical = |c: &Value| hex(&Sha256::digest(c.to_string().as_bytes()));
+                if let Some(candidate) = candidate.filter(|c| canonical(c) == digest) {
                     return Some(candidate);
                 }
             }
@@ -1129,16 +1143,12 @@ async fn checked_link(app: &App, token: &str) -> Result<(Link, PendingRow), Refu
     let Some(row) = app.inbox.row(&link.run, &link.call).await? else {
         return Err(app.inbox.gone(&link.run, &link.call).await);
     };
-    if let Some(by) = &row.decided_by {
-        return Err(Refusal::conflict(format!(
-            "This call was already decided by {by}."
-        )));
-    }
-    if row.version != link.version || row.digest != link.digest {
-        return Err(Refusal::conflict(
-            "The call changed since this link was made, so the link no longer applies.",
-        ));
-    }
+    still_as_shown(
+        &row,
+        link.version,
+        &link.digest,
+        "The call changed since this link was made, so the link no longer applies.",
+    )?;
     Ok((link, row))
 }
 
