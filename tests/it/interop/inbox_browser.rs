@@ -2,8 +2,8 @@
 //! router served in this process on 127.0.0.1 (a port of its own per test), each test with a fresh
 //! SQLite store in a directory of its own and a scripted model. What a person does with the page
 //! (sign in, approve, reject with a message, edit, batch, a race of two browsers, a stale page,
-//! a forged form, a viewer, a signed link, items arriving by server-sent events) is checked both
-//! on the page and in the store.
+//! a forged form, a viewer, a signed link, items arriving by server-sent events, the inbox nested
+//! under a prefix) is checked both on the page and in the store.
 //!
 //! Run by `interop/run.sh` (`--ignored`); without `PHASEO_INTEROP_WEBDRIVER_URL` a test fails,
 //! never passes. The list's and an item's screenshots are written to `docs/inbox-list.png` and
