@@ -106,6 +106,18 @@ npm_bin() {
     ' "$1" "$2" "${3:-}"
 }
 
+# apt_install PACKAGE...: install Debian packages with apt-get (no recommends, no prompts);
+# when that fails, `apt-get update` and try once more. The caller checks it runs as root.
+apt_install() {
+    local install=(apt-get install -y -q --no-install-recommends "$@")
+    log "installing Debian's $*: ${install[*]}"
+    if ! DEBIAN_FRONTEND=noninteractive "${install[@]}" >&2; then
+        log "apt-get install failed; running apt-get update and trying again"
+        DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+        DEBIAN_FRONTEND=noninteractive "${install[@]}" >&2
+    fi
+}
+
 # port_in_use PORT: true if something accepts TCP connections on 127.0.0.1:PORT.
 port_in_use() {
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null

@@ -82,13 +82,7 @@ install_server() {
     fi
     (( EUID == 0 )) || die "PostgreSQL $PG_MAJOR is not installed ($PG_BIN/postgres is missing); as root: apt-get install postgresql-$PG_MAJOR"
     require_cmd apt-get "install PostgreSQL $PG_MAJOR yourself and set PHASEO_INTEROP_POSTGRES_BIN to its bin directory"
-    local install=(apt-get install -y -q --no-install-recommends "postgresql-$PG_MAJOR")
-    log "installing Debian's postgresql-$PG_MAJOR: ${install[*]}"
-    if ! DEBIAN_FRONTEND=noninteractive "${install[@]}" >&2; then
-        log "apt-get install failed; running apt-get update and trying again"
-        DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
-        DEBIAN_FRONTEND=noninteractive "${install[@]}" >&2
-    fi
+    apt_install "postgresql-$PG_MAJOR"
     [[ -x "$PG_BIN/postgres" ]] || die "postgresql-$PG_MAJOR is installed but $PG_BIN/postgres is not there"
 }
 

@@ -11,25 +11,29 @@
 #   3. postgres start a private PostgreSQL 15 cluster (interop/postgres.sh: initdb in a temporary
 #                     directory, 127.0.0.1 only, database `phaseo`; installs Debian's
 #                     postgresql-15 with apt-get when missing). Never skipped.
-#   4. mcp everything install the reference MCP server (npm @modelcontextprotocol/server-everything),
+#   4. chromium start headless Chromium's WebDriver server (interop/chromium.sh: chromedriver on
+#                     127.0.0.1 only; installs Debian's chromium and chromium-driver with apt-get
+#                     when missing), for the approval inbox's browser tests. Never skipped.
+#   5. mcp everything install the reference MCP server (npm @modelcontextprotocol/server-everything),
 #                     which tests/it/interop/mcp_client.rs starts as its client's child process
-#   5. cargo interop  cargo test --all-features --no-fail-fast -p phaseo-agent-tests --test it -- --ignored --test-threads=1 interop::
+#   6. cargo interop  cargo test --all-features --no-fail-fast -p phaseo-agent-tests --test it -- --ignored --test-threads=1 interop::
 #                     with PHASEO_INTEROP_AIMOCK_URL, PHASEO_INTEROP_LLAMA_URL,
-#                     PHASEO_INTEROP_POSTGRES_URL and PHASEO_INTEROP_MCP_EVERYTHING (the
-#                     server's entry point, run as `node PATH stdio`) set
-#   6. strict schemas interop/strict_check.py tests/golden/dialects/openai_strict_all.json
-#   7. mcp build      cargo build --example mcp_server (our MCP server, served on stdio)
-#   8. mcp python     interop/mcp_server.sh python BINARY: the official Python MCP client
+#                     PHASEO_INTEROP_POSTGRES_URL, PHASEO_INTEROP_WEBDRIVER_URL and
+#                     PHASEO_INTEROP_MCP_EVERYTHING (the server's entry point, run as
+#                     `node PATH stdio`) set
+#   7. strict schemas interop/strict_check.py tests/golden/dialects/openai_strict_all.json
+#   8. mcp build      cargo build --example mcp_server (our MCP server, served on stdio)
+#   9. mcp python     interop/mcp_server.sh python BINARY: the official Python MCP client
 #                     (PyPI mcp) initialises it, calls every tool, gets progress, cancels a
 #                     long call (the tool observes it), sees isError for bad arguments
-#   9. mcp inspector  interop/mcp_server.sh inspector BINARY: the MCP Inspector CLI lists its tools
-# The servers this run started (aimock, llama, postgres) are stopped on exit,
+#  10. mcp inspector  interop/mcp_server.sh inspector BINARY: the MCP Inspector CLI lists its tools
+# The servers this run started (aimock, llama, postgres, chromedriver) are stopped on exit,
 # whatever happened; postgres's directory is deleted. Exit code 0 only if every
 # step passed.
 #
 # Env:
 #   PHASEO_INTEROP_AIMOCK_PORT  default 14310     PHASEO_INTEROP_LLAMA_PORT  default 18311
-#   PHASEO_INTEROP_POSTGRES_PORT default 15432
+#   PHASEO_INTEROP_POSTGRES_PORT default 15432    PHASEO_INTEROP_CHROMEDRIVER_PORT default 19515
 #   PHASEO_INTEROP_CACHE        where everything is installed (see interop/README.md)
 #   PHASEO_INTEROP_SKIP_LLAMA=1 skip the model server and the tests in tests/it/interop/llama.rs.
 #                               For local iteration ONLY: refused when CI is set.
@@ -41,15 +45,17 @@ cd "$REPO"
 AIMOCK_PORT="${PHASEO_INTEROP_AIMOCK_PORT:-14310}"
 LLAMA_PORT="${PHASEO_INTEROP_LLAMA_PORT:-18311}"
 POSTGRES_PORT="${PHASEO_INTEROP_POSTGRES_PORT:-15432}"
+CHROMEDRIVER_PORT="${PHASEO_INTEROP_CHROMEDRIVER_PORT:-19515}"
 STRICT_FILE="tests/golden/dialects/openai_strict_all.json"
 SKIP_LLAMA="${PHASEO_INTEROP_SKIP_LLAMA:-}"
 if [[ "$SKIP_LLAMA" == 0 ]]; then SKIP_LLAMA=""; fi
 check_port "$AIMOCK_PORT"
 check_port "$LLAMA_PORT"
 check_port "$POSTGRES_PORT"
+check_port "$CHROMEDRIVER_PORT"
 # Only the servers this run starts count; never a URL left in the environment.
 unset PHASEO_INTEROP_AIMOCK_URL PHASEO_INTEROP_LLAMA_URL PHASEO_INTEROP_POSTGRES_URL \
-    PHASEO_INTEROP_MCP_EVERYTHING
+    PHASEO_INTEROP_WEBDRIVER_URL PHASEO_INTEROP_MCP_EVERYTHING
 
 banner() {
     printf '\n[interop] %s\n' "################################################################" >&2
@@ -72,9 +78,11 @@ FAILED=0
 STARTED_AIMOCK=""   # set: stop it on exit
 STARTED_LLAMA=""
 STARTED_POSTGRES=""
+STARTED_CHROMEDRIVER=""
 AIMOCK_UP=""        # set: it answered
 LLAMA_UP=""
 POSTGRES_UP=""
+CHROMEDRIVER_UP=""
 
 # owned_unless_running PIDFILE VAR: set VAR=1 (stop that server on exit)
 # unless PIDFILE names a live process, i.e. a server we did not start.
@@ -100,6 +108,7 @@ record() {
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
+    if [[ -n "$STARTED_CHROMEDRIVER" ]]; then "$INTEROP_DIR/chromium.sh" stop "$CHROMEDRIVER_PORT" || true; fi
     if [[ -n "$STARTED_POSTGRES" ]]; then "$INTEROP_DIR/postgres.sh" stop "$POSTGRES_PORT" || true; fi
     if [[ -n "$STARTED_LLAMA" ]]; then "$INTEROP_DIR/llama.sh" stop "$LLAMA_PORT" || true; fi
     if [[ -n "$STARTED_AIMOCK" ]]; then "$INTEROP_DIR/aimock.sh" stop "$AIMOCK_PORT" || true; fi
@@ -138,19 +147,33 @@ else
     record FAIL "llama start" "$t0" "log: $INTEROP_RUN/llama.$LLAMA_PORT.log"
 fi
 
-# --- 3. postgres -----------------------------------------------------------------
-t0="$(now)"
-# A cluster already running on the port (another run's) is used but not ours to stop.
-if ! "$INTEROP_DIR/postgres.sh" status "$POSTGRES_PORT" 2>/dev/null; then STARTED_POSTGRES=1; fi
-if POSTGRES_URL="$("$INTEROP_DIR/postgres.sh" start "$POSTGRES_PORT")"; then
-    POSTGRES_UP=1
-    export PHASEO_INTEROP_POSTGRES_URL="$POSTGRES_URL"
-    record PASS "postgres start" "$t0" "$POSTGRES_URL"
-else
-    record FAIL "postgres start" "$t0" "see the lines above; server log: $INTEROP_RUN/postgres.$POSTGRES_PORT.log"
-fi
+# start_reused STEP SCRIPT PORT STARTED_VAR UP_VAR URL_ENV LOGFILE: `SCRIPT start PORT`, whose
+# URL is exported as URL_ENV; UP_VAR=1 when it started. A server already running on the port
+# (another run's) is used but not ours to stop: STARTED_VAR=1 only if `SCRIPT status PORT` found
+# none, before the start (so that an interrupt during the start still stops it).
+start_reused() {
+    local step="$1" script="$INTEROP_DIR/$2" port="$3" started="$4" up="$5" env="$6" logfile="$7"
+    local t0 url
+    t0="$(now)"
+    if ! "$script" status "$port" 2>/dev/null; then printf -v "$started" '%s' 1; fi
+    if url="$("$script" start "$port")"; then
+        printf -v "$up" '%s' 1
+        export "$env=$url"
+        record PASS "$step" "$t0" "$url"
+    else
+        record FAIL "$step" "$t0" "see the lines above; log: $logfile"
+    fi
+}
 
-# --- 4. server-everything (started and ended by the tests' MCP client) ---------
+# --- 3. postgres -----------------------------------------------------------------
+start_reused "postgres start" postgres.sh "$POSTGRES_PORT" STARTED_POSTGRES POSTGRES_UP \
+    PHASEO_INTEROP_POSTGRES_URL "$INTEROP_RUN/postgres.$POSTGRES_PORT.log"
+
+# --- 4. chromedriver (headless Chromium over WebDriver) -------------------------
+start_reused "chromium start" chromium.sh "$CHROMEDRIVER_PORT" STARTED_CHROMEDRIVER \
+    CHROMEDRIVER_UP PHASEO_INTEROP_WEBDRIVER_URL "$INTEROP_RUN/chromedriver.$CHROMEDRIVER_PORT.log"
+
+# --- 5. server-everything (started and ended by the tests' MCP client) ---------
 t0="$(now)"
 if EVERYTHING_JS="$("$INTEROP_DIR/mcp_everything.sh" install)"; then
     export PHASEO_INTEROP_MCP_EVERYTHING="$EVERYTHING_JS"
@@ -159,14 +182,14 @@ else
     record FAIL "mcp everything" "$t0" "could not install @modelcontextprotocol/server-everything"
 fi
 
-# --- 5. the Rust interop tests --------------------------------------------------
+# --- 6. the Rust interop tests --------------------------------------------------
 t0="$(now)"
 # The interop tests are the module `interop` of the `it` test binary (tests/it/interop/), ignored
 # in a plain `cargo test`; the filter `interop::` runs only them.
 TEST_ARGS=(-p phaseo-agent-tests --test it)
 FILTER=(interop::)
 if [[ -n "$SKIP_LLAMA" ]]; then FILTER+=(--skip interop::llama); fi
-if [[ -z "$AIMOCK_UP" || -z "$POSTGRES_UP" || ( -z "$LLAMA_UP" && -z "$SKIP_LLAMA" ) ]]; then
+if [[ -z "$AIMOCK_UP" || -z "$POSTGRES_UP" || -z "$CHROMEDRIVER_UP" || ( -z "$LLAMA_UP" && -z "$SKIP_LLAMA" ) ]]; then
     record FAIL "cargo interop" "$t0" "not run: a server did not start"
 else
     mkdir -p target
@@ -186,7 +209,7 @@ else
     fi
 fi
 
-# --- 6. strict-mode oracle on the golden schemas -------------------------------
+# --- 7. strict-mode oracle on the golden schemas -------------------------------
 t0="$(now)"
 if [[ ! -f "$STRICT_FILE" ]]; then
     banner "FAIL: $STRICT_FILE does not exist." \
@@ -199,7 +222,7 @@ else
     record FAIL "strict schemas" "$t0" "$STRICT_FILE: see the CHANGED/ERROR lines above"
 fi
 
-# --- 7-9. our MCP server against the official MCP clients -----------------------
+# --- 8-10. our MCP server against the official MCP clients -----------------------
 t0="$(now)"
 MCP_BINARY=""
 if cargo build --quiet --example mcp_server; then

@@ -1,8 +1,13 @@
 //! The interop suite: the runtime against real outside software (a wire-format mock, a local
-//! model, the reference MCP server, PostgreSQL). Every test here is ignored in a plain
-//! `cargo test`; `interop/run.sh` starts the servers and runs them with `--ignored`.
+//! model, the reference MCP server, PostgreSQL, headless Chromium). Every test here is ignored in
+//! a plain `cargo test`; `interop/run.sh` starts the servers and runs them with `--ignored`.
 
 mod aimock;
+mod browser;
+// The approval inbox in a browser: built with the tests package's feature `inbox` (which
+// `interop/run.sh`'s `--all-features` turns on).
+#[cfg(feature = "inbox")]
+mod inbox_browser;
 mod llama;
 mod mcp_client;
 mod postgres;
