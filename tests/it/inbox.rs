@@ -556,6 +556,16 @@ async fn a_viewer_and_an_approver_of_other_tools_are_refused() {
     let victor = f.sign_in("victor-token").await;
     let page = f.get(&victor, &item_path(&row)).await.body;
     assert!(!page.contains("class=\"decide\""));
+    // The list shows a viewer the items, and no batch form or checkboxes to decide them with.
+    let list = f.get(&victor, "/").await.body;
+    assert!(list.contains("class=\"item\""), "{list}");
+    assert!(
+        !list.contains("id=\"batch\"") && !list.contains("class=\"select\""),
+        "{list}"
+    );
+    let alice = f.sign_in("alice-token").await;
+    let list = f.get(&alice, "/").await.body;
+    assert!(list.contains("id=\"batch-approve\"") && list.contains("class=\"select\""));
     assert_eq!(
         f.decide(&victor, &row, &[("action", "approve")])
             .await
@@ -568,7 +578,6 @@ async fn a_viewer_and_an_approver_of_other_tools_are_refused() {
         403
     );
     assert_eq!(f.audit_len().await, 0);
-    let alice = f.sign_in("alice-token").await;
     assert_eq!(
         f.decide(&alice, &row, &[("action", "approve")])
             .await

@@ -62,17 +62,27 @@ pub(crate) fn item_path(base: &str, run: &str, call: &str) -> String {
     format!("{base}/runs/{}/calls/{}", pct(run), pct(call))
 }
 
-/// One `<li>` of the list (also what the event stream sends), on one line.
-pub(crate) fn item_li(row: &PendingRow, base: &str, now_ms: i64) -> String {
+/// One `<li>` of the list (also what the event stream sends), on one line; with a checkbox for
+/// the batch form when `selectable` (a viewer decides nothing, so sees none).
+pub(crate) fn item_li(row: &PendingRow, base: &str, now_ms: i64, selectable: bool) -> String {
     let mut args: String = row.arguments.chars().take(160).collect();
     if args.len() < row.arguments.len() {
         args.push('…');
     }
+    let select = if selectable {
+        format!(
+            "<input type=\"checkbox\" class=\"select\" name=\"item\" form=\"batch\" \
+             value=\"{value}\" aria-label=\"Select {tool} {call}\"> ",
+            value = escape(&item_value(row)),
+            tool = escape(&row.tool),
+            call = escape(&row.call_id),
+        )
+    } else {
+        String::new()
+    };
     format!(
         "<li class=\"item\" data-run=\"{run}\" data-call=\"{call}\" data-kind=\"{kind}\" \
-         data-tool=\"{tool}\"><input type=\"checkbox\" class=\"select\" name=\"item\" \
-         form=\"batch\" value=\"{value}\" aria-label=\"Select {tool} {call}\"> \
-         <a class=\"open\" href=\"{href}\">{tool}</a> <span class=\"kind\">{kind}</span> \
+         data-tool=\"{tool}\">{select}<a class=\"open\" href=\"{href}\">{tool}</a> <span class=\"kind\">{kind}</span> \
          <span class=\"agent\">{agent}</span> <span class=\"since\" title=\"{at}\">{ago} ago</span> \
          <code class=\"args\">{args}</code></li>",
         run = escape(&row.run_id),
@@ -80,7 +90,6 @@ pub(crate) fn item_li(row: &PendingRow, base: &str, now_ms: i64) -> String {
         kind = escape(&row.kind),
         tool = escape(&row.tool),
         agent = escape(&row.agent_id),
-        value = escape(&item_value(row)),
         href = escape(&item_path(base, &row.run_id, &row.call_id)),
         at = utc(row.since_ms),
         ago = age(row.since_ms, now_ms),
@@ -135,6 +144,7 @@ pub(crate) fn list(
     base: &str,
     csrf: &str,
     now_ms: i64,
+    may_decide: bool,
 ) -> String {
     let mut body = String::new();
     if let Some(flash) = ListQuery::get(&query.flash) {
@@ -183,7 +193,7 @@ pub(crate) fn list(
     }
     body.push_str("<ul id=\"items\">");
     for row in rows {
-        body.push_str(&item_li(row, base, now_ms));
+        body.push_str(&item_li(row, base, now_ms, may_decide));
     }
     body.push_str("</ul>");
     if let Some(next) = next {
@@ -193,6 +203,9 @@ pub(crate) fn list(
             escape(&home(base)),
             escape(&query.query_string(next))
         );
+    }
+    if !may_decide {
+        return body;
     }
     let _ = write!(
         body,

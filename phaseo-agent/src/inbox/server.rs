@@ -821,8 +821,8 @@ fn filter_of(app: &App, query: &ListQuery) -> Result<PendingFilter, Refusal> {
 }
 
 async fn list(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQuery>) -> Response {
-    let csrf = match ctx.user() {
-        Ok((_, _, csrf)) => csrf.to_owned(),
+    let (csrf, may_decide) = match ctx.user() {
+        Ok((_, user, csrf)) => (csrf.to_owned(), user.role().may_decide()),
         Err(response) => return response,
     };
     let filter = match filter_of(&app, &query) {
@@ -838,6 +838,7 @@ async fn list(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQuery
                 &ctx.base,
                 &csrf,
                 now_ms(),
+                may_decide,
             );
             html(&ctx, StatusCode::OK, "Waiting for a decision", &body)
         }
@@ -872,6 +873,7 @@ async fn events(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQue
         app: Shared,
         filter: PendingFilter,
         base: String,
+        may_decide: bool,
         seen: HashSet<(String, String, u64)>,
         queue: std::collections::VecDeque<Event>,
         first: bool,
@@ -881,6 +883,10 @@ async fn events(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQue
         app: app.clone(),
         filter,
         base: ctx.base.clone(),
+        may_decide: ctx
+            .signed_in
+            .as_ref()
+            .is_some_and(|(_, user, _)| user.role().may_decide()),
         seen: HashSet::new(),
         queue: Default::default(),
         first: true,
@@ -904,7 +910,7 @@ async fn events(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQue
             for row in page.items.iter().rev() {
                 let key = (row.run_id.clone(), row.call_id.clone(), row.version);
                 if !poll.seen.contains(&key) {
-                    let li = pages::item_li(row, &poll.base, now);
+                    let li = pages::item_li(row, &poll.base, now, poll.may_decide);
                     poll.queue
                         .push_back(Event::default().event("pending").data(li));
                 }
