@@ -6,8 +6,9 @@
 //! under a prefix) is checked both on the page and in the store.
 //!
 //! Run by `interop/run.sh` (`--ignored`); without `PHASEO_INTEROP_WEBDRIVER_URL` a test fails,
-//! never passes. The list's and an item's screenshots are written to `docs/inbox-list.png` and
-//! `docs/inbox-item.png` (the README shows them).
+//! never passes. The list's and an item's screenshots are written to the temporary directory's
+//! `phaseo-agent-screenshots/`, and with `PHASEO_UPDATE_SCREENSHOTS=1` to `docs/inbox-list.png`
+//! and `docs/inbox-item.png` (the README shows them).
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -324,12 +325,20 @@ where
     .await;
 }
 
+/// Saves a screenshot in the temporary directory's `phaseo-agent-screenshots/`, or, with
+/// `PHASEO_UPDATE_SCREENSHOTS=1`, over the README's in `docs/` (their run ids and times change
+/// at every run, so a plain run leaves the working tree alone).
 fn save_screenshot(png: &[u8], name: &str) {
     assert!(png.starts_with(b"\x89PNG"), "a screenshot is a PNG");
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../docs")
-        .join(name);
+    let dir = if std::env::var("PHASEO_UPDATE_SCREENSHOTS").as_deref() == Ok("1") {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs")
+    } else {
+        std::env::temp_dir().join("phaseo-agent-screenshots")
+    };
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+    let path = dir.join(name);
     std::fs::write(&path, png).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    eprintln!("screenshot: {}", path.display());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
