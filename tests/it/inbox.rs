@@ -132,11 +132,33 @@ async fn serve(
 }
 
 impl Fixture {
+    /// A sign-in form as a browser loads it: the cookie it sets and the token in the form.
+    async fn login_form(&self) -> Session {
+        let reply = self
+            .client
+            .get(format!("{}/login", self.url))
+            .send()
+            .await
+            .unwrap();
+        let set = reply.headers()[SET_COOKIE].to_str().unwrap().to_owned();
+        assert!(
+            set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+            "{set}"
+        );
+        let body = reply.text().await.unwrap();
+        Session {
+            cookie: set.split(';').next().unwrap().to_owned(),
+            csrf: between(&body, "name=\"csrf\" value=\"", "\"").to_owned(),
+        }
+    }
+
     async fn sign_in(&self, token: &str) -> Session {
+        let form = self.login_form().await;
         let reply = self
             .client
             .post(format!("{}/login", self.url))
-            .form(&[("token", token)])
+            .header("cookie", &form.cookie)
+            .form(&[("token", token), ("csrf", form.csrf.as_str())])
             .send()
             .await
             .unwrap();
@@ -276,9 +298,36 @@ async fn pages_need_a_session_and_a_known_token_signs_in() {
 
     let login = f.get(&anonymous, "/login").await;
     assert!(login.body.contains("name=\"token\"") && login.body.contains("id=\"sign-in\""));
-    let bad = f.post(&anonymous, "/login", &[("token", "guess")]).await;
+    let form = f.login_form().await;
+    let bad = f
+        .post(&form, "/login", &[("token", "guess"), ("csrf", &form.csrf)])
+        .await;
     assert_eq!(bad.status, 401);
     assert!(bad.body.contains("class=\"error\""));
+
+    // A sign-in post that did not come from a form this inbox gave this browser (a page on
+    // another site signing the person in as someone else) is refused, with no session.
+    let other = f.login_form().await;
+    for (cookie, csrf) in [
+        ("", ""),
+        (form.cookie.as_str(), ""),
+        (form.cookie.as_str(), other.csrf.as_str()),
+        ("", form.csrf.as_str()),
+    ] {
+        let session = Session {
+            cookie: cookie.into(),
+            csrf: String::new(),
+        };
+        let reply = f
+            .post(
+                &session,
+                "/login",
+                &[("token", "alice-token"), ("csrf", csrf)],
+            )
+            .await;
+        assert_eq!(reply.status, 403, "{cookie:?} {csrf:?}");
+        assert!(reply.location.is_none());
+    }
 
     let alice = f.sign_in("alice-token").await;
     assert!(f.get(&alice, "/").await.body.contains("id=\"user\">alice<"));

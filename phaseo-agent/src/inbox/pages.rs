@@ -470,15 +470,17 @@ pub(crate) fn confirm(row: &PendingRow, action: &str, user: &str, action_url: &s
 }
 
 /// The sign-in form's body, with an error when a token was refused.
-pub(crate) fn login(base: &str, error: Option<&str>) -> String {
+pub(crate) fn login(base: &str, csrf: &str, error: Option<&str>) -> String {
     let error = error
         .map(|e| format!("<p class=\"error\" role=\"alert\">{}</p>", escape(e)))
         .unwrap_or_default();
     format!(
-        "{error}<form id=\"login\" method=\"post\" action=\"{}/login\"><label for=\"token\">Your \
+        "{error}<form id=\"login\" method=\"post\" action=\"{}/login\">\
+         <input type=\"hidden\" name=\"csrf\" value=\"{}\"><label for=\"token\">Your \
          token</label> <input id=\"token\" name=\"token\" type=\"password\" autocomplete=\
          \"current-password\" required> <button id=\"sign-in\">Sign in</button></form>",
-        escape(base)
+        escape(base),
+        escape(csrf)
     )
 }
 

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
 use crate::error::{AgentError, StoreError};
-use crate::inbox::auth::{Keys, Link, LinkAction, Role, Session, User, token_key};
+use crate::inbox::auth::{Keys, Link, LinkAction, Role, Session, User, random_bytes, token_key};
 use crate::inbox::html::{SCRIPT, STYLE, escape, hex, home, page, unpct};
 use crate::inbox::pages::{self, Action, AuditView, ItemView, ListQuery};
 use crate::run::state::Decision;
@@ -28,6 +28,14 @@ use crate::store::runs::{DurableAgent, Runs};
 
 /// The cookie that carries a session.
 const COOKIE: &str = "phaseo_inbox";
+
+/// The cookie that binds the sign-in form to the browser that loaded it: a random nonce, whose
+/// HMAC the form carries. A page on another site cannot read it, nor (SameSite=Strict) have the
+/// browser send it with a post of its own, so it cannot sign a person in as someone else.
+const LOGIN_COOKIE: &str = "phaseo_inbox_login";
+
+/// How long a sign-in form stays usable.
+const LOGIN_FORM_SECS: u64 = 600;
 
 /// Why the inbox could not do what its owner asked (the HTTP side answers with pages instead).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -750,24 +758,67 @@ async fn style() -> Response {
         .into_response()
 }
 
-async fn login_page(ctx: Ctx) -> Response {
-    html(
-        &ctx,
-        StatusCode::OK,
-        "Sign in",
-        &pages::login(&ctx.base, None),
-    )
+/// The sign-in page, with a fresh nonce in its cookie and the nonce's MAC in the form.
+fn login_form(app: &App, ctx: &Ctx, status: StatusCode, error: Option<&str>) -> Response {
+    let nonce = hex(&random_bytes::<16>());
+    let csrf = app.inbox.keys.csrf(&format!("login:{nonce}"));
+    let body = pages::login(&ctx.base, &csrf, error);
+    let mut response = html(ctx, status, "Sign in", &body);
+    let cookie = format!(
+        "{LOGIN_COOKIE}={nonce}; Path={}; Max-Age={LOGIN_FORM_SECS}; HttpOnly; SameSite=Strict{}",
+        home(&ctx.base),
+        if app.inbox.secure_cookie {
+            "; Secure"
+        } else {
+            ""
+        }
+    );
+    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
 }
 
-async fn login(State(app): State<Shared>, ctx: Ctx, Form(fields): Form<Fields>) -> Response {
+async fn login_page(State(app): State<Shared>, ctx: Ctx) -> Response {
+    login_form(&app, &ctx, StatusCode::OK, None)
+}
+
+async fn login(
+    State(app): State<Shared>,
+    ctx: Ctx,
+    headers: axum::http::HeaderMap,
+    Form(fields): Form<Fields>,
+) -> Response {
+    let nonce = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|c| c.trim().strip_prefix(LOGIN_COOKIE)?.strip_prefix('='));
+    let form_ok = nonce.is_some_and(|nonce| {
+        app.inbox.keys.csrf_ok(
+            &format!("login:{nonce}"),
+            fields.get("csrf").unwrap_or_default(),
+        )
+    });
+    if !form_ok {
+        return login_form(
+            &app,
+            &ctx,
+            StatusCode::FORBIDDEN,
+            Some(
+                "This sign-in form is not one this inbox gave this browser (or it is older than ten minutes): sign in again here.",
+            ),
+        );
+    }
     let token = fields.get("token").unwrap_or_default();
     let Some(user) = app.inbox.users.get(&token_key(token)) else {
-        let body = pages::login(&ctx.base, Some("That token is not one this inbox knows."));
-        return (
+        return login_form(
+            &app,
+            &ctx,
             StatusCode::UNAUTHORIZED,
-            Html(page("Sign in", &ctx.base, None, &body)),
-        )
-            .into_response();
+            Some("That token is not one this inbox knows."),
+        );
     };
     let ttl = app.inbox.session_ttl.as_secs();
     let session = Session::new(user.name(), now_secs().saturating_add(ttl));
@@ -1237,10 +1288,28 @@ mod tests {
             assert!(reply.starts_with("http/1.1 303"), "{reply}");
             assert!(reply.contains("location: /inbox/login\r\n"), "{reply}");
         }
-        let login = "POST /inbox/login HTTP/1.1\r\nhost: x\r\ncontent-type: \
-                     application/x-www-form-urlencoded\r\ncontent-length: 11\r\nconnection: \
-                     close\r\n\r\ntoken=t0ken";
-        let reply = exchange(addr, login.to_owned()).await;
+        let form = exchange(addr, get("/inbox/login", "")).await;
+        assert!(form.contains("path=/inbox;"), "{form}");
+        let nonce = form
+            .lines()
+            .find_map(|l| l.strip_prefix("set-cookie: "))
+            .and_then(|c| c.split(';').next())
+            .unwrap()
+            .to_owned();
+        let csrf = form
+            .split("name=\"csrf\" value=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap()
+            .to_owned();
+        let fields = format!("token=t0ken&csrf={csrf}");
+        let login = format!(
+            "POST /inbox/login HTTP/1.1\r\nhost: x\r\ncookie: {nonce}\r\ncontent-type: \
+             application/x-www-form-urlencoded\r\ncontent-length: {}\r\nconnection: \
+             close\r\n\r\n{fields}",
+            fields.len()
+        );
+        let reply = exchange(addr, login).await;
         assert!(reply.contains("location: /inbox\r\n"), "{reply}");
         assert!(reply.contains("path=/inbox;"), "{reply}");
         let cookie = reply
