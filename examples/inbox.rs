@@ -156,9 +156,16 @@ async fn be_the_person(
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()?;
+    // The sign-in form sets a cookie and carries a token bound to it, as every form does.
+    let form = client.get(format!("{url}/login")).send().await?;
+    let form_cookie = form.headers()["set-cookie"].to_str()?;
+    let form_cookie = form_cookie.split(';').next().unwrap_or_default().to_owned();
+    let form = form.text().await?;
+    let form_csrf = value_after(&form, "name=\"csrf\" value=\"").ok_or("no csrf")?;
     let signed_in = client
         .post(format!("{url}/login"))
-        .form(&[("token", token)])
+        .header("cookie", &form_cookie)
+        .form(&[("token", token), ("csrf", form_csrf.as_str())])
         .send()
         .await?;
     assert_eq!(signed_in.status(), 303);
