@@ -592,6 +592,12 @@ async fn an_edit_is_checked_against_the_schema_before_anything_is_saved() {
         before.contains("production") && after.contains("staging"),
         "{row_html}"
     );
+    // And what changed, field by field.
+    let diff = between(row_html, "<ul class=\"diff\">", "</ul>");
+    assert!(
+        diff.contains("production&quot;</del> → <ins>&quot;staging"),
+        "{diff}"
+    );
 }
 
 #[tokio::test]

@@ -378,6 +378,54 @@ fn message_html(message: &Message) -> String {
     }
 }
 
+/// At most this many changes of an edit are listed (the arguments are shown whole beside them).
+const MAX_CHANGES: usize = 50;
+
+/// What an edit changed, field by field: `<ul class="diff">` with one `<li>` per path whose value
+/// was changed, added or removed (objects compared key by key, anything else whole).
+pub(crate) fn diff_list(before: &Value, after: &Value) -> String {
+    fn walk<'v>(
+        path: &str,
+        before: Option<&'v Value>,
+        after: Option<&'v Value>,
+        out: &mut Vec<(String, Option<&'v Value>, Option<&'v Value>)>,
+    ) {
+        match (before, after) {
+            (Some(Value::Object(b)), Some(Value::Object(a))) => {
+                let keys: std::collections::BTreeSet<&String> = b.keys().chain(a.keys()).collect();
+                for key in keys {
+                    let path = format!("{path}/{}", key.replace('~', "~0").replace('/', "~1"));
+                    walk(&path, b.get(key), a.get(key), out);
+                }
+            }
+            (b, a) if b != a => out.push((path.to_owned(), b, a)),
+            _ => {}
+        }
+    }
+    let mut changes = Vec::new();
+    walk("", Some(before), Some(after), &mut changes);
+    if changes.is_empty() {
+        return "<p class=\"diff\">No change.</p>".into();
+    }
+    let value = |v: &Value| escape(&v.to_string());
+    let mut out = String::from("<ul class=\"diff\">");
+    for (path, b, a) in changes.iter().take(MAX_CHANGES) {
+        let path = if path.is_empty() { "(all)" } else { path };
+        let change = match (b, a) {
+            (Some(b), Some(a)) => format!("<del>{}</del> → <ins>{}</ins>", value(b), value(a)),
+            (None, Some(a)) => format!("added <ins>{}</ins>", value(a)),
+            (Some(b), None) => format!("removed <del>{}</del>", value(b)),
+            (None, None) => continue,
+        };
+        let _ = write!(out, "<li><code>{}</code>: {change}</li>", escape(path));
+    }
+    if changes.len() > MAX_CHANGES {
+        let _ = write!(out, "<li>and {} more</li>", changes.len() - MAX_CHANGES);
+    }
+    out.push_str("</ul>");
+    out
+}
+
 /// One decision of the audit log, with the arguments before an edit (when the run is still
 /// stored) and after it.
 pub(crate) struct AuditView<'a> {
@@ -404,6 +452,14 @@ pub(crate) fn audit(rows: &[AuditView<'_>], next: Option<&str>, base: &str) -> S
             Some(Decision::Output { output }) => ("output", pretty_value(output), None),
             None => ("(unreadable)", row.decision.clone(), None),
         };
+        let changes = match (&decision, &view.before) {
+            (Some(Decision::ApproveWithArguments { arguments }), Some(before)) => {
+                serde_json::from_str::<Value>(before)
+                    .map(|before| diff_list(&before, arguments))
+                    .unwrap_or_default()
+            }
+            _ => String::new(),
+        };
         let (before, after) = match after {
             Some(after) => (
                 view.before
@@ -417,7 +473,7 @@ pub(crate) fn audit(rows: &[AuditView<'_>], next: Option<&str>, base: &str) -> S
             body,
             "<tr class=\"decision {what}\"><td class=\"when\">{}</td><td class=\"who\">{}</td>\
              <td class=\"what\">{what}{}</td><td class=\"tool\">{}</td><td class=\"ids\">{} / {}\
-             </td><td><pre class=\"before\">{}</pre></td><td><pre class=\"after\">{}</pre></td></tr>",
+             </td><td><pre class=\"before\">{}</pre></td><td><pre class=\"after\">{}</pre>{changes}</td></tr>",
             utc(row.at_ms),
             escape(&row.by),
             if detail.is_empty() {
@@ -493,4 +549,35 @@ pub(crate) fn refused(message: &str, back: Option<&str>) -> String {
         "<p class=\"error\" role=\"alert\">{}</p>{back}",
         escape(message)
     )
+}
+
+#[cfg(test)]
+mod diff_tests {
+    use super::diff_list;
+    use serde_json::json;
+
+    #[test]
+    fn an_edit_is_listed_field_by_field_and_escaped() {
+        let before = json!({"env": "production", "opts": {"force": true, "a/b": 1}, "gone": 1});
+        let after = json!({"env": "staging", "opts": {"force": true, "a/b": 2}, "new": "<b>"});
+        let diff = diff_list(&before, &after);
+        assert!(diff.starts_with("<ul class=\"diff\">"), "{diff}");
+        assert_eq!(diff.matches("<li>").count(), 4, "{diff}");
+        assert!(
+            diff.contains("<code>/opts/a~1b</code>: <del>1</del> → <ins>2</ins>"),
+            "{diff}"
+        );
+        assert!(
+            diff.contains("<code>/gone</code>: removed <del>1</del>"),
+            "{diff}"
+        );
+        assert!(
+            diff.contains("added <ins>") && !diff.contains("<b>"),
+            "{diff}"
+        );
+        assert_eq!(
+            diff_list(&before, &before),
+            "<p class=\"diff\">No change.</p>"
+        );
+    }
 }
