@@ -20,6 +20,7 @@ use sqlx::{Sqlite, SqlitePool, Transaction};
 use tokio::sync::{Mutex, MutexGuard};
 
 use crate::error::StoreError;
+use crate::store::backend::ReadLimits;
 use crate::store::sql::{Migrations, database, impl_row_by_row, impl_run_store};
 
 /// The schema, one migration per version, applied in order.
@@ -108,6 +109,8 @@ pub struct SqliteStore {
     pool: SqlitePool,
     /// Writers of this process queue here, so that they wait without polling the file's lock.
     writer: Mutex<()>,
+    /// What a read takes from the file at most.
+    limits: ReadLimits,
 }
 
 /// How to open a [`SqliteStore`]: from [`SqliteStore::builder`].
@@ -139,6 +142,7 @@ pub struct SqliteStoreBuilder {
     pool_size: u32,
     busy_timeout: Duration,
     power_safe: bool,
+    limits: ReadLimits,
 }
 
 impl SqliteStoreBuilder {
@@ -153,6 +157,23 @@ impl SqliteStoreBuilder {
     /// laptop, a test), or where every tool is idempotent.
     pub fn power_safe(mut self, power_safe: bool) -> Self {
         self.power_safe = power_safe;
+        self
+    }
+
+    /// The most bytes one stored row may hold for the store to read it: a journal entry's or
+    /// snapshot's body, a pending call's arguments and decision, an audit row's decision (16 MiB
+    /// by default, [`ReadLimits::DEFAULT_MAX_ROW_BYTES`]). A larger row is not sent by the
+    /// database; reading it fails with [`StoreError::TooLarge`] for its run only.
+    pub fn max_row_bytes(mut self, bytes: u64) -> Self {
+        self.limits.max_row_bytes = bytes;
+        self
+    }
+
+    /// The most bytes one `load` may read: the snapshot, the entries after it and the pending
+    /// calls together (64 MiB by default, [`ReadLimits::DEFAULT_MAX_LOAD_BYTES`]). A run over
+    /// it fails to load with [`StoreError::TooLarge`]; the other runs still load.
+    pub fn max_load_bytes(mut self, bytes: u64) -> Self {
+        self.limits.max_load_bytes = bytes;
         self
     }
 
@@ -204,6 +225,8 @@ impl SqliteStoreBuilder {
         let store = SqliteStore {
             pool,
             writer: Mutex::new(()),
+
+            limits: self.limits,
         };
         store.migrate(MIGRATIONS, None).await?;
         Ok(store)
@@ -233,6 +256,7 @@ impl SqliteStore {
             pool_size: 4,
             busy_timeout: Duration::from_secs(5),
             power_safe: true,
+            limits: ReadLimits::default(),
         }
     }
 
