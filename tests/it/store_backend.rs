@@ -819,6 +819,11 @@ pub(crate) const ROW_BOUND: u64 = 4_096;
 /// The bound on one load of the store [`bounded_reads`] checks.
 pub(crate) const LOAD_BOUND: u64 = 16_384;
 
+/// The setting bounding a row, as errors name it.
+const ROW: &str = "max_row_bytes";
+/// The setting bounding a load.
+const LOAD: &str = "max_load_bytes";
+
 /// A text of `bytes` bytes, as JSON.
 fn sized(bytes: u64) -> String {
     let filler = "x".repeat(usize::try_from(bytes).unwrap() - 9);
@@ -874,7 +879,7 @@ pub(crate) async fn bounded_reads(store: &dyn RunStore) {
         store.load("rb-entry").await,
         "rb-entry",
         "journal entry 2",
-        "max_row_bytes",
+        ROW,
     );
     assert_eq!(size, ROW_BOUND + 1);
 
@@ -888,12 +893,7 @@ pub(crate) async fn bounded_reads(store: &dyn RunStore) {
         digest: "s".into(),
     });
     store.append(a).await.unwrap();
-    let size = too_large(
-        store.load("rb-snap").await,
-        "rb-snap",
-        "snapshot",
-        "max_row_bytes",
-    );
+    let size = too_large(store.load("rb-snap").await, "rb-snap", "snapshot", ROW);
     assert_eq!(size, ROW_BOUND + 100);
 
     // A pending call's arguments over: the load, and a listing that reaches it, name it.
@@ -907,18 +907,13 @@ pub(crate) async fn bounded_reads(store: &dyn RunStore) {
         store.load("rb-pending").await,
         "rb-pending",
         "pending call `c-big`",
-        "max_row_bytes",
+        ROW,
     );
     let listing = PendingFilter {
         agent_id: Some("rb-p".into()),
         ..PendingFilter::default()
     };
-    too_large(
-        store.pending(&listing).await,
-        "rb-pending",
-        "`c-big`",
-        "max_row_bytes",
-    );
+    too_large(store.pending(&listing).await, "rb-pending", "`c-big`", ROW);
 
     // Rows each within the bound, together over the load's.
     store.create(new_run("rb-total", "rb", T0)).await.unwrap();
@@ -927,12 +922,7 @@ pub(crate) async fn bounded_reads(store: &dyn RunStore) {
         row.body = sized(ROW_BOUND);
     }
     store.append(a).await.unwrap();
-    too_large(
-        store.load("rb-total").await,
-        "rb-total",
-        "load",
-        "max_load_bytes",
-    );
+    too_large(store.load("rb-total").await, "rb-total", "load", LOAD);
     // ... and once a snapshot covers most of them, the load is within it again.
     let last = LOAD_BOUND / ROW_BOUND + 2;
     let mut a = append("rb-total", last, 1);
@@ -956,12 +946,7 @@ pub(crate) async fn bounded_reads(store: &dyn RunStore) {
         run_id: Some("rb-audit".into()),
         ..AuditFilter::default()
     };
-    too_large(
-        store.audit(&audit).await,
-        "rb-audit",
-        "`c1`",
-        "max_row_bytes",
-    );
+    too_large(store.audit(&audit).await, "rb-audit", "`c1`", ROW);
 
     // The other runs still load and list.
     assert_eq!(store.load("rb-ok").await.unwrap().version, 2);
@@ -995,12 +980,7 @@ pub(crate) async fn hundred_mb_body_refused(store: &dyn RunStore, raw: &RawSql, 
     .await;
     let before = peak_memory();
     let started = std::time::Instant::now();
-    let size = too_large(
-        store.load("huge").await,
-        "huge",
-        "journal entry 1",
-        "max_row_bytes",
-    );
+    let size = too_large(store.load("huge").await, "huge", "journal entry 1", ROW);
     let took = started.elapsed();
     let grew = peak_memory().saturating_sub(before);
     eprintln!("100 MB body refused in {took:?}, peak memory grew by {grew} bytes");

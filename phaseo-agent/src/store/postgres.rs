@@ -36,7 +36,7 @@ use crate::error::StoreError;
 use crate::store::backend::{Append, LoadedRun, NewRun, PendingRow, ReadLimits};
 use crate::store::sql::{
     Migrations, Part, RawJournal, RawPending, check_append, check_new, check_sizes, corrupt,
-    database, impl_run_store, int, is_unique_violation, journal,
+    database, impl_read_limits, impl_run_store, int, is_unique_violation, journal,
 };
 
 /// The schema, one migration per version, applied in order.
@@ -425,23 +425,6 @@ pub struct PostgresStoreBuilder {
 }
 
 impl PostgresStoreBuilder {
-    /// The most bytes one stored row may hold for the store to read it: a journal entry's or
-    /// snapshot's body, a pending call's arguments and decision, an audit row's decision (16 MiB
-    /// by default, [`ReadLimits::DEFAULT_MAX_ROW_BYTES`]). A larger row is not sent by the
-    /// database; reading it fails with [`StoreError::TooLarge`] for its run only.
-    pub fn max_row_bytes(mut self, bytes: u64) -> Self {
-        self.limits.max_row_bytes = bytes;
-        self
-    }
-
-    /// The most bytes one `load` may read: the snapshot, the entries after it and the pending
-    /// calls together (64 MiB by default, [`ReadLimits::DEFAULT_MAX_LOAD_BYTES`]). A run over
-    /// it fails to load with [`StoreError::TooLarge`]; the other runs still load.
-    pub fn max_load_bytes(mut self, bytes: u64) -> Self {
-        self.limits.max_load_bytes = bytes;
-        self
-    }
-
     /// How many connections the store keeps open at most (10 by default, at least 1).
     pub fn pool_size(mut self, connections: u32) -> Self {
         self.pool_size = connections.max(1);
@@ -505,6 +488,8 @@ impl PostgresStoreBuilder {
         Ok(store)
     }
 }
+
+impl_read_limits!(PostgresStoreBuilder);
 
 impl PostgresStore {
     /// Connects to the database at `url` (`postgres://user:password@host:port/database`) with

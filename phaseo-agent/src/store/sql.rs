@@ -730,6 +730,38 @@ pub(crate) fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
+/// Writes the read-bound settings of a backend's builder (a type with a field
+/// `limits: ReadLimits`).
+macro_rules! impl_read_limits {
+    ($builder:ty) => {
+        impl $builder {
+            /// The most bytes one stored row may hold for the store to read it: a journal
+            /// entry's or snapshot's body, a pending call's arguments and decision, an audit
+            /// row's decision (16 MiB by default,
+            /// [`ReadLimits::DEFAULT_MAX_ROW_BYTES`](crate::store::backend::ReadLimits::DEFAULT_MAX_ROW_BYTES)).
+            /// A larger row is not sent by the database; reading it fails with
+            /// [`StoreError::TooLarge`](crate::error::StoreError::TooLarge) for its run only.
+            pub fn max_row_bytes(mut self, bytes: u64) -> Self {
+                self.limits.max_row_bytes = bytes;
+                self
+            }
+
+            /// The most bytes one `load` may read: the snapshot, the entries after it and the
+            /// pending calls together (64 MiB by default,
+            /// [`ReadLimits::DEFAULT_MAX_LOAD_BYTES`](crate::store::backend::ReadLimits::DEFAULT_MAX_LOAD_BYTES)).
+            /// A run over it fails to load with
+            /// [`StoreError::TooLarge`](crate::error::StoreError::TooLarge); the other runs
+            /// still load.
+            pub fn max_load_bytes(mut self, bytes: u64) -> Self {
+                self.limits.max_load_bytes = bytes;
+                self
+            }
+        }
+    };
+}
+
+pub(crate) use impl_read_limits;
+
 /// Writes the [`RunStore`](crate::store::backend::RunStore) implementation and the migration
 /// runner of a backend type, for its concrete sqlx database type (see the module's doc for what
 /// the type provides).

@@ -21,7 +21,7 @@ use tokio::sync::{Mutex, MutexGuard};
 
 use crate::error::StoreError;
 use crate::store::backend::ReadLimits;
-use crate::store::sql::{Migrations, database, impl_row_by_row, impl_run_store};
+use crate::store::sql::{Migrations, database, impl_read_limits, impl_row_by_row, impl_run_store};
 
 /// The schema, one migration per version, applied in order.
 const MIGRATIONS: Migrations = &[(
@@ -127,6 +127,8 @@ pub struct SqliteStore {
 ///     .pool_size(2)
 ///     .busy_timeout(Duration::from_secs(10))
 ///     .power_safe(true)
+///     .max_row_bytes(4 * 1024 * 1024)
+///     .max_load_bytes(32 * 1024 * 1024)
 ///     .open()
 ///     .await?;
 /// # store.close().await;
@@ -157,23 +159,6 @@ impl SqliteStoreBuilder {
     /// laptop, a test), or where every tool is idempotent.
     pub fn power_safe(mut self, power_safe: bool) -> Self {
         self.power_safe = power_safe;
-        self
-    }
-
-    /// The most bytes one stored row may hold for the store to read it: a journal entry's or
-    /// snapshot's body, a pending call's arguments and decision, an audit row's decision (16 MiB
-    /// by default, [`ReadLimits::DEFAULT_MAX_ROW_BYTES`]). A larger row is not sent by the
-    /// database; reading it fails with [`StoreError::TooLarge`] for its run only.
-    pub fn max_row_bytes(mut self, bytes: u64) -> Self {
-        self.limits.max_row_bytes = bytes;
-        self
-    }
-
-    /// The most bytes one `load` may read: the snapshot, the entries after it and the pending
-    /// calls together (64 MiB by default, [`ReadLimits::DEFAULT_MAX_LOAD_BYTES`]). A run over
-    /// it fails to load with [`StoreError::TooLarge`]; the other runs still load.
-    pub fn max_load_bytes(mut self, bytes: u64) -> Self {
-        self.limits.max_load_bytes = bytes;
         self
     }
 
@@ -232,6 +217,8 @@ impl SqliteStoreBuilder {
         Ok(store)
     }
 }
+
+impl_read_limits!(SqliteStoreBuilder);
 
 /// Whether SQLite answered `SQLITE_BUSY` (any of its extended codes).
 fn is_busy(error: &sqlx::Error) -> bool {
