@@ -312,6 +312,38 @@ pub enum StoreError {
         /// What the operation needs.
         needed: String,
     },
+    /// A stored row of this run, or the whole of what loading it reads, is larger than the store
+    /// is set to read (see [`ReadLimits`](crate::store::ReadLimits)): the database did not send
+    /// it. The run is left as it is; other runs are unaffected.
+    ///
+    /// ```
+    /// use phaseo_agent::StoreError;
+    ///
+    /// let error = StoreError::TooLarge {
+    ///     run_id: "run_1".into(),
+    ///     what: "journal entry 7".into(),
+    ///     size: 20_000_000,
+    ///     limit: 16_777_216,
+    ///     setting: "max_row_bytes",
+    /// };
+    /// assert!(error.to_string().contains("over the store's `max_row_bytes` (16777216)"));
+    /// ```
+    #[error(
+        "Run `{run_id}`: {what} is {size} bytes, over the store's `{setting}` ({limit}); it was not read (raise `{setting}` on the store's builder to load it)"
+    )]
+    TooLarge {
+        /// The run.
+        run_id: String,
+        /// What is too large: `snapshot`, `journal entry 7`, `pending call `c1``, or `load`
+        /// (snapshot, entries and pending calls together).
+        what: String,
+        /// Its size in bytes as stored.
+        size: u64,
+        /// The bound it exceeds, in bytes.
+        limit: u64,
+        /// The setting that holds the bound: `max_row_bytes` or `max_load_bytes`.
+        setting: &'static str,
+    },
     /// The database failed (unreachable, a constraint, an I/O error), with the driver's message.
     #[error("Run store error: {0}")]
     Database(String),

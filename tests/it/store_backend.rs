@@ -814,6 +814,181 @@ async fn broken_contract_refused(store: &dyn RunStore) {
     assert_eq!(store.load("bc-1").await.unwrap(), before);
 }
 
+/// The bound on one row of the store [`bounded_reads`] checks.
+pub(crate) const ROW_BOUND: u64 = 4_096;
+/// The bound on one load of the store [`bounded_reads`] checks.
+pub(crate) const LOAD_BOUND: u64 = 16_384;
+
+/// The setting bounding a row, as errors name it.
+const ROW: &str = "max_row_bytes";
+/// The setting bounding a load.
+const LOAD: &str = "max_load_bytes";
+
+/// A text of `bytes` bytes, as JSON.
+fn sized(bytes: u64) -> String {
+    let filler = "x".repeat(usize::try_from(bytes).unwrap() - 9);
+    format!("{{\"x\": \"{filler}\"}}")
+}
+
+/// Whether `result` is the typed error for `run_id`'s `what`, over the bound `setting`.
+fn too_large<T: std::fmt::Debug>(
+    result: Result<T, StoreError>,
+    run_id: &str,
+    what: &str,
+    setting: &str,
+) -> u64 {
+    match result {
+        Err(StoreError::TooLarge {
+            run_id: r,
+            what: w,
+            size,
+            limit,
+            setting: s,
+        }) => {
+            assert_eq!((r.as_str(), s), (run_id, setting));
+            assert!(w.contains(what), "{w}");
+            assert!(size > limit, "{size} > {limit}");
+            size
+        }
+        // Not the value itself: it may be the 100 MB body.
+        Ok(_) => panic!("expected TooLarge for {run_id}'s {what}, got a value"),
+        Err(e) => panic!("expected TooLarge for {run_id}'s {what}, got {e:?}"),
+    }
+}
+
+/// The read bounds, on a store built with `max_row_bytes(ROW_BOUND)` and
+/// `max_load_bytes(LOAD_BOUND)`: a row or a load over them fails with the typed error for its
+/// run only, with the row's size as stored; a row at the bound is read.
+pub(crate) async fn bounded_reads(store: &dyn RunStore) {
+    // At the bound: read.
+    store.create(new_run("rb-ok", "rb", T0)).await.unwrap();
+    let mut a = append("rb-ok", 1, 1);
+    a.rows[0].body = sized(ROW_BOUND);
+    store.append(a).await.unwrap();
+    assert_eq!(
+        store.load("rb-ok").await.unwrap().rows[1].body.len() as u64,
+        ROW_BOUND
+    );
+
+    // An entry one byte over.
+    store.create(new_run("rb-entry", "rb", T0)).await.unwrap();
+    let mut a = append("rb-entry", 1, 1);
+    a.rows[0].body = sized(ROW_BOUND + 1);
+    store.append(a).await.unwrap();
+    let size = too_large(
+        store.load("rb-entry").await,
+        "rb-entry",
+        "journal entry 2",
+        ROW,
+    );
+    assert_eq!(size, ROW_BOUND + 1);
+
+    // A snapshot over.
+    store.create(new_run("rb-snap", "rb", T0)).await.unwrap();
+    let mut a = append("rb-snap", 1, 1);
+    a.snapshot = Some(SnapshotRow {
+        version: 2,
+        format: 1,
+        body: sized(ROW_BOUND + 100),
+        digest: "s".into(),
+    });
+    store.append(a).await.unwrap();
+    let size = too_large(store.load("rb-snap").await, "rb-snap", "snapshot", ROW);
+    assert_eq!(size, ROW_BOUND + 100);
+
+    // A pending call's arguments over: the load, and a listing that reaches it, name it.
+    let mut run = new_run("rb-pending", "rb-p", T0);
+    run.status = StoredStatus::Paused;
+    let mut call = waiting("rb-pending", "c-big", T0);
+    call.arguments = sized(ROW_BOUND + 1);
+    run.pending = vec![waiting("rb-pending", "c-small", T0), call];
+    store.create(run).await.unwrap();
+    too_large(
+        store.load("rb-pending").await,
+        "rb-pending",
+        "pending call `c-big`",
+        ROW,
+    );
+    let listing = PendingFilter {
+        agent_id: Some("rb-p".into()),
+        ..PendingFilter::default()
+    };
+    too_large(store.pending(&listing).await, "rb-pending", "`c-big`", ROW);
+
+    // Rows each within the bound, together over the load's.
+    store.create(new_run("rb-total", "rb", T0)).await.unwrap();
+    let mut a = append("rb-total", 1, LOAD_BOUND / ROW_BOUND + 1);
+    for row in &mut a.rows {
+        row.body = sized(ROW_BOUND);
+    }
+    store.append(a).await.unwrap();
+    too_large(store.load("rb-total").await, "rb-total", "load", LOAD);
+    // ... and once a snapshot covers most of them, the load is within it again.
+    let last = LOAD_BOUND / ROW_BOUND + 2;
+    let mut a = append("rb-total", last, 1);
+    a.snapshot = Some(SnapshotRow {
+        version: last + 1,
+        format: 1,
+        body: sized(ROW_BOUND),
+        digest: "s".into(),
+    });
+    store.append(a).await.unwrap();
+    assert_eq!(store.load("rb-total").await.unwrap().version, last + 1);
+
+    // A decision over, in the audit log.
+    store.create(new_run("rb-audit", "rb", T0)).await.unwrap();
+    let mut a = append("rb-audit", 1, 1);
+    let mut d = decision("rb-audit", "c1", 1);
+    d.decision = sized(ROW_BOUND + 1);
+    a.decisions = vec![d];
+    store.append(a).await.unwrap();
+    let audit = AuditFilter {
+        run_id: Some("rb-audit".into()),
+        ..AuditFilter::default()
+    };
+    too_large(store.audit(&audit).await, "rb-audit", "`c1`", ROW);
+
+    // The other runs still load and list.
+    assert_eq!(store.load("rb-ok").await.unwrap().version, 2);
+    assert_eq!(store.load("rb-audit").await.unwrap().version, 2);
+    let others = PendingFilter {
+        agent_id: Some("rb".into()),
+        ..PendingFilter::default()
+    };
+    assert!(store.pending(&others).await.unwrap().items.is_empty());
+}
+
+/// The peak resident memory of this process so far, in bytes (Linux).
+fn peak_memory() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// A journal entry of 100 MB, written outside the store by `raw` with the SQL text expression
+/// `hundred_mb` (the store would not be asked to send it), refused at once by a store with the
+/// default bounds: the load fails with the typed error, quickly, without the process's peak
+/// memory growing by the body's size.
+pub(crate) async fn hundred_mb_body_refused(store: &dyn RunStore, raw: &RawSql, hundred_mb: &str) {
+    store.create(new_run("huge", "huge", T0)).await.unwrap();
+    raw(format!(
+        "UPDATE phaseo_journal SET body = {hundred_mb} WHERE run_id = 'huge'"
+    ))
+    .await;
+    let before = peak_memory();
+    let started = std::time::Instant::now();
+    let size = too_large(store.load("huge").await, "huge", "journal entry 1", ROW);
+    let took = started.elapsed();
+    let grew = peak_memory().saturating_sub(before);
+    eprintln!("100 MB body refused in {took:?}, peak memory grew by {grew} bytes");
+    assert_eq!(size, 100_000_000);
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    assert!(grew < 50_000_000, "peak memory grew by {grew} bytes");
+}
+
 /// A SQLite file in the temporary folder, removed (with its WAL files) when dropped.
 struct TempFile(PathBuf);
 
@@ -860,6 +1035,26 @@ async fn sqlite_conformance() {
     let file = TempFile::new("conformance");
     let store = SqliteStore::open(&file.0).await.unwrap();
     conformance(Arc::new(store), sqlite_raw(&file.0)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_bounded_reads() {
+    let file = TempFile::new("bounded");
+    let store = SqliteStore::builder(&file.0)
+        .max_row_bytes(ROW_BOUND)
+        .max_load_bytes(LOAD_BOUND)
+        .open()
+        .await
+        .unwrap();
+    bounded_reads(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_hundred_mb_body_refused() {
+    let file = TempFile::new("huge");
+    let store = SqliteStore::open(&file.0).await.unwrap();
+    let raw = sqlite_raw(&file.0);
+    hundred_mb_body_refused(&store, &raw, "replace(hex(zeroblob(50000000)), '0', 'x')").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -312,6 +312,48 @@ pub struct Page<T> {
     pub next: Option<String>,
 }
 
+/// How many bytes a store reads from its database at most, so that a row grown by a bug or by
+/// someone with access to the database cannot exhaust the process's memory. A row or load over a
+/// bound fails with [`StoreError::TooLarge`] for that run only; the database measures the row
+/// and does not send its text.
+///
+/// A row's size is its text: a journal entry's or snapshot's body, a pending call's arguments and
+/// decision together, an audit row's decision. The listings (`pending`, `audit`) bound each row by
+/// `max_row_bytes`: a page holding a larger row fails with the error naming it (rather than
+/// leaving the row out, which would hide a waiting call from the people who must decide it).
+///
+/// ```
+/// use phaseo_agent::store::ReadLimits;
+///
+/// let limits = ReadLimits::default();
+/// assert_eq!(limits.max_row_bytes, 16 * 1024 * 1024);
+/// assert_eq!(limits.max_load_bytes, 64 * 1024 * 1024);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// The most bytes of one row (16 MiB by default).
+    pub max_row_bytes: u64,
+    /// The most bytes one `load` reads: the snapshot, the entries after it and the pending calls
+    /// together (64 MiB by default).
+    pub max_load_bytes: u64,
+}
+
+impl ReadLimits {
+    /// The default bound on one row: 16 MiB.
+    pub const DEFAULT_MAX_ROW_BYTES: u64 = 16 * 1024 * 1024;
+    /// The default bound on one load: 64 MiB.
+    pub const DEFAULT_MAX_LOAD_BYTES: u64 = 64 * 1024 * 1024;
+}
+
+impl Default for ReadLimits {
+    fn default() -> Self {
+        ReadLimits {
+            max_row_bytes: Self::DEFAULT_MAX_ROW_BYTES,
+            max_load_bytes: Self::DEFAULT_MAX_LOAD_BYTES,
+        }
+    }
+}
+
 /// A database that keeps runs: the rows, and the compare-and-swap on a run's version that makes a
 /// resume, a recovery or a decision happen once.
 ///

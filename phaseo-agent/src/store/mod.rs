@@ -94,7 +94,7 @@ pub(crate) mod runs;
 
 pub use backend::{
     Append, AuditFilter, DecisionRow, JournalRow, LoadedRun, NewRun, Page, PendingFilter,
-    PendingRow, RunFilter, RunStore, RunSummary, SnapshotRow, StoredStatus,
+    PendingRow, ReadLimits, RunFilter, RunStore, RunSummary, SnapshotRow, StoredStatus,
 };
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]

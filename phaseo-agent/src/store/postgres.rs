@@ -33,10 +33,10 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions, PgRow};
 use sqlx::{PgPool, Postgres, Transaction};
 
 use crate::error::StoreError;
-use crate::store::backend::{Append, LoadedRun, NewRun, PendingRow};
+use crate::store::backend::{Append, LoadedRun, NewRun, PendingRow, ReadLimits};
 use crate::store::sql::{
-    Migrations, RawJournal, RawPending, check_append, check_new, corrupt, database, impl_run_store,
-    int, is_unique_violation, journal,
+    Migrations, Part, RawJournal, RawPending, check_append, check_new, check_sizes, corrupt,
+    database, impl_read_limits, impl_run_store, int, is_unique_violation, journal,
 };
 
 /// The schema, one migration per version, applied in order.
@@ -231,18 +231,32 @@ SELECT count(*) AS updated FROM run"
 /// The subqueries name the run as `$1`, not as `r.run_id`: the planner then sees the id, as it
 /// does in `WHERE r.run_id = $1`, and picks the primary key's index even when its statistics
 /// still describe a table of a few long runs.
+///
+/// The texts are measured (`octet_length`, which reads a stored value's size without reading
+/// the value) and sent only within the bounds: each row's text within `$2` bytes, all of them
+/// within `$3` (`t.total`); the sizes are always sent, so the store can name what is too large.
 const LOAD: &str = "\
 SELECT r.agent_id, r.status, r.version, r.created_ms, r.updated_ms, r.snapshot_version,
-    r.snapshot_format, r.snapshot_body, r.snapshot_digest,
-    j.j_version, j.j_kind, j.j_format, j.j_body, j.j_digest,
-    p.p_call_id, p.p_agent_id, p.p_tool, p.p_kind, p.p_arguments, p.p_digest, p.p_since_ms,
-    p.p_version, p.p_decision, p.p_decided_by
+    r.snapshot_format,
+    CASE WHEN octet_length(r.snapshot_body) <= $2::bigint AND t.total <= $3::bigint
+        THEN r.snapshot_body END AS snapshot_body,
+    octet_length(r.snapshot_body)::bigint AS snapshot_bytes, r.snapshot_digest,
+    j.j_version, j.j_kind, j.j_format,
+    CASE WHEN t.total <= $3::bigint THEN j.j_body END AS j_body, j.j_bytes, j.j_digest,
+    p.p_call_id, p.p_agent_id, p.p_tool, p.p_kind,
+    CASE WHEN t.total <= $3::bigint THEN p.p_arguments END AS p_arguments, p.p_digest,
+    p.p_since_ms, p.p_version,
+    CASE WHEN t.total <= $3::bigint THEN p.p_decision END AS p_decision, p.p_decided_by,
+    p.p_bytes
 FROM phaseo_runs r
 CROSS JOIN LATERAL (
     SELECT array_agg(version ORDER BY version) AS j_version,
         array_agg(kind ORDER BY version) AS j_kind,
         array_agg(format ORDER BY version) AS j_format,
-        array_agg(body ORDER BY version) AS j_body,
+        array_agg(CASE WHEN octet_length(body) <= $2::bigint THEN body END ORDER BY version)
+            AS j_body,
+        array_agg(octet_length(body)::bigint ORDER BY version) AS j_bytes,
+        sum(octet_length(body)) AS j_total,
         array_agg(digest ORDER BY version) AS j_digest
     FROM phaseo_journal
     WHERE run_id = $1 AND version > COALESCE(r.snapshot_version, 0)
@@ -252,15 +266,25 @@ CROSS JOIN LATERAL (
         array_agg(agent_id ORDER BY seq) AS p_agent_id,
         array_agg(tool ORDER BY seq) AS p_tool,
         array_agg(kind ORDER BY seq) AS p_kind,
-        array_agg(arguments ORDER BY seq) AS p_arguments,
+        array_agg(CASE WHEN s.bytes <= $2::bigint THEN arguments END ORDER BY seq)
+            AS p_arguments,
         array_agg(digest ORDER BY seq) AS p_digest,
         array_agg(since_ms ORDER BY seq) AS p_since_ms,
         array_agg(version ORDER BY seq) AS p_version,
-        array_agg(decision ORDER BY seq) AS p_decision,
-        array_agg(decided_by ORDER BY seq) AS p_decided_by
+        array_agg(CASE WHEN s.bytes <= $2::bigint THEN decision END ORDER BY seq) AS p_decision,
+        array_agg(decided_by ORDER BY seq) AS p_decided_by,
+        array_agg(s.bytes ORDER BY seq) AS p_bytes,
+        sum(s.bytes) AS p_total
     FROM phaseo_pending
+    CROSS JOIN LATERAL (
+        SELECT octet_length(arguments)::bigint + COALESCE(octet_length(decision), 0) AS bytes
+    ) s
     WHERE run_id = $1
 ) p
+CROSS JOIN LATERAL (
+    SELECT COALESCE(octet_length(r.snapshot_body), 0) + COALESCE(j.j_total, 0)
+        + COALESCE(p.p_total, 0) AS total
+) t
 WHERE r.run_id = $1";
 
 /// A statement with its parameters bound so far.
@@ -372,6 +396,8 @@ where
 pub struct PostgresStore {
     pool: PgPool,
     statement_cache: bool,
+    /// What a read takes from the database at most.
+    limits: ReadLimits,
 }
 
 /// How to connect a [`PostgresStore`]: from [`PostgresStore::builder`].
@@ -395,6 +421,7 @@ pub struct PostgresStoreBuilder {
     url: String,
     pool_size: u32,
     statement_cache: bool,
+    limits: ReadLimits,
 }
 
 impl PostgresStoreBuilder {
@@ -454,11 +481,15 @@ impl PostgresStoreBuilder {
         let store = PostgresStore {
             pool,
             statement_cache: self.statement_cache,
+
+            limits: self.limits,
         };
         store.migrate(MIGRATIONS, Some(MIGRATION_LOCK)).await?;
         Ok(store)
     }
 }
+
+impl_read_limits!(PostgresStoreBuilder);
 
 impl PostgresStore {
     /// Connects to the database at `url` (`postgres://user:password@host:port/database`) with
@@ -473,6 +504,7 @@ impl PostgresStore {
             url: url.to_owned(),
             pool_size: 10,
             statement_cache: true,
+            limits: ReadLimits::default(),
         }
     }
 
@@ -636,6 +668,8 @@ impl PostgresStore {
         let row = self
             .query(LOAD)
             .bind(run_id.to_owned())
+            .bind(int(self.limits.max_row_bytes))
+            .bind(int(self.limits.max_load_bytes))
             .fetch_optional(session.conn())
             .await
             .map_err(database)?
@@ -644,6 +678,7 @@ impl PostgresStore {
             })?;
         session.finish().await?;
         let bad = |e: sqlx::Error| corrupt(run_id, 0, e.to_string());
+        Self::check_load_sizes(run_id, &self.limits, &row).map_err(|e| e.either(bad))?;
         let raw = Self::raw_run(&row).map_err(bad)?;
         let checked = raw.check(run_id)?;
         let after = checked.snapshot.as_ref().map_or(0, |s| s.version);
@@ -661,16 +696,49 @@ impl PostgresStore {
         Ok(raw.loaded(run_id, checked, rows, pending))
     }
 
+    /// Checks the sizes `load`'s row reports before its texts are read (a text past the bounds
+    /// is NULL in the row).
+    fn check_load_sizes(run_id: &str, limits: &ReadLimits, row: &PgRow) -> Result<(), Failed> {
+        let snapshot: Option<i64> = row.try_get("snapshot_bytes")?;
+        let versions = column::<i64>(row, "j_version")?;
+        let entries = column::<i64>(row, "j_bytes")?;
+        let calls = column::<String>(row, "p_call_id")?;
+        let pending = column::<i64>(row, "p_bytes")?;
+        let sizes = snapshot
+            .map(|b| (Part::Snapshot, b))
+            .into_iter()
+            .chain(
+                versions
+                    .into_iter()
+                    .zip(entries)
+                    .map(|(v, b)| (Part::Entry(v), b)),
+            )
+            .chain(
+                calls
+                    .iter()
+                    .zip(pending)
+                    .map(|(c, b)| (Part::Pending(c), b)),
+            );
+        check_sizes(run_id, limits, sizes).map_err(Failed::Store)
+    }
+
     /// The journal rows of `load`'s row, from its arrays (all of one length: one aggregate).
     fn journal_columns(row: &PgRow) -> Result<Vec<RawJournal>, sqlx::Error> {
         let versions = column::<i64>(row, "j_version")?;
         let kinds = column::<String>(row, "j_kind")?;
         let formats = column::<i64>(row, "j_format")?;
-        let bodies = column::<String>(row, "j_body")?;
+        let bodies = column::<Option<String>>(row, "j_body")?;
+        let bytes = column::<i64>(row, "j_bytes")?;
         let digests = column::<String>(row, "j_digest")?;
         same_length(
             versions.len(),
-            &[kinds.len(), formats.len(), bodies.len(), digests.len()],
+            &[
+                kinds.len(),
+                formats.len(),
+                bodies.len(),
+                digests.len(),
+                bytes.len(),
+            ],
         )?;
         Ok(versions
             .into_iter()
@@ -678,7 +746,8 @@ impl PostgresStore {
             .zip(formats)
             .zip(bodies)
             .zip(digests)
-            .map(|((((v, kind), f), body), digest)| (v, kind, f, body, digest))
+            .zip(bytes)
+            .map(|(((((v, kind), f), body), digest), n)| (v, kind, f, body, digest, n))
             .collect())
     }
 
@@ -688,12 +757,13 @@ impl PostgresStore {
         let mut agent_ids = column::<String>(row, "p_agent_id")?.into_iter();
         let mut tools = column::<String>(row, "p_tool")?.into_iter();
         let mut kinds = column::<String>(row, "p_kind")?.into_iter();
-        let mut arguments = column::<String>(row, "p_arguments")?.into_iter();
+        let mut arguments = column::<Option<String>>(row, "p_arguments")?.into_iter();
         let mut digests = column::<String>(row, "p_digest")?.into_iter();
         let mut since = column::<i64>(row, "p_since_ms")?.into_iter();
         let mut versions = column::<i64>(row, "p_version")?.into_iter();
         let mut decisions = column::<Option<String>>(row, "p_decision")?.into_iter();
         let mut decided_by = column::<Option<String>>(row, "p_decided_by")?.into_iter();
+        let mut bytes = column::<i64>(row, "p_bytes")?.into_iter();
         same_length(
             call_ids.len(),
             &[
@@ -706,6 +776,7 @@ impl PostgresStore {
                 versions.len(),
                 decisions.len(),
                 decided_by.len(),
+                bytes.len(),
             ],
         )?;
         let mut rows = Vec::with_capacity(call_ids.len());
@@ -721,6 +792,7 @@ impl PostgresStore {
                 Some(version),
                 Some(decision),
                 Some(decided_by),
+                Some(bytes),
             ) = (
                 agent_ids.next(),
                 tools.next(),
@@ -731,6 +803,7 @@ impl PostgresStore {
                 versions.next(),
                 decisions.next(),
                 decided_by.next(),
+                bytes.next(),
             )
             else {
                 break;
@@ -747,9 +820,32 @@ impl PostgresStore {
                 version,
                 decision,
                 decided_by,
+                bytes,
             });
         }
         Ok(rows)
+    }
+}
+
+/// A check of `load`'s row that failed: the row could not be read, or the store refuses it.
+enum Failed {
+    Read(sqlx::Error),
+    Store(StoreError),
+}
+
+impl From<sqlx::Error> for Failed {
+    fn from(error: sqlx::Error) -> Self {
+        Failed::Read(error)
+    }
+}
+
+impl Failed {
+    /// The store's error, a read's made by `read`.
+    fn either(self, read: impl FnOnce(sqlx::Error) -> StoreError) -> StoreError {
+        match self {
+            Failed::Read(e) => read(e),
+            Failed::Store(e) => e,
+        }
     }
 }
 

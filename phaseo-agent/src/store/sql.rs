@@ -26,7 +26,7 @@ use std::fmt::Write as _;
 use crate::error::StoreError;
 use crate::store::backend::{
     Append, AuditFilter, DecisionRow, JournalRow, LoadedRun, NewRun, PendingFilter, PendingRow,
-    RunFilter, RunSummary, SnapshotRow, StoredStatus,
+    ReadLimits, RunFilter, RunSummary, SnapshotRow, StoredStatus,
 };
 
 /// The most items one page of a listing holds, whatever the filter asks.
@@ -192,6 +192,101 @@ pub(crate) fn corrupt(run_id: &str, version: u64, reason: impl Into<String>) -> 
     }
 }
 
+/// What a size read back belongs to, for the error naming it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Part<'a> {
+    /// The run's snapshot.
+    Snapshot,
+    /// The journal entry of this version.
+    Entry(i64),
+    /// The pending call of this id (its arguments and decision).
+    Pending(&'a str),
+    /// The decision on the call of this id, in the audit log.
+    Decision(&'a str),
+}
+
+impl std::fmt::Display for Part<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Part::Snapshot => write!(f, "the snapshot"),
+            Part::Entry(v) => write!(f, "journal entry {v}"),
+            Part::Pending(call) => write!(f, "pending call `{call}`"),
+            Part::Decision(call) => write!(f, "the audit log's decision on call `{call}`"),
+        }
+    }
+}
+
+/// Checks the sizes the database measured for what a read of `run_id` returns: each within
+/// `max_row_bytes`, and all together within `max_load_bytes`. Run before the rows are used:
+/// the database withholds the text of a row past a bound, and reports only its size.
+pub(crate) fn check_sizes<'a>(
+    run_id: &str,
+    limits: &ReadLimits,
+    sizes: impl IntoIterator<Item = (Part<'a>, i64)>,
+) -> Result<(), StoreError> {
+    let mut total = 0u64;
+    for (part, raw) in sizes {
+        let size = u64::try_from(raw)
+            .map_err(|_| corrupt(run_id, 0, format!("{part} has a negative size ({raw})")))?;
+        if size > limits.max_row_bytes {
+            return Err(too_large(
+                run_id,
+                part.to_string(),
+                size,
+                limits.max_row_bytes,
+                ROW,
+            ));
+        }
+        total = total.saturating_add(size);
+    }
+    if total > limits.max_load_bytes {
+        let what = "the load (snapshot, entries after it and pending calls)";
+        return Err(too_large(
+            run_id,
+            what.into(),
+            total,
+            limits.max_load_bytes,
+            LOAD,
+        ));
+    }
+    Ok(())
+}
+
+/// The setting bounding one row.
+const ROW: &str = "max_row_bytes";
+/// The setting bounding one load.
+const LOAD: &str = "max_load_bytes";
+
+fn too_large(
+    run_id: &str,
+    what: String,
+    size: u64,
+    limit: u64,
+    setting: &'static str,
+) -> StoreError {
+    StoreError::TooLarge {
+        run_id: run_id.to_owned(),
+        what,
+        size,
+        limit,
+        setting,
+    }
+}
+
+/// Limits for a listing: each row bounded, no bound on the page's total (a page holds at most
+/// [`MAX_LIMIT`] rows).
+fn per_row(limits: &ReadLimits) -> ReadLimits {
+    ReadLimits {
+        max_load_bytes: u64::MAX,
+        ..*limits
+    }
+}
+
+/// A text the database withheld although its size was within bounds: damage.
+fn present(run_id: &str, at: u64, what: &str, text: Option<String>) -> Result<String, StoreError> {
+    text.ok_or_else(|| corrupt(run_id, at, format!("{what} is missing")))
+}
+
 /// A version as read back: never negative.
 pub(crate) fn version(run_id: &str, at: u64, what: &str, raw: i64) -> Result<u64, StoreError> {
     u64::try_from(raw).map_err(|_| corrupt(run_id, at, format!("{what} is negative ({raw})")))
@@ -217,6 +312,9 @@ pub(crate) struct RawRun {
     pub(crate) snapshot_version: Option<i64>,
     pub(crate) snapshot_format: Option<i64>,
     pub(crate) snapshot_body: Option<String>,
+    /// The snapshot body's size in bytes, as the database measured it (the body is withheld past
+    /// the bounds).
+    pub(crate) snapshot_bytes: Option<i64>,
     pub(crate) snapshot_digest: Option<String>,
 }
 
@@ -235,11 +333,11 @@ impl RawRun {
         let snapshot = match (
             self.snapshot_version,
             self.snapshot_format,
-            &self.snapshot_body,
+            self.snapshot_bytes,
             &self.snapshot_digest,
         ) {
             (None, None, None, None) => None,
-            (Some(v), Some(f), Some(body), Some(digest)) => {
+            (Some(v), Some(f), Some(_), Some(digest)) => {
                 let v = version(run_id, at, "the snapshot's version", v)?;
                 if v > at {
                     return Err(corrupt(
@@ -248,10 +346,11 @@ impl RawRun {
                         format!("the snapshot is of version {v}, after the run's"),
                     ));
                 }
+                let body = present(run_id, v, "the snapshot's body", self.snapshot_body.clone())?;
                 Some(SnapshotRow {
                     version: v,
                     format: format(run_id, v, f)?,
-                    body: body.clone(),
+                    body,
                     digest: digest.clone(),
                 })
             }
@@ -288,8 +387,9 @@ impl RawRun {
     }
 }
 
-/// A journal row as read, before its checks: version, kind, format, body, digest.
-pub(crate) type RawJournal = (i64, String, i64, String, String);
+/// A journal row as read, before its checks: version, kind, format, body (withheld past the
+/// bounds), digest, the body's size in bytes.
+pub(crate) type RawJournal = (i64, String, i64, Option<String>, String, i64);
 
 /// Checks the journal rows read after the snapshot: versions `after + 1 ..= last`, each once.
 pub(crate) fn journal(
@@ -300,7 +400,7 @@ pub(crate) fn journal(
 ) -> Result<Vec<JournalRow>, StoreError> {
     let mut rows = Vec::with_capacity(raw.len());
     let mut expected = after + 1;
-    for (v, kind, f, body, digest) in raw {
+    for (v, kind, f, body, digest, _) in raw {
         let v = version(run_id, expected, "an entry's version", v)?;
         if v != expected {
             return Err(corrupt(
@@ -313,7 +413,7 @@ pub(crate) fn journal(
             version: v,
             kind,
             format: format(run_id, v, f)?,
-            body,
+            body: present(run_id, v, "the entry's body", body)?,
             digest,
         });
         expected += 1;
@@ -335,25 +435,30 @@ pub(crate) struct RawPending {
     pub(crate) call_id: String,
     pub(crate) tool: String,
     pub(crate) kind: String,
-    pub(crate) arguments: String,
+    /// Withheld, as `decision` is, past the bounds.
+    pub(crate) arguments: Option<String>,
     pub(crate) digest: String,
     pub(crate) since_ms: i64,
     pub(crate) version: i64,
     pub(crate) decision: Option<String>,
     pub(crate) decided_by: Option<String>,
+    /// The size of `arguments` and `decision` together, in bytes, as the database measured it.
+    pub(crate) bytes: i64,
 }
 
 impl RawPending {
-    /// Checks the row.
+    /// Checks the row (its size was checked with the rest of its read, by [`check_sizes`]).
     pub(crate) fn check(self) -> Result<PendingRow, StoreError> {
         let version = version(&self.run_id, 0, "a pending call's version", self.version)?;
+        let what = format!("the arguments of pending call `{}`", self.call_id);
+        let arguments = present(&self.run_id, version, &what, self.arguments)?;
         Ok(PendingRow {
             run_id: self.run_id,
             agent_id: self.agent_id,
             call_id: self.call_id,
             tool: self.tool,
             kind: self.kind,
-            arguments: self.arguments,
+            arguments,
             digest: self.digest,
             since_ms: self.since_ms,
             version,
@@ -409,20 +514,42 @@ fn decode(prefix: &str, texts: usize, cursor: &str) -> Result<(i64, Vec<String>)
     Ok((number, decoded))
 }
 
-/// The columns of a pending row, in [`RawPending`]'s order.
-pub(crate) const PENDING_COLUMNS: &str = "run_id, agent_id, call_id, tool, kind, arguments, digest, \
-     since_ms, version, decision, decided_by";
+/// The size of a pending row's texts, in bytes, as SQL (for both databases).
+pub(crate) const PENDING_BYTES: &str =
+    "(CAST(octet_length(arguments) AS BIGINT) + COALESCE(octet_length(decision), 0))";
+
+/// The columns of a pending row, in [`RawPending`]'s order, its texts withheld when the row is
+/// larger than `max_row` bytes or when `and_within` (a further SQL condition, or empty) is false.
+pub(crate) fn pending_columns(max_row: u64, and_within: &str) -> String {
+    let within = format!("{PENDING_BYTES} <= {} {and_within}", int(max_row));
+    format!(
+        "run_id, agent_id, call_id, tool, kind, CASE WHEN {within} THEN arguments END AS arguments, \
+         digest, since_ms, version, CASE WHEN {within} THEN decision END AS decision, decided_by, \
+         {PENDING_BYTES} AS bytes"
+    )
+}
 
 /// The columns of a run's summary.
 pub(crate) const RUN_COLUMNS: &str = "run_id, agent_id, status, version, created_ms, updated_ms";
 
-/// The columns of an audit row, its id first.
-pub(crate) const AUDIT_COLUMNS: &str =
-    "id, run_id, call_id, tool, decision, decided_by, at_ms, digest, version";
+/// The columns of an audit row, its id first, the decision withheld when it is larger than
+/// `max_row` bytes.
+fn audit_columns(max_row: u64) -> String {
+    format!(
+        "id, run_id, call_id, tool, CASE WHEN octet_length(decision) <= {} THEN decision END \
+         AS decision, CAST(octet_length(decision) AS BIGINT) AS bytes, decided_by, at_ms, digest, \
+         version",
+        int(max_row)
+    )
+}
 
 /// The statement listing waiting calls, newest first.
-pub(crate) fn pending_statement(filter: &PendingFilter) -> Result<Statement, StoreError> {
-    let mut s = Statement::new(&format!("SELECT {PENDING_COLUMNS} FROM phaseo_pending"));
+pub(crate) fn pending_statement(
+    filter: &PendingFilter,
+    limits: &ReadLimits,
+) -> Result<Statement, StoreError> {
+    let columns = pending_columns(limits.max_row_bytes, "");
+    let mut s = Statement::new(&format!("SELECT {columns} FROM phaseo_pending"));
     let text = |t: &String| vec![Value::Text(t.clone())];
     if let Some(agent) = &filter.agent_id {
         s.and("agent_id = ?", text(agent));
@@ -508,8 +635,12 @@ pub(crate) fn summary(raw: RawSummary) -> Result<RunSummary, StoreError> {
 }
 
 /// The statement listing the audit log, oldest first.
-pub(crate) fn audit_statement(filter: &AuditFilter) -> Result<Statement, StoreError> {
-    let mut s = Statement::new(&format!("SELECT {AUDIT_COLUMNS} FROM phaseo_audit"));
+pub(crate) fn audit_statement(
+    filter: &AuditFilter,
+    limits: &ReadLimits,
+) -> Result<Statement, StoreError> {
+    let columns = audit_columns(limits.max_row_bytes);
+    let mut s = Statement::new(&format!("SELECT {columns} FROM phaseo_audit"));
     if let Some(run) = &filter.run_id {
         s.and("run_id = ?", vec![Value::Text(run.clone())]);
     }
@@ -525,18 +656,35 @@ pub(crate) fn audit_cursor(id: i64) -> String {
     encode("a1", id, &[])
 }
 
-/// An audit row as read, before its checks.
+/// An audit row as read, before its checks (its `decision` filled in from `decision`).
 pub(crate) struct RawDecision {
     pub(crate) id: i64,
     pub(crate) row: DecisionRow,
     pub(crate) version: i64,
+    /// Withheld past `max_row_bytes`.
+    pub(crate) decision: Option<String>,
+    /// The decision's size in bytes.
+    pub(crate) bytes: i64,
 }
 
 impl RawDecision {
     /// Checks the row.
-    pub(crate) fn check(mut self) -> Result<(i64, DecisionRow), StoreError> {
-        self.row.version = version(&self.row.run_id, 0, "a decision's version", self.version)?;
+    pub(crate) fn check(mut self, limits: &ReadLimits) -> Result<(i64, DecisionRow), StoreError> {
+        let run_id = self.row.run_id.as_str();
+        let sizes = [(Part::Decision(&self.row.call_id), self.bytes)];
+        check_sizes(run_id, &per_row(limits), sizes)?;
+        self.row.version = version(run_id, 0, "a decision's version", self.version)?;
+        self.row.decision = present(run_id, self.row.version, "a decision", self.decision)?;
         Ok((self.id, self.row))
+    }
+}
+
+impl RawPending {
+    /// Checks a row of a listing: its size, then the row.
+    pub(crate) fn check_listed(self, limits: &ReadLimits) -> Result<PendingRow, StoreError> {
+        let sizes = [(Part::Pending(&self.call_id), self.bytes)];
+        check_sizes(&self.run_id, &per_row(limits), sizes)?;
+        self.check()
     }
 }
 
@@ -581,6 +729,38 @@ pub(crate) fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
+
+/// Writes the read-bound settings of a backend's builder (a type with a field
+/// `limits: ReadLimits`).
+macro_rules! impl_read_limits {
+    ($builder:ty) => {
+        impl $builder {
+            /// The most bytes one stored row may hold for the store to read it: a journal
+            /// entry's or snapshot's body, a pending call's arguments and decision, an audit
+            /// row's decision (16 MiB by default,
+            /// [`ReadLimits::DEFAULT_MAX_ROW_BYTES`](crate::store::backend::ReadLimits::DEFAULT_MAX_ROW_BYTES)).
+            /// A larger row is not sent by the database; reading it fails with
+            /// [`StoreError::TooLarge`](crate::error::StoreError::TooLarge) for its run only.
+            pub fn max_row_bytes(mut self, bytes: u64) -> Self {
+                self.limits.max_row_bytes = bytes;
+                self
+            }
+
+            /// The most bytes one `load` may read: the snapshot, the entries after it and the
+            /// pending calls together (64 MiB by default,
+            /// [`ReadLimits::DEFAULT_MAX_LOAD_BYTES`](crate::store::backend::ReadLimits::DEFAULT_MAX_LOAD_BYTES)).
+            /// A run over it fails to load with
+            /// [`StoreError::TooLarge`](crate::error::StoreError::TooLarge); the other runs
+            /// still load.
+            pub fn max_load_bytes(mut self, bytes: u64) -> Self {
+                self.limits.max_load_bytes = bytes;
+                self
+            }
+        }
+    };
+}
+
+pub(crate) use impl_read_limits;
 
 /// Writes the [`RunStore`](crate::store::backend::RunStore) implementation and the migration
 /// runner of a backend type, for its concrete sqlx database type (see the module's doc for what
@@ -688,6 +868,7 @@ macro_rules! impl_run_store {
                     snapshot_version: row.try_get("snapshot_version")?,
                     snapshot_format: row.try_get("snapshot_format")?,
                     snapshot_body: row.try_get("snapshot_body")?,
+                    snapshot_bytes: row.try_get("snapshot_bytes")?,
                     snapshot_digest: row.try_get("snapshot_digest")?,
                 })
             }
@@ -708,6 +889,7 @@ macro_rules! impl_run_store {
                     version: r.try_get("version")?,
                     decision: r.try_get("decision")?,
                     decided_by: r.try_get("decided_by")?,
+                    bytes: r.try_get("bytes")?,
                 })
             }
 
@@ -719,11 +901,15 @@ macro_rules! impl_run_store {
                 $crate::error::StoreError,
             > {
                 use $crate::store::sql::database;
-                let statement = $crate::store::sql::pending_statement(filter)?;
+                let statement = $crate::store::sql::pending_statement(filter, &self.limits)?;
                 let rows = self.read_rows(statement).await?;
                 let items = rows
                     .iter()
-                    .map(|r| Self::raw_pending(r).map_err(database)?.check())
+                    .map(|r| {
+                        Self::raw_pending(r)
+                            .map_err(database)?
+                            .check_listed(&self.limits)
+                    })
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok($crate::store::sql::page(
                     items,
@@ -774,7 +960,7 @@ macro_rules! impl_run_store {
             > {
                 use sqlx::Row as _;
                 use $crate::store::sql::database;
-                let statement = $crate::store::sql::audit_statement(filter)?;
+                let statement = $crate::store::sql::audit_statement(filter, &self.limits)?;
                 let rows = self.read_rows(statement).await?;
                 let items = rows
                     .iter()
@@ -785,16 +971,18 @@ macro_rules! impl_run_store {
                                 run_id: r.try_get("run_id")?,
                                 call_id: r.try_get("call_id")?,
                                 tool: r.try_get("tool")?,
-                                decision: r.try_get("decision")?,
+                                decision: String::new(),
                                 by: r.try_get("decided_by")?,
                                 at_ms: r.try_get("at_ms")?,
                                 digest: r.try_get("digest")?,
                                 version: 0,
                             },
                             version: r.try_get("version")?,
+                            decision: r.try_get("decision")?,
+                            bytes: r.try_get("bytes")?,
                         })
                     })
-                    .map(|raw| raw.map_err(database)?.check())
+                    .map(|raw| raw.map_err(database)?.check(&self.limits))
                     .collect::<Result<Vec<_>, _>>()?;
                 let page = $crate::store::sql::page(items, filter.limit, |(id, _)| {
                     $crate::store::sql::audit_cursor(*id)
@@ -1073,14 +1261,21 @@ macro_rules! impl_row_by_row {
                 run_id: &str,
             ) -> Result<$crate::store::backend::LoadedRun, $crate::error::StoreError> {
                 use sqlx::Row as _;
-                use $crate::store::sql::{corrupt, database};
+                use $crate::store::sql::{Part, check_sizes, corrupt, database, int};
+                let limits = self.limits;
                 let mut tx = self.begin_read().await?;
+                // Each text is sent only within the bounds: its own size, and the sizes read so
+                // far (the snapshot's, then the entries' in order, then the pending calls').
                 let row = sqlx::query(
                     "SELECT agent_id, status, version, created_ms, updated_ms, snapshot_version, \
-                     snapshot_format, snapshot_body, snapshot_digest FROM phaseo_runs \
-                     WHERE run_id = $1",
+                     snapshot_format, CASE WHEN octet_length(snapshot_body) <= $2 \
+                     AND octet_length(snapshot_body) <= $3 THEN snapshot_body END AS snapshot_body, \
+                     octet_length(snapshot_body) AS snapshot_bytes, snapshot_digest \
+                     FROM phaseo_runs WHERE run_id = $1",
                 )
                 .bind(run_id.to_owned())
+                .bind(int(limits.max_row_bytes))
+                .bind(int(limits.max_load_bytes))
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(database)?
@@ -1089,14 +1284,21 @@ macro_rules! impl_row_by_row {
                 })?;
                 let bad = |e: sqlx::Error| corrupt(run_id, 0, e.to_string());
                 let raw = Self::raw_run(&row).map_err(bad)?;
+                let snapshot = raw.snapshot_bytes.map(|b| (Part::Snapshot, b));
+                check_sizes(run_id, &limits, snapshot.clone())?;
+                let mut used = raw.snapshot_bytes.unwrap_or(0);
                 let checked = raw.check(run_id)?;
                 let after = checked.snapshot.as_ref().map_or(0, |s| s.version);
                 let journal = sqlx::query(
-                    "SELECT version, kind, format, body, digest FROM phaseo_journal \
+                    "SELECT version, kind, format, CASE WHEN octet_length(body) <= $3 \
+                     AND sum(octet_length(body)) OVER (ORDER BY version) <= $4 THEN body END \
+                     AS body, digest, octet_length(body) AS bytes FROM phaseo_journal \
                      WHERE run_id = $1 AND version > $2 ORDER BY version",
                 )
                 .bind(run_id.to_owned())
-                .bind($crate::store::sql::int(after))
+                .bind(int(after))
+                .bind(int(limits.max_row_bytes))
+                .bind(int(limits.max_load_bytes).saturating_sub(used))
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(database)?
@@ -1108,24 +1310,40 @@ macro_rules! impl_row_by_row {
                         r.try_get("format")?,
                         r.try_get("body")?,
                         r.try_get("digest")?,
+                        r.try_get("bytes")?,
                     ))
                 })
-                .collect::<Result<Vec<_>, _>>()
+                .collect::<Result<Vec<$crate::store::sql::RawJournal>, _>>()
                 .map_err(bad)?;
-                let rows = $crate::store::sql::journal(run_id, after, checked.version, journal)?;
-                let pending = sqlx::query(
-                    "SELECT run_id, agent_id, call_id, tool, kind, arguments, digest, since_ms, \
-                     version, decision, decided_by FROM phaseo_pending WHERE run_id = $1 \
-                     ORDER BY seq",
-                )
+                let entries = || journal.iter().map(|j| (Part::Entry(j.0), j.5));
+                check_sizes(run_id, &limits, snapshot.clone().into_iter().chain(entries()))?;
+                used = used.saturating_add(journal.iter().map(|j| j.5).sum::<i64>());
+                let pending = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT {} FROM phaseo_pending WHERE run_id = $1 ORDER BY seq",
+                    $crate::store::sql::pending_columns(
+                        limits.max_row_bytes,
+                        &format!(
+                            "AND sum({}) OVER (ORDER BY seq) <= $2",
+                            $crate::store::sql::PENDING_BYTES
+                        ),
+                    )
+                )))
                 .bind(run_id.to_owned())
+                .bind(int(limits.max_load_bytes).saturating_sub(used))
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(database)?
                 .iter()
-                .map(|r| Self::raw_pending(r).map_err(bad)?.check())
+                .map(|r| Self::raw_pending(r).map_err(bad))
                 .collect::<Result<Vec<_>, _>>()?;
                 tx.commit().await.map_err(database)?;
+                let calls = pending.iter().map(|p| (Part::Pending(&p.call_id), p.bytes));
+                check_sizes(run_id, &limits, snapshot.into_iter().chain(entries()).chain(calls))?;
+                let rows = $crate::store::sql::journal(run_id, after, checked.version, journal)?;
+                let pending = pending
+                    .into_iter()
+                    .map($crate::store::sql::RawPending::check)
+                    .collect::<Result<Vec<_>, _>>()?;
                 Ok(raw.loaded(run_id, checked, rows, pending))
             }
         }
@@ -1159,7 +1377,7 @@ mod tests {
             limit: 5_000,
             ..PendingFilter::default()
         };
-        let s = pending_statement(&filter).unwrap();
+        let s = pending_statement(&filter, &ReadLimits::default()).unwrap();
         assert!(s.sql.contains("agent_id = $1"), "{}", s.sql);
         assert!(s.sql.contains("since_ms < $2"), "{}", s.sql);
         assert!(s.sql.contains("< ($3, $4, $5)"), "{}", s.sql);

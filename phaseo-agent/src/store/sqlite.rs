@@ -20,7 +20,8 @@ use sqlx::{Sqlite, SqlitePool, Transaction};
 use tokio::sync::{Mutex, MutexGuard};
 
 use crate::error::StoreError;
-use crate::store::sql::{Migrations, database, impl_row_by_row, impl_run_store};
+use crate::store::backend::ReadLimits;
+use crate::store::sql::{Migrations, database, impl_read_limits, impl_row_by_row, impl_run_store};
 
 /// The schema, one migration per version, applied in order.
 const MIGRATIONS: Migrations = &[(
@@ -108,6 +109,8 @@ pub struct SqliteStore {
     pool: SqlitePool,
     /// Writers of this process queue here, so that they wait without polling the file's lock.
     writer: Mutex<()>,
+    /// What a read takes from the file at most.
+    limits: ReadLimits,
 }
 
 /// How to open a [`SqliteStore`]: from [`SqliteStore::builder`].
@@ -124,6 +127,8 @@ pub struct SqliteStore {
 ///     .pool_size(2)
 ///     .busy_timeout(Duration::from_secs(10))
 ///     .power_safe(true)
+///     .max_row_bytes(4 * 1024 * 1024)
+///     .max_load_bytes(32 * 1024 * 1024)
 ///     .open()
 ///     .await?;
 /// # store.close().await;
@@ -139,6 +144,7 @@ pub struct SqliteStoreBuilder {
     pool_size: u32,
     busy_timeout: Duration,
     power_safe: bool,
+    limits: ReadLimits,
 }
 
 impl SqliteStoreBuilder {
@@ -204,11 +210,15 @@ impl SqliteStoreBuilder {
         let store = SqliteStore {
             pool,
             writer: Mutex::new(()),
+
+            limits: self.limits,
         };
         store.migrate(MIGRATIONS, None).await?;
         Ok(store)
     }
 }
+
+impl_read_limits!(SqliteStoreBuilder);
 
 /// Whether SQLite answered `SQLITE_BUSY` (any of its extended codes).
 fn is_busy(error: &sqlx::Error) -> bool {
@@ -233,6 +243,7 @@ impl SqliteStore {
             pool_size: 4,
             busy_timeout: Duration::from_secs(5),
             power_safe: true,
+            limits: ReadLimits::default(),
         }
     }
 

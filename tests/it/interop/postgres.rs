@@ -14,7 +14,10 @@ use phaseo_agent::StoreError;
 use phaseo_agent::store::{PostgresStore, RunStore};
 use sqlx::{AssertSqlSafe, PgPool};
 
-use crate::store_backend::{RawSql, T0, conformance, entry, new_run};
+use crate::store_backend::{
+    LOAD_BOUND, ROW_BOUND, RawSql, T0, bounded_reads, conformance, entry, hundred_mb_body_refused,
+    new_run,
+};
 
 /// The server's URL, naming a database the tests may create databases from.
 fn admin_url() -> String {
@@ -72,12 +75,7 @@ where
 async fn conformance_with(builder: fn(&str) -> phaseo_agent::store::PostgresStoreBuilder) {
     in_fresh_database(|url| async move {
         let store = builder(&url).connect().await.expect("connects");
-        let raw_url = url.clone();
-        let raw: RawSql = Arc::new(move |sql| {
-            let url = raw_url.clone();
-            Box::pin(async move { execute(&url, sql).await })
-        });
-        conformance(Arc::new(store.clone()), raw).await;
+        conformance(Arc::new(store.clone()), raw_on(&url)).await;
         store.close().await;
     })
     .await;
@@ -94,6 +92,45 @@ async fn postgres_conformance() {
 async fn postgres_conformance_without_statement_cache() {
     // As behind a transaction-mode pooler: unnamed statements, one transaction an operation.
     conformance_with(|url| PostgresStore::builder(url).statement_cache(false)).await;
+}
+
+/// Raw SQL on `url`.
+fn raw_on(url: &str) -> RawSql {
+    let url = url.to_owned();
+    Arc::new(move |sql| {
+        let url = url.clone();
+        Box::pin(async move { execute(&url, sql).await })
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: run interop/run.sh"]
+async fn postgres_bounded_reads() {
+    for cache in [true, false] {
+        in_fresh_database(|url| async move {
+            let store = PostgresStore::builder(&url)
+                .statement_cache(cache)
+                .max_row_bytes(ROW_BOUND)
+                .max_load_bytes(LOAD_BOUND)
+                .connect()
+                .await
+                .expect("connects");
+            bounded_reads(&store).await;
+            store.close().await;
+        })
+        .await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: run interop/run.sh"]
+async fn postgres_hundred_mb_body_refused() {
+    in_fresh_database(|url| async move {
+        let store = PostgresStore::connect(&url).await.expect("connects");
+        hundred_mb_body_refused(&store, &raw_on(&url), "repeat('x', 100000000)").await;
+        store.close().await;
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
