@@ -54,15 +54,6 @@ pub(crate) fn unpct(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Lower-case hex of bytes.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
-}
-
 /// The bytes of lower-case (or upper-case) hex text; `None` for anything else.
 pub(crate) fn unhex(text: &str) -> Option<Vec<u8>> {
     if text.len() % 2 != 0 {
@@ -222,6 +213,7 @@ mod tests {
 
     #[test]
     fn hex_round_trips() {
+        use crate::store::journal::hex;
         assert_eq!(hex(&[0, 171, 255]), "00abff");
         assert_eq!(unhex("00abff"), Some(vec![0, 171, 255]));
         assert_eq!(unhex("0"), None);

@@ -15,15 +15,15 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
 use crate::error::{AgentError, StoreError};
 use crate::inbox::auth::{Keys, Link, LinkAction, Role, Session, User, random_bytes, token_key};
-use crate::inbox::html::{SCRIPT, STYLE, escape, hex, home, page, unpct};
+use crate::inbox::html::{SCRIPT, STYLE, escape, home, page, unpct};
 use crate::inbox::pages::{self, Action, AuditView, ItemView, ListQuery};
 use crate::run::state::Decision;
 use crate::store::backend::{AuditFilter, LoadedRun, PendingFilter, PendingRow};
+use crate::store::journal::{arguments_digest, hex, now_ms};
 use crate::store::runs::{DurableAgent, Runs};
 
 /// The cookie that carries a session.
@@ -671,13 +671,7 @@ impl FromRequestParts<Shared> for Ctx {
         };
         let base = base.trim_end_matches('/').to_owned();
         let now = now_secs();
-        let signed_in = parts
-            .headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|c| c.trim().strip_prefix(COOKIE)?.strip_prefix('='))
+        let signed_in = cookies(&parts.headers, COOKIE)
             .find_map(|value| Session::read(&app.inbox.keys, value, now))
             .and_then(|session| {
                 let user = app.inbox.names.get(&session.user)?.clone();
@@ -688,16 +682,23 @@ impl FromRequestParts<Shared> for Ctx {
     }
 }
 
+/// The values of the cookies named `name` a request carries.
+fn cookies<'h>(
+    headers: &'h axum::http::HeaderMap,
+    name: &'h str,
+) -> impl Iterator<Item = &'h str> + 'h {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(move |c| c.trim().strip_prefix(name)?.strip_prefix('='))
+}
+
 fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 fn see_other(to: &str, cookie: Option<String>) -> Response {
@@ -789,13 +790,7 @@ async fn login(
     headers: axum::http::HeaderMap,
     Form(fields): Form<Fields>,
 ) -> Response {
-    let nonce = headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .find_map(|c| c.trim().strip_prefix(LOGIN_COOKIE)?.strip_prefix('='));
-    let form_ok = nonce.is_some_and(|nonce| {
+    let form_ok = cookies(&headers, LOGIN_COOKIE).any(|nonce| {
         app.inbox.keys.csrf_ok(
             &format!("login:{nonce}"),
             fields.get("csrf").unwrap_or_default(),
@@ -1174,8 +1169,10 @@ fn with_digest(value: &Value, digest: &str, depth: usize) -> Option<Value> {
                     Value::String(text) => serde_json::from_str(text).ok(),
                     other => Some(other.clone()),
                 };
-                let canonical = |c: &Value| hex(&Sha256::digest(c.to_string().as_bytes()));
-                if let Some(candidate) = candidate.filter(|c| canonical(c) == digest) {
+                // The digest a pending row names: of the arguments as stored (compact JSON).
+                if let Some(candidate) =
+                    candidate.filter(|c| arguments_digest(&c.to_string()) == digest)
+                {
                     return Some(candidate);
                 }
             }

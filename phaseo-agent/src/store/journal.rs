@@ -367,7 +367,8 @@ fn decode_entry(body: &str) -> Result<Entry, serde_json::Error> {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lower-case hex of bytes.
+pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
     let mut out = String::with_capacity(bytes.len() * 2);
     for b in bytes {
@@ -398,6 +399,7 @@ pub(crate) fn arguments_digest(arguments: &str) -> String {
     hex(&Sha256::digest(arguments.as_bytes()))
 }
 
+/// Milliseconds since the Unix epoch, now.
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -723,13 +723,6 @@ pub(crate) fn to_apply(
     Ok(&migrations[first..])
 }
 
-/// Milliseconds since the Unix epoch, now.
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 /// Writes the read-bound settings of a backend's builder (a type with a field
 /// `limits: ReadLimits`).
 macro_rules! impl_read_limits {
@@ -830,7 +823,7 @@ macro_rules! impl_run_store {
                         .map_err(database)?;
                     self.query("INSERT INTO phaseo_schema (version, applied_ms) VALUES ($1, $2)")
                         .bind(*version)
-                        .bind($crate::store::sql::now_ms())
+                        .bind($crate::store::journal::now_ms())
                         .execute(&mut *tx)
                         .await
                         .map_err(database)?;
