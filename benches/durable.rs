@@ -49,24 +49,36 @@ fn text(i: usize) -> String {
 
 /// `steps` turns of one lookup call each, then an answer (or a gated call, when `pause`).
 fn agent(steps: usize, pause: bool) -> Agent {
-    let mut turns: Vec<ModelResponse> = (0..steps)
-        .map(|i| {
-            ModelResponse::tool_calls([ToolCall::new(
-                format!("call_{i}"),
-                "lookup",
-                json!({"query": text(i)}),
-            )])
-        })
-        .collect();
-    if pause {
-        turns.push(ModelResponse::tool_calls([ToolCall::new(
-            "send",
-            "send_email",
-            json!({"to": "ops@example.com", "body": text(99)}),
-        )]));
+    let mut turns: Vec<ModelResponse> = (0..steps).map(lookup_turn).collect();
+    turns.push(if pause {
+        send_turn()
     } else {
-        turns.push(ModelResponse::text(text(100)));
-    }
+        ModelResponse::text(text(100))
+    });
+    scripted(turns)
+}
+
+/// Turn `i`: one lookup call.
+fn lookup_turn(i: usize) -> ModelResponse {
+    ModelResponse::tool_calls([ToolCall::new(
+        format!("call_{i}"),
+        "lookup",
+        json!({"query": text(i)}),
+    )])
+}
+
+/// The gated call a run pauses on.
+fn send_turn() -> ModelResponse {
+    ModelResponse::tool_calls([ToolCall::new(
+        "send",
+        "send_email",
+        json!({"to": "ops@example.com", "body": text(99)}),
+    )])
+}
+
+/// The bench's agent answering `turns` by position, with its two tools: `lookup`, and
+/// `send_email`, which waits for approval.
+fn scripted(turns: Vec<ModelResponse>) -> Agent {
     let lookup = Tool::new(
         "lookup",
         "Look something up",
@@ -343,43 +355,10 @@ impl RunStore for StepTimer {
 /// then ten more lookups and an answer.
 fn stepping_agent() -> Agent {
     let turns = (0..20)
-        .map(|i| {
-            if i == 9 {
-                ModelResponse::tool_calls([ToolCall::new(
-                    "send",
-                    "send_email",
-                    json!({"to": "ops@example.com", "body": text(99)}),
-                )])
-            } else {
-                ModelResponse::tool_calls([ToolCall::new(
-                    format!("call_{i}"),
-                    "lookup",
-                    json!({"query": text(i)}),
-                )])
-            }
-        })
+        .map(|i| if i == 9 { send_turn() } else { lookup_turn(i) })
         .chain([ModelResponse::text(text(100))])
         .collect();
-    let lookup = Tool::new(
-        "lookup",
-        "Look something up",
-        json!({"type": "object"}),
-        |input, _| Ok(json!({"found": input["query"]})),
-    );
-    let send = Tool::new(
-        "send_email",
-        "Send an email",
-        json!({"type": "object"}),
-        |v, _| Ok(v),
-    )
-    .require_approval();
-    Agent::builder("bench")
-        .model(ByPosition(turns))
-        .tool(lookup)
-        .tool(send)
-        .max_turns(10_000)
-        .build()
-        .unwrap()
+    scripted(turns)
 }
 
 /// Journaled steps, each written and loaded back: the paused 20-message run stored, then resumed

@@ -146,6 +146,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// The `name=value` of the cookie a response sets.
+fn cookie_of(response: &reqwest::Response) -> Result<String, Box<dyn std::error::Error>> {
+    let set = response.headers()["set-cookie"].to_str()?;
+    Ok(set.split(';').next().unwrap_or_default().to_owned())
+}
+
 /// What a person does in a browser, over plain HTTP: sign in, open the call, approve it.
 async fn be_the_person(
     url: &str,
@@ -158,8 +164,7 @@ async fn be_the_person(
         .build()?;
     // The sign-in form sets a cookie and carries a token bound to it, as every form does.
     let form = client.get(format!("{url}/login")).send().await?;
-    let form_cookie = form.headers()["set-cookie"].to_str()?;
-    let form_cookie = form_cookie.split(';').next().unwrap_or_default().to_owned();
+    let form_cookie = cookie_of(&form)?;
     let form = form.text().await?;
     let form_csrf = value_after(&form, "name=\"csrf\" value=\"").ok_or("no csrf")?;
     let signed_in = client
@@ -169,24 +174,15 @@ async fn be_the_person(
         .send()
         .await?;
     assert_eq!(signed_in.status(), 303);
-    let cookie = signed_in.headers()["set-cookie"].to_str()?;
-    let cookie = cookie.split(';').next().unwrap_or_default().to_owned();
+    let cookie = cookie_of(&signed_in)?;
+    let get = async |path: &str| -> reqwest::Result<String> {
+        let page = client.get(format!("{url}{path}")).header("cookie", &cookie);
+        page.send().await?.text().await
+    };
 
-    let list = client
-        .get(format!("{url}/"))
-        .header("cookie", &cookie)
-        .send()
-        .await?
-        .text()
-        .await?;
+    let list = get("/").await?;
     let item = value_after(&list, "class=\"open\" href=\"").ok_or("no item in the list")?;
-    let page = client
-        .get(format!("{url}{item}"))
-        .header("cookie", &cookie)
-        .send()
-        .await?
-        .text()
-        .await?;
+    let page = get(&item).await?;
     assert!(page.contains("v2.1.0"), "{page}");
     // The form carries what the person was shown: the run's version and the arguments' digest.
     let field = |name: &str| value_after(&page, &format!("name=\"{name}\" value=\""));

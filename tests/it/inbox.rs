@@ -211,6 +211,13 @@ impl Fixture {
         Fixture::reply(request).await
     }
 
+    /// Approves `row` through its item's form; the reply's status.
+    async fn approve(&self, session: &Session, row: &PendingRow) -> u16 {
+        self.decide(session, row, &[("action", "approve")])
+            .await
+            .status
+    }
+
     /// Decides `row` through its item's form, with the session's CSRF token and what the row
     /// shows, plus `fields`.
     async fn decide(&self, session: &Session, row: &PendingRow, fields: &[(&str, &str)]) -> Reply {
@@ -475,12 +482,7 @@ async fn a_stale_version_or_other_arguments_are_refused_and_record_nothing() {
 
     let mut other = row.clone();
     other.digest = "0".repeat(64);
-    assert_eq!(
-        f.decide(&alice, &other, &[("action", "approve")])
-            .await
-            .status,
-        409
-    );
+    assert_eq!(f.approve(&alice, &other).await, 409);
 
     assert_eq!(f.audit_len().await, 0);
     assert_eq!(f.waiting().await, vec![row]);
@@ -502,12 +504,7 @@ async fn a_second_decision_is_told_who_decided_first() {
     let deploy = rows.iter().find(|r| r.call_id == "call_1").unwrap().clone();
     let notify = rows.iter().find(|r| r.call_id == "call_2").unwrap().clone();
 
-    assert_eq!(
-        f.decide(&alice, &deploy, &[("action", "approve")])
-            .await
-            .status,
-        303
-    );
+    assert_eq!(f.approve(&alice, &deploy).await, 303);
     let second = f.decide(&bob, &deploy, &[("action", "approve")]).await;
     assert_eq!(second.status, 409);
     assert!(
@@ -518,12 +515,7 @@ async fn a_second_decision_is_told_who_decided_first() {
     assert_eq!(f.audit_len().await, 1);
 
     // The last decision resumes the run; a decision after that is told too.
-    assert_eq!(
-        f.decide(&bob, &notify, &[("action", "approve")])
-            .await
-            .status,
-        303
-    );
+    assert_eq!(f.approve(&bob, &notify).await, 303);
     assert_eq!(f.finished(&run_id).await, StoredStatus::Completed);
     let late = f.decide(&alice, &notify, &[("action", "reject")]).await;
     assert_eq!(late.status, 409);
@@ -621,24 +613,11 @@ async fn a_viewer_and_an_approver_of_other_tools_are_refused() {
     let alice = f.sign_in("alice-token").await;
     let list = f.get(&alice, "/").await.body;
     assert!(list.contains("id=\"batch-approve\"") && list.contains("class=\"select\""));
-    assert_eq!(
-        f.decide(&victor, &row, &[("action", "approve")])
-            .await
-            .status,
-        403
-    );
+    assert_eq!(f.approve(&victor, &row).await, 403);
     let bob = f.sign_in("bob-token").await;
-    assert_eq!(
-        f.decide(&bob, &row, &[("action", "approve")]).await.status,
-        403
-    );
+    assert_eq!(f.approve(&bob, &row).await, 403);
     assert_eq!(f.audit_len().await, 0);
-    assert_eq!(
-        f.decide(&alice, &row, &[("action", "approve")])
-            .await
-            .status,
-        303
-    );
+    assert_eq!(f.approve(&alice, &row).await, 303);
 }
 
 #[tokio::test]
@@ -923,12 +902,7 @@ async fn an_external_call_takes_an_output_checked_by_its_kind() {
     assert_eq!(row.kind, "external_output");
     let page = f.get(&alice, &item_path(&row)).await.body;
     assert!(page.contains("id=\"output\"") && !page.contains("id=\"approve\""));
-    assert_eq!(
-        f.decide(&alice, &row, &[("action", "approve")])
-            .await
-            .status,
-        422
-    );
+    assert_eq!(f.approve(&alice, &row).await, 422);
     let reply = f
         .decide(
             &alice,
