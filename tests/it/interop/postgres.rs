@@ -318,15 +318,31 @@ async fn postgres_a_store_finds_runs_by_key_after_its_tables_grew() {
             .parse::<u64>()
             .expect("a count")
         };
-        // The statistics of the inserts' server process, reported as it exits.
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        // A server process reports its table statistics as it exits: wait for the inserts' and
+        // (below) the store's to be gone, so that a count cannot miss their scans.
+        let alone = || async {
+            for _ in 0..200 {
+                let others = on_one_connection(
+                    &url,
+                    "SELECT 1",
+                    "SELECT count(*)::text FROM pg_stat_activity \
+                     WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                )
+                .await;
+                if others == ["0"] {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            panic!("other server processes stay connected to the test database");
+        };
+        alone().await;
         let before = scans().await;
         for _ in 0..20 {
             store.load("first").await.unwrap();
         }
-        // Closing ends the server process, which reports its table statistics as it exits.
         store.close().await;
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        alone().await;
         // Rows read by sequential scans: the few of the tables before they grew, at most (the
         // store's process reports its statistics only as it exits).
         let read = scans().await - before;
