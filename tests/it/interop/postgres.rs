@@ -319,30 +319,32 @@ async fn postgres_a_store_finds_runs_by_key_after_its_tables_grew() {
             .expect("a count")
         };
         // A server process reports its table statistics as it exits: wait for the inserts' and
-        // (below) the store's to be gone, so that a count cannot miss their scans.
-        let alone = || async {
+        // (below) the store's to be gone, so that a count cannot miss their scans; `left` is
+        // how many may stay (the store's one connection, while it is open).
+        let db = url.as_str();
+        let alone = |left: &'static str| async move {
             for _ in 0..200 {
                 let others = on_one_connection(
-                    &url,
+                    db,
                     "SELECT 1",
                     "SELECT count(*)::text FROM pg_stat_activity \
                      WHERE datname = current_database() AND pid <> pg_backend_pid()",
                 )
                 .await;
-                if others == ["0"] {
+                if others == [left] {
                     return;
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             }
             panic!("other server processes stay connected to the test database");
         };
-        alone().await;
+        alone("1").await;
         let before = scans().await;
         for _ in 0..20 {
             store.load("first").await.unwrap();
         }
         store.close().await;
-        alone().await;
+        alone("0").await;
         // Rows read by sequential scans: the few of the tables before they grew, at most (the
         // store's process reports its statistics only as it exits).
         let read = scans().await - before;
