@@ -176,6 +176,7 @@
 pub mod limits;
 mod error;
 mod model;
+pub mod telemetry;
 pub mod schema;
 pub mod provider;
 mod decode;

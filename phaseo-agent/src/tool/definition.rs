@@ -171,6 +171,9 @@ pub struct Tool {
     pub(crate) parse: Arc<ParseFn>,
     /// Whether the tool runs in this process (false for external tools).
     pub(crate) executable: bool,
+    /// What telemetry calls the tool (`gen_ai.tool.type`): `function` (it runs here) unless
+    /// another process runs it (`extension`: an MCP server's tool).
+    pub(crate) tool_type: &'static str,
     /// A typed async tool's function, handed to its calls when they start (so a call holds no
     /// reference count of its own).
     pub(crate) runs: Option<Arc<dyn Any + Send + Sync>>,
@@ -404,6 +407,7 @@ impl Tool {
             input_type,
             parse,
             executable,
+            tool_type: "function",
             runs: None,
             approval: Approval::Never,
             timeout: None,

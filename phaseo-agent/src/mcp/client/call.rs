@@ -65,6 +65,8 @@ pub(crate) fn tool(
     // Validation keeps the compiled schema as the server wrote it; only what the model reads is
     // normalised.
     tool.parameters = normalized;
+    // Another process runs it.
+    tool.tool_type = "extension";
     Ok(tool)
 }
 
