@@ -194,8 +194,8 @@ pub use error::{AgentError, AgentErrorKind, StoreError};
 pub use error::{ModelError, ModelErrorKind};
 pub use model::message::{Message, ToolCall};
 pub use model::request::{
-    DeltaSink, FinishReason, Model, ModelDelta, ModelRequest, ModelResponse, RequestMeta,
-    ToolChoice, ToolDefinition, TurnParams, Usage,
+    DeltaSink, FinishReason, Model, ModelDelta, ModelInfo, ModelRequest, ModelResponse,
+    RequestMeta, ToolChoice, ToolDefinition, TurnParams, Usage,
 };
 pub use model::scripted::ScriptedModel;
 pub use run::agent::{Agent, AgentBuilder, RetryPolicy};

@@ -57,6 +57,8 @@ mod schema_golden;
 mod spec_snippets;
 mod store_backend;
 mod strict_tools;
+#[cfg(feature = "otel")]
+mod telemetry;
 mod timeouts;
 mod tool_reports;
 mod validators;

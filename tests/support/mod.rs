@@ -14,5 +14,7 @@
 pub mod agent;
 pub mod durable;
 pub mod golden;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod sync;
 pub mod wire;

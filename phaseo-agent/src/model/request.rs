@@ -420,6 +420,12 @@ pub struct Usage {
     /// Input tokens read from the provider's prompt cache, when it says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_input_tokens: Option<u64>,
+    /// Input tokens written to the provider's prompt cache (part of the input), when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation_input_tokens: Option<u64>,
+    /// Output tokens spent on reasoning (part of the output), when the provider says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_output_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -429,12 +435,26 @@ impl Usage {
             input_tokens,
             output_tokens,
             cached_input_tokens: None,
+            cache_creation_input_tokens: None,
+            reasoning_output_tokens: None,
         }
     }
 
     /// The input tokens read from the provider's prompt cache.
     pub fn cached_input_tokens(mut self, tokens: u64) -> Self {
         self.cached_input_tokens = Some(tokens);
+        self
+    }
+
+    /// The input tokens written to the provider's prompt cache.
+    pub fn cache_creation_input_tokens(mut self, tokens: u64) -> Self {
+        self.cache_creation_input_tokens = Some(tokens);
+        self
+    }
+
+    /// The output tokens spent on reasoning.
+    pub fn reasoning_output_tokens(mut self, tokens: u64) -> Self {
+        self.reasoning_output_tokens = Some(tokens);
         self
     }
 
@@ -448,13 +468,23 @@ impl std::ops::Add for Usage {
     type Output = Usage;
 
     fn add(self, other: Usage) -> Usage {
+        // A count one side lacks adds as zero; unknown on both sides stays unknown.
+        let either = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+        };
         Usage {
             input_tokens: self.input_tokens.saturating_add(other.input_tokens),
             output_tokens: self.output_tokens.saturating_add(other.output_tokens),
-            cached_input_tokens: match (self.cached_input_tokens, other.cached_input_tokens) {
-                (None, None) => None,
-                (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
-            },
+            cached_input_tokens: either(self.cached_input_tokens, other.cached_input_tokens),
+            cache_creation_input_tokens: either(
+                self.cache_creation_input_tokens,
+                other.cache_creation_input_tokens,
+            ),
+            reasoning_output_tokens: either(
+                self.reasoning_output_tokens,
+                other.reasoning_output_tokens,
+            ),
         }
     }
 }
@@ -714,6 +744,61 @@ pub trait Model: Send + Sync {
         let _ = deltas;
         self.respond(request)
     }
+
+    /// What telemetry says of this model: who serves it, its default model name, and where it
+    /// is reached (the `chat` span's `gen_ai.provider.name`, `gen_ai.request.model`,
+    /// `server.address` and `server.port`). The default names no provider (`_OTHER`, the
+    /// conventions' word for one they do not list) and nothing else.
+    fn describe(&self) -> ModelInfo<'_> {
+        ModelInfo::new("_OTHER")
+    }
+}
+
+/// What telemetry says of a model; see [`Model::describe`].
+///
+/// ```
+/// use phaseo_agent::ModelInfo;
+///
+/// let info = ModelInfo::new("openai").model("gpt-5-mini").server("api.openai.com", 443);
+/// assert_eq!((info.provider, info.model, info.server_port), ("openai", Some("gpt-5-mini"), Some(443)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ModelInfo<'a> {
+    /// Who serves the model (`openai`, `anthropic`, `aws.bedrock`, ...): the conventions' names
+    /// where they have one.
+    pub provider: &'a str,
+    /// The model asked for when a request names none.
+    pub model: Option<&'a str>,
+    /// The host the model is reached at.
+    pub server_address: Option<&'a str>,
+    /// The port the model is reached at.
+    pub server_port: Option<u16>,
+}
+
+impl<'a> ModelInfo<'a> {
+    /// A model served by `provider`, with nothing else known.
+    pub fn new(provider: &'a str) -> Self {
+        ModelInfo {
+            provider,
+            model: None,
+            server_address: None,
+            server_port: None,
+        }
+    }
+
+    /// The model asked for when a request names none.
+    pub fn model(mut self, model: &'a str) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// Where the model is reached.
+    pub fn server(mut self, address: &'a str, port: u16) -> Self {
+        self.server_address = Some(address);
+        self.server_port = Some(port);
+        self
+    }
 }
 
 /// A shared or boxed model is a model (an application may pick its provider at run time).
@@ -733,6 +818,10 @@ macro_rules! forward_model {
                 deltas: &'a DeltaSink<'a>,
             ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
                 (**self).respond_streaming(request, deltas)
+            }
+
+            fn describe(&self) -> ModelInfo<'_> {
+                (**self).describe()
             }
         }
     )*};

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::error::{ModelError, ModelErrorKind};
 use crate::model::message::ToolCall;
-use crate::model::request::{DeltaSink, Model, ModelDelta, ModelRequest, ModelResponse};
+use crate::model::request::{DeltaSink, Model, ModelDelta, ModelInfo, ModelRequest, ModelResponse};
 
 /// A model that replays scripted turns, and records the requests it receives when asked to
 /// ([`record_requests`](ScriptedModel::record_requests)).
@@ -268,6 +268,11 @@ impl ScriptedModel {
 }
 
 impl Model for ScriptedModel {
+    /// A script in this process: the provider `scripted`, the model `scripted`.
+    fn describe(&self) -> ModelInfo<'_> {
+        ModelInfo::new("scripted").model("scripted")
+    }
+
     fn respond<'a>(
         &'a self,
         request: &'a ModelRequest<'a>,

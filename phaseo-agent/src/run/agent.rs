@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::error::{AgentError, ModelError};
 use crate::model::message::ToolCall;
 use crate::model::request::{Model, ToolDefinition};
+use crate::telemetry::content::CaptureContent;
 use crate::tool::call::Later;
 use crate::tool::context::ToolContext;
 use crate::tool::definition::{IntoTool, IntoTools, OnError, Tool};
@@ -69,6 +70,8 @@ pub(crate) struct AgentInner {
     pub(crate) retries: RetryPolicy,
     pub(crate) parallel_tool_calls: Option<bool>,
     pub(crate) resources: Resources,
+    /// Whether spans record content (see `telemetry::CaptureContent`).
+    pub(crate) capture: CaptureContent,
 }
 
 impl AgentInner {
@@ -298,6 +301,7 @@ impl Agent {
             retries: RetryPolicy::default(),
             parallel_tool_calls: None,
             resources: Resources::new(),
+            capture: None,
         }
     }
 
@@ -408,9 +412,32 @@ pub struct AgentBuilder {
     retries: RetryPolicy,
     parallel_tool_calls: Option<bool>,
     resources: Resources,
+    capture: Option<CaptureContent>,
 }
 
 impl AgentBuilder {
+    /// Whether this agent's spans record content: the messages and instructions sent to the
+    /// model, its answers, and tool calls' arguments and results. Unset, the environment decides
+    /// (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` turns it on), read when the
+    /// agent is built; by default nothing is recorded. See [`CaptureContent`] for redaction and
+    /// the size cap.
+    ///
+    /// ```
+    /// use phaseo_agent::telemetry::CaptureContent;
+    /// use phaseo_agent::{Agent, ScriptedModel};
+    ///
+    /// let agent = Agent::builder("support")
+    ///     .model(ScriptedModel::new().text("Hello."))
+    ///     .capture_content(CaptureContent::on().redact(|_, text| text.replace("@", " at ")))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = agent;
+    /// ```
+    pub fn capture_content(mut self, capture: CaptureContent) -> Self {
+        self.capture = Some(capture);
+        self
+    }
+
     /// Whether the model may ask for several tool calls in one turn (sent as the provider's
     /// `parallel_tool_calls`, or Anthropic's `disable_parallel_tool_use`). Unset, each provider's
     /// default applies (they allow it). How many calls *run* at once is
@@ -1246,6 +1273,7 @@ impl AgentBuilder {
                 retries: self.retries,
                 parallel_tool_calls: self.parallel_tool_calls,
                 resources: self.resources,
+                capture: self.capture.unwrap_or_default(),
             }),
         })
     }

@@ -4,7 +4,10 @@
 use crate::error::AgentError;
 use crate::model::message::Message;
 use crate::run::agent::Agent;
+use tracing::Instrument;
+
 use crate::run::event::Emitter;
+use crate::run::observe;
 use crate::run::runner::{RunOptions, Runner, refuse};
 use crate::run::state::{RunError, RunResult, RunState, RunStatus};
 
@@ -31,8 +34,14 @@ impl Runner {
         if let Some(first_turn) = options.first_turn.take() {
             runner.state.next_turn = first_turn;
         }
-        runner.emit_started(true);
-        let result = runner.drive().await;
-        runner.finish(result).await
+        runner.span = observe::run_span(runner.inner(), &runner.state, true, Some("completed"));
+        let span = runner.span.clone();
+        async move {
+            runner.emit_started(true);
+            let result = runner.drive().await;
+            runner.finish(result).await
+        }
+        .instrument(span)
+        .await
     }
 }

@@ -14,6 +14,7 @@ use crate::model::request::TurnParams;
 use crate::run::agent::Agent;
 use crate::run::event::{Emitter, EventStream};
 use crate::run::journal::{Journal, JournalFor};
+use crate::run::observe::Decider;
 use crate::run::runner::{RunOptions, Runner};
 use crate::run::state::{Decisions, RunError, RunResult, RunState};
 
@@ -325,6 +326,12 @@ impl ResumeRequest {
     /// Journals the resumed run in `journal` (a run store's, which took the run).
     pub(crate) fn journal(mut self, journal: Arc<dyn Journal>) -> Self {
         self.options.journal = Some(journal);
+        self
+    }
+
+    /// Who made the decisions, and when (a run store's record), for the run's span.
+    pub(crate) fn deciders(mut self, deciders: Vec<Decider>) -> Self {
+        self.options.deciders = deciders;
         self
     }
 

@@ -1,17 +1,22 @@
 //! Executing the calls of a turn: the concurrency limit, exclusive tools, call order, and the error
 //! policy. Each call runs through the tool stage's one per-call path (`tool::invoke`).
 
+use std::time::Instant;
+
 use futures::StreamExt;
 use futures::future::{Either, select};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
-use crate::error::AgentError;
+use crate::error::{AgentError, AgentErrorKind};
 use crate::model::message::ToolCall;
 use crate::run::agent::AgentInner;
 use crate::run::event::{Emitter, Event};
 use crate::run::journal::{Journal, Transition};
+use crate::run::observe;
 use crate::run::state::ToolStep;
+use crate::telemetry::semconv::{OUTCOME_ERROR, OUTCOME_OK, OUTCOME_TIMED_OUT};
 use crate::tool::call::Parsed;
 use crate::tool::context::ToolContext;
 use crate::tool::definition::{OnError, Tool};
@@ -104,8 +109,11 @@ impl Execution<'_> {
         let inner = self.inner;
         let tool = &inner.tools[index];
         let call = ctx.tool_call();
+        let span = observe::tool_span(inner, Some(index), call, ctx.attempt());
         if let Some(by) = stop.failed_by() {
             // Queued behind the call that failed the run: it never starts.
+            let kind = Some(AgentErrorKind::Cancelled);
+            observe::tool_answered(inner, &span, call, OUTCOME_ERROR, kind, "");
             return (slot, self.cancelled(&ctx, by));
         }
         if let Some(journal) = self.journal {
@@ -128,14 +136,16 @@ impl Execution<'_> {
         // If the run is dropped mid-call, the guard fires the call's cancellation token.
         let guard = ctx.cancellation_token().clone().drop_guard();
         let max_chars = inner.settings.max_output_chars_of(Some(tool));
+        let started = Instant::now();
         let finished = {
-            let running = std::pin::pin!(invoke(
+            let running = invoke(
                 tool,
                 parsed,
                 &ctx,
                 inner.settings.default_timeout,
                 max_chars,
-            ));
+            );
+            let running = std::pin::pin!(running.instrument(span.clone()));
             match &stop.token {
                 Some(token) => {
                     let stopped = std::pin::pin!(token.cancelled());
@@ -162,6 +172,21 @@ impl Execution<'_> {
             (Ok(_), Some(event_error)) => Err(event_error),
             (result, _) => result,
         };
+        let (ended, error) = match &result {
+            Ok(_) => (OUTCOME_OK, None),
+            Err(error @ AgentError::Timeout { .. }) => (OUTCOME_TIMED_OUT, Some(error)),
+            Err(error) => (OUTCOME_ERROR, Some(error)),
+        };
+        let content = result.as_deref().ok();
+        observe::tool_done(
+            inner,
+            &span,
+            call,
+            ended,
+            error,
+            content,
+            Some(started.elapsed()),
+        );
         let step_index = ctx.step_index();
         let mut outcome = Outcome {
             step: ToolStep {

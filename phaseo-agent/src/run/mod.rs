@@ -23,6 +23,7 @@ pub(crate) mod signing;
 pub(crate) mod event;
 pub(crate) mod journal;
 pub(crate) mod agent;
+pub(crate) mod observe;
 pub(crate) mod execute;
 pub(crate) mod runner;
 pub(crate) mod resume;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use crate::error::AgentError;
 use crate::model::message::ToolCall;
 use crate::run::execute::Effects;
-use crate::run::runner::{Plan, Runner, rejection_content};
+use crate::run::runner::{Answered, Plan, Runner, rejection_content};
 use crate::run::state::{Decision, Decisions, PendingCall, PendingKind};
 use crate::tool::call::Parsed;
 use crate::tool::context::ToolContext;
@@ -137,6 +137,7 @@ impl Runner {
                 error: Some(format!("Rejected by a person: {message}")),
                 // A rejected call produced nothing: no next-turn override.
                 effects: Effects::default(),
+                how: Answered::Rejected,
             }),
             Decision::Output { output } => {
                 let output = tool.check_supplied(output)?;
@@ -145,6 +146,7 @@ impl Runner {
                     error: None,
                     // A supplied output is the call's result: its tool's next-turn override runs.
                     effects: Effects::of(index, tool, call, None),
+                    how: Answered::Result,
                 })
             }
             Decision::ApproveWithArguments { arguments } => {

@@ -3,7 +3,10 @@
 use crate::error::AgentError;
 use crate::model::message::Message;
 use crate::run::agent::Agent;
+use tracing::Instrument;
+
 use crate::run::event::Emitter;
+use crate::run::observe;
 use crate::run::runner::{RunOptions, Runner, refuse};
 use crate::run::state::{RunError, RunResult, RunState, RunStatus};
 
@@ -25,9 +28,15 @@ impl Runner {
         };
         runner.close_failed_turn();
         runner.state.status = RunStatus::Completed;
-        runner.emit_started(true);
-        let result = runner.drive().await;
-        runner.finish(result).await
+        runner.span = observe::run_span(runner.inner(), &runner.state, true, Some("failed"));
+        let span = runner.span.clone();
+        async move {
+            runner.emit_started(true);
+            let result = runner.drive().await;
+            runner.finish(result).await
+        }
+        .instrument(span)
+        .await
     }
 
     /// Answers every call of the last model turn that has no result in the conversation, so the

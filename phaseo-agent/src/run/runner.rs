@@ -15,7 +15,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::decode::text::{MAX_STORED_DEPTH, TOO_DEEP_TO_STORE, deeper_than, drop_deep};
-use crate::error::{AgentError, ModelError, ModelErrorKind};
+use tracing::{Instrument, Span};
+
+use crate::error::{AgentError, AgentErrorKind, ModelError, ModelErrorKind};
 use crate::model::message::{Message, ToolCall};
 use crate::model::request::{
     DeltaSink, ModelDelta, ModelRequest, ModelResponse, RequestMeta, ToolChoice, TurnParams,
@@ -24,6 +26,7 @@ use crate::run::agent::{Agent, AgentInner};
 use crate::run::event::{Emitter, Event};
 use crate::run::execute::{Effects, Execution, Outcome, Run};
 use crate::run::journal::{InFlight, Journal, JournalFor, Transition};
+use crate::run::observe::{self, Chat, Decider, Resumption};
 use crate::run::signing;
 use crate::run::state::{
     Decisions, PausedTurn, PendingCall, PendingKind, RunError, RunResult, RunState, RunStatus,
@@ -34,6 +37,19 @@ use crate::tool::context::{ScopeParts, ToolContext};
 use crate::tool::definition::{Approval, OnError};
 use crate::tool::invoke;
 
+/// How a call was answered without running, as its `execute_tool` span tells it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Answered {
+    /// With a result: a supplied output, an interactive hook's answer.
+    Result,
+    /// With an error the model reads (invalid arguments, an unknown tool, a hook's failure).
+    Refused(AgentErrorKind),
+    /// A person rejected it.
+    Rejected,
+    /// Its result was recorded before the process stopped: it has had its span.
+    Replayed,
+}
+
 /// What the runtime will do with one call of a turn.
 pub(crate) enum Plan {
     /// Answered without running (an error under `return-to-model`, a rejection, a supplied output,
@@ -43,6 +59,8 @@ pub(crate) enum Plan {
         step: ToolStep,
         error: Option<String>,
         effects: Effects,
+        /// How it was answered, for its span.
+        how: Answered,
     },
     /// Run the tool.
     Run {
@@ -65,6 +83,8 @@ pub(crate) struct Runner {
     pub(crate) context: Arc<serde_json::Value>,
     /// Where the run's transitions are recorded as they happen (a run store), if anywhere.
     pub(crate) journal: Option<Arc<dyn Journal>>,
+    /// The run's `invoke_agent` span (see `observe`).
+    pub(crate) span: Span,
 }
 
 /// The settings of one run, set on its request (see `entry`); the runner reads them once.
@@ -84,6 +104,8 @@ pub(crate) struct RunOptions {
     pub(crate) journal: Option<Arc<dyn Journal>>,
     /// Makes the journal of a new run, once its id is known.
     pub(crate) journal_for: Option<JournalFor>,
+    /// Who made the decisions a resume carries, when a store knows (for the run's span).
+    pub(crate) deciders: Vec<Decider>,
 }
 
 impl std::fmt::Debug for dyn Journal {
@@ -109,19 +131,28 @@ impl Runner {
         state.next_turn = options.first_turn.take().unwrap_or_default();
         state.messages.push(Message::User { content: input });
         let mut runner = Runner::new(agent, state, &options, events);
-        if let Some(journal) = &runner.journal {
-            let started = Transition::Started {
-                state: &runner.state,
-                context: &runner.context,
-            };
-            // Not recorded: the run never started, and nothing of it is kept.
-            if let Err(error) = journal.record(started).await {
-                return Err(RunError::refused(error));
+        runner.span = observe::run_span(runner.inner(), &runner.state, false, None);
+        let span = runner.span.clone();
+        async move {
+            // The new run's trace context is kept from its start, so a recovery after a crash
+            // links to the span that was running.
+            observe::keep_trace(&runner.span, &mut runner.state);
+            if let Some(journal) = &runner.journal {
+                let started = Transition::Started {
+                    state: &runner.state,
+                    context: &runner.context,
+                };
+                // Not recorded: the run never started, and nothing of it is kept.
+                if let Err(error) = journal.record(started).await {
+                    return Err(RunError::refused(error));
+                }
             }
+            runner.emit_started(false);
+            let result = runner.drive().await;
+            runner.finish(result).await
         }
-        runner.emit_started(false);
-        let result = runner.drive().await;
-        runner.finish(result).await
+        .instrument(span)
+        .await
     }
 
     pub(crate) async fn resume(
@@ -131,14 +162,34 @@ impl Runner {
         options: RunOptions,
         events: Emitter,
     ) -> Result<RunResult, RunError> {
+        let span = observe::run_span(&agent.inner, &state, true, Some("paused"));
+        let resumption = Resumption::of(&span, &state, &decisions);
+        let resuming = Self::resume_in(agent, state, decisions, options, events, resumption);
+        resuming.instrument(span).await
+    }
+
+    async fn resume_in(
+        agent: Agent,
+        state: RunState,
+        decisions: Decisions,
+        mut options: RunOptions,
+        events: Emitter,
+        resumption: Resumption,
+    ) -> Result<RunResult, RunError> {
+        let deciders = std::mem::take(&mut options.deciders);
         // A listener is told of a refusal too: the stream is one `run.refused`, carrying the
         // error and the state as it was given (still resumable). Kept only when someone listens.
         let given = events.is_listening().then(|| state.clone());
         let (mut runner, plans) = match Self::accept(agent, state, decisions, options, events).await
         {
             Ok(accepted) => accepted,
-            Err((error, events)) => return Err(refuse(error, given, &events)),
+            Err((error, events)) => {
+                observe::refused(&Span::current(), &error);
+                return Err(refuse(error, given, &events));
+            }
         };
+        runner.span = Span::current();
+        resumption.accepted(runner.inner(), &deciders);
         runner.emit_started(true);
         let result = async {
             let Some(turn) = runner.state.paused_turn.take() else {
@@ -176,9 +227,15 @@ impl Runner {
             }));
         }
         let mut runner = Runner::new(agent, state, &options, events);
-        runner.emit_started(true);
-        let result = runner.recover_turn(in_flight, decisions).await;
-        runner.finish(result).await
+        runner.span = observe::run_span(runner.inner(), &runner.state, true, Some("interrupted"));
+        let span = runner.span.clone();
+        async move {
+            runner.emit_started(true);
+            let result = runner.recover_turn(in_flight, decisions).await;
+            runner.finish(result).await
+        }
+        .instrument(span)
+        .await
     }
 
     async fn recover_turn(
@@ -271,6 +328,7 @@ impl Runner {
                 step: finished.step.clone(),
                 error: finished.step.error.clone(),
                 effects,
+                how: Answered::Replayed,
             });
         }
         let started = in_flight.started(&call.id)?;
@@ -346,6 +404,7 @@ impl Runner {
             events,
             concurrency: concurrency.max(1),
             journal: options.journal.clone(),
+            span: Span::none(),
         }
     }
 
@@ -397,6 +456,7 @@ impl Runner {
             events,
             context,
             journal,
+            span,
             ..
         } = self;
         // The application context lives in `context` while the run goes (tools share it); the
@@ -408,6 +468,7 @@ impl Runner {
             // be retried, not resumed.
             mark_failed(&mut state);
         }
+        observe::settle(&span, &agent.inner, &mut state, result.as_ref().err());
         sign(key, &mut state);
         // The end is recorded before anyone is told of it; a run whose end cannot be recorded
         // fails with the store's error (its state is still returned, as failed).
@@ -626,6 +687,7 @@ impl Runner {
         step_index: usize,
     ) -> Result<ModelResponse, AgentError> {
         let inner = self.inner();
+        let chat = Chat::open(inner, request);
         let mut attempt = 0;
         loop {
             let result = if self.events.is_listening() {
@@ -634,19 +696,26 @@ impl Runner {
                     events.emit(|| Event::ModelDelta { step_index, delta });
                 };
                 let sink = DeltaSink::new(&send);
-                inner.model.respond_streaming(request, &sink).await
+                let answering = inner.model.respond_streaming(request, &sink);
+                answering.instrument(chat.span.clone()).await
             } else {
-                inner.model.respond(request).await
+                let answering = inner.model.respond(request);
+                answering.instrument(chat.span.clone()).await
             };
             let error = match result {
-                Ok(response) if !response.is_empty() => return Ok(response),
+                Ok(response) if !response.is_empty() => {
+                    chat.answered(&response);
+                    return Ok(response);
+                }
                 Ok(response) => empty_response(&response),
                 Err(error) => error,
             };
             let Some(delay) = inner.retries.delay(attempt, &error, jitter()) else {
+                chat.failed(&error);
                 return Err(AgentError::Model(error));
             };
             attempt += 1;
+            chat.retry(attempt, delay, &error);
             self.emit(|| Event::ModelRetry {
                 step_index,
                 attempt,
@@ -790,6 +859,7 @@ impl Runner {
                     step,
                     error: None,
                     effects: Effects::of(index, tool, call, record.new_context),
+                    how: Answered::Result,
                 })
             }
             Err(error) => {
@@ -874,6 +944,7 @@ impl Runner {
                 step: self.done_step(step_index, call, error.content(), true, None),
                 error: Some(error.to_string()),
                 effects: Effects::default(),
+                how: Answered::Refused(error.kind()),
             }),
         }
     }
@@ -923,7 +994,9 @@ impl Runner {
                     mut step,
                     error,
                     effects: done,
+                    how,
                 } => {
+                    self.answered_span(&step, how);
                     step.error.clone_from(&error);
                     if !done.is_empty() {
                         effects.push((slot, done));
@@ -945,6 +1018,8 @@ impl Runner {
                     None
                 }
                 Plan::Pending(p) => {
+                    let tool = self.inner().tool_index(&p.call.name);
+                    observe::tool_paused(self.inner(), tool, &p.call, p.kind, p.attempt);
                     pending.push(p);
                     None
                 }
@@ -1049,6 +1124,40 @@ impl Runner {
 
     /// Applies what a call changes for the rest of the run; a panicking next-turn function changes
     /// nothing and is the tool's panic.
+    /// The span of a call answered without running.
+    fn answered_span(&self, step: &ToolStep, how: Answered) {
+        use crate::telemetry::semconv::{OUTCOME_ERROR, OUTCOME_OK, OUTCOME_REJECTED};
+        let (outcome, kind) = match how {
+            Answered::Replayed => return,
+            Answered::Result => (OUTCOME_OK, None),
+            Answered::Refused(kind) => (OUTCOME_ERROR, Some(kind)),
+            Answered::Rejected => (OUTCOME_REJECTED, None),
+        };
+        let inner = self.inner();
+        let call = ToolCall {
+            id: step.call_id.clone(),
+            name: step.tool.clone(),
+            arguments: self.call_arguments(&step.call_id),
+        };
+        let span = observe::tool_span(inner, inner.tool_index(&step.tool), &call, 0);
+        observe::tool_answered(inner, &span, &call, outcome, kind, &step.content);
+    }
+
+    /// The argument text of the call `call_id` of the conversation's last turn (for a span's
+    /// content, when it is captured).
+    fn call_arguments(&self, call_id: &str) -> String {
+        if !self.inner().capture.is_on() {
+            return String::new();
+        }
+        let turn = self.state.paused_turn.as_ref().map(|t| t.calls.as_slice());
+        turn.into_iter()
+            .flatten()
+            .chain(self.turn_calls())
+            .find(|c| c.id == call_id)
+            .map(|c| c.arguments.clone())
+            .unwrap_or_default()
+    }
+
     fn apply(&mut self, effects: Effects) -> Result<(), AgentError> {
         if let Some((index, input)) = effects.next_turn {
             let tool = &self.agent.inner.tools[index];

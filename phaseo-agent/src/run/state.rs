@@ -10,6 +10,7 @@ use crate::decode::text::bounded;
 use crate::error::AgentError;
 use crate::model::message::{Message, ToolCall};
 use crate::model::request::{TurnParams, Usage};
+use crate::telemetry::context::TraceContext;
 use crate::tool::definition::ToolTypes;
 
 /// The version of [`RunState`] this build writes and reads.
@@ -746,6 +747,17 @@ pub struct RunState {
     pub(crate) output: Option<String>,
     #[serde(default, skip_serializing_if = "Usage::is_zero")]
     pub(crate) usage: Usage,
+    /// The trace context of the run's last span, when spans go to OpenTelemetry: the span that
+    /// resumes, retries or recovers the run links to it.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_trace"
+    )]
+    pub(crate) trace: Option<TraceContext>,
+    /// When the run paused to wait for people (milliseconds since the Unix epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) paused_at_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) signature: Option<String>,
 }
@@ -776,8 +788,25 @@ struct StateV1 {
     output: Option<String>,
     #[serde(default)]
     usage: Usage,
+    #[serde(default, deserialize_with = "lenient_trace")]
+    trace: Option<TraceContext>,
+    #[serde(default)]
+    paused_at_ms: Option<u64>,
     #[serde(default)]
     signature: Option<String>,
+}
+
+/// A stored trace context is kept only if well formed (see [`TraceContext::parse`]); one that is
+/// not is dropped rather than refusing the run: it is telemetry, not the run's data.
+fn lenient_trace<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<TraceContext>, D::Error> {
+    // Any value reads; only a well-formed one is kept.
+    let raw = Option::<Value>::deserialize(deserializer)?;
+    Ok(raw.and_then(|raw| {
+        let parent = raw.get("traceparent")?.as_str()?;
+        TraceContext::parse(parent, raw.get("tracestate").and_then(Value::as_str))
+    }))
 }
 
 impl TryFrom<Value> for RunState {
@@ -823,6 +852,8 @@ impl RunState {
             steps: s.steps,
             output: s.output,
             usage: s.usage,
+            trace: s.trace,
+            paused_at_ms: s.paused_at_ms,
             signature: s.signature,
         };
         state.check_consistent()?;
@@ -848,6 +879,8 @@ impl RunState {
             steps: Vec::new(),
             output: None,
             usage: Usage::default(),
+            trace: None,
+            paused_at_ms: None,
             signature: None,
         }
     }

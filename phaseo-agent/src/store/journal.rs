@@ -22,6 +22,7 @@ use crate::store::backend::{
     Append, DecisionRow, JournalRow, LoadedRun, NewRun, PendingRow, RunStore, SnapshotRow,
     StoredStatus,
 };
+use crate::telemetry::context::TraceContext;
 
 /// The format of the entries and snapshots this build writes and reads.
 pub(crate) const FORMAT: u32 = 1;
@@ -93,6 +94,8 @@ pub(crate) enum Set {
     ApprovedTools(BTreeSet<String>),
     Output(Option<String>),
     Usage(Usage),
+    Trace(Option<TraceContext>),
+    PausedAt(Option<u64>),
     Signature(Option<String>),
 }
 
@@ -147,6 +150,8 @@ impl Delta {
         changed!(approved_tools, ApprovedTools);
         changed!(output, Output);
         changed!(usage, Usage);
+        changed!(trace, Trace);
+        changed!(paused_at_ms, PausedAt);
         changed!(signature, Signature);
         Delta {
             keep_messages,
@@ -185,6 +190,8 @@ impl Delta {
                 Set::ApprovedTools(v) => state.approved_tools = v,
                 Set::Output(v) => state.output = v,
                 Set::Usage(v) => state.usage = v,
+                Set::Trace(v) => state.trace = v,
+                Set::PausedAt(v) => state.paused_at_ms = v,
                 Set::Signature(v) => state.signature = v,
             }
         }

@@ -9,6 +9,7 @@ use crate::run::agent::Agent;
 use crate::run::entry::RunRequest;
 use crate::run::event::Emitter;
 use crate::run::journal::{InFlight, Journal};
+use crate::run::observe::Decider;
 use crate::run::runner::{RunOptions, Runner};
 use crate::run::state::{Decision, Decisions, RunError, RunResult, RunState};
 use crate::store::backend::{
@@ -375,7 +376,7 @@ impl DurableAgent {
             })));
         }
         let at_ms = now_ms();
-        let audit = decisions
+        let audit: Vec<DecisionRow> = decisions
             .iter()
             .map(|(call_id, decision)| {
                 let row = stored.pending.iter().find(|p| p.call_id == call_id);
@@ -391,7 +392,8 @@ impl DurableAgent {
                 }
             })
             .collect();
-        self.take(stored, decisions, by, audit).await
+        let deciders = audit.iter().map(decider).collect();
+        self.take(stored, decisions, by, audit, deciders).await
     }
 
     /// Resumes a paused run with the decisions recorded for it by [`Runs::decide`] (one per
@@ -420,8 +422,31 @@ impl DurableAgent {
                 call_ids: missing,
             }));
         }
-        // The decisions are in the audit log already, with who made each.
-        self.take(stored, decisions, "recorded", Vec::new()).await
+        // The decisions are in the audit log already, with who made each and when: the run's
+        // span tells them (the latest row of each call; a log that cannot be read tells only who).
+        let filter = AuditFilter {
+            run_id: Some(run_id.to_owned()),
+            after: None,
+            limit: 1_000,
+        };
+        let logged = self.runs.audit(&filter).await.map(|page| page.items);
+        let deciders = stored
+            .pending
+            .iter()
+            .map(|row| {
+                let at_ms = logged.as_ref().ok().and_then(|rows| {
+                    let last = rows.iter().rev().find(|r| r.call_id == row.call_id)?;
+                    u64::try_from(last.at_ms).ok()
+                });
+                Decider {
+                    call_id: row.call_id.clone(),
+                    by: row.decided_by.clone().unwrap_or_default(),
+                    at_ms,
+                }
+            })
+            .collect();
+        self.take(stored, decisions, "recorded", Vec::new(), deciders)
+            .await
     }
 
     async fn take(
@@ -430,6 +455,7 @@ impl DurableAgent {
         decisions: Decisions,
         by: &str,
         audit: Vec<DecisionRow>,
+        deciders: Vec<Decider>,
     ) -> Result<RunResult, RunError> {
         let run_id = stored.state.run_id.clone();
         if !matches!(stored.status, StoredStatus::Paused | StoredStatus::InDoubt) {
@@ -464,6 +490,7 @@ impl DurableAgent {
             .agent
             .resume(&stored.state, decisions)
             .journal(journal.clone() as Arc<dyn Journal>)
+            .deciders(deciders)
             .await;
         match result {
             // Refused before anything ran: the run waits again, as it was.
@@ -541,5 +568,14 @@ impl DurableAgent {
             Emitter::default(),
         )
         .await
+    }
+}
+
+/// Who made an audited decision, and when.
+fn decider(row: &DecisionRow) -> Decider {
+    Decider {
+        call_id: row.call_id.clone(),
+        by: row.by.clone(),
+        at_ms: u64::try_from(row.at_ms).ok(),
     }
 }

@@ -77,7 +77,10 @@ impl CaptureContent {
 
     /// Passes each recorded text through `redact` first, with the attribute's name. A panic in
     /// the hook records `[redaction failed]` instead of the text.
-    pub fn redact(mut self, redact: impl Fn(&str, String) -> String + Send + Sync + 'static) -> Self {
+    pub fn redact(
+        mut self,
+        redact: impl Fn(&str, String) -> String + Send + Sync + 'static,
+    ) -> Self {
         self.redact = Some(Arc::new(redact));
         self
     }
@@ -138,7 +141,10 @@ mod tests {
             "x".into()
         });
         assert_eq!(text, None);
-        assert!(!made.get(), "content is not even formatted when capture is off");
+        assert!(
+            !made.get(),
+            "content is not even formatted when capture is off"
+        );
     }
 
     #[test]
@@ -146,10 +152,19 @@ mod tests {
         let capture = CaptureContent::on()
             .max_bytes(5)
             .redact(|attribute, text| format!("{attribute}:{}", text.replace("secret", "*")));
-        assert_eq!(capture.text("k", || "secret".into()).as_deref(), Some("k:*"));
+        assert_eq!(
+            capture.text("k", || "secret".into()).as_deref(),
+            Some("k:*")
+        );
         let capture = CaptureContent::on().max_bytes(4);
-        assert_eq!(capture.text("k", || "aéé".into()).as_deref(), Some("aé…[truncated]"));
+        assert_eq!(
+            capture.text("k", || "aéé".into()).as_deref(),
+            Some("aé…[truncated]")
+        );
         let panics = CaptureContent::on().redact(|_, _| panic!("no"));
-        assert_eq!(panics.text("k", || "x".into()).as_deref(), Some("[redaction failed]"));
+        assert_eq!(
+            panics.text("k", || "x".into()).as_deref(),
+            Some("[redaction failed]")
+        );
     }
 }

@@ -107,7 +107,10 @@ impl TraceContext {
 
     /// Writes this context into an MCP `_meta` object.
     pub fn to_meta(&self, meta: &mut Map<String, Value>) {
-        meta.insert("traceparent".into(), Value::String(self.traceparent.clone()));
+        meta.insert(
+            "traceparent".into(),
+            Value::String(self.traceparent.clone()),
+        );
         if let Some(state) = &self.tracestate {
             meta.insert("tracestate".into(), Value::String(state.clone()));
         }
@@ -170,7 +173,10 @@ mod otel {
         let remote = extract(context);
         let span_context = remote.span().span_context().clone();
         if span_context.is_valid() {
-            span.add_link_with_attributes(span_context, vec![KeyValue::new(PHASEO_LINK_KIND, kind)]);
+            span.add_link_with_attributes(
+                span_context,
+                vec![KeyValue::new(PHASEO_LINK_KIND, kind)],
+            );
         }
     }
 

@@ -10,7 +10,8 @@ use crate::telemetry::semconv::*;
 pub const METRICS_TARGET: &str = "phaseo_agent::metrics";
 
 /// `histogram.gen_ai.client.operation.duration`: the measurement field `MetricsLayer` reads.
-const HISTOGRAM_GEN_AI_CLIENT_OPERATION_DURATION: &str = "histogram.gen_ai.client.operation.duration";
+const HISTOGRAM_GEN_AI_CLIENT_OPERATION_DURATION: &str =
+    "histogram.gen_ai.client.operation.duration";
 /// `histogram.gen_ai.client.token.usage`: the measurement field `MetricsLayer` reads.
 const HISTOGRAM_GEN_AI_CLIENT_TOKEN_USAGE: &str = "histogram.gen_ai.client.token.usage";
 /// `histogram.phaseo.run.wait.duration`: the measurement field `MetricsLayer` reads.

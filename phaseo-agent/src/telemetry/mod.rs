@@ -12,12 +12,11 @@
 //! that paused it, and MCP calls carry it in `_meta`.
 
 pub mod semconv;
-mod context;
-mod content;
+pub(crate) mod context;
+pub(crate) mod content;
 pub(crate) mod span;
-mod metric;
+pub(crate) mod metric;
 
 pub use content::CaptureContent;
 pub use context::{MAX_TRACESTATE_BYTES, TraceContext};
 pub use metric::METRICS_TARGET;
-pub(crate) use metric::{operation_duration, pause, token_usage, tool_call, wait};

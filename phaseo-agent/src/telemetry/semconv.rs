@@ -92,20 +92,8 @@ pub const OPERATION_DURATION_BUCKETS: [f64; 14] = [
 ];
 /// The bucket boundaries the conventions give for [`GEN_AI_CLIENT_TOKEN_USAGE`].
 pub const TOKEN_USAGE_BUCKETS: [f64; 14] = [
-    1.0,
-    4.0,
-    16.0,
-    64.0,
-    256.0,
-    1024.0,
-    4096.0,
-    16384.0,
-    65536.0,
-    262144.0,
-    1048576.0,
-    4194304.0,
-    16777216.0,
-    67108864.0,
+    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0, 4194304.0,
+    16777216.0, 67108864.0,
 ];
 
 // The crate's own namespace.

@@ -56,7 +56,8 @@
 //! [`Usage::input_tokens`] is the whole prompt: Anthropic's `input_tokens` counts only the tokens
 //! after the last cache breakpoint, so the cache's `cache_creation_input_tokens` and
 //! `cache_read_input_tokens` are added to it; [`Usage::cached_input_tokens`] is
-//! `cache_read_input_tokens`. Both then mean what they mean for other providers (the cached
+//! `cache_read_input_tokens` and [`Usage::cache_creation_input_tokens`]
+//! `cache_creation_input_tokens`. They then mean what they mean for other providers (the cached
 //! tokens are part of the input).
 //!
 //! # Errors
@@ -109,7 +110,13 @@ use crate::schema::dialect::Dialect;
 const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
 
 impl Format for MessagesApi {
-    const API: Api = Api::new("Anthropic", "ANTHROPIC", DEFAULT_BASE_URL, "/v1/messages");
+    const API: Api = Api::new(
+        "Anthropic",
+        "ANTHROPIC",
+        DEFAULT_BASE_URL,
+        "/v1/messages",
+        "anthropic",
+    );
     const KEY: KeyHeader = KeyHeader(X_API_KEY, "");
     const BODIES: Bodies<Self> = Bodies(request_body, parse_response);
     type Stream = StreamAssembler;

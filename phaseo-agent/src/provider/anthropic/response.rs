@@ -134,6 +134,8 @@ impl WireUsage {
             input_tokens: input,
             output_tokens: self.output.unwrap_or(0),
             cached_input_tokens: self.cache_read,
+            cache_creation_input_tokens: self.cache_creation,
+            reasoning_output_tokens: None,
         })
     }
 }

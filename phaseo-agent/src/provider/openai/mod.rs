@@ -102,7 +102,8 @@
 //! `function_call` [`FinishReason::ToolCalls`], `length` [`FinishReason::Length`],
 //! `content_filter` [`FinishReason::ContentFilter`], anything else [`FinishReason::Other`].
 //! `usage`: `prompt_tokens`, `completion_tokens`, and `prompt_tokens_details.cached_tokens` (or
-//! DeepSeek's `prompt_cache_hit_tokens`) as [`Usage::cached_input_tokens`]. The response `id`.
+//! DeepSeek's `prompt_cache_hit_tokens`) as [`Usage::cached_input_tokens`], and
+//! `completion_tokens_details.reasoning_tokens` as [`Usage::reasoning_output_tokens`]. The response `id`.
 //! Reasoning (`reasoning`, `reasoning_content`, `reasoning_details`) and fields this crate does
 //! not know are skipped.
 //!
@@ -189,7 +190,13 @@ use crate::provider::shell::wire::Wire;
 use crate::schema::dialect::Dialect;
 
 impl Format for ChatCompletions {
-    const API: Api = Api::new("OpenAi", "OPENAI", DEFAULT_BASE_URL, "/chat/completions");
+    const API: Api = Api::new(
+        "OpenAi",
+        "OPENAI",
+        DEFAULT_BASE_URL,
+        "/chat/completions",
+        "openai",
+    );
     const KEY: KeyHeader = KeyHeader(AUTHORIZATION, "Bearer ");
     const BODIES: Bodies<Self> = Bodies(request_body, parse_response);
     type Stream = StreamAssembler;

@@ -170,10 +170,16 @@ pub(super) fn usage(wire: &Value) -> Option<Usage> {
             .and_then(|d| d.get("cached_tokens")),
     )
     .or_else(|| count(wire.get("prompt_cache_hit_tokens")));
+    let reasoning = count(
+        wire.get("completion_tokens_details")
+            .and_then(|d| d.get("reasoning_tokens")),
+    );
     Some(Usage {
         input_tokens: input.unwrap_or(0),
         output_tokens: output.unwrap_or(0),
         cached_input_tokens: cached,
+        cache_creation_input_tokens: None,
+        reasoning_output_tokens: reasoning,
     })
 }
 

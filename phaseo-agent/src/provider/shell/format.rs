@@ -21,6 +21,10 @@ pub struct Api {
     pub(crate) default_base_url: &'static str,
     /// Where requests go, after the base URL (`/chat/completions`).
     pub(crate) path: &'static str,
+    /// The provider's name in telemetry (`gen_ai.provider.name`: `openai`, `anthropic`). A
+    /// compatible server (Ollama, vLLM, llama.cpp's) speaks the same wire and is named alike, as
+    /// the conventions do.
+    pub(crate) provider: &'static str,
 }
 
 impl Api {
@@ -31,12 +35,14 @@ impl Api {
         env: &'static str,
         default_base_url: &'static str,
         path: &'static str,
+        provider: &'static str,
     ) -> Self {
         Api {
             model_type,
             env,
             default_base_url,
             path,
+            provider,
         }
     }
 

@@ -8,13 +8,21 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::Value;
 
 use crate::error::{ModelError, ModelErrorKind};
-use crate::model::request::{DeltaSink, Model, ModelDelta, ModelRequest, ModelResponse};
+use crate::model::request::{DeltaSink, Model, ModelDelta, ModelInfo, ModelRequest, ModelResponse};
 use crate::provider::http;
 use crate::provider::shell::format::Assemble;
 use crate::provider::shell::model::{HttpModel, Key};
 use crate::provider::shell::wire::Wire;
 
 impl<W: Wire> Model for HttpModel<W> {
+    fn describe(&self) -> ModelInfo<'_> {
+        let info = ModelInfo::new(W::API.provider).model(&self.model);
+        match server_of(&self.base_url) {
+            Some((address, port)) => info.server(address, port),
+            None => info,
+        }
+    }
+
     fn respond<'a>(
         &'a self,
         request: &'a ModelRequest<'a>,
@@ -203,6 +211,33 @@ impl<W: Wire> HttpModel<W> {
     }
 }
 
+/// The host and port of a base URL (`https://api.openai.com/v1`: `api.openai.com`, 443), read
+/// off the text the settings checked: the port is the scheme's when the URL names none.
+fn server_of(url: &str) -> Option<(&str, u16)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let (host, port) = match authority.strip_prefix('[') {
+        // An IPv6 address: `[::1]:8080`.
+        Some(v6) => {
+            let (host, after) = v6.split_once(']')?;
+            (host, after.strip_prefix(':'))
+        }
+        None => match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
+    };
+    let port = match port {
+        Some(port) => port.parse().ok()?,
+        None if scheme.eq_ignore_ascii_case("https") => 443,
+        None => 80,
+    };
+    (!host.is_empty()).then_some((host, port))
+}
+
 /// The deltas of a whole response: its text, then each call in one piece.
 fn whole_deltas(response: &ModelResponse) -> Vec<ModelDelta> {
     let mut deltas = Vec::with_capacity(response.tool_calls.len() + 1);
@@ -222,6 +257,22 @@ fn whole_deltas(response: &ModelResponse) -> Vec<ModelDelta> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn server_of_reads_host_and_port() {
+        use super::server_of;
+        assert_eq!(
+            server_of("https://api.openai.com/v1"),
+            Some(("api.openai.com", 443))
+        );
+        assert_eq!(
+            server_of("http://127.0.0.1:8011/v1"),
+            Some(("127.0.0.1", 8011))
+        );
+        assert_eq!(server_of("http://[::1]:9/v1"), Some(("::1", 9)));
+        assert_eq!(server_of("http://user:pw@host/v1"), Some(("host", 80)));
+        assert_eq!(server_of("nonsense"), None);
+    }
+
     use reqwest::header::HeaderName;
 
     use super::*;
@@ -232,7 +283,13 @@ mod tests {
     struct Versioned;
 
     impl crate::provider::shell::format::Format for Versioned {
-        const API: Api = Api::new("Versioned", "TEST", "https://api.example.com", "/v1/test");
+        const API: Api = Api::new(
+            "Versioned",
+            "TEST",
+            "https://api.example.com",
+            "/v1/test",
+            "test",
+        );
         const KEY: KeyHeader = KeyHeader(HeaderName::from_static("x-api-key"), "");
         const BODIES: Bodies<Self> = Bodies(
             |_, _, _| Ok(Value::Null),
