@@ -155,6 +155,8 @@
 //! - `error`: [`AgentError`]. Uses nothing.
 //! - `model`: the conversation ([`Message`], [`ToolCall`]), the [`Model`] interface and one turn's
 //!   request and response, [`ScriptedModel`]. Uses `error`.
+//! - [`telemetry`]: the names of the spans and metrics a run emits (OpenTelemetry's GenAI
+//!   conventions), content capture, trace context. Uses nothing.
 //! - [`schema`]: schemas generated from Rust types and normalised, compiled [`Validator`](schema::Validator)s.
 //!   Uses `error`.
 //! - [`provider`]: real models over HTTP (features `openai`, `anthropic`). Uses `error`, `model`

@@ -146,7 +146,9 @@ async fn a_two_turn_tool_run_sends_the_conversation_anthropic_expects() {
     assert_eq!(result.output(), Some("The api service is healthy."));
     assert_eq!(
         result.usage(),
-        Usage::new(472 + 120 + 448, 61 + 9).cached_input_tokens(448)
+        Usage::new(472 + 120 + 448, 61 + 9)
+            .cached_input_tokens(448)
+            .cache_creation_input_tokens(0)
     );
 
     let requests = requests(&server).await;
@@ -603,6 +605,10 @@ fn parse_response_reads_text_calls_reason_usage_and_id() {
     let response = parse_response(&fixture(TOOL_USE_JSON)).expect("response");
     assert_eq!(response.id.as_deref(), Some("msg_01Aq9w938a90dw8q"));
     assert_eq!(
+        response.model.as_deref(),
+        Some("claude-sonnet-4-5-20250929")
+    );
+    assert_eq!(
         response.text.as_deref(),
         Some("I'll check the status of the api service.")
     );
@@ -617,14 +623,22 @@ fn parse_response_reads_text_calls_reason_usage_and_id() {
     assert_eq!(response.finish_reason, Some(FinishReason::ToolCalls));
     assert_eq!(
         response.usage,
-        Some(Usage::new(472, 61).cached_input_tokens(0))
+        Some(
+            Usage::new(472, 61)
+                .cached_input_tokens(0)
+                .cache_creation_input_tokens(0)
+        )
     );
 
     let response = parse_response(&fixture(END_TURN_JSON)).expect("response");
     assert_eq!(response.finish_reason, Some(FinishReason::Stop));
     assert_eq!(
         response.usage,
-        Some(Usage::new(568, 9).cached_input_tokens(448))
+        Some(
+            Usage::new(568, 9)
+                .cached_input_tokens(448)
+                .cache_creation_input_tokens(0)
+        )
     );
 }
 

@@ -236,7 +236,9 @@ async fn a_two_turn_tool_run_sends_the_exact_requests() {
     assert_eq!(done.output(), Some("Both api and db are healthy."));
     assert_eq!(
         done.usage(),
-        Usage::new(1245 + 1340, 52 + 11).cached_input_tokens(1024 + 1280)
+        Usage::new(1245 + 1340, 52 + 11)
+            .cached_input_tokens(1024 + 1280)
+            .reasoning_output_tokens(0)
     );
 
     let requests = requests(&server).await;
@@ -971,6 +973,7 @@ fn the_api_key_is_not_printed() {
 #[test]
 fn whole_responses_of_each_server_parse() {
     let openai = parse_response(&json(OPENAI_TOOLS_JSON)).expect("openai");
+    assert_eq!(openai.model.as_deref(), Some("gpt-4.1-2025-04-14"));
     assert_eq!(openai.text, None);
     assert_eq!(
         openai.tool_calls,
@@ -982,7 +985,11 @@ fn whole_responses_of_each_server_parse() {
     assert_eq!(openai.finish_reason, Some(FinishReason::ToolCalls));
     assert_eq!(
         openai.usage,
-        Some(Usage::new(1245, 52).cached_input_tokens(1024))
+        Some(
+            Usage::new(1245, 52)
+                .cached_input_tokens(1024)
+                .reasoning_output_tokens(0)
+        )
     );
     assert_eq!(
         openai.id.as_deref(),
@@ -1129,6 +1136,8 @@ fn streams_of_each_server_assemble() {
     // OpenAI: ids in the first delta of each call only; the usage chunk last.
     let (deltas, response) = assemble(OPENAI_TOOLS_SSE);
     let response = response.expect("openai");
+    // The model that answered, from the first chunk that names it.
+    assert_eq!(response.model.as_deref(), Some("gpt-4.1-2025-04-14"));
     assert_eq!(
         response,
         parse_response(&json(OPENAI_TOOLS_JSON))

@@ -525,6 +525,10 @@ pub struct ModelResponse {
     /// The provider's id of this response, when it gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// The model that answered, as the provider names it (a dated version of the model asked
+    /// for, say), when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl ModelResponse {
@@ -560,6 +564,12 @@ impl ModelResponse {
     /// The same response, with the provider's id of it.
     pub fn id(mut self, id: impl Into<String>) -> Self {
         self.id = Some(id.into());
+        self
+    }
+
+    /// The same response, with the name of the model that answered.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
         self
     }
 

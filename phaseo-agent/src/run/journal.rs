@@ -49,6 +49,11 @@ pub(crate) enum Transition<'a> {
 /// the returned future completes.
 pub(crate) trait Journal: Send + Sync {
     fn record<'a>(&'a self, transition: Transition<'a>) -> BoxFuture<'a, Result<(), AgentError>>;
+
+    /// The run's version after the last entry recorded, if the journal counts them (a store's).
+    fn version(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// A call of the interrupted turn that the journal says had started.

@@ -11,6 +11,7 @@ use crate::error::{AgentError, AgentErrorKind, ModelError};
 use crate::model::message::{Message, ToolCall};
 use crate::model::request::{ModelRequest, ModelResponse};
 use crate::run::agent::AgentInner;
+use crate::run::journal::Journal;
 use crate::run::state::{Decisions, PendingKind, RunState, RunStatus};
 use crate::telemetry::context::TraceContext;
 use crate::telemetry::metric;
@@ -192,7 +193,7 @@ impl<'a> Chat<'a> {
     pub(crate) fn answered(self, response: &ModelResponse) {
         let span = &self.span;
         let usage = response.usage;
-        let response_model = self.request_model;
+        let response_model = response.model.as_deref().unwrap_or(self.request_model);
         if !span.is_disabled() {
             if !response_model.is_empty() {
                 span.record(GEN_AI_RESPONSE_MODEL, response_model);
@@ -428,5 +429,14 @@ pub(crate) fn refused(span: &Span, error: &AgentError) {
     if !span.is_disabled() {
         span.record(PHASEO_RUN_STATUS, "refused");
         span::fail(span, error.kind().as_str(), None);
+    }
+}
+
+/// The run's version in its store, once its last entry is recorded.
+pub(crate) fn journaled(span: &Span, journal: Option<&dyn Journal>) {
+    if let Some(version) = journal.and_then(Journal::version) {
+        if !span.is_disabled() {
+            span.record(PHASEO_RUN_VERSION, version);
+        }
     }
 }

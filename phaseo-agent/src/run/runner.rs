@@ -488,6 +488,7 @@ impl Runner {
             }
             (result, _) => result,
         };
+        observe::journaled(&span, journal.as_deref());
         match result {
             Ok(()) => {
                 // The last event carries a copy of the state: made only when someone listens.

@@ -915,6 +915,20 @@ impl RunState {
         &self.run_id
     }
 
+    /// The trace context of the span the run last ran under, when spans went to OpenTelemetry
+    /// (the feature `otel` with its layer installed): the span of whatever takes the run up
+    /// next (a resume, a retry, a recovery, a continuation) links to it. See
+    /// [`telemetry`](crate::telemetry).
+    pub fn trace_context(&self) -> Option<&TraceContext> {
+        self.trace.as_ref()
+    }
+
+    /// When the run paused to wait for people, in milliseconds since the Unix epoch (`None`
+    /// unless it waits).
+    pub fn paused_at_ms(&self) -> Option<u64> {
+        self.paused_at_ms
+    }
+
     /// The id of the agent that made the run.
     pub fn agent_id(&self) -> &str {
         &self.agent_id

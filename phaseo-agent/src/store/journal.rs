@@ -844,6 +844,11 @@ impl Journal for StoreJournal {
                 .map_err(AgentError::Store)
         })
     }
+
+    fn version(&self) -> Option<u64> {
+        // Asked once a run has settled, when no write is under way.
+        self.shadow.try_lock().ok().map(|shadow| shadow.version)
+    }
 }
 
 #[cfg(test)]

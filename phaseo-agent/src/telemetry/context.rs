@@ -88,7 +88,8 @@ impl TraceContext {
     pub fn of(span: &Span) -> Option<Self> {
         #[cfg(feature = "otel")]
         {
-            otel::of(span)
+            let (parent, state) = otel::of(span)?;
+            Self::parse(&parent, state.as_deref())
         }
         #[cfg(not(feature = "otel"))]
         {
@@ -119,7 +120,7 @@ impl TraceContext {
     /// Adds a link from `span` to this context, with the link's kind (`phaseo.link.kind`).
     pub(crate) fn link_from(&self, span: &Span, kind: &'static str) {
         #[cfg(feature = "otel")]
-        otel::link(self, span, kind);
+        otel::link(&self.traceparent, self.tracestate.as_deref(), span, kind);
         #[cfg(not(feature = "otel"))]
         let _ = (span, kind);
     }
@@ -127,12 +128,14 @@ impl TraceContext {
     /// Makes this (remote) context the parent of `span`, which must not have been entered yet.
     pub(crate) fn parent_of(&self, span: &Span) {
         #[cfg(feature = "otel")]
-        otel::parent(self, span);
+        otel::parent(&self.traceparent, self.tracestate.as_deref(), span);
         #[cfg(not(feature = "otel"))]
         let _ = span;
     }
 }
 
+/// The W3C propagator between headers and OpenTelemetry contexts (headers in, headers out: the
+/// parsing and bounds are `TraceContext`'s).
 #[cfg(feature = "otel")]
 mod otel {
     use std::collections::HashMap;
@@ -144,33 +147,35 @@ mod otel {
     use tracing::Span;
     use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-    use super::TraceContext;
     use crate::telemetry::semconv::PHASEO_LINK_KIND;
 
-    /// The W3C propagator's headers of `span`'s context; `None` when the span has no valid
+    /// The `traceparent` and `tracestate` of `span`'s context; `None` when the span has no valid
     /// OpenTelemetry context (no layer installed, or the span is disabled).
-    pub(super) fn of(span: &Span) -> Option<TraceContext> {
+    pub(super) fn of(span: &Span) -> Option<(String, Option<String>)> {
         let context = span.context();
         if !context.span().span_context().is_valid() {
             return None;
         }
         let mut headers = HashMap::new();
         TraceContextPropagator::new().inject_context(&context, &mut headers);
-        let parent = headers.get("traceparent")?;
-        TraceContext::parse(parent, headers.get("tracestate").map(String::as_str))
+        let parent = headers.remove("traceparent")?;
+        Some((
+            parent,
+            headers.remove("tracestate").filter(|s| !s.is_empty()),
+        ))
     }
 
-    fn extract(context: &TraceContext) -> opentelemetry::Context {
+    fn extract(parent: &str, state: Option<&str>) -> opentelemetry::Context {
         let mut headers = HashMap::new();
-        headers.insert("traceparent".to_owned(), context.traceparent.clone());
-        if let Some(state) = &context.tracestate {
-            headers.insert("tracestate".to_owned(), state.clone());
+        headers.insert("traceparent".to_owned(), parent.to_owned());
+        if let Some(state) = state {
+            headers.insert("tracestate".to_owned(), state.to_owned());
         }
         TraceContextPropagator::new().extract(&headers)
     }
 
-    pub(super) fn link(context: &TraceContext, span: &Span, kind: &'static str) {
-        let remote = extract(context);
+    pub(super) fn link(parent: &str, state: Option<&str>, span: &Span, kind: &'static str) {
+        let remote = extract(parent, state);
         let span_context = remote.span().span_context().clone();
         if span_context.is_valid() {
             span.add_link_with_attributes(
@@ -180,8 +185,8 @@ mod otel {
         }
     }
 
-    pub(super) fn parent(context: &TraceContext, span: &Span) {
-        let remote = extract(context);
+    pub(super) fn parent(parent: &str, state: Option<&str>, span: &Span) {
+        let remote = extract(parent, state);
         if remote.span().span_context().is_valid() {
             // Refused only for a span already entered, which the callers never pass.
             let _ = span.set_parent(remote);

@@ -76,6 +76,11 @@ pub fn parse_response(body: &Value) -> Result<ModelResponse, ModelError> {
             .map(finish_reason),
         usage: usage.to_usage(),
         id: body.get("id").and_then(Value::as_str).map(str::to_owned),
+        model: body
+            .get("model")
+            .and_then(Value::as_str)
+            .filter(|m| !m.is_empty())
+            .map(str::to_owned),
     })
 }
 

@@ -72,6 +72,7 @@ struct CallParts {
 #[derive(Debug, Default)]
 pub struct StreamAssembler {
     id: Option<String>,
+    model: Option<String>,
     text: String,
     calls: Vec<CallParts>,
     blocks: HashMap<u64, Block>,
@@ -122,6 +123,8 @@ impl StreamAssembler {
             "message_start" => {
                 if let Some(message) = value.get("message") {
                     self.id = message.get("id").and_then(Value::as_str).map(str::to_owned);
+                    let model = message.get("model").and_then(Value::as_str);
+                    self.model = model.filter(|m| !m.is_empty()).map(str::to_owned);
                     if let Some(usage) = message.get("usage") {
                         self.usage.update(usage);
                     }
@@ -289,6 +292,7 @@ impl StreamAssembler {
             finish_reason: self.stop_reason.as_deref().map(finish_reason),
             usage: self.usage.to_usage(),
             id: self.id,
+            model: self.model,
         })
     }
 }

@@ -22,6 +22,7 @@ use serde_json::Value;
 pub(super) struct Chunk<'a> {
     pub(super) choices: Option<Array<Object<Choice<'a>>>>,
     pub(super) id: Option<Field<'a>>,
+    pub(super) model: Option<Field<'a>>,
     pub(super) object: Option<Field<'a>>,
     pub(super) usage: Option<Value>,
     pub(super) error: Option<Value>,

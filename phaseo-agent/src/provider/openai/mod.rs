@@ -103,7 +103,8 @@
 //! `content_filter` [`FinishReason::ContentFilter`], anything else [`FinishReason::Other`].
 //! `usage`: `prompt_tokens`, `completion_tokens`, and `prompt_tokens_details.cached_tokens` (or
 //! DeepSeek's `prompt_cache_hit_tokens`) as [`Usage::cached_input_tokens`], and
-//! `completion_tokens_details.reasoning_tokens` as [`Usage::reasoning_output_tokens`]. The response `id`.
+//! `completion_tokens_details.reasoning_tokens` as [`Usage::reasoning_output_tokens`]. The response
+//! `id`, and the `model` that answered ([`ModelResponse::model`](crate::ModelResponse::model)).
 //! Reasoning (`reasoning`, `reasoning_content`, `reasoning_details`) and fields this crate does
 //! not know are skipped.
 //!

@@ -90,6 +90,7 @@ pub fn parse_response(body: &Value) -> Result<ModelResponse, ModelError> {
         finish_reason: finish.map(finish_reason),
         usage: body.get("usage").and_then(usage),
         id: response_id(body),
+        model: model_name(body.get("model")),
     })
 }
 
@@ -181,6 +182,14 @@ pub(super) fn usage(wire: &Value) -> Option<Usage> {
         cache_creation_input_tokens: None,
         reasoning_output_tokens: reasoning,
     })
+}
+
+/// The model a body names, when it names one.
+pub(super) fn model_name(model: Option<&Value>) -> Option<String> {
+    model
+        .and_then(Value::as_str)
+        .filter(|m| !m.is_empty())
+        .map(str::to_owned)
 }
 
 fn response_id(body: &Value) -> Option<String> {

@@ -57,6 +57,7 @@ struct CallParts {
 #[derive(Debug, Default)]
 pub struct StreamAssembler {
     id: Option<String>,
+    model: Option<String>,
     text: String,
     calls: Vec<CallParts>,
     /// Whether any chunk had `tool_calls` (then a legacy `function_call` beside them is a copy).
@@ -112,6 +113,10 @@ impl StreamAssembler {
         if self.id.is_none() {
             let id = chunk.id.as_ref().and_then(Field::as_str);
             self.id = id.filter(|id| !id.is_empty()).map(str::to_owned);
+        }
+        if self.model.is_none() {
+            let model = chunk.model.as_ref().and_then(Field::as_str);
+            self.model = model.filter(|m| !m.is_empty()).map(str::to_owned);
         }
         if let Some(usage) = chunk.usage.as_ref().and_then(usage) {
             self.usage = Some(usage);
@@ -415,6 +420,7 @@ impl StreamAssembler {
             finish_reason: self.finish_reason.as_deref().map(finish_reason),
             usage: self.usage,
             id: self.id,
+            model: self.model,
         })
     }
 }
