@@ -39,6 +39,8 @@ mod macro_run;
 mod mcp_client;
 mod mcp_roundtrip;
 mod mcp_server;
+#[cfg(feature = "otel")]
+mod mcp_trace;
 mod model_errors;
 mod model_interface;
 mod pause_matrix;

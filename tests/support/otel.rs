@@ -23,6 +23,13 @@ pub struct Captured {
 
 /// Captures this thread's spans and metrics until the result is dropped.
 pub fn capture() -> Captured {
+    // tracing-core caches each callsite's interest over the dispatchers alive when it is
+    // (re)computed. While tests on other threads set and drop their own subscribers, a callsite
+    // first reached when no capturing subscriber was alive could keep "never" and be skipped for
+    // this one. A dispatcher kept for the whole process that always says "sometimes" keeps every
+    // callsite asking each thread's subscriber.
+    static KEPT: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
+    KEPT.get_or_init(|| tracing::Dispatch::new(Sometimes));
     let spans = InMemorySpanExporter::default();
     let tracer_provider = SdkTracerProvider::builder()
         .with_simple_exporter(spans.clone())
@@ -146,4 +153,28 @@ pub fn text(span: &SpanData, key: &str) -> String {
 pub fn children<'a>(spans: &'a [SpanData], parent: &SpanData) -> Vec<&'a SpanData> {
     let id: SpanId = parent.span_context.span_id();
     spans.iter().filter(|s| s.parent_span_id == id).collect()
+}
+
+/// A subscriber that enables nothing but says every callsite's interest is "sometimes", so that
+/// tracing-core never caches "never" for a callsite (see [`capture`]).
+struct Sometimes;
+
+impl tracing::Subscriber for Sometimes {
+    fn register_callsite(
+        &self,
+        _: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        tracing::subscriber::Interest::sometimes()
+    }
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        false
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {}
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
 }

@@ -88,6 +88,15 @@
 //!   the person's answer has no limit of its own: it ends when the call is cancelled, and over
 //!   HTTP when the session has been unused for its idle timeout.
 //!
+//! - **Tracing**: each call is an `execute_tool {tool}` span (see
+//!   [`telemetry`](crate::telemetry)) with the call's outcome, and counts in the same call
+//!   metrics as a run's calls. When the request's `_meta` carries a W3C `traceparent` (and
+//!   `tracestate`), as MCP's trace-context convention puts them, the span is a child of the
+//!   caller's span, in its trace; a malformed one is ignored and the span starts a trace of its
+//!   own. No arguments or results are recorded on this side: what the caller agreed to capture
+//!   is not known here. Our [`McpClient`] sends its call's trace context so, when spans go to
+//!   OpenTelemetry (feature `otel`).
+//!
 //! The server speaks the MCP versions up to 2025-11-25 (asking a person needs a request from
 //! the server to the client, which the 2026-07-28 revision replaced).
 //!

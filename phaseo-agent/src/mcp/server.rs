@@ -12,14 +12,18 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 mod lifecycle;
+mod trace;
 
 use crate::error::AgentError;
 use crate::limits::{Limit, LimitExceeded, McpServerLimits};
 use crate::mcp::server::lifecycle::Lifecycle;
+use crate::mcp::server::trace::Traced;
 use crate::model::message::ToolCall;
 use crate::run::agent::{Agent, ApprovalPolicy, CallPredicate};
+use crate::telemetry::semconv::{OUTCOME_ERROR, OUTCOME_REJECTED};
 use crate::tool::call::{Later, Parsed};
 use crate::tool::context::{ProgressSink, ScopeParts, ToolContext};
 use crate::tool::definition::{Approval, IntoTools, Tool};
@@ -623,11 +627,24 @@ impl ServerHandler for McpHandler {
 /// What the approval step decided.
 enum Gate {
     Run,
-    Refused(m::CallToolResult),
+    /// A person said no.
+    Rejected(AgentError),
+    /// Nobody could be asked, or the call was cancelled while asking.
+    Refused(AgentError),
+}
+
+/// How a served call ended, for its answer and its span.
+enum Ended {
+    /// It ran (or a hook answered it): its result, or what failed it.
+    Ran(Result<m::CallToolResult, AgentError>),
+    /// A person rejected it.
+    Rejected(AgentError),
+    /// It was refused before it ran (bad arguments, nobody to ask).
+    Refused(AgentError),
 }
 
 impl Inner {
-    /// One `tools/call`: parse and check, approval, then the tool through `tool::invoke`.
+    /// One `tools/call`, in its `execute_tool` span.
     async fn call(
         &self,
         request: m::CallToolRequestParams,
@@ -641,6 +658,36 @@ impl Inner {
             ));
         };
         let served = &self.tools[index];
+        let traced = Traced::start(&served.tool, &context.id.to_string(), &context.meta.0.0);
+        let span = traced.span.clone();
+        let ended = self
+            .answer(served, request, context, gone)
+            .instrument(span)
+            .await;
+        Ok(match ended {
+            Ended::Ran(result) => {
+                traced.ran(result.as_ref().map(|_| ()));
+                result.unwrap_or_else(|error| failed(&error))
+            }
+            Ended::Rejected(error) => {
+                traced.ended(OUTCOME_REJECTED, None, false);
+                failed(&error)
+            }
+            Ended::Refused(error) => {
+                traced.ended(OUTCOME_ERROR, Some(&error), false);
+                failed(&error)
+            }
+        })
+    }
+
+    /// Parse and check, approval, then the tool through `tool::invoke`.
+    async fn answer(
+        &self,
+        served: &Served,
+        request: m::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        gone: &CancellationToken,
+    ) -> Ended {
         let tool = &served.tool;
         let arguments = match request.arguments {
             Some(map) => Value::Object(map).to_string(),
@@ -648,7 +695,7 @@ impl Inner {
         };
         let parsed = match tool.parse_call(&arguments) {
             Ok(parsed) => parsed,
-            Err(error) => return Ok(failed(&error)),
+            Err(error) => return Ended::Refused(error),
         };
         let (sink, progress) = progress_channel(&context);
         let ctx = ToolContext::new(ScopeParts {
@@ -666,9 +713,16 @@ impl Inner {
         let guard = ctx.cancellation_token().clone().drop_guard();
         let tool_says = verdict_of(tool, &parsed, &ctx);
         if self.needs_approval(tool_says, &ctx).await {
-            if let Gate::Refused(result) = ask(tool, &ctx, &context, gone).await {
-                guard.disarm();
-                return Ok(result);
+            match ask(tool, &ctx, &context, gone).await {
+                Gate::Run => {}
+                Gate::Rejected(error) => {
+                    guard.disarm();
+                    return Ended::Rejected(error);
+                }
+                Gate::Refused(error) => {
+                    guard.disarm();
+                    return Ended::Refused(error);
+                }
             }
         }
         let result = if let Some(hook) = &tool.on_tool_called {
@@ -678,7 +732,7 @@ impl Inner {
                 .await
         };
         guard.disarm();
-        Ok(result)
+        Ended::Ran(result)
     }
 
     /// Runs the call, sending its progress as it comes; a cancellation from the client drops it.
@@ -690,7 +744,7 @@ impl Inner {
         context: &RequestContext<RoleServer>,
         gone: &CancellationToken,
         mut progress: Option<Progress>,
-    ) -> m::CallToolResult {
+    ) -> Result<m::CallToolResult, AgentError> {
         let tool = &served.tool;
         let limit = tool.max_output_chars.or(self.rules.max_output_chars);
         // The cap applies to the text a client reads (a structured result keeps the whole output
@@ -724,15 +778,15 @@ impl Inner {
         }
         let Some(outcome) = outcome else {
             ctx.cancellation_token().cancel();
-            return failed(&AgentError::tool(format!(
+            return Err(AgentError::tool(format!(
                 "Tool {} was cancelled by the client",
                 tool.id
             )));
         };
         match outcome {
-            Ok(text) if served.structured => structured(text, limit),
-            Ok(text) => plain(text, limit),
-            Err(error) => failed(&error),
+            Ok(text) if served.structured => Ok(structured(text, limit)),
+            Ok(text) => Ok(plain(text, limit)),
+            Err(error) => Err(error),
         }
     }
 
@@ -775,7 +829,7 @@ async fn ask(
         .client_capabilities()
         .is_some_and(|caps| caps.elicitation.as_ref().is_some_and(asks_in_forms));
     if !can_ask {
-        return Gate::Refused(failed(&AgentError::tool(NO_ELICITATION)));
+        return Gate::Refused(AgentError::tool(NO_ELICITATION));
     }
     let arguments = tool.input_value(&ctx.tool_call().arguments);
     let shown = serde_json::to_string_pretty(&arguments).unwrap_or_default();
@@ -792,17 +846,17 @@ async fn ask(
     let answer = tokio::select! {
         answer = context.peer.create_elicitation(params) => answer,
         () = cancelled(context, gone) => {
-            return Gate::Refused(failed(&AgentError::tool(format!(
+            return Gate::Refused(AgentError::tool(format!(
                 "Tool {} was cancelled by the client", tool.id
-            ))));
+            )));
         }
     };
     match answer {
         Ok(result) if result.action == m::ElicitationAction::Accept => Gate::Run,
-        Ok(_) => Gate::Refused(failed(&AgentError::tool("Rejected by a person"))),
-        Err(e) => Gate::Refused(failed(&AgentError::tool(format!(
+        Ok(_) => Gate::Rejected(AgentError::tool("Rejected by a person")),
+        Err(e) => Gate::Refused(AgentError::tool(format!(
             "{NO_ELICITATION}: asking failed: {e}"
-        )))),
+        ))),
     }
 }
 
@@ -827,11 +881,11 @@ async fn answer_by_hook(
     tool: &Tool,
     hook: &crate::tool::definition::OnCalledFn,
     ctx: &ToolContext,
-) -> m::CallToolResult {
+) -> Result<m::CallToolResult, AgentError> {
     let input = tool.input_value(&ctx.tool_call().arguments);
     let answer = Later::run(|| hook(&input, ctx), None).get(None).await;
     let Some(value) = answer else {
-        return failed(&AgentError::tool(
+        return Err(AgentError::tool(
             "This call needs a person to supply its output, which an MCP client cannot do",
         ));
     };
@@ -840,10 +894,7 @@ async fn answer_by_hook(
         Some(error) => Err(error),
         None => tool.check_output(value),
     };
-    match checked {
-        Ok(value) => plain(value.to_string(), None),
-        Err(error) => failed(&error),
-    }
+    checked.map(|value| plain(value.to_string(), None))
 }
 
 /// A result of text content: an output that is a JSON string is that string (`staging deployed`,

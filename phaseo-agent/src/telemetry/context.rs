@@ -126,7 +126,7 @@ impl TraceContext {
     }
 
     /// Makes this (remote) context the parent of `span`, which must not have been entered yet.
-    #[allow(dead_code)] // used by the MCP server span, next
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn parent_of(&self, span: &Span) {
         #[cfg(feature = "otel")]
         otel::parent(&self.traceparent, self.tracestate.as_deref(), span);
@@ -186,7 +186,7 @@ mod otel {
         }
     }
 
-    #[allow(dead_code)] // used by the MCP server span, next
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(super) fn parent(parent: &str, state: Option<&str>, span: &Span) {
         let remote = extract(parent, state);
         if remote.span().span_context().is_valid() {

@@ -104,26 +104,43 @@ pub(crate) struct ToolTarget<'a> {
     pub(crate) attempt: u32,
 }
 
+/// The `execute_tool` span's fields, written once for both parents.
+macro_rules! execute_tool_span {
+    ($target:expr $(, $($parent:tt)+)?) => {{
+        let target = $target;
+        let tool = target.tool;
+        tracing::info_span!(
+            $($($parent)+)?
+            "execute_tool",
+            otel.name = %SpanName(EXECUTE_TOOL, tool),
+            otel.kind = "internal",
+            otel.status_code = Empty,
+            otel.status_description = Empty,
+            { GEN_AI_OPERATION_NAME } = EXECUTE_TOOL,
+            { GEN_AI_TOOL_NAME } = tool,
+            { GEN_AI_TOOL_CALL_ID } = target.call_id,
+            { GEN_AI_TOOL_TYPE } = target.tool_type,
+            { GEN_AI_TOOL_DESCRIPTION } = target.description,
+            { PHASEO_CALL_ATTEMPT } = int(target.attempt),
+            { PHASEO_CALL_OUTCOME } = Empty,
+            { PHASEO_PAUSE_KIND } = Empty,
+            { GEN_AI_TOOL_CALL_ARGUMENTS } = Empty,
+            { GEN_AI_TOOL_CALL_RESULT } = Empty,
+            { ERROR_TYPE } = Empty,
+        )
+    }};
+}
+
+/// The span of one tool call, under the current span (the run's).
 pub(crate) fn execute_tool(target: &ToolTarget<'_>) -> Span {
-    let tool = target.tool;
-    tracing::info_span!(
-        "execute_tool",
-        otel.name = %SpanName(EXECUTE_TOOL, tool),
-        otel.kind = "internal",
-        otel.status_code = Empty,
-        otel.status_description = Empty,
-        { GEN_AI_OPERATION_NAME } = EXECUTE_TOOL,
-        { GEN_AI_TOOL_NAME } = tool,
-        { GEN_AI_TOOL_CALL_ID } = target.call_id,
-        { GEN_AI_TOOL_TYPE } = target.tool_type,
-        { GEN_AI_TOOL_DESCRIPTION } = target.description,
-        { PHASEO_CALL_ATTEMPT } = int(target.attempt),
-        { PHASEO_CALL_OUTCOME } = Empty,
-        { PHASEO_PAUSE_KIND } = Empty,
-        { GEN_AI_TOOL_CALL_ARGUMENTS } = Empty,
-        { GEN_AI_TOOL_CALL_RESULT } = Empty,
-        { ERROR_TYPE } = Empty,
-    )
+    execute_tool_span!(target)
+}
+
+/// An `execute_tool` span of no parent span: a call served to another process, whose parent (if
+/// the caller sent one) is set from its trace context, not from whatever span is current here.
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+pub(crate) fn execute_tool_root(target: &ToolTarget<'_>) -> Span {
+    execute_tool_span!(target, parent: None,)
 }
 
 /// Marks `span` failed: `error.type` and the span's status. The status description is the

@@ -7,7 +7,7 @@ use rmcp::RoleClient;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
     CancelledNotificationParam, ClientRequest, ContentBlock, ProgressToken, RequestId,
-    ServerResult,
+    RequestMetaObject, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 use serde_json::{Map, Value};
@@ -17,6 +17,7 @@ use crate::limits::{Limit, LimitExceeded, McpClientLimits};
 use crate::mcp::client::observe::{Router, json_size};
 use crate::schema::generate::normalize_within;
 use crate::schema::inline::Budget;
+use crate::telemetry::context::TraceContext;
 use crate::tool::context::ToolContext;
 use crate::tool::definition::Tool;
 
@@ -81,9 +82,15 @@ async fn call(
         // The schema's root is an object (the tool checks it): other arguments never get here.
         return Err(AgentError::tool("tool arguments must be a JSON object"));
     };
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-        CallToolRequestParams::new(name).with_arguments(arguments),
-    ));
+    let mut params = CallToolRequestParams::new(name).with_arguments(arguments);
+    // The call's span (the runtime runs a tool inside it) goes with the request, so the server's
+    // span of this call joins the same trace.
+    if let Some(context) = TraceContext::current() {
+        let mut meta = RequestMetaObject::new();
+        context.to_meta(&mut meta.0.0);
+        params.meta = Some(meta);
+    }
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
     let handle = server
         .peer
         .send_request_with_option(request, PeerRequestOptions::with_timeout(wait))
