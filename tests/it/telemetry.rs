@@ -263,6 +263,18 @@ async fn a_paused_run_resumed_by_a_second_agent_links_to_the_span_that_paused_it
         text(chat, semconv::GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS),
         "100"
     );
+    // Counts are integers in the exported span, which a backend can sum, not strings.
+    for (key, n) in [
+        (semconv::GEN_AI_USAGE_INPUT_TOKENS, 120),
+        (semconv::GEN_AI_USAGE_OUTPUT_TOKENS, 7),
+        (semconv::GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, 100),
+    ] {
+        assert_eq!(
+            attr(chat, key),
+            Some(&opentelemetry::Value::I64(n)),
+            "{key}"
+        );
+    }
     let reasons = attr(chat, semconv::GEN_AI_RESPONSE_FINISH_REASONS).expect("finish reasons");
     assert!(
         matches!(reasons, opentelemetry::Value::Array(_)),
@@ -282,6 +294,11 @@ async fn a_paused_run_resumed_by_a_second_agent_links_to_the_span_that_paused_it
         "Get the current service status"
     );
     assert_eq!(text(status, semconv::PHASEO_CALL_OUTCOME), "ok");
+    assert_eq!(
+        attr(status, semconv::PHASEO_CALL_ATTEMPT),
+        Some(&opentelemetry::Value::I64(0)),
+        "a first run is attempt 0"
+    );
     let deploys = named(&spans, "execute_tool deploy");
     assert_eq!(deploys.len(), 2);
     assert_eq!(deploys[0].parent_span_id, first.span_context.span_id());
@@ -335,6 +352,14 @@ async fn a_paused_run_resumed_by_a_second_agent_links_to_the_span_that_paused_it
             .sum::<u64>()
     };
     assert_eq!(count("get_status", "ok"), 1);
+    // A call that succeeded has no `error.type`, not an empty one.
+    assert!(
+        calls
+            .iter()
+            .filter(|p| p.attributes[semconv::PHASEO_CALL_OUTCOME] == "ok")
+            .all(|p| !p.attributes.contains_key(semconv::ERROR_TYPE)),
+        "{calls:?}"
+    );
     assert_eq!(count("deploy", "paused"), 1);
     assert_eq!(count("deploy", "ok"), 1);
     let pauses = captured.points(semconv::PHASEO_RUN_PAUSES);

@@ -131,7 +131,7 @@ impl Resumption {
                 { GEN_AI_TOOL_NAME } = tool.as_str(),
                 { PHASEO_DECISION } = *decision,
                 { PHASEO_DECISION_BY } = by,
-                { PHASEO_DECISION_AT_MS } = at,
+                { PHASEO_DECISION_AT_MS } = span::int(at),
                 "{EVENT_DECISION}"
             );
         }
@@ -183,8 +183,8 @@ impl<'a> Chat<'a> {
     pub(crate) fn retry(&self, attempt: u32, delay: Duration, error: &ModelError) {
         let _in = self.span.enter();
         tracing::info!(
-            { PHASEO_RETRY_ATTEMPT } = attempt,
-            { PHASEO_RETRY_DELAY_MS } = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            { PHASEO_RETRY_ATTEMPT } = span::int(attempt),
+            { PHASEO_RETRY_DELAY_MS } = span::int(delay.as_millis()),
             { ERROR_TYPE } = error.kind.as_str(),
             "{EVENT_RETRY}"
         );
@@ -209,16 +209,16 @@ impl<'a> Chat<'a> {
                 );
             }
             if let Some(usage) = usage {
-                span.record(GEN_AI_USAGE_INPUT_TOKENS, usage.input_tokens);
-                span.record(GEN_AI_USAGE_OUTPUT_TOKENS, usage.output_tokens);
+                span.record(GEN_AI_USAGE_INPUT_TOKENS, span::int(usage.input_tokens));
+                span.record(GEN_AI_USAGE_OUTPUT_TOKENS, span::int(usage.output_tokens));
                 if let Some(n) = usage.cached_input_tokens {
-                    span.record(GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, n);
+                    span.record(GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, span::int(n));
                 }
                 if let Some(n) = usage.cache_creation_input_tokens {
-                    span.record(GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, n);
+                    span.record(GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, span::int(n));
                 }
                 if let Some(n) = usage.reasoning_output_tokens {
-                    span.record(GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, n);
+                    span.record(GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, span::int(n));
                 }
             }
             if let Some(text) = self.inner.capture.text(GEN_AI_OUTPUT_MESSAGES, || {
@@ -436,7 +436,7 @@ pub(crate) fn refused(span: &Span, error: &AgentError) {
 pub(crate) fn journaled(span: &Span, journal: Option<&dyn Journal>) {
     if let Some(version) = journal.and_then(Journal::version) {
         if !span.is_disabled() {
-            span.record(PHASEO_RUN_VERSION, version);
+            span.record(PHASEO_RUN_VERSION, span::int(version));
         }
     }
 }

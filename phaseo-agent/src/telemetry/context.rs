@@ -126,6 +126,7 @@ impl TraceContext {
     }
 
     /// Makes this (remote) context the parent of `span`, which must not have been entered yet.
+    #[allow(dead_code)] // used by the MCP server span, next
     pub(crate) fn parent_of(&self, span: &Span) {
         #[cfg(feature = "otel")]
         otel::parent(&self.traceparent, self.tracestate.as_deref(), span);
@@ -185,6 +186,7 @@ mod otel {
         }
     }
 
+    #[allow(dead_code)] // used by the MCP server span, next
     pub(super) fn parent(parent: &str, state: Option<&str>, span: &Span) {
         let remote = extract(parent, state);
         if remote.span().span_context().is_valid() {

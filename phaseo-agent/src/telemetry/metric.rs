@@ -80,18 +80,37 @@ pub(crate) fn token_usage(
 
 /// `phaseo.tool.calls` for one call, and `phaseo.tool.call.duration` when it ran.
 pub(crate) fn tool_call(tool: &str, outcome: &str, error_type: Option<&str>, seconds: Option<f64>) {
-    let error_type = error_type.unwrap_or_default();
-    tracing::event!(
-        target: METRICS_TARGET,
-        parent: None,
-        tracing::Level::INFO,
-        { MONOTONIC_COUNTER_PHASEO_TOOL_CALLS } = 1_u64,
-        { GEN_AI_TOOL_NAME } = tool,
-        { PHASEO_CALL_OUTCOME } = outcome,
-        { ERROR_TYPE } = error_type,
-    );
-    if let Some(seconds) = seconds {
-        tracing::event!(
+    // `error.type` only on a failure: an empty one would be a series of its own.
+    match error_type {
+        None => tracing::event!(
+            target: METRICS_TARGET,
+            parent: None,
+            tracing::Level::INFO,
+            { MONOTONIC_COUNTER_PHASEO_TOOL_CALLS } = 1_u64,
+            { GEN_AI_TOOL_NAME } = tool,
+            { PHASEO_CALL_OUTCOME } = outcome,
+        ),
+        Some(error_type) => tracing::event!(
+            target: METRICS_TARGET,
+            parent: None,
+            tracing::Level::INFO,
+            { MONOTONIC_COUNTER_PHASEO_TOOL_CALLS } = 1_u64,
+            { GEN_AI_TOOL_NAME } = tool,
+            { PHASEO_CALL_OUTCOME } = outcome,
+            { ERROR_TYPE } = error_type,
+        ),
+    }
+    let Some(seconds) = seconds else { return };
+    match error_type {
+        None => tracing::event!(
+            target: METRICS_TARGET,
+            parent: None,
+            tracing::Level::INFO,
+            { HISTOGRAM_PHASEO_TOOL_CALL_DURATION } = seconds,
+            { GEN_AI_TOOL_NAME } = tool,
+            { PHASEO_CALL_OUTCOME } = outcome,
+        ),
+        Some(error_type) => tracing::event!(
             target: METRICS_TARGET,
             parent: None,
             tracing::Level::INFO,
@@ -99,7 +118,7 @@ pub(crate) fn tool_call(tool: &str, outcome: &str, error_type: Option<&str>, sec
             { GEN_AI_TOOL_NAME } = tool,
             { PHASEO_CALL_OUTCOME } = outcome,
             { ERROR_TYPE } = error_type,
-        );
+        ),
     }
 }
 

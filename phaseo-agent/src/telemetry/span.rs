@@ -7,6 +7,13 @@ use tracing::field::Empty;
 
 use crate::telemetry::semconv::*;
 
+/// An unsigned count as the signed integer OpenTelemetry attributes hold: `tracing-opentelemetry`
+/// records a `u64` (and so a `u32` or `u16`) as a string, which a backend cannot sum or compare.
+/// A count past `i64::MAX` is recorded as `i64::MAX`.
+pub(crate) fn int<T: TryInto<i64>>(n: T) -> i64 {
+    n.try_into().unwrap_or(i64::MAX)
+}
+
 /// A span's name as the conventions write it: the operation, then what it acts on, if known.
 struct SpanName<'a>(&'static str, &'a str);
 
@@ -81,7 +88,7 @@ pub(crate) fn chat(target: &ChatTarget<'_>) -> Span {
             span.record(SERVER_ADDRESS, address);
         }
         if let Some(port) = target.server_port {
-            span.record(SERVER_PORT, port);
+            span.record(SERVER_PORT, int(port));
         }
     }
     span
@@ -110,7 +117,7 @@ pub(crate) fn execute_tool(target: &ToolTarget<'_>) -> Span {
         { GEN_AI_TOOL_CALL_ID } = target.call_id,
         { GEN_AI_TOOL_TYPE } = target.tool_type,
         { GEN_AI_TOOL_DESCRIPTION } = target.description,
-        { PHASEO_CALL_ATTEMPT } = target.attempt,
+        { PHASEO_CALL_ATTEMPT } = int(target.attempt),
         { PHASEO_CALL_OUTCOME } = Empty,
         { PHASEO_PAUSE_KIND } = Empty,
         { GEN_AI_TOOL_CALL_ARGUMENTS } = Empty,
