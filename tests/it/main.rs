@@ -41,6 +41,8 @@ mod mcp_roundtrip;
 mod mcp_server;
 mod model_errors;
 mod model_interface;
+#[cfg(feature = "otel")]
+mod otel_export;
 mod pause_matrix;
 mod pause_resume;
 mod progress_context;

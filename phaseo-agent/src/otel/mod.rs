@@ -88,9 +88,9 @@ pub const DEFAULT_METRIC_INTERVAL: Duration = Duration::from_secs(60);
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024;
 
 /// Attaches an injected span exporter to the tracer provider being built.
-type WithSpans = Box<dyn FnOnce(TracerProviderBuilder) -> TracerProviderBuilder>;
+type WithSpans = Box<dyn FnOnce(TracerProviderBuilder) -> TracerProviderBuilder + Send>;
 /// Attaches an injected metric exporter, read every `interval`, to the meter provider.
-type WithMetrics = Box<dyn FnOnce(MeterProviderBuilder, Duration) -> MeterProviderBuilder>;
+type WithMetrics = Box<dyn FnOnce(MeterProviderBuilder, Duration) -> MeterProviderBuilder + Send>;
 
 /// The settings of the export; [`build`](Telemetry::build) or [`init`](Telemetry::init) it.
 ///
