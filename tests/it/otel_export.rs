@@ -95,7 +95,7 @@ async fn in_memory_exporters_get_a_paused_runs_spans_and_metrics_with_the_bucket
     );
     let bounds = |name: &str| -> (Vec<f64>, String) {
         for scope in last.scope_metrics() {
-            for metric in scope.metrics().filter(|m| m.name() == name) {
+            if let Some(metric) = scope.metrics().find(|m| m.name() == name) {
                 let unit = metric.unit().to_owned();
                 let bounds: Vec<f64> = match metric.data() {
                     AggregatedMetrics::F64(MetricData::Histogram(h)) => {
