@@ -14,26 +14,31 @@
 #   4. chromium start headless Chromium's WebDriver server (interop/chromium.sh: chromedriver on
 #                     127.0.0.1 only; installs Debian's chromium and chromium-driver with apt-get
 #                     when missing), for the approval inbox's browser tests. Never skipped.
+#  4b. otlp start     an OTLP/HTTP receiver (interop/otlp.sh: interop/otlp_receiver.py, PyPI
+#                     opentelemetry-proto, 127.0.0.1 only) writing what it decodes to a dump file,
+#                     for the export tests (tests/it/interop/otlp.rs, the traced llama run)
 #   5. mcp everything install the reference MCP server (npm @modelcontextprotocol/server-everything),
 #                     which tests/it/interop/mcp_client.rs starts as its client's child process
 #   6. cargo interop  cargo test --all-features --no-fail-fast -p phaseo-agent-tests --test it -- --ignored --test-threads=1 interop::
 #                     with PHASEO_INTEROP_AIMOCK_URL, PHASEO_INTEROP_LLAMA_URL,
-#                     PHASEO_INTEROP_POSTGRES_URL, PHASEO_INTEROP_WEBDRIVER_URL and
-#                     PHASEO_INTEROP_MCP_EVERYTHING (the server's entry point, run as
-#                     `node PATH stdio`) set
+#                     PHASEO_INTEROP_POSTGRES_URL, PHASEO_INTEROP_WEBDRIVER_URL,
+#                     PHASEO_INTEROP_OTLP_URL and PHASEO_INTEROP_OTLP_DUMP (the receiver's base URL
+#                     and its dump file) and PHASEO_INTEROP_MCP_EVERYTHING (the server's entry
+#                     point, run as `node PATH stdio`) set
 #   7. strict schemas interop/strict_check.py tests/golden/dialects/openai_strict_all.json
 #   8. mcp build      cargo build --example mcp_server (our MCP server, served on stdio)
 #   9. mcp python     interop/mcp_server.sh python BINARY: the official Python MCP client
 #                     (PyPI mcp) initialises it, calls every tool, gets progress, cancels a
 #                     long call (the tool observes it), sees isError for bad arguments
 #  10. mcp inspector  interop/mcp_server.sh inspector BINARY: the MCP Inspector CLI lists its tools
-# The servers this run started (aimock, llama, postgres, chromedriver) are stopped on exit,
+# The servers this run started (aimock, llama, postgres, chromedriver, otlp) are stopped on exit,
 # whatever happened; postgres's directory is deleted. Exit code 0 only if every
 # step passed.
 #
 # Env:
 #   PHASEO_INTEROP_AIMOCK_PORT  default 14310     PHASEO_INTEROP_LLAMA_PORT  default 18311
 #   PHASEO_INTEROP_POSTGRES_PORT default 15432    PHASEO_INTEROP_CHROMEDRIVER_PORT default 19515
+#   PHASEO_INTEROP_OTLP_PORT    default 14318
 #   PHASEO_INTEROP_CACHE        where everything is installed (see interop/README.md)
 #   PHASEO_INTEROP_SKIP_LLAMA=1 skip the model server and the tests in tests/it/interop/llama.rs.
 #                               For local iteration ONLY: refused when CI is set.
@@ -46,6 +51,7 @@ AIMOCK_PORT="${PHASEO_INTEROP_AIMOCK_PORT:-14310}"
 LLAMA_PORT="${PHASEO_INTEROP_LLAMA_PORT:-18311}"
 POSTGRES_PORT="${PHASEO_INTEROP_POSTGRES_PORT:-15432}"
 CHROMEDRIVER_PORT="${PHASEO_INTEROP_CHROMEDRIVER_PORT:-19515}"
+OTLP_PORT="${PHASEO_INTEROP_OTLP_PORT:-14318}"
 STRICT_FILE="tests/golden/dialects/openai_strict_all.json"
 SKIP_LLAMA="${PHASEO_INTEROP_SKIP_LLAMA:-}"
 if [[ "$SKIP_LLAMA" == 0 ]]; then SKIP_LLAMA=""; fi
@@ -53,9 +59,11 @@ check_port "$AIMOCK_PORT"
 check_port "$LLAMA_PORT"
 check_port "$POSTGRES_PORT"
 check_port "$CHROMEDRIVER_PORT"
+check_port "$OTLP_PORT"
 # Only the servers this run starts count; never a URL left in the environment.
 unset PHASEO_INTEROP_AIMOCK_URL PHASEO_INTEROP_LLAMA_URL PHASEO_INTEROP_POSTGRES_URL \
-    PHASEO_INTEROP_WEBDRIVER_URL PHASEO_INTEROP_MCP_EVERYTHING
+    PHASEO_INTEROP_WEBDRIVER_URL PHASEO_INTEROP_MCP_EVERYTHING PHASEO_INTEROP_OTLP_URL \
+    PHASEO_INTEROP_OTLP_DUMP
 
 banner() {
     printf '\n[interop] %s\n' "################################################################" >&2
@@ -79,10 +87,12 @@ STARTED_AIMOCK=""   # set: stop it on exit
 STARTED_LLAMA=""
 STARTED_POSTGRES=""
 STARTED_CHROMEDRIVER=""
+STARTED_OTLP=""
 AIMOCK_UP=""        # set: it answered
 LLAMA_UP=""
 POSTGRES_UP=""
 CHROMEDRIVER_UP=""
+OTLP_UP=""
 
 # owned_unless_running PIDFILE VAR: set VAR=1 (stop that server on exit)
 # unless PIDFILE names a live process, i.e. a server we did not start.
@@ -108,6 +118,7 @@ record() {
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
+    if [[ -n "$STARTED_OTLP" ]]; then "$INTEROP_DIR/otlp.sh" stop "$OTLP_PORT" || true; fi
     if [[ -n "$STARTED_CHROMEDRIVER" ]]; then "$INTEROP_DIR/chromium.sh" stop "$CHROMEDRIVER_PORT" || true; fi
     if [[ -n "$STARTED_POSTGRES" ]]; then "$INTEROP_DIR/postgres.sh" stop "$POSTGRES_PORT" || true; fi
     if [[ -n "$STARTED_LLAMA" ]]; then "$INTEROP_DIR/llama.sh" stop "$LLAMA_PORT" || true; fi
@@ -173,6 +184,11 @@ start_reused "postgres start" postgres.sh "$POSTGRES_PORT" STARTED_POSTGRES POST
 start_reused "chromium start" chromium.sh "$CHROMEDRIVER_PORT" STARTED_CHROMEDRIVER \
     CHROMEDRIVER_UP PHASEO_INTEROP_WEBDRIVER_URL "$INTEROP_RUN/chromedriver.$CHROMEDRIVER_PORT.log"
 
+# --- 4b. OTLP receiver (its dump file is where the tests read what it received) ----
+start_reused "otlp start" otlp.sh "$OTLP_PORT" STARTED_OTLP OTLP_UP \
+    PHASEO_INTEROP_OTLP_URL "$INTEROP_RUN/otlp.$OTLP_PORT.log"
+export PHASEO_INTEROP_OTLP_DUMP="$("$INTEROP_DIR/otlp.sh" dump "$OTLP_PORT")"
+
 # --- 5. server-everything (started and ended by the tests' MCP client) ---------
 t0="$(now)"
 if EVERYTHING_JS="$("$INTEROP_DIR/mcp_everything.sh" install)"; then
@@ -189,7 +205,7 @@ t0="$(now)"
 TEST_ARGS=(-p phaseo-agent-tests --test it)
 FILTER=(interop::)
 if [[ -n "$SKIP_LLAMA" ]]; then FILTER+=(--skip interop::llama); fi
-if [[ -z "$AIMOCK_UP" || -z "$POSTGRES_UP" || -z "$CHROMEDRIVER_UP" || ( -z "$LLAMA_UP" && -z "$SKIP_LLAMA" ) ]]; then
+if [[ -z "$AIMOCK_UP" || -z "$POSTGRES_UP" || -z "$CHROMEDRIVER_UP" || -z "$OTLP_UP" || ( -z "$LLAMA_UP" && -z "$SKIP_LLAMA" ) ]]; then
     record FAIL "cargo interop" "$t0" "not run: a server did not start"
 else
     mkdir -p target

@@ -170,6 +170,8 @@
 //!   runs wait for ([`inbox::Inbox`]). Uses [`store`] and `run`.
 //! - [`mcp`] (feature `mcp`): serving tools over MCP ([`mcp::McpServer`]) and using MCP
 //!   servers' tools ([`mcp::McpClient`]). Uses every stage above.
+//! - `otel` (feature `otel`): the spans and metrics of [`telemetry`] exported over OTLP
+//!   (`otel::Telemetry`). Uses [`telemetry`].
 //!
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -191,6 +193,9 @@ pub mod inbox;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
+#[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+pub mod otel;
 
 pub use error::{AgentError, AgentErrorKind, StoreError};
 pub use error::{ModelError, ModelErrorKind};
@@ -224,15 +229,16 @@ pub use tool::returns::{Answer, Awaited, Blocking, ToolReturn, TypedReturn};
 pub use tool::typed::ToolOutput;
 
 /// The README's examples, compiled and run as doctests so that they cannot drift from the API.
-/// They use the providers, MCP, SQLite and the inbox, so they run where those features are on
-/// (as in `cargo test --workspace --all-features`).
+/// They use the providers, MCP, SQLite, the inbox and OTLP export, so they run where those
+/// features are on (as in `cargo test --workspace --all-features`).
 #[cfg(all(
     doctest,
     feature = "openai",
     feature = "anthropic",
     feature = "mcp",
     feature = "sqlite",
-    feature = "inbox"
+    feature = "inbox",
+    feature = "otel"
 ))]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;

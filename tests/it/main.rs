@@ -43,6 +43,8 @@ mod mcp_server;
 mod mcp_trace;
 mod model_errors;
 mod model_interface;
+#[cfg(feature = "otel")]
+mod otel_export;
 mod pause_matrix;
 mod pause_resume;
 mod progress_context;

@@ -168,3 +168,57 @@ async fn a_real_model_streams_events_with_an_automatic_tool_choice() {
         other => panic!("the run ended with {other:?}"),
     }
 }
+
+/// A traced run, exported over OTLP to the suite's receiver (`interop/otlp.sh`): the real
+/// model's `chat` spans carry its token counts, as integers.
+#[cfg(feature = "otel")]
+#[tokio::test]
+#[ignore = "run by interop/run.sh"]
+async fn a_real_models_chat_spans_carry_its_token_counts() {
+    use tracing_subscriber::layer::SubscriberExt;
+
+    use super::otlp::{attr, otlp_url, run_spans};
+    use phaseo_agent::telemetry::semconv;
+
+    let telemetry = phaseo_agent::otel::Telemetry::new("phaseo-interop-llama")
+        .endpoint(otlp_url())
+        .build()
+        .expect("telemetry");
+    let result = {
+        let _subscriber = tracing::subscriber::set_default(
+            tracing_subscriber::registry().with(telemetry.layer()),
+        );
+        agent()
+            .run("What is the weather in Oslo?")
+            .first_turn(first_turn())
+            .await
+            .expect("the run completes")
+    };
+    check(&result);
+    telemetry.shutdown().expect("the receiver took the spans");
+
+    let spans = run_spans(result.state.run_id());
+    let chats: Vec<_> = spans
+        .iter()
+        .filter(|s| s["name"] == "chat smollm2-135m-instruct")
+        .collect();
+    assert!(!chats.is_empty(), "chat spans of the run: {spans:?}");
+    for chat in chats {
+        assert_eq!(chat["kind"], "SPAN_KIND_CLIENT");
+        assert_eq!(
+            attr(chat, semconv::GEN_AI_PROVIDER_NAME),
+            &serde_json::json!({"string": "openai"})
+        );
+        for key in [
+            semconv::GEN_AI_USAGE_INPUT_TOKENS,
+            semconv::GEN_AI_USAGE_OUTPUT_TOKENS,
+        ] {
+            let count = attr(chat, key)["int"].as_i64();
+            assert!(
+                count.is_some_and(|n| n > 0),
+                "{key} is an integer above 0: {}",
+                attr(chat, key)
+            );
+        }
+    }
+}
