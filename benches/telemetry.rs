@@ -14,12 +14,13 @@
 //! code before the spans, is `run_cost`'s (`benches/dispatch_layouts`), measured in a process
 //! where no subscriber ever exists.
 
+use std::future::IntoFuture;
 use std::hint::black_box;
 use std::time::Instant;
 
 use futures::future::BoxFuture;
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_sdk::metrics::{ManualReader, SdkMeterProvider};
+use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 use phaseo_agent::{
     Agent, Message, Model, ModelError, ModelRequest, ModelResponse, Tool, ToolCall,
@@ -63,7 +64,7 @@ fn per_run(runtime: &tokio::runtime::Runtime, agent: &Agent, runs: u32) -> f64 {
     let start = Instant::now();
     for _ in 0..runs {
         let done = runtime
-            .block_on(black_box(agent).run("Go"))
+            .block_on(black_box(agent).run("Go").into_future())
             .expect("the run completes");
         black_box(done);
     }
@@ -88,7 +89,7 @@ fn main() {
         .with_simple_exporter(spans.clone())
         .build();
     let meter_provider = SdkMeterProvider::builder()
-        .with_reader(ManualReader::builder().build())
+        .with_reader(PeriodicReader::builder(InMemoryMetricExporter::default()).build())
         .build();
     let subscriber = tracing_subscriber::registry()
         .with(tracing_opentelemetry::layer().with_tracer(tracer_provider.tracer("bench")))

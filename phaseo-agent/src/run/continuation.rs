@@ -1,10 +1,14 @@
 //! Continuing a completed run: the conversation goes on with a new user message, under the same run
 //! id, with a fresh turn budget.
 
+use std::future::{Future, ready};
+
+use futures::future::Either;
+use tracing::Instrument;
+
 use crate::error::AgentError;
 use crate::model::message::Message;
 use crate::run::agent::Agent;
-use tracing::Instrument;
 
 use crate::run::event::Emitter;
 use crate::run::observe;
@@ -12,13 +16,14 @@ use crate::run::runner::{RunOptions, Runner, refuse};
 use crate::run::state::{RunError, RunResult, RunState, RunStatus};
 
 impl Runner {
-    pub(crate) async fn continue_run(
+    /// Not an `async fn`, for the reason `Runner::start` gives.
+    pub(crate) fn continue_run(
         agent: Agent,
         state: RunState,
         input: String,
         mut options: RunOptions,
         events: Emitter,
-    ) -> Result<RunResult, RunError> {
+    ) -> impl Future<Output = Result<RunResult, RunError>> + Send + 'static {
         let given = events.is_listening().then(|| state.clone());
         let not_completed = |state: &RunState| AgentError::NotCompleted {
             run_id: state.run_id.clone(),
@@ -26,7 +31,7 @@ impl Runner {
         };
         let mut runner = match Self::admit(agent, state, RunStatus::Completed, not_completed) {
             Ok((agent, state)) => Runner::new(agent, state, &options, events),
-            Err(error) => return Err(refuse(error, given, &events)),
+            Err(error) => return Either::Left(ready(Err(refuse(error, given, &events)))),
         };
         runner.state.output = None;
         runner.state.turn_base = runner.state.turns;
@@ -36,12 +41,6 @@ impl Runner {
         }
         runner.span = observe::run_span(runner.inner(), &runner.state, true, Some("completed"));
         let span = runner.span.clone();
-        async move {
-            runner.emit_started(true);
-            let result = runner.drive().await;
-            runner.finish(result).await
-        }
-        .instrument(span)
-        .await
+        Either::Right(runner.go_on().instrument(span))
     }
 }

@@ -16,6 +16,7 @@ use crate::run::event::{Emitter, Event};
 use crate::run::journal::{Journal, Transition};
 use crate::run::observe;
 use crate::run::state::ToolStep;
+use crate::telemetry;
 use crate::telemetry::semconv::{OUTCOME_ERROR, OUTCOME_OK, OUTCOME_TIMED_OUT};
 use crate::tool::call::Parsed;
 use crate::tool::context::ToolContext;
@@ -136,7 +137,8 @@ impl Execution<'_> {
         // If the run is dropped mid-call, the guard fires the call's cancellation token.
         let guard = ctx.cancellation_token().clone().drop_guard();
         let max_chars = inner.settings.max_output_chars_of(Some(tool));
-        let started = Instant::now();
+        // Read only when a subscriber will get the call's duration.
+        let started = telemetry::on().then(Instant::now);
         let finished = {
             let running = invoke(
                 tool,
@@ -185,7 +187,7 @@ impl Execution<'_> {
             ended,
             error,
             content,
-            Some(started.elapsed()),
+            started.map(|s| s.elapsed()),
         );
         let step_index = ctx.step_index();
         let mut outcome = Outcome {

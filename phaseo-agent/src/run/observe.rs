@@ -14,9 +14,9 @@ use crate::run::agent::AgentInner;
 use crate::run::journal::Journal;
 use crate::run::state::{Decisions, PendingKind, RunState, RunStatus};
 use crate::telemetry::context::TraceContext;
-use crate::telemetry::metric;
 use crate::telemetry::semconv::*;
 use crate::telemetry::span::{self, ChatTarget, ToolTarget};
+use crate::telemetry::{self, metric};
 
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> u64 {
@@ -142,13 +142,23 @@ impl Resumption {
 pub(crate) struct Chat<'a> {
     pub(crate) span: Span,
     inner: &'a AgentInner,
-    started: Instant,
+    /// When the request started; `None` when no subscriber listens (nothing is recorded).
+    started: Option<Instant>,
     provider: &'a str,
     request_model: &'a str,
 }
 
 impl<'a> Chat<'a> {
     pub(crate) fn open(inner: &'a AgentInner, request: &'a ModelRequest<'a>) -> Self {
+        if !telemetry::on() {
+            return Chat {
+                span: Span::none(),
+                inner,
+                started: None,
+                provider: "",
+                request_model: "",
+            };
+        }
         let info = inner.model.describe();
         let request_model = request.model.as_deref().or(info.model).unwrap_or_default();
         let span = span::chat(&ChatTarget {
@@ -173,7 +183,7 @@ impl<'a> Chat<'a> {
         Chat {
             span,
             inner,
-            started: Instant::now(),
+            started: Some(Instant::now()),
             provider: info.provider,
             request_model,
         }
@@ -191,6 +201,7 @@ impl<'a> Chat<'a> {
     }
 
     pub(crate) fn answered(self, response: &ModelResponse) {
+        let Some(started) = self.started else { return };
         let span = &self.span;
         let usage = response.usage;
         let response_model = response.model.as_deref().unwrap_or(self.request_model);
@@ -231,7 +242,7 @@ impl<'a> Chat<'a> {
                 span.record(GEN_AI_OUTPUT_MESSAGES, text);
             }
         }
-        let seconds = self.started.elapsed().as_secs_f64();
+        let seconds = started.elapsed().as_secs_f64();
         metric::operation_duration(
             seconds,
             self.provider,
@@ -251,13 +262,14 @@ impl<'a> Chat<'a> {
     }
 
     pub(crate) fn failed(self, error: &ModelError) {
+        let Some(started) = self.started else { return };
         let kind = error.kind.as_str();
         let detail = self
             .inner
             .capture
             .text("otel.status_description", || error.to_string());
         span::fail(&self.span, kind, detail.as_deref());
-        let seconds = self.started.elapsed().as_secs_f64();
+        let seconds = started.elapsed().as_secs_f64();
         metric::operation_duration(seconds, self.provider, self.request_model, "", Some(kind));
     }
 }
@@ -314,6 +326,9 @@ pub(crate) fn tool_span(
     call: &ToolCall,
     attempt: u32,
 ) -> Span {
+    if !telemetry::on() {
+        return Span::none();
+    }
     let found = tool.map(|i| &inner.tools[i]);
     let span = span::execute_tool(&ToolTarget {
         tool: &call.name,
@@ -344,6 +359,9 @@ pub(crate) fn tool_done(
     result: Option<&str>,
     ran: Option<Duration>,
 ) {
+    if !telemetry::on() {
+        return;
+    }
     let error_type = error.map(|e| e.kind().as_str());
     if !span.is_disabled() {
         span.record(PHASEO_CALL_OUTCOME, outcome);
@@ -379,6 +397,9 @@ pub(crate) fn tool_paused(
     kind: PendingKind,
     attempt: u32,
 ) {
+    if !telemetry::on() {
+        return;
+    }
     let span = tool_span(inner, tool, call, attempt);
     let outcome = match kind {
         PendingKind::OutcomeUnknown => OUTCOME_IN_DOUBT,
@@ -399,6 +420,9 @@ pub(crate) fn tool_answered(
     kind: Option<AgentErrorKind>,
     content: &str,
 ) {
+    if !telemetry::on() {
+        return;
+    }
     let error_type = kind.map(AgentErrorKind::as_str);
     if !span.is_disabled() {
         span.record(PHASEO_CALL_OUTCOME, outcome);

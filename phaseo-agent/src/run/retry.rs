@@ -1,9 +1,13 @@
 //! Retrying a failed run: the model is asked again from the failed state, and no tool runs twice.
 
+use std::future::{Future, ready};
+
+use futures::future::Either;
+use tracing::Instrument;
+
 use crate::error::AgentError;
 use crate::model::message::Message;
 use crate::run::agent::Agent;
-use tracing::Instrument;
 
 use crate::run::event::Emitter;
 use crate::run::observe;
@@ -11,12 +15,13 @@ use crate::run::runner::{RunOptions, Runner, refuse};
 use crate::run::state::{RunError, RunResult, RunState, RunStatus};
 
 impl Runner {
-    pub(crate) async fn retry(
+    /// Not an `async fn`, for the reason `Runner::start` gives.
+    pub(crate) fn retry(
         agent: Agent,
         state: RunState,
         options: RunOptions,
         events: Emitter,
-    ) -> Result<RunResult, RunError> {
+    ) -> impl Future<Output = Result<RunResult, RunError>> + Send + 'static {
         let given = events.is_listening().then(|| state.clone());
         let not_failed = |state: &RunState| AgentError::NotFailed {
             run_id: state.run_id.clone(),
@@ -24,19 +29,13 @@ impl Runner {
         };
         let mut runner = match Self::admit(agent, state, RunStatus::Failed, not_failed) {
             Ok((agent, state)) => Runner::new(agent, state, &options, events),
-            Err(error) => return Err(refuse(error, given, &events)),
+            Err(error) => return Either::Left(ready(Err(refuse(error, given, &events)))),
         };
         runner.close_failed_turn();
         runner.state.status = RunStatus::Completed;
         runner.span = observe::run_span(runner.inner(), &runner.state, true, Some("failed"));
         let span = runner.span.clone();
-        async move {
-            runner.emit_started(true);
-            let result = runner.drive().await;
-            runner.finish(result).await
-        }
-        .instrument(span)
-        .await
+        Either::Right(runner.go_on().instrument(span))
     }
 
     /// Answers every call of the last model turn that has no result in the conversation, so the

@@ -14,8 +14,10 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::decode::text::{MAX_STORED_DEPTH, TOO_DEEP_TO_STORE, deeper_than, drop_deep};
+use futures::future::Either;
 use tracing::{Instrument, Span};
+
+use crate::decode::text::{MAX_STORED_DEPTH, TOO_DEEP_TO_STORE, deeper_than, drop_deep};
 
 use crate::error::{AgentError, AgentErrorKind, ModelError, ModelErrorKind};
 use crate::model::message::{Message, ToolCall};
@@ -49,6 +51,19 @@ pub(crate) enum Answered {
     /// Its result was recorded before the process stopped: it has had its span.
     Replayed,
 }
+
+/// What a resume starts from.
+struct Resuming {
+    agent: Agent,
+    state: RunState,
+    decisions: Decisions,
+    options: RunOptions,
+    events: Emitter,
+}
+
+/// A resume taken (the runner, and the plan of each waiting call by its id), or refused (the
+/// error, and where to report it).
+type Accepted = Result<(Runner, Vec<(String, Plan)>), (AgentError, Emitter)>;
 
 /// What the runtime will do with one call of a turn.
 pub(crate) enum Plan {
@@ -115,12 +130,15 @@ impl std::fmt::Debug for dyn Journal {
 }
 
 impl Runner {
-    pub(crate) async fn start(
+    /// A new run. Not an `async fn`: what is set up here is moved into the run's future, which
+    /// runs inside the run's span, and an `async fn` would keep a second copy of it (the state
+    /// and runner it had borrowed) beside that future for the whole run.
+    pub(crate) fn start(
         agent: Agent,
         input: String,
         mut options: RunOptions,
         events: Emitter,
-    ) -> Result<RunResult, RunError> {
+    ) -> impl Future<Output = Result<RunResult, RunError>> + Send + 'static {
         let run_id = options.run_id.take().unwrap_or_else(new_run_id);
         if let Some(JournalFor(make)) = options.journal_for.take() {
             options.journal = Some(make(&run_id));
@@ -133,59 +151,85 @@ impl Runner {
         let mut runner = Runner::new(agent, state, &options, events);
         runner.span = observe::run_span(runner.inner(), &runner.state, false, None);
         let span = runner.span.clone();
-        async move {
-            // The new run's trace context is kept from its start, so a recovery after a crash
-            // links to the span that was running.
-            observe::keep_trace(&runner.span, &mut runner.state);
-            if let Some(journal) = &runner.journal {
-                let started = Transition::Started {
-                    state: &runner.state,
-                    context: &runner.context,
-                };
-                // Not recorded: the run never started, and nothing of it is kept.
-                if let Err(error) = journal.record(started).await {
-                    return Err(RunError::refused(error));
-                }
+        runner.begin().instrument(span)
+    }
+
+    /// A new run, in its span: recorded as started (when it has a journal), then driven.
+    async fn begin(mut self) -> Result<RunResult, RunError> {
+        // The new run's trace context is kept from its start, so a recovery after a crash links
+        // to the span that was running.
+        observe::keep_trace(&self.span, &mut self.state);
+        if let Some(journal) = &self.journal {
+            let started = Transition::Started {
+                state: &self.state,
+                context: &self.context,
+            };
+            // Not recorded: the run never started, and nothing of it is kept.
+            if let Err(error) = journal.record(started).await {
+                return Err(RunError::refused(error));
             }
-            runner.emit_started(false);
-            let result = runner.drive().await;
-            runner.finish(result).await
         }
-        .instrument(span)
-        .await
+        self.emit_started(false);
+        let result = self.drive().await;
+        self.finish(result).await
     }
 
-    pub(crate) async fn resume(
-        agent: Agent,
-        state: RunState,
-        decisions: Decisions,
-        options: RunOptions,
-        events: Emitter,
-    ) -> Result<RunResult, RunError> {
-        let span = observe::run_span(&agent.inner, &state, true, Some("paused"));
-        let resumption = Resumption::of(&span, &state, &decisions);
-        let resuming = Self::resume_in(agent, state, decisions, options, events, resumption);
-        resuming.instrument(span).await
+    /// A run taken up again (a retry, a continuation), in its span: driven from where it is.
+    pub(crate) async fn go_on(mut self) -> Result<RunResult, RunError> {
+        self.emit_started(true);
+        let result = self.drive().await;
+        self.finish(result).await
     }
 
-    async fn resume_in(
+    /// A paused run resumed with `decisions`. Not an `async fn`, for the reason `start` gives.
+    pub(crate) fn resume(
         agent: Agent,
         state: RunState,
         decisions: Decisions,
         mut options: RunOptions,
         events: Emitter,
-        resumption: Resumption,
-    ) -> Result<RunResult, RunError> {
+    ) -> impl Future<Output = Result<RunResult, RunError>> + Send + 'static {
+        let span = observe::run_span(&agent.inner, &state, true, Some("paused"));
+        let resumption = Resumption::of(&span, &state, &decisions);
         let deciders = std::mem::take(&mut options.deciders);
         // A listener is told of a refusal too: the stream is one `run.refused`, carrying the
-        // error and the state as it was given (still resumable). Kept only when someone listens.
-        let given = events.is_listening().then(|| state.clone());
+        // error and the state as it was given (still resumable). Kept only when someone listens,
+        // and boxed: the run's future holds it to the end.
+        let given = events.is_listening().then(|| Box::new(state.clone()));
+        let resuming = Self::resume_in(
+            Resuming {
+                agent,
+                state,
+                decisions,
+                options,
+                events,
+            },
+            resumption,
+            deciders,
+            given,
+        );
+        resuming.instrument(span)
+    }
+
+    async fn resume_in(
+        resuming: Resuming,
+        resumption: Resumption,
+        deciders: Vec<Decider>,
+        given: Option<Box<RunState>>,
+    ) -> Result<RunResult, RunError> {
+        let Resuming {
+            agent,
+            state,
+            decisions,
+            options,
+            events,
+        } = resuming;
         let (mut runner, plans) = match Self::accept(agent, state, decisions, options, events).await
         {
             Ok(accepted) => accepted,
             Err((error, events)) => {
                 observe::refused(&Span::current(), &error);
-                return Err(refuse(error, given, &events));
+                return Err(refuse(error, given.map(|state| *state), &events));
             }
         };
         runner.span = Span::current();
@@ -212,30 +256,39 @@ impl Runner {
     /// call that started and did not finish runs again only if its tool is idempotent (with the
     /// same idempotency key), and otherwise waits for a person as `outcome_unknown`; a call that
     /// never started is planned as it would have been.
-    pub(crate) async fn recover(
+    ///
+    /// Not an `async fn`, for the reason `start` gives.
+    pub(crate) fn recover(
         agent: Agent,
         state: RunState,
         in_flight: InFlight,
         decisions: Option<Decisions>,
         options: RunOptions,
         events: Emitter,
-    ) -> Result<RunResult, RunError> {
+    ) -> impl Future<Output = Result<RunResult, RunError>> + Send + 'static {
         if state.agent_id != agent.inner.id {
-            return Err(RunError::refused(AgentError::WrongAgent {
-                expected: agent.inner.id.clone(),
-                found: state.agent_id.clone(),
-            }));
+            return Either::Left(std::future::ready(Err(RunError::refused(
+                AgentError::WrongAgent {
+                    expected: agent.inner.id.clone(),
+                    found: state.agent_id.clone(),
+                },
+            ))));
         }
         let mut runner = Runner::new(agent, state, &options, events);
         runner.span = observe::run_span(runner.inner(), &runner.state, true, Some("interrupted"));
         let span = runner.span.clone();
-        async move {
-            runner.emit_started(true);
-            let result = runner.recover_turn(in_flight, decisions).await;
-            runner.finish(result).await
-        }
-        .instrument(span)
-        .await
+        Either::Right(runner.recovered(in_flight, decisions).instrument(span))
+    }
+
+    /// An interrupted run, in its span: its turn recovered, then driven.
+    async fn recovered(
+        mut self,
+        in_flight: InFlight,
+        decisions: Option<Decisions>,
+    ) -> Result<RunResult, RunError> {
+        self.emit_started(true);
+        let result = self.recover_turn(in_flight, decisions).await;
+        self.finish(result).await
     }
 
     async fn recover_turn(
@@ -368,7 +421,7 @@ impl Runner {
         decisions: Decisions,
         options: RunOptions,
         events: Emitter,
-    ) -> Result<(Runner, Vec<(String, Plan)>), (AgentError, Emitter)> {
+    ) -> Accepted {
         let not_paused = |state: &RunState| AgentError::NotPaused {
             run_id: state.run_id.clone(),
             status: format!("{:?}", state.status),
@@ -1123,11 +1176,12 @@ impl Runner {
         Ok(())
     }
 
-    /// Applies what a call changes for the rest of the run; a panicking next-turn function changes
-    /// nothing and is the tool's panic.
     /// The span of a call answered without running.
     fn answered_span(&self, step: &ToolStep, how: Answered) {
         use crate::telemetry::semconv::{OUTCOME_ERROR, OUTCOME_OK, OUTCOME_REJECTED};
+        if !crate::telemetry::on() {
+            return;
+        }
         let (outcome, kind) = match how {
             Answered::Replayed => return,
             Answered::Result => (OUTCOME_OK, None),
@@ -1159,6 +1213,8 @@ impl Runner {
             .unwrap_or_default()
     }
 
+    /// Applies what a call changes for the rest of the run; a panicking next-turn function changes
+    /// nothing and is the tool's panic.
     fn apply(&mut self, effects: Effects) -> Result<(), AgentError> {
         if let Some((index, input)) = effects.next_turn {
             let tool = &self.agent.inner.tools[index];

@@ -20,3 +20,12 @@ pub(crate) mod metric;
 pub use content::CaptureContent;
 pub use context::{MAX_TRACESTATE_BYTES, TraceContext};
 pub use metric::METRICS_TARGET;
+
+/// Whether any subscriber listens at INFO, the level of every span and metric of the crate: one
+/// relaxed atomic load. Without one, the runtime skips what only telemetry needs (reading the
+/// clock, describing the model), so that a run without a subscriber costs what it did before.
+#[inline]
+pub(crate) fn on() -> bool {
+    use tracing::level_filters::{LevelFilter, STATIC_MAX_LEVEL};
+    STATIC_MAX_LEVEL >= tracing::Level::INFO && LevelFilter::current() >= tracing::Level::INFO
+}
