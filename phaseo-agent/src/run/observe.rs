@@ -1,6 +1,10 @@
 //! What a run tells telemetry (see the `telemetry` module): its `invoke_agent` span and how it
 //! ended, each model request's `chat` span and metrics, each call's `execute_tool` span and
 //! metrics, the decisions a resume carries, pauses and the time spent waiting for people.
+//!
+//! Each entry point is `#[inline(never)]` and returns at once when no subscriber listens: the
+//! run's own functions, on its hot path, keep their size, and what they pay without a subscriber
+//! is a call and one load.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -35,6 +39,7 @@ pub(crate) struct Decider {
 
 /// The span of a run, or of one resumption of it: linked to the span the state last ran under
 /// (`link`: why this span follows it: `paused`, `failed`, `interrupted`, `completed`).
+#[inline(never)]
 pub(crate) fn run_span(
     inner: &AgentInner,
     state: &RunState,
@@ -52,6 +57,7 @@ pub(crate) fn run_span(
 
 /// Records how the run's span ended, and keeps in the state what a later span needs: this
 /// span's trace context, and when the run paused. Counts a pause.
+#[inline(never)]
 pub(crate) fn settle(
     span: &Span,
     inner: &AgentInner,
@@ -93,6 +99,7 @@ pub(crate) struct Resumption {
 }
 
 impl Resumption {
+    #[inline(never)]
     pub(crate) fn of(span: &Span, state: &RunState, decisions: &Decisions) -> Self {
         let decisions = if span.is_disabled() {
             Vec::new()
@@ -117,6 +124,7 @@ impl Resumption {
 
     /// A resumed run: how long it waited for people, and each decision as an event of its span
     /// (with who made it and when, when the store says).
+    #[inline(never)]
     pub(crate) fn accepted(self, inner: &AgentInner, deciders: &[Decider]) {
         if let Some(paused) = self.paused_at_ms {
             let waited = now_ms().saturating_sub(paused);
@@ -149,6 +157,7 @@ pub(crate) struct Chat<'a> {
 }
 
 impl<'a> Chat<'a> {
+    #[inline(never)]
     pub(crate) fn open(inner: &'a AgentInner, request: &'a ModelRequest<'a>) -> Self {
         if !telemetry::on() {
             return Chat {
@@ -190,6 +199,7 @@ impl<'a> Chat<'a> {
     }
 
     /// A retry, as an event of the request's span.
+    #[inline(never)]
     pub(crate) fn retry(&self, attempt: u32, delay: Duration, error: &ModelError) {
         let _in = self.span.enter();
         tracing::info!(
@@ -200,6 +210,7 @@ impl<'a> Chat<'a> {
         );
     }
 
+    #[inline(never)]
     pub(crate) fn answered(self, response: &ModelResponse) {
         let Some(started) = self.started else { return };
         let span = &self.span;
@@ -261,6 +272,7 @@ impl<'a> Chat<'a> {
         }
     }
 
+    #[inline(never)]
     pub(crate) fn failed(self, error: &ModelError) {
         let Some(started) = self.started else { return };
         let kind = error.kind.as_str();
@@ -320,6 +332,7 @@ fn assistant_json(text: Option<&str>, calls: &[ToolCall]) -> Value {
 
 /// The span of one call of tool `tool` (an index of the agent's tools; `None` for a tool it
 /// does not have), at `attempt`.
+#[inline(never)]
 pub(crate) fn tool_span(
     inner: &AgentInner,
     tool: Option<usize>,
@@ -350,6 +363,7 @@ pub(crate) fn tool_span(
 
 /// How a call ended, on its span and in the metrics: `outcome` (one of the `OUTCOME_*`), its
 /// error if it failed, its result text if it has one, and how long it ran if it ran.
+#[inline(never)]
 pub(crate) fn tool_done(
     inner: &AgentInner,
     span: &Span,
@@ -390,6 +404,7 @@ pub(crate) fn tool_done(
 
 /// The span of a call that waits for a person: it ends as `paused` (or `in_doubt`, for a call
 /// whose process stopped while it ran), with what it waits for.
+#[inline(never)]
 pub(crate) fn tool_paused(
     inner: &AgentInner,
     tool: Option<usize>,
@@ -412,6 +427,7 @@ pub(crate) fn tool_paused(
 }
 
 /// A call answered without running: its span ends at once, with its outcome.
+#[inline(never)]
 pub(crate) fn tool_answered(
     inner: &AgentInner,
     span: &Span,
@@ -440,6 +456,7 @@ pub(crate) fn tool_answered(
 }
 
 /// Keeps `span`'s trace context in the state (when spans go to OpenTelemetry).
+#[inline(never)]
 pub(crate) fn keep_trace(span: &Span, state: &mut RunState) {
     if !span.is_disabled() {
         if let Some(trace) = TraceContext::of(span) {
@@ -449,6 +466,7 @@ pub(crate) fn keep_trace(span: &Span, state: &mut RunState) {
 }
 
 /// A resume refused before anything ran: its span says why.
+#[inline(never)]
 pub(crate) fn refused(span: &Span, error: &AgentError) {
     if !span.is_disabled() {
         span.record(PHASEO_RUN_STATUS, "refused");
@@ -457,6 +475,7 @@ pub(crate) fn refused(span: &Span, error: &AgentError) {
 }
 
 /// The run's version in its store, once its last entry is recorded.
+#[inline(never)]
 pub(crate) fn journaled(span: &Span, journal: Option<&dyn Journal>) {
     if let Some(version) = journal.and_then(Journal::version) {
         if !span.is_disabled() {
