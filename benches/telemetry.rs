@@ -13,6 +13,10 @@
 //! (one `invoke_agent`, two `chat`) cancel out. The cost with no subscriber at all, against the
 //! code before the spans, is `run_cost`'s (`benches/dispatch_layouts`), measured in a process
 //! where no subscriber ever exists.
+//!
+//! A limit: the dispatcher made here exists for the whole process, so during the rounds without it
+//! tracing's global max level still says INFO and the runtime prepares what a span would record.
+//! The figures in `benches/README.md` come from separate processes with and without a subscriber.
 
 use std::future::IntoFuture;
 use std::hint::black_box;
