@@ -666,7 +666,7 @@ impl Inner {
             .await;
         Ok(match ended {
             Ended::Ran(result) => {
-                traced.ran(result.as_ref().map(|_| ()));
+                traced.ran(&result);
                 result.unwrap_or_else(|error| failed(&error))
             }
             Ended::Rejected(error) => {

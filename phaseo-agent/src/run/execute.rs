@@ -16,8 +16,8 @@ use crate::run::event::{Emitter, Event};
 use crate::run::journal::{Journal, Transition};
 use crate::run::observe;
 use crate::run::state::ToolStep;
-use crate::telemetry;
-use crate::telemetry::semconv::{OUTCOME_ERROR, OUTCOME_OK, OUTCOME_TIMED_OUT};
+use crate::telemetry::semconv::OUTCOME_ERROR;
+use crate::telemetry::{self, span};
 use crate::tool::call::Parsed;
 use crate::tool::context::ToolContext;
 use crate::tool::definition::{OnError, Tool};
@@ -174,11 +174,7 @@ impl Execution<'_> {
             (Ok(_), Some(event_error)) => Err(event_error),
             (result, _) => result,
         };
-        let (ended, error) = match &result {
-            Ok(_) => (OUTCOME_OK, None),
-            Err(error @ AgentError::Timeout { .. }) => (OUTCOME_TIMED_OUT, Some(error)),
-            Err(error) => (OUTCOME_ERROR, Some(error)),
-        };
+        let (ended, error) = span::ran_outcome(&result);
         let content = result.as_deref().ok();
         observe::tool_done(
             inner,

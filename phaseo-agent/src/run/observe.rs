@@ -258,7 +258,7 @@ impl<'a> Chat<'a> {
             seconds,
             self.provider,
             self.request_model,
-            response_model,
+            Some(response_model),
             None,
         );
         if let Some(usage) = usage {
@@ -282,7 +282,7 @@ impl<'a> Chat<'a> {
             .text("otel.status_description", || error.to_string());
         span::fail(&self.span, kind, detail.as_deref());
         let seconds = started.elapsed().as_secs_f64();
-        metric::operation_duration(seconds, self.provider, self.request_model, "", Some(kind));
+        metric::operation_duration(seconds, self.provider, self.request_model, None, Some(kind));
     }
 }
 

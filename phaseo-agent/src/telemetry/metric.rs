@@ -23,36 +23,26 @@ const MONOTONIC_COUNTER_PHASEO_RUN_PAUSES: &str = "monotonic_counter.phaseo.run.
 /// `monotonic_counter.phaseo.tool.calls`: the measurement field `MetricsLayer` reads.
 const MONOTONIC_COUNTER_PHASEO_TOOL_CALLS: &str = "monotonic_counter.phaseo.tool.calls";
 
-/// `gen_ai.client.operation.duration` of one model request (with its retries).
+/// `gen_ai.client.operation.duration` of one model request (with its retries). An `Option` field
+/// is recorded only when it is `Some`: a failed request has `error.type` and no response model.
 pub(crate) fn operation_duration(
     seconds: f64,
     provider: &str,
     request_model: &str,
-    response_model: &str,
+    response_model: Option<&str>,
     error_type: Option<&str>,
 ) {
-    match error_type {
-        None => tracing::event!(
-            target: METRICS_TARGET,
-            parent: None,
-            tracing::Level::INFO,
-            { HISTOGRAM_GEN_AI_CLIENT_OPERATION_DURATION } = seconds,
-            { GEN_AI_OPERATION_NAME } = CHAT,
-            { GEN_AI_PROVIDER_NAME } = provider,
-            { GEN_AI_REQUEST_MODEL } = request_model,
-            { GEN_AI_RESPONSE_MODEL } = response_model,
-        ),
-        Some(error_type) => tracing::event!(
-            target: METRICS_TARGET,
-            parent: None,
-            tracing::Level::INFO,
-            { HISTOGRAM_GEN_AI_CLIENT_OPERATION_DURATION } = seconds,
-            { GEN_AI_OPERATION_NAME } = CHAT,
-            { GEN_AI_PROVIDER_NAME } = provider,
-            { GEN_AI_REQUEST_MODEL } = request_model,
-            { ERROR_TYPE } = error_type,
-        ),
-    }
+    tracing::event!(
+        target: METRICS_TARGET,
+        parent: None,
+        tracing::Level::INFO,
+        { HISTOGRAM_GEN_AI_CLIENT_OPERATION_DURATION } = seconds,
+        { GEN_AI_OPERATION_NAME } = CHAT,
+        { GEN_AI_PROVIDER_NAME } = provider,
+        { GEN_AI_REQUEST_MODEL } = request_model,
+        { GEN_AI_RESPONSE_MODEL } = response_model,
+        { ERROR_TYPE } = error_type,
+    );
 }
 
 /// `gen_ai.client.token.usage` of one model response, once for input and once for output.
@@ -78,39 +68,20 @@ pub(crate) fn token_usage(
     }
 }
 
-/// `phaseo.tool.calls` for one call, and `phaseo.tool.call.duration` when it ran.
+/// `phaseo.tool.calls` for one call, and `phaseo.tool.call.duration` when it ran. `error.type`
+/// only on a failure (`None` is not recorded): an empty one would be a series of its own.
 pub(crate) fn tool_call(tool: &str, outcome: &str, error_type: Option<&str>, seconds: Option<f64>) {
-    // `error.type` only on a failure: an empty one would be a series of its own.
-    match error_type {
-        None => tracing::event!(
-            target: METRICS_TARGET,
-            parent: None,
-            tracing::Level::INFO,
-            { MONOTONIC_COUNTER_PHASEO_TOOL_CALLS } = 1_u64,
-            { GEN_AI_TOOL_NAME } = tool,
-            { PHASEO_CALL_OUTCOME } = outcome,
-        ),
-        Some(error_type) => tracing::event!(
-            target: METRICS_TARGET,
-            parent: None,
-            tracing::Level::INFO,
-            { MONOTONIC_COUNTER_PHASEO_TOOL_CALLS } = 1_u64,
-            { GEN_AI_TOOL_NAME } = tool,
-            { PHASEO_CALL_OUTCOME } = outcome,
-            { ERROR_TYPE } = error_type,
-        ),
-    }
-    let Some(seconds) = seconds else { return };
-    match error_type {
-        None => tracing::event!(
-            target: METRICS_TARGET,
-            parent: None,
-            tracing::Level::INFO,
-            { HISTOGRAM_PHASEO_TOOL_CALL_DURATION } = seconds,
-            { GEN_AI_TOOL_NAME } = tool,
-            { PHASEO_CALL_OUTCOME } = outcome,
-        ),
-        Some(error_type) => tracing::event!(
+    tracing::event!(
+        target: METRICS_TARGET,
+        parent: None,
+        tracing::Level::INFO,
+        { MONOTONIC_COUNTER_PHASEO_TOOL_CALLS } = 1_u64,
+        { GEN_AI_TOOL_NAME } = tool,
+        { PHASEO_CALL_OUTCOME } = outcome,
+        { ERROR_TYPE } = error_type,
+    );
+    if let Some(seconds) = seconds {
+        tracing::event!(
             target: METRICS_TARGET,
             parent: None,
             tracing::Level::INFO,
@@ -118,7 +89,7 @@ pub(crate) fn tool_call(tool: &str, outcome: &str, error_type: Option<&str>, sec
             { GEN_AI_TOOL_NAME } = tool,
             { PHASEO_CALL_OUTCOME } = outcome,
             { ERROR_TYPE } = error_type,
-        ),
+        );
     }
 }
 

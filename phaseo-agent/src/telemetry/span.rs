@@ -5,6 +5,7 @@
 use tracing::Span;
 use tracing::field::Empty;
 
+use crate::error::AgentError;
 use crate::telemetry::semconv::*;
 
 /// An unsigned count as the signed integer OpenTelemetry attributes hold: `tracing-opentelemetry`
@@ -141,6 +142,18 @@ pub(crate) fn execute_tool(target: &ToolTarget<'_>) -> Span {
 #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 pub(crate) fn execute_tool_root(target: &ToolTarget<'_>) -> Span {
     execute_tool_span!(target, parent: None,)
+}
+
+/// How a call that ran ended, as `phaseo.call.outcome` says it: `ok`, `timed_out` or `error`,
+/// with the error when it failed.
+pub(crate) fn ran_outcome<T>(
+    result: &Result<T, AgentError>,
+) -> (&'static str, Option<&AgentError>) {
+    match result {
+        Ok(_) => (OUTCOME_OK, None),
+        Err(error @ AgentError::Timeout { .. }) => (OUTCOME_TIMED_OUT, Some(error)),
+        Err(error) => (OUTCOME_ERROR, Some(error)),
+    }
 }
 
 /// Marks `span` failed: `error.type` and the span's status. The status description is the

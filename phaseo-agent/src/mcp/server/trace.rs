@@ -12,9 +12,7 @@ use tracing::Span;
 use crate::error::AgentError;
 use crate::telemetry::context::TraceContext;
 use crate::telemetry::metric;
-use crate::telemetry::semconv::{
-    OUTCOME_ERROR, OUTCOME_OK, OUTCOME_TIMED_OUT, PHASEO_CALL_OUTCOME,
-};
+use crate::telemetry::semconv::PHASEO_CALL_OUTCOME;
 use crate::telemetry::span::{self, ToolTarget};
 use crate::tool::definition::Tool;
 
@@ -61,14 +59,9 @@ impl Traced {
         metric::tool_call(&self.tool, outcome, error_type, seconds);
     }
 
-    /// The outcome of a tool's own result.
-    pub(super) fn ran(self, result: Result<(), &AgentError>) {
-        match result {
-            Ok(()) => self.ended(OUTCOME_OK, None, true),
-            Err(error @ AgentError::Timeout { .. }) => {
-                self.ended(OUTCOME_TIMED_OUT, Some(error), true);
-            }
-            Err(error) => self.ended(OUTCOME_ERROR, Some(error), true),
-        }
+    /// The outcome of the call's result (or of what failed it).
+    pub(super) fn ran<T>(self, result: &Result<T, AgentError>) {
+        let (outcome, error) = span::ran_outcome(result);
+        self.ended(outcome, error, true);
     }
 }
