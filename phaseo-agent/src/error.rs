@@ -787,3 +787,19 @@ fn mentions_context_limit(message: &str) -> bool {
         || message.contains("maximum context")
         || (message.contains("too long") && message.contains("token"))
 }
+
+/// `text`, then each cause of `error` after a colon: reqwest's (and hyper's) `Display` names only
+/// the outermost cause ("error sending request"), and the one that explains it is further down.
+#[cfg_attr(
+    not(any(feature = "openai", feature = "anthropic", feature = "otel")),
+    allow(dead_code)
+)]
+pub(crate) fn with_causes(mut text: String, error: &dyn std::error::Error) -> String {
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -17,6 +17,7 @@ use std::time::Duration;
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::error::with_causes;
 use crate::otel::error::OtelError;
 
 /// One request and where its answer goes.
@@ -175,30 +176,11 @@ async fn exchange(
 
 /// A reqwest error and its causes, without the URL (an endpoint may carry a token in its query).
 fn chain(error: &reqwest::Error) -> String {
-    let mut text = match error.url() {
-        Some(_) => {
-            let mut plain = reqwest_error_without_url(error);
-            if plain.is_empty() {
-                plain = "request failed".into();
-            }
-            plain
-        }
-        None => error.to_string(),
-    };
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-/// The error's own text without its `(for url (...))` part.
-fn reqwest_error_without_url(error: &reqwest::Error) -> String {
     let text = error.to_string();
-    match text.find(" for url (") {
-        Some(at) => text[..at].to_owned(),
-        None => text,
-    }
+    let text = match (error.url(), text.find(" for url (")) {
+        (Some(_), Some(0)) => "request failed".to_owned(),
+        (Some(_), Some(at)) => text[..at].to_owned(),
+        _ => text,
+    };
+    with_causes(text, error)
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use crate::error::{ModelError, ModelErrorKind};
+use crate::error::{ModelError, ModelErrorKind, with_causes};
 use crate::limits::{
     Limit, LimitExceeded, MAX_COST_PER_BYTE, ModelLimits, parse_budget_for, parsed_size_of,
 };
@@ -392,15 +392,7 @@ pub(crate) fn transport(error: reqwest::Error) -> ModelError {
     } else {
         ModelErrorKind::Transport
     };
-    // reqwest's Display names only the outermost cause ("error sending request"): add the rest.
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(&error);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    ModelError::new(kind, message)
+    ModelError::new(kind, with_causes(error.to_string(), &error))
 }
 
 /// The provider's message in an error body: `error.message` (OpenAI, Anthropic and most

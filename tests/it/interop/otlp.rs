@@ -49,6 +49,27 @@ pub(super) fn run_spans(run_id: &str) -> Vec<Value> {
         .collect()
 }
 
+/// A received `chat` span: CLIENT, of `provider`, with its input and output token counts as
+/// integers above 0.
+pub(super) fn assert_chat_span(chat: &Value, provider: &str) {
+    assert_eq!(chat["kind"], "SPAN_KIND_CLIENT");
+    assert_eq!(
+        attr(chat, semconv::GEN_AI_PROVIDER_NAME),
+        &json!({"string": provider})
+    );
+    for key in [
+        semconv::GEN_AI_USAGE_INPUT_TOKENS,
+        semconv::GEN_AI_USAGE_OUTPUT_TOKENS,
+    ] {
+        let count = attr(chat, key)["int"].as_i64();
+        assert!(
+            count.is_some_and(|n| n > 0),
+            "{key} is an integer above 0: {}",
+            attr(chat, key)
+        );
+    }
+}
+
 /// An attribute as the receiver decoded it: `{"int": 3}`, `{"string": "x"}`, ...
 pub(super) fn attr<'a>(span: &'a Value, key: &str) -> &'a Value {
     &span["attributes"][key]
@@ -143,26 +164,11 @@ fn the_example_exports_a_paused_run_linked_to_its_resumption() {
     let chats = named(&spans, "chat scripted");
     assert_eq!(chats.len(), 3, "{names:?}");
     for chat in &chats {
-        assert_eq!(chat["kind"], "SPAN_KIND_CLIENT");
         assert!(
             runs.iter().any(|r| r["span_id"] == chat["parent_span_id"]),
             "a chat span under a run's span"
         );
-        assert_eq!(
-            attr(chat, semconv::GEN_AI_PROVIDER_NAME),
-            &json!({"string": "scripted"})
-        );
-        for key in [
-            semconv::GEN_AI_USAGE_INPUT_TOKENS,
-            semconv::GEN_AI_USAGE_OUTPUT_TOKENS,
-        ] {
-            let count = attr(chat, key)["int"].as_i64();
-            assert!(
-                count.is_some_and(|n| n > 0),
-                "{key} is an integer: {}",
-                attr(chat, key)
-            );
-        }
+        assert_chat_span(chat, "scripted");
     }
     assert_eq!(
         attr(chats[0], semconv::GEN_AI_USAGE_INPUT_TOKENS),
