@@ -1,22 +1,20 @@
 //! What the runtime's spans and metrics cost: an agent run with 1 and with 10 tool calls in one
 //! turn, with no subscriber and with the subscriber a user of the `otel` feature installs
 //! (tracing-opentelemetry's span layer over the SDK's tracer, spans exported to memory and
-//! dropped, and its metrics layer over an SDK meter provider), measured in turn, round after
-//! round, so both sides of each difference see the same load.
+//! dropped, and its metrics layer over an SDK meter provider).
 //!
 //! ```text
 //! cargo bench --bench telemetry --features otel
 //! ```
 //!
-//! Prints the median time of each variant and the cost per tool call the subscriber adds:
+//! Each variant runs in a process of its own (this binary, started again with `--child`): a
+//! `tracing` dispatcher anywhere in a process raises tracing's global max level, so a variant
+//! "without a subscriber" in the same process as one with it would still pay for what a span
+//! records. The four variants alternate, round after round, so each difference sees the same
+//! load. Prints the median time of each and the cost per tool call the subscriber adds:
 //! `((with 10 - without 10) - (with 1 - without 1)) / 9`, the slope, so the run's own spans
 //! (one `invoke_agent`, two `chat`) cancel out. The cost with no subscriber at all, against the
-//! code before the spans, is `run_cost`'s (`benches/dispatch_layouts`), measured in a process
-//! where no subscriber ever exists.
-//!
-//! A limit: the dispatcher made here exists for the whole process, so during the rounds without it
-//! tracing's global max level still says INFO and the runtime prepares what a span would record.
-//! The figures in `benches/README.md` come from separate processes with and without a subscriber.
+//! code before the spans, is `run_cost`'s (`benches/dispatch_layouts`).
 
 use std::future::IntoFuture;
 use std::hint::black_box;
@@ -80,14 +78,14 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-fn main() {
-    const ROUNDS: usize = 300;
-    const RUNS: u32 = 20;
+/// One variant, in this process: `calls` calls per run, with the subscriber or not; prints the
+/// median seconds per run over `batches` batches of `RUNS` runs.
+fn child(calls: usize, traced: bool, batches: usize) {
+    const RUNS: u32 = 50;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a runtime");
-    let (one, ten) = (agent(1), agent(10));
-
+    let agent = agent(calls);
     let spans = InMemorySpanExporter::default();
     let tracer_provider = SdkTracerProvider::builder()
         .with_simple_exporter(spans.clone())
@@ -95,26 +93,67 @@ fn main() {
     let meter_provider = SdkMeterProvider::builder()
         .with_reader(PeriodicReader::builder(InMemoryMetricExporter::default()).build())
         .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(tracer_provider.tracer("bench")))
-        .with(tracing_opentelemetry::MetricsLayer::new(
-            meter_provider.clone(),
-        ));
-    let dispatch = tracing::Dispatch::new(subscriber);
+    if traced {
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_opentelemetry::layer().with_tracer(tracer_provider.tracer("bench")))
+            .with(tracing_opentelemetry::MetricsLayer::new(
+                meter_provider.clone(),
+            ));
+        tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
+    }
+    per_run(&runtime, &agent, RUNS);
+    let samples = (0..batches)
+        .map(|_| {
+            let seconds = per_run(&runtime, &agent, RUNS);
+            spans.reset();
+            seconds
+        })
+        .collect();
+    println!("{}", median(samples));
+}
 
+/// Runs one variant in a child process and reads its median.
+fn measure(calls: usize, traced: bool, batches: usize) -> f64 {
+    let exe = std::env::current_exe().expect("this binary");
+    let output = std::process::Command::new(exe)
+        .args([
+            "--child",
+            &calls.to_string(),
+            if traced { "on" } else { "off" },
+            &batches.to_string(),
+        ])
+        .output()
+        .expect("the child runs");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .parse()
+        .expect("the child prints seconds per run")
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--child") {
+        let arg = |i: usize| args[at + i].as_str();
+        child(
+            arg(1).parse().unwrap(),
+            arg(2) == "on",
+            arg(3).parse().unwrap(),
+        );
+        return;
+    }
+    const ROUNDS: usize = 15;
+    const BATCHES: usize = 40;
     let mut samples: [Vec<f64>; 4] = Default::default();
     for _ in 0..ROUNDS {
-        samples[0].push(per_run(&runtime, &one, RUNS));
-        samples[1].push(per_run(&runtime, &ten, RUNS));
-        tracing::dispatcher::with_default(&dispatch, || {
-            samples[2].push(per_run(&runtime, &one, RUNS));
-            samples[3].push(per_run(&runtime, &ten, RUNS));
-        });
-        spans.reset();
+        samples[0].push(measure(1, false, BATCHES));
+        samples[1].push(measure(10, false, BATCHES));
+        samples[2].push(measure(1, true, BATCHES));
+        samples[3].push(measure(10, true, BATCHES));
     }
     let [bare1, bare10, traced1, traced10] = samples.map(median);
     let micros = |s: f64| s * 1e6;
-    println!("telemetry, {ROUNDS} rounds of {RUNS} runs, medians:");
+    println!("telemetry, {ROUNDS} rounds of a process per variant, medians:");
     println!(
         "  1 call:   no subscriber {:8.1} µs, with spans and metrics {:8.1} µs ({:.2}x)",
         micros(bare1),
