@@ -460,7 +460,7 @@ pub(crate) fn tool_answered(
 pub(crate) fn keep_trace(span: &Span, state: &mut RunState) {
     if !span.is_disabled() {
         if let Some(trace) = TraceContext::of(span) {
-            state.trace = Some(trace);
+            state.trace = Some(Box::new(trace));
         }
     }
 }

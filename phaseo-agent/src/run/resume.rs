@@ -134,7 +134,7 @@ impl Runner {
                     true,
                     Some(index),
                 ),
-                error: Some(format!("Rejected by a person: {message}")),
+                error: Some(format!("Rejected by a person: {message}").into_boxed_str()),
                 // A rejected call produced nothing: no next-turn override.
                 effects: Effects::default(),
                 how: Answered::Rejected,

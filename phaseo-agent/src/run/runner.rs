@@ -72,7 +72,9 @@ pub(crate) enum Plan {
     /// the answer changes for the rest of the run.
     Done {
         step: ToolStep,
-        error: Option<String>,
+        /// Boxed, not a `String`: a plan then fits the buffer the turn's calls are collected into
+        /// in place, with no reallocation.
+        error: Option<Box<str>>,
         effects: Effects,
         /// How it was answered, for its span.
         how: Answered,
@@ -379,7 +381,7 @@ impl Runner {
             };
             return Some(Plan::Done {
                 step: finished.step.clone(),
-                error: finished.step.error.clone(),
+                error: finished.step.error.as_deref().map(Box::from),
                 effects,
                 how: Answered::Replayed,
             });
@@ -996,7 +998,7 @@ impl Runner {
             OnError::FailRun => Err(error),
             OnError::ReturnToModel => Ok(Plan::Done {
                 step: self.done_step(step_index, call, error.content(), true, None),
-                error: Some(error.to_string()),
+                error: Some(error.to_string().into_boxed_str()),
                 effects: Effects::default(),
                 how: Answered::Refused(error.kind()),
             }),
@@ -1051,7 +1053,7 @@ impl Runner {
                     how,
                 } => {
                     self.answered_span(&step, how);
-                    step.error.clone_from(&error);
+                    step.error = error.as_deref().map(String::from);
                     if !done.is_empty() {
                         effects.push((slot, done));
                     }
@@ -1059,7 +1061,7 @@ impl Runner {
                         Some(error) => Event::ToolError {
                             call_id: step.call_id.clone(),
                             tool: step.tool.clone(),
-                            error,
+                            error: error.into_string(),
                             content: Some(step.content.clone()),
                         },
                         None => Event::ToolResult {

@@ -754,7 +754,7 @@ pub struct RunState {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "lenient_trace"
     )]
-    pub(crate) trace: Option<TraceContext>,
+    pub(crate) trace: Option<Box<TraceContext>>,
     /// When the run paused to wait for people (milliseconds since the Unix epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) paused_at_ms: Option<u64>,
@@ -789,7 +789,7 @@ struct StateV1 {
     #[serde(default)]
     usage: Usage,
     #[serde(default, deserialize_with = "lenient_trace")]
-    trace: Option<TraceContext>,
+    trace: Option<Box<TraceContext>>,
     #[serde(default)]
     paused_at_ms: Option<u64>,
     #[serde(default)]
@@ -800,12 +800,12 @@ struct StateV1 {
 /// not is dropped rather than refusing the run: it is telemetry, not the run's data.
 fn lenient_trace<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
-) -> Result<Option<TraceContext>, D::Error> {
+) -> Result<Option<Box<TraceContext>>, D::Error> {
     // Any value reads; only a well-formed one is kept.
     let raw = Option::<Value>::deserialize(deserializer)?;
     Ok(raw.and_then(|raw| {
         let parent = raw.get("traceparent")?.as_str()?;
-        TraceContext::parse(parent, raw.get("tracestate").and_then(Value::as_str))
+        TraceContext::parse(parent, raw.get("tracestate").and_then(Value::as_str)).map(Box::new)
     }))
 }
 
@@ -920,7 +920,7 @@ impl RunState {
     /// next (a resume, a retry, a recovery, a continuation) links to it. See
     /// [`telemetry`](crate::telemetry).
     pub fn trace_context(&self) -> Option<&TraceContext> {
-        self.trace.as_ref()
+        self.trace.as_deref()
     }
 
     /// When the run paused to wait for people, in milliseconds since the Unix epoch (`None`

@@ -94,7 +94,7 @@ pub(crate) enum Set {
     ApprovedTools(BTreeSet<String>),
     Output(Option<String>),
     Usage(Usage),
-    Trace(Option<TraceContext>),
+    Trace(Option<Box<TraceContext>>),
     PausedAt(Option<u64>),
     Signature(Option<String>),
 }
