@@ -344,6 +344,32 @@ pub enum StoreError {
         /// The setting that holds the bound: `max_row_bytes` or `max_load_bytes`.
         setting: &'static str,
     },
+    /// A worker's write was refused because its lease on the run is over: it expired (the
+    /// worker was paused, cut off or slow past [`Worker::lease`](crate::store::Worker::lease)) or
+    /// another worker took the run. Nothing was written; the worker stops the run at once.
+    ///
+    /// ```
+    /// use phaseo_agent::StoreError;
+    ///
+    /// let lost = StoreError::LeaseLost { run_id: "run_1".into(), token: 3 };
+    /// assert!(lost.to_string().contains("lease 3 on run `run_1` is over"));
+    /// ```
+    #[error(
+        "The lease {token} on run `{run_id}` is over (expired, or another worker took the run); nothing was written"
+    )]
+    LeaseLost {
+        /// The run.
+        run_id: String,
+        /// The lease's fencing token.
+        token: u64,
+    },
+    /// The store does not do this (a [`RunStore`](crate::store::RunStore) of your own that
+    /// implements no queue, say).
+    #[error("The run store does not support {operation}")]
+    Unsupported {
+        /// What was asked: `queued runs`, say.
+        operation: &'static str,
+    },
     /// The database failed (unreachable, a constraint, an I/O error), with the driver's message.
     #[error("Run store error: {0}")]
     Database(String),

@@ -164,7 +164,7 @@ async fn main_async(args: Vec<String>) -> Result<(), AgentError> {
                 let stored = runs.load(run_id).await?;
                 let result = match stored.status {
                     StoredStatus::Running => durable.recover(run_id).await,
-                    StoredStatus::Paused | StoredStatus::InDoubt => {
+                    StoredStatus::Paused | StoredStatus::InDoubt | StoredStatus::Ready => {
                         let decisions = decisions_for(run_id, stored.state.pending());
                         durable
                             .resume(run_id, stored.version, decisions, "ops")

@@ -66,3 +66,4 @@ mod telemetry;
 mod timeouts;
 mod tool_reports;
 mod validators;
+mod workers;

@@ -58,6 +58,7 @@ fn append(run_id: &str, expected: u64, count: u64) -> Append {
         pending: None,
         decisions: Vec::new(),
         at_ms: T0 + 1,
+        fence: None,
     }
 }
 

@@ -49,8 +49,9 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::telemetry::semconv::{
-    GEN_AI_CLIENT_OPERATION_DURATION, GEN_AI_CLIENT_TOKEN_USAGE, OPERATION_DURATION_BUCKETS,
-    PHASEO_RUN_WAIT_DURATION, PHASEO_TOOL_CALL_DURATION, TOKEN_USAGE_BUCKETS,
+    CLAIM_WAIT_BUCKETS, GEN_AI_CLIENT_OPERATION_DURATION, GEN_AI_CLIENT_TOKEN_USAGE,
+    OPERATION_DURATION_BUCKETS, PHASEO_RUN_WAIT_DURATION, PHASEO_TOOL_CALL_DURATION,
+    PHASEO_WORKER_CLAIM_WAIT, PHASEO_WORKER_RUN_DURATION, TOKEN_USAGE_BUCKETS,
     WAIT_DURATION_BUCKETS,
 };
 
@@ -580,6 +581,12 @@ pub fn view(instrument: &Instrument) -> Option<Stream> {
             "s",
             "Time a paused run waited for people.",
         ),
+        PHASEO_WORKER_CLAIM_WAIT => (
+            &CLAIM_WAIT_BUCKETS,
+            "s",
+            "Time a queued run waited for a worker to take it.",
+        ),
+        PHASEO_WORKER_RUN_DURATION => (&WAIT_DURATION_BUCKETS, "s", "Time a worker held a run."),
         _ => return None,
     };
     Stream::builder()

@@ -1362,7 +1362,7 @@ fn sign(key: Option<&[u8]>, state: &mut RunState) {
     }
 }
 
-fn new_run_id() -> String {
+pub(crate) fn new_run_id() -> String {
     use std::fmt::Write;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     // Nanoseconds fit a `u64` until the year 2554, and a `u64` formats much faster than a `u128`.

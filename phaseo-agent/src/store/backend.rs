@@ -17,10 +17,14 @@ use crate::error::StoreError;
 /// assert_eq!(StoredStatus::parse("paused"), Some(StoredStatus::Paused));
 /// assert!(StoredStatus::Paused.is_kept());
 /// assert!(!StoredStatus::Completed.is_kept());
+/// assert!(StoredStatus::Ready.is_kept());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StoredStatus {
+    /// A queued run that waits for a worker to take it: just enqueued, or every call it waited
+    /// for is decided (see [`Runs::enqueue`](crate::store::Runs::enqueue)).
+    Ready,
     /// A process is running it, or one was when it stopped (recovery takes it).
     Running,
     /// It waits for people's decisions.
@@ -34,9 +38,10 @@ pub enum StoredStatus {
 }
 
 impl StoredStatus {
-    /// The status as stored: `running`, `paused`, `in_doubt`, `completed` or `failed`.
+    /// The status as stored: `ready`, `running`, `paused`, `in_doubt`, `completed` or `failed`.
     pub fn as_str(self) -> &'static str {
         match self {
+            StoredStatus::Ready => "ready",
             StoredStatus::Running => "running",
             StoredStatus::Paused => "paused",
             StoredStatus::InDoubt => "in_doubt",
@@ -48,6 +53,7 @@ impl StoredStatus {
     /// The status stored as `text`, if it is one.
     pub fn parse(text: &str) -> Option<Self> {
         Some(match text {
+            "ready" => StoredStatus::Ready,
             "running" => StoredStatus::Running,
             "paused" => StoredStatus::Paused,
             "in_doubt" => StoredStatus::InDoubt,
@@ -179,6 +185,12 @@ pub struct Append {
     pub decisions: Vec<DecisionRow>,
     /// When, in milliseconds since the Unix epoch.
     pub at_ms: i64,
+    /// A worker's write: the fencing token of its lease on the run ([`Lease::token`]). The write
+    /// is applied only while the run's lease has this token and has not expired by the
+    /// database's clock, else [`StoreError::LeaseLost`] and nothing is written. A write that
+    /// leaves the run in any status but `running` ends the lease. `None`: a write outside any
+    /// lease (a decision, a resume in the application's process), checked by version alone.
+    pub fence: Option<u64>,
 }
 
 /// A run as stored: what loading it reads.
@@ -354,6 +366,78 @@ impl Default for ReadLimits {
     }
 }
 
+/// What a worker asks of [`RunStore::claim`]: up to `limit` runs of these agents, each held with a
+/// lease of `lease_ms` milliseconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimRequest {
+    /// The agents the worker serves (their ids).
+    pub agents: Vec<String>,
+    /// The worker's name, stored with the lease (for people reading the table).
+    pub worker: String,
+    /// How long the lease lasts unless renewed, by the database's clock.
+    pub lease_ms: u64,
+    /// At most this many runs.
+    pub limit: usize,
+}
+
+/// A run taken by a worker: what it was, and the lease it is held with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The run.
+    pub run_id: String,
+    /// Its agent.
+    pub agent_id: String,
+    /// The fencing token: every write under this lease names it ([`Append::fence`]). Tokens of a
+    /// run only grow, so a write of an older lease is refused once a newer one was given.
+    pub token: u64,
+    /// Its status when taken: [`Ready`](StoredStatus::Ready) (enqueued, or its decisions are
+    /// complete), or [`Running`](StoredStatus::Running) (its last worker's lease expired).
+    pub status: StoredStatus,
+    /// Its version when taken.
+    pub version: u64,
+    /// How long it waited to be taken, in milliseconds: since it became ready, or since its
+    /// last worker's lease expired.
+    pub waited_ms: u64,
+}
+
+/// What [`RunStore::claim`] took, and when the next run of those agents may become ready.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Claimed {
+    /// The runs taken, oldest ready first.
+    pub leases: Vec<Lease>,
+    /// In how many milliseconds the earliest lease of those agents held by anyone expires, if
+    /// one is held: a worker with room to spare looks again then (a run whose worker died becomes
+    /// ready when its lease expires, and nothing announces that).
+    pub next_expiry_ms: Option<u64>,
+}
+
+/// How many runs of one agent are in each state, and how long the oldest ready one has waited:
+/// [`RunStore::queue_counts`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueCounts {
+    /// The agent.
+    pub agent_id: String,
+    /// Ready for a worker: enqueued, decided, or held by a lease that expired.
+    pub ready: u64,
+    /// Running: held by a live lease, or running in an application's own process.
+    pub running: u64,
+    /// Waiting for people's decisions.
+    pub paused: u64,
+    /// Waiting for a person after a crash left a call's outcome unknown.
+    pub in_doubt: u64,
+    /// Failed.
+    pub failed: u64,
+    /// Completed.
+    pub completed: u64,
+    /// How long the run that has been ready longest has waited, in milliseconds.
+    pub oldest_ready_ms: Option<u64>,
+}
+
+/// A stream that yields whenever a run may have become ready ([`RunStore::wakeups`]): a worker
+/// waits on it instead of polling. It may yield when nothing is ready (a claim then takes
+/// nothing); it ends, or yields an error, when the store's connection to the database is lost.
+pub type Wakeups = futures::stream::BoxStream<'static, Result<(), StoreError>>;
+
 /// A database that keeps runs: the rows, and the compare-and-swap on a run's version that makes a
 /// resume, a recovery or a decision happen once.
 ///
@@ -394,4 +478,117 @@ pub trait RunStore: Send + Sync + 'static {
     /// and pending rows; the audit log is kept). Never a run in any other status. Returns how many
     /// runs were deleted.
     fn prune(&self, before_ms: i64) -> BoxFuture<'_, Result<u64, StoreError>>;
+
+    /// Stores a new run that workers take: as [`create`](Self::create), with `run.status`
+    /// [`Ready`](StoredStatus::Ready), and the run marked as queued. Workers waiting on
+    /// [`wakeups`](Self::wakeups) are told when it commits.
+    ///
+    /// A queued run becomes ready again by itself, in the transaction that makes it so: an
+    /// [`append`](Self::append) that leaves it `paused` or `in_doubt` with a non-empty list of
+    /// waiting calls, every one of them decided, stores it as `ready` instead (the last
+    /// decision hands it to a worker); and a run whose lease expired is taken by the next
+    /// [`claim`](Self::claim).
+    ///
+    /// The default refuses with [`StoreError::Unsupported`]: a store of your own that keeps no
+    /// queue cannot serve workers. One that does must also honour [`Append::fence`].
+    fn enqueue(&self, run: NewRun) -> BoxFuture<'_, Result<(), StoreError>> {
+        let _ = run;
+        Box::pin(async { Err(unsupported()) })
+    }
+
+    /// Takes up to `request.limit` runs of `request.agents` that are ready, or whose lease
+    /// expired, oldest first, each with a new lease whose token is larger than any before it
+    /// on that run. Runs held by another worker's live lease are skipped without waiting
+    /// (PostgreSQL: `FOR UPDATE SKIP LOCKED`), so workers never take the same run at once.
+    fn claim<'a>(
+        &'a self,
+        request: &'a ClaimRequest,
+    ) -> BoxFuture<'a, Result<Claimed, StoreError>> {
+        let _ = request;
+        Box::pin(async { Err(unsupported()) })
+    }
+
+    /// Extends a live lease to `lease_ms` from now (the database's clock).
+    /// [`StoreError::LeaseLost`] if it expired or the run was taken by another lease since.
+    fn renew<'a>(
+        &'a self,
+        lease: &'a Lease,
+        lease_ms: u64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = (lease, lease_ms);
+        Box::pin(async { Err(unsupported()) })
+    }
+
+    /// Ends a lease now, so that another worker may take the run at once (a worker draining on
+    /// shutdown). Nothing happens if the lease is already over.
+    fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = lease;
+        Box::pin(async { Err(unsupported()) })
+    }
+
+    /// A stream that yields when a run may have become ready (enqueued, or decided), for any
+    /// agent: PostgreSQL's `LISTEN`, so it hears every process; the embedded stores hear this
+    /// process only.
+    fn wakeups(&self) -> BoxFuture<'_, Result<Wakeups, StoreError>> {
+        Box::pin(async { Err(unsupported()) })
+    }
+
+    /// How many runs of each agent are in each state, and how long ready runs have waited.
+    fn queue_counts(&self) -> BoxFuture<'_, Result<Vec<QueueCounts>, StoreError>> {
+        Box::pin(async { Err(unsupported()) })
+    }
+}
+
+fn unsupported() -> StoreError {
+    StoreError::Unsupported {
+        operation: "queued runs",
+    }
+}
+
+/// Whether an append leaves a queued run ready: it waits for calls, and every one is decided.
+pub(crate) fn hands_over(append: &Append) -> bool {
+    matches!(append.status, StoredStatus::Paused | StoredStatus::InDoubt)
+        && append
+            .pending
+            .as_ref()
+            .is_some_and(|p| !p.is_empty() && p.iter().all(|row| row.decision.is_some()))
+}
+
+/// How the embedded stores tell this process's workers that a run may be ready: a counter that
+/// moves on at each enqueue or hand-over, which every waiting worker sees (a `watch` channel
+/// keeps the latest change, so a worker busy when it rang still sees it).
+#[derive(Debug)]
+pub(crate) struct Bell(tokio::sync::watch::Sender<u64>);
+
+impl Default for Bell {
+    fn default() -> Self {
+        Bell(tokio::sync::watch::Sender::new(0))
+    }
+}
+
+impl Bell {
+    pub(crate) fn ring(&self) {
+        self.0.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    pub(crate) fn wakeups(&self) -> Wakeups {
+        let mut rx = self.0.subscribe();
+        rx.mark_unchanged();
+        Box::pin(futures::stream::unfold(rx, |mut rx| async move {
+            rx.changed().await.ok()?;
+            Some((Ok(()), rx))
+        }))
+    }
+}
+
+/// The time now, in milliseconds since the Unix epoch (the embedded stores' clock for leases).
+pub(crate) fn clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// A lease's length as stored (milliseconds, bounded so that adding it to a time cannot overflow).
+pub(crate) fn lease_ms(ms: u64) -> i64 {
+    i64::try_from(ms.min(365 * 24 * 3_600_000)).unwrap_or(i64::MAX)
 }

@@ -386,6 +386,25 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 
 /// The chain's checksum after an entry: it covers the one before, so an entry edited, dropped or
 /// moved is found on load.
+/// The first entry of a new run (version 1), as stored: what an enqueue writes, the run not yet
+/// begun.
+pub(crate) fn first_row(state: &RunState) -> Result<JournalRow, StoreError> {
+    let entry = Entry::Started {
+        state: Box::new(state.clone()),
+    };
+    let kind = entry.kind();
+    let body = serde_json::to_string(&entry)
+        .map_err(|e| StoreError::Database(format!("encoding an entry: {e}")))?;
+    let digest = chain("", 1, kind, &body);
+    Ok(JournalRow {
+        version: 1,
+        kind: kind.to_owned(),
+        format: FORMAT,
+        body,
+        digest,
+    })
+}
+
 fn chain(previous: &str, version: u64, kind: &str, body: &str) -> String {
     let mut hash = Sha256::new();
     for part in [previous.as_bytes(), kind.as_bytes(), body.as_bytes()] {
@@ -588,6 +607,8 @@ pub(crate) struct StoreJournal {
     agent_id: String,
     snapshot_every: u32,
     shadow: tokio::sync::Mutex<Shadow>,
+    /// A worker's journal: the fencing token of its lease, named by every write.
+    fence: Option<u64>,
 }
 
 impl StoreJournal {
@@ -610,6 +631,7 @@ impl StoreJournal {
                 since_snapshot: 0,
                 broken: false,
             }),
+            fence: None,
         }
     }
 
@@ -634,7 +656,14 @@ impl StoreJournal {
                 since_snapshot: 0,
                 broken: false,
             }),
+            fence: None,
         }
+    }
+
+    /// The same journal, its writes made under a worker's lease (see [`Append::fence`]).
+    pub(crate) fn fenced(mut self, token: u64) -> Self {
+        self.fence = Some(token);
+        self
     }
 
     /// Writes `entry` as the run's next version, with `extra`, and applies it to the journal's
@@ -707,6 +736,7 @@ impl StoreJournal {
                         pending: extra.pending,
                         decisions: extra.decisions,
                         at_ms,
+                        fence: self.fence,
                     })
                     .await;
                 appended.map(|()| {

@@ -7,8 +7,9 @@ use futures::future::BoxFuture;
 
 use crate::error::StoreError;
 use crate::store::backend::{
-    Append, AuditFilter, DecisionRow, JournalRow, LoadedRun, NewRun, Page, PendingFilter,
-    PendingRow, RunFilter, RunStore, RunSummary, SnapshotRow, StoredStatus,
+    Append, AuditFilter, Bell, ClaimRequest, Claimed, DecisionRow, JournalRow, Lease, LoadedRun,
+    NewRun, Page, PendingFilter, PendingRow, QueueCounts, RunFilter, RunStore, RunSummary,
+    SnapshotRow, StoredStatus, Wakeups, clock_ms, hands_over, lease_ms,
 };
 
 /// A run store in memory: what the databases do, for tests and examples, lost when the process
@@ -23,6 +24,7 @@ use crate::store::backend::{
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     inner: Mutex<Tables>,
+    bell: Bell,
 }
 
 #[derive(Debug, Default)]
@@ -41,6 +43,36 @@ struct Run {
     snapshot: Option<SnapshotRow>,
     rows: Vec<JournalRow>,
     pending: Vec<PendingRow>,
+    /// Served by workers (enqueued).
+    queued: bool,
+    /// Since when it is ready, while it is.
+    ready_ms: Option<i64>,
+    /// The last lease's token (0: never leased), and until when it holds (`None`: it ended).
+    lease_token: u64,
+    lease_until_ms: Option<i64>,
+}
+
+impl Run {
+    /// Whether a claim may take it at `now`: ready and not held, or running under an expired
+    /// lease.
+    fn claimable(&self, now: i64) -> bool {
+        let held = self.lease_until_ms.is_some_and(|until| until > now);
+        self.queued
+            && !held
+            && match self.status {
+                StoredStatus::Ready => true,
+                StoredStatus::Running => self.lease_until_ms.is_some(),
+                _ => false,
+            }
+    }
+
+    /// Since when it has waited for a worker.
+    fn waiting_since(&self) -> Option<i64> {
+        match self.status {
+            StoredStatus::Ready => self.ready_ms,
+            _ => self.lease_until_ms,
+        }
+    }
 }
 
 impl MemoryStore {
@@ -83,6 +115,10 @@ impl RunStore for MemoryStore {
                     snapshot: None,
                     rows: vec![run.row],
                     pending: run.pending,
+                    queued: false,
+                    ready_ms: None,
+                    lease_token: 0,
+                    lease_until_ms: None,
                 },
             );
             Ok(())
@@ -105,6 +141,17 @@ impl RunStore for MemoryStore {
                     found: run.version,
                 });
             }
+            let now = clock_ms();
+            if let Some(token) = append.fence {
+                let live = run.lease_until_ms.is_some_and(|until| until > now);
+                if run.lease_token != token || !live {
+                    return Err(StoreError::LeaseLost {
+                        run_id: append.run_id,
+                        token,
+                    });
+                }
+            }
+            let ready = run.queued && hands_over(&append);
             let mut version = run.version;
             for row in &append.rows {
                 if row.version != version + 1 {
@@ -117,7 +164,17 @@ impl RunStore for MemoryStore {
             }
             run.version = version;
             run.rows.extend(append.rows);
-            run.status = append.status;
+            run.status = if ready {
+                StoredStatus::Ready
+            } else {
+                append.status
+            };
+            run.ready_ms = ready.then_some(now);
+            // A write outside a lease (a resume in the application's process) ends any lease, so
+            // no worker takes the run from under it; so does any status but running.
+            if append.fence.is_none() || run.status != StoredStatus::Running {
+                run.lease_until_ms = None;
+            }
             run.updated_ms = append.at_ms;
             if let Some(snapshot) = append.snapshot {
                 run.snapshot = Some(snapshot);
@@ -126,9 +183,12 @@ impl RunStore for MemoryStore {
                 run.pending = pending;
             }
             tables.audit.extend(append.decisions);
-            Ok(())
+            Ok(ready)
         })();
-        Box::pin(async move { result })
+        if let Ok(true) = result {
+            self.bell.ring();
+        }
+        Box::pin(async move { result.map(drop) })
     }
 
     fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<LoadedRun, StoreError>> {
@@ -231,5 +291,159 @@ impl RunStore for MemoryStore {
             .retain(|_, r| r.status.is_kept() || r.updated_ms >= before_ms);
         let pruned = (before - tables.runs.len()) as u64;
         Box::pin(async move { Ok(pruned) })
+    }
+
+    fn enqueue(&self, run: NewRun) -> BoxFuture<'_, Result<(), StoreError>> {
+        let result = (|| {
+            let mut tables = self.tables();
+            if tables.runs.contains_key(&run.run_id) {
+                return Err(StoreError::AlreadyExists { run_id: run.run_id });
+            }
+            let now = clock_ms();
+            tables.runs.insert(
+                run.run_id,
+                Run {
+                    agent_id: run.agent_id,
+                    status: StoredStatus::Ready,
+                    version: run.row.version,
+                    created_ms: run.at_ms,
+                    updated_ms: run.at_ms,
+                    snapshot: None,
+                    rows: vec![run.row],
+                    pending: run.pending,
+                    queued: true,
+                    ready_ms: Some(now),
+                    lease_token: 0,
+                    lease_until_ms: None,
+                },
+            );
+            Ok(())
+        })();
+        if result.is_ok() {
+            self.bell.ring();
+        }
+        Box::pin(async move { result })
+    }
+
+    fn claim<'a>(
+        &'a self,
+        request: &'a ClaimRequest,
+    ) -> BoxFuture<'a, Result<Claimed, StoreError>> {
+        let mut tables = self.tables();
+        let now = clock_ms();
+        let served = |run: &Run| request.agents.iter().any(|a| a == &run.agent_id);
+        let mut ready: Vec<(i64, String)> = tables
+            .runs
+            .iter()
+            .filter(|(_, run)| served(run) && run.claimable(now))
+            .map(|(id, run)| (run.waiting_since().unwrap_or(now), id.clone()))
+            .collect();
+        ready.sort();
+        let mut leases = Vec::new();
+        for (since, run_id) in ready.into_iter().take(request.limit) {
+            let Some(run) = tables.runs.get_mut(&run_id) else {
+                continue;
+            };
+            run.lease_token += 1;
+            run.lease_until_ms = Some(now.saturating_add(lease_ms(request.lease_ms)));
+            leases.push(Lease {
+                agent_id: run.agent_id.clone(),
+                token: run.lease_token,
+                status: run.status,
+                version: run.version,
+                waited_ms: u64::try_from(now - since).unwrap_or(0),
+                run_id,
+            });
+        }
+        let next_expiry_ms = tables
+            .runs
+            .values()
+            .filter(|run| run.queued && served(run))
+            .filter_map(|run| run.lease_until_ms)
+            .filter(|until| *until > now)
+            .min()
+            .map(|until| u64::try_from(until - now).unwrap_or(0));
+        Box::pin(async move {
+            Ok(Claimed {
+                leases,
+                next_expiry_ms,
+            })
+        })
+    }
+
+    fn renew<'a>(
+        &'a self,
+        lease: &'a Lease,
+        duration_ms: u64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let mut tables = self.tables();
+        let now = clock_ms();
+        let result = match tables.runs.get_mut(&lease.run_id) {
+            Some(run)
+                if run.lease_token == lease.token
+                    && run.lease_until_ms.is_some_and(|until| until > now) =>
+            {
+                run.lease_until_ms = Some(now.saturating_add(lease_ms(duration_ms)));
+                Ok(())
+            }
+            _ => Err(StoreError::LeaseLost {
+                run_id: lease.run_id.clone(),
+                token: lease.token,
+            }),
+        };
+        Box::pin(async move { result })
+    }
+
+    fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<(), StoreError>> {
+        let mut tables = self.tables();
+        let now = clock_ms();
+        let mut rang = false;
+        if let Some(run) = tables.runs.get_mut(&lease.run_id) {
+            if run.lease_token == lease.token && run.lease_until_ms.is_some_and(|u| u > now) {
+                run.lease_until_ms = Some(now);
+                rang = true;
+            }
+        }
+        drop(tables);
+        if rang {
+            self.bell.ring();
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    fn wakeups(&self) -> BoxFuture<'_, Result<Wakeups, StoreError>> {
+        let wakeups = self.bell.wakeups();
+        Box::pin(async move { Ok(wakeups) })
+    }
+
+    fn queue_counts(&self) -> BoxFuture<'_, Result<Vec<QueueCounts>, StoreError>> {
+        let tables = self.tables();
+        let now = clock_ms();
+        let mut counts: BTreeMap<&str, QueueCounts> = BTreeMap::new();
+        for run in tables.runs.values() {
+            let c = counts
+                .entry(run.agent_id.as_str())
+                .or_insert_with(|| QueueCounts {
+                    agent_id: run.agent_id.clone(),
+                    ..QueueCounts::default()
+                });
+            let waiting = run.claimable(now);
+            match run.status {
+                _ if waiting => c.ready += 1,
+                StoredStatus::Ready | StoredStatus::Running => c.running += 1,
+                StoredStatus::Paused => c.paused += 1,
+                StoredStatus::InDoubt => c.in_doubt += 1,
+                StoredStatus::Failed => c.failed += 1,
+                StoredStatus::Completed => c.completed += 1,
+            }
+            if waiting {
+                let waited = run
+                    .waiting_since()
+                    .map(|since| u64::try_from(now - since).unwrap_or(0));
+                c.oldest_ready_ms = c.oldest_ready_ms.max(waited);
+            }
+        }
+        let counts = counts.into_values().collect();
+        Box::pin(async move { Ok(counts) })
     }
 }

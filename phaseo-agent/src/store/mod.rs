@@ -91,16 +91,19 @@ mod sqlite;
 #[cfg(feature = "postgres")]
 mod postgres;
 pub(crate) mod runs;
+mod worker;
 
 pub use backend::{
-    Append, AuditFilter, DecisionRow, JournalRow, LoadedRun, NewRun, Page, PendingFilter,
-    PendingRow, ReadLimits, RunFilter, RunStore, RunSummary, SnapshotRow, StoredStatus,
+    Append, AuditFilter, ClaimRequest, Claimed, DecisionRow, JournalRow, Lease, LoadedRun, NewRun,
+    Page, PendingFilter, PendingRow, QueueCounts, ReadLimits, RunFilter, RunStore, RunSummary,
+    SnapshotRow, StoredStatus, Wakeups,
 };
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::{PostgresStore, PostgresStoreBuilder};
-pub use runs::{DEFAULT_SNAPSHOT_EVERY, DurableAgent, Runs, StoredRun};
+pub use runs::{DEFAULT_SNAPSHOT_EVERY, DurableAgent, EnqueueOptions, Runs, StoredRun};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::{SqliteStore, SqliteStoreBuilder};
+pub use worker::Worker;

@@ -33,7 +33,10 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions, PgRow};
 use sqlx::{PgPool, Postgres, Transaction};
 
 use crate::error::StoreError;
-use crate::store::backend::{Append, LoadedRun, NewRun, PendingRow, ReadLimits};
+use crate::store::backend::{
+    Append, ClaimRequest, Claimed, Lease, LoadedRun, NewRun, PendingRow, QueueCounts, ReadLimits,
+    StoredStatus, Wakeups, hands_over, lease_ms,
+};
 use crate::store::sql::{
     Migrations, Part, RawJournal, RawPending, check_append, check_new, check_sizes, corrupt,
     database, impl_read_limits, impl_run_store, int, is_unique_violation, journal,
@@ -115,7 +118,124 @@ ALTER TABLE phaseo_audit ALTER COLUMN run_id SET (n_distinct = -0.2);
 ANALYZE phaseo_journal, phaseo_pending, phaseo_audit;
 "#,
     ),
+    (
+        3,
+        // Queued runs (served by workers): since when one is ready, and its lease: the fencing
+        // token of the last one given (tokens only grow), who holds it, and until when, all by
+        // the database's clock (the machines' clocks may disagree).
+        r#"
+ALTER TABLE phaseo_runs ADD COLUMN queued boolean NOT NULL DEFAULT false,
+    ADD COLUMN ready_ms bigint,
+    ADD COLUMN lease_token bigint NOT NULL DEFAULT 0,
+    ADD COLUMN lease_owner text,
+    ADD COLUMN lease_until_ms bigint;
+CREATE INDEX phaseo_runs_queue ON phaseo_runs (agent_id, status) WHERE queued;
+"#,
+    ),
 ];
+
+/// The channel a run that becomes ready is announced on (its agent's id as the payload).
+const CHANNEL: &str = "phaseo_ready";
+
+/// The database's clock, in milliseconds since the Unix epoch: leases are measured by it alone.
+macro_rules! now_ms {
+    () => {
+        "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+    };
+}
+
+/// Whether a queued run may be taken at `c.now`: ready and not held by a live lease, or running
+/// under a lease that expired.
+macro_rules! claimable {
+    () => {
+        "(queued AND (lease_until_ms IS NULL OR lease_until_ms <= c.now)
+        AND (status = 'ready' OR (status = 'running' AND lease_until_ms IS NOT NULL)))"
+    };
+}
+
+/// Since when a claimable run has waited (`c.now` in a `FROM` with `c`).
+macro_rules! waiting_since {
+    () => {
+        "CASE WHEN status = 'ready' THEN COALESCE(ready_ms, c.now) ELSE lease_until_ms END"
+    };
+}
+
+/// `claim`: locks up to `$2` claimable runs of the agents `$1`, oldest ready first, skipping rows
+/// another transaction holds, and gives each a lease (`$3` the worker, `$4` its length); then the
+/// time until the earliest live lease of those agents expires, on a row of its own.
+const CLAIM: &str = concat!(
+    "\
+WITH c AS MATERIALIZED (SELECT ",
+    now_ms!(),
+    " AS now), picked AS (
+    SELECT r.run_id, ",
+    waiting_since!(),
+    " AS since
+    FROM phaseo_runs r, c
+    WHERE r.agent_id = ANY ($1::text[]) AND r.status IN ('ready', 'running') AND ",
+    claimable!(),
+    "
+    ORDER BY since, r.run_id
+    LIMIT $2
+    FOR UPDATE OF r SKIP LOCKED
+), taken AS (
+    UPDATE phaseo_runs r SET lease_token = r.lease_token + 1, lease_owner = $3,
+        lease_until_ms = c.now + $4
+    FROM picked, c WHERE r.run_id = picked.run_id
+    RETURNING r.run_id, r.agent_id, r.status, r.version, r.lease_token,
+        c.now - picked.since AS waited, picked.since
+)
+SELECT run_id, agent_id, status, version, lease_token, waited, NULL::bigint AS next
+FROM (SELECT * FROM taken ORDER BY since, run_id) t
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, min(r.lease_until_ms) - min(c.now)
+FROM phaseo_runs r, c
+WHERE r.queued AND r.agent_id = ANY ($1::text[]) AND r.lease_until_ms > c.now"
+);
+
+/// `renew`: the lease `$2` of run `$1`, while it lives, now lasts `$3` more milliseconds.
+const RENEW: &str = concat!(
+    "UPDATE phaseo_runs SET lease_until_ms = c.now + $3 FROM (SELECT ",
+    now_ms!(),
+    " AS now) c WHERE run_id = $1 AND lease_token = $2 AND lease_until_ms > c.now"
+);
+
+/// `release`: the lease `$2` of run `$1` ends now, and the run's agent is announced.
+const RELEASE: &str = concat!(
+    "WITH c AS MATERIALIZED (SELECT ",
+    now_ms!(),
+    " AS now), r AS (
+    UPDATE phaseo_runs SET lease_until_ms = c.now FROM c
+    WHERE run_id = $1 AND lease_token = $2 AND lease_until_ms > c.now RETURNING agent_id
+)
+SELECT pg_notify('phaseo_ready', agent_id) FROM r"
+);
+
+/// `queue_counts`: each agent's runs by state, and how long its oldest claimable run waited.
+const COUNTS: &str = concat!(
+    "WITH c AS MATERIALIZED (SELECT ",
+    now_ms!(),
+    " AS now)
+SELECT agent_id,
+    count(*) FILTER (WHERE ",
+    claimable!(),
+    ") AS ready,
+    count(*) FILTER (WHERE status IN ('ready', 'running') AND NOT ",
+    claimable!(),
+    ") AS running,
+    count(*) FILTER (WHERE status = 'paused') AS paused,
+    count(*) FILTER (WHERE status = 'in_doubt') AS in_doubt,
+    count(*) FILTER (WHERE status = 'failed') AS failed,
+    count(*) FILTER (WHERE status = 'completed') AS completed,
+    max(c.now - ",
+    waiting_since!(),
+    ") FILTER (WHERE ",
+    claimable!(),
+    ") AS oldest
+FROM phaseo_runs, c
+GROUP BY agent_id
+ORDER BY agent_id"
+);
 
 /// Taken (for the transaction) by whoever migrates, so two processes opening a fresh database at
 /// once apply the schema once. The key is "phaseo" in ASCII, then 1 in the last
@@ -166,12 +286,18 @@ macro_rules! insert_pending {
 }
 
 /// `create`: the run's row, then its first journal row and its pending calls (`$10` to `$18`)
-/// from the inserted row.
+/// from the inserted row. A queued run (`$19`) is stored ready since now and announced; the
+/// notification goes out when the statement commits.
 const CREATE: &str = concat!(
     "\
 WITH run AS (
-    INSERT INTO phaseo_runs (run_id, agent_id, status, version, created_ms, updated_ms)
-    VALUES ($1, $2, $3, $4, $5, $5) RETURNING run_id, agent_id
+    INSERT INTO phaseo_runs (run_id, agent_id, status, version, created_ms, updated_ms, queued,
+        ready_ms)
+    VALUES ($1, $2, $3, $4, $5, $5, $19, CASE WHEN $19 THEN ",
+    now_ms!(),
+    " END) RETURNING run_id, agent_id, queued
+), notified AS (
+    SELECT pg_notify('phaseo_ready', agent_id) FROM run WHERE queued
 ), journal AS (
     INSERT INTO phaseo_journal (run_id, version, kind, format, body, digest)
     SELECT run_id, $4, $6, $7, $8, $9 FROM run
@@ -180,23 +306,36 @@ WITH run AS (
     insert_pending!(),
     "
 )
-SELECT 1"
+SELECT count(*) FROM notified"
 );
 
-/// `append`: the run's row where its version is `$2`, then, only if it was, the pending calls
+/// `append`: the run's row where its version is `$2` (and, for a worker's write, where its lease
+/// `$33` lives by the database's clock; a queued run waiting on calls all decided, `$32`, is
+/// stored ready and announced), then, only if it was, the pending calls
 /// (replaced if `$19`: `$10` to `$18`, those no longer listed deleted, the others upserted, as
 /// one statement's CTEs cannot delete and insert the same key), the journal rows (`$20` to `$24`)
 /// and the audit rows (`$25` to `$31`, after the audit lock). Returns how many runs it updated:
 /// 0 or 1.
 const APPEND: &str = concat!(
     "\
-WITH run AS (
-    UPDATE phaseo_runs SET version = $3, status = $4, updated_ms = $5,
+WITH c AS MATERIALIZED (SELECT ",
+    now_ms!(),
+    " AS now), run AS (
+    UPDATE phaseo_runs SET version = $3,
+        status = CASE WHEN queued AND $32 THEN 'ready' ELSE $4 END, updated_ms = $5,
+        ready_ms = CASE WHEN queued AND $32 THEN c.now END,
+        lease_until_ms = CASE WHEN $33::bigint IS NOT NULL AND $4 = 'running'
+            AND NOT (queued AND $32) THEN lease_until_ms END,
         snapshot_version = COALESCE($6, snapshot_version),
         snapshot_format = COALESCE($7, snapshot_format),
         snapshot_body = COALESCE($8, snapshot_body),
         snapshot_digest = COALESCE($9, snapshot_digest)
-    WHERE run_id = $1 AND version = $2 RETURNING run_id, agent_id
+    FROM c
+    WHERE run_id = $1 AND version = $2
+        AND ($33::bigint IS NULL OR (lease_token = $33 AND lease_until_ms > c.now))
+    RETURNING run_id, agent_id, status
+), notified AS (
+    SELECT pg_notify('phaseo_ready', agent_id) FROM run WHERE status = 'ready'
 ), gone AS (
     DELETE FROM phaseo_pending
     WHERE $19 AND run_id = $1 AND EXISTS (SELECT FROM run) AND call_id <> ALL ($10::text[])
@@ -223,7 +362,7 @@ WITH run AS (
     FROM turn, unnest($25::text[], $26::text[], $27::text[], $28::text[], $29::bigint[],
         $30::text[], $31::bigint[]) AS d (call_id, tool, decision, decided_by, at_ms, digest, version)
 )
-SELECT count(*) AS updated FROM run"
+SELECT (SELECT count(*) FROM run) AS updated, (SELECT count(*) FROM notified) AS notified"
 );
 
 /// `load`: the run's row, its journal after its snapshot and its pending calls, each column of
@@ -541,19 +680,33 @@ impl PostgresStore {
     }
 
     async fn create_run(&self, run: NewRun) -> Result<(), StoreError> {
+        self.insert_run(run, false).await
+    }
+
+    async fn enqueue_run(&self, run: NewRun) -> Result<(), StoreError> {
+        self.insert_run(run, true).await
+    }
+
+    /// Stores a new run; a queued one is stored ready, and announced.
+    async fn insert_run(&self, run: NewRun, queued: bool) -> Result<(), StoreError> {
         check_new(&run)?;
+        let status = if queued {
+            StoredStatus::Ready
+        } else {
+            run.status
+        };
         let query = self
             .query(CREATE)
             .bind(run.run_id.clone())
             .bind(run.agent_id)
-            .bind(run.status.as_str())
+            .bind(status.as_str())
             .bind(int(run.row.version))
             .bind(run.at_ms)
             .bind(run.row.kind)
             .bind(i64::from(run.row.format))
             .bind(run.row.body)
             .bind(run.row.digest);
-        let query = PendingColumns::new(run.pending).bind(query);
+        let query = PendingColumns::new(run.pending).bind(query).bind(queued);
         let mut session = self.session().await?;
         match query.execute(session.conn()).await {
             Err(e)
@@ -569,6 +722,7 @@ impl PostgresStore {
 
     async fn append_run(&self, append: Append) -> Result<(), StoreError> {
         let version = check_append(&append)?;
+        let hands_over = hands_over(&append);
         let Append {
             run_id,
             expected_version,
@@ -578,6 +732,7 @@ impl PostgresStore {
             pending,
             decisions,
             at_ms,
+            fence,
         } = append;
         let mut query = self
             .query(APPEND)
@@ -636,7 +791,9 @@ impl PostgresStore {
             .bind(by)
             .bind(at)
             .bind(digests)
-            .bind(versions);
+            .bind(versions)
+            .bind(hands_over)
+            .bind(fence.map(int));
         let mut session = self.session().await?;
         let updated: i64 = query
             .fetch_one(session.conn())
@@ -655,6 +812,9 @@ impl PostgresStore {
             };
             let found: i64 = found.try_get("version").map_err(database)?;
             let found = crate::store::sql::version(&run_id, 0, "the run's version", found)?;
+            if let (true, Some(token)) = (found == expected_version, fence) {
+                return Err(StoreError::LeaseLost { run_id, token });
+            }
             return Err(StoreError::Conflict {
                 run_id,
                 expected: expected_version,
@@ -825,6 +985,136 @@ impl PostgresStore {
             });
         }
         Ok(rows)
+    }
+}
+
+/// The queue: claims lock rows with `FOR UPDATE SKIP LOCKED`, leases and their expiry are
+/// measured by the database's clock, and a run that becomes ready is announced with `NOTIFY`
+/// in the transaction that made it so.
+impl PostgresStore {
+    async fn claim_runs(&self, request: &ClaimRequest) -> Result<Claimed, StoreError> {
+        let mut session = self.session().await?;
+        let rows = self
+            .query(CLAIM)
+            .bind(request.agents.clone())
+            .bind(i64::try_from(request.limit.min(1_000)).unwrap_or(1_000))
+            .bind(request.worker.clone())
+            .bind(lease_ms(request.lease_ms))
+            .fetch_all(session.conn())
+            .await
+            .map_err(database)?;
+        session.finish().await?;
+        let mut claimed = Claimed::default();
+        for row in rows {
+            let run_id: Option<String> = row.try_get("run_id").map_err(database)?;
+            let Some(run_id) = run_id else {
+                let next: Option<i64> = row.try_get("next").map_err(database)?;
+                claimed.next_expiry_ms = next.map(|ms| u64::try_from(ms).unwrap_or(0));
+                continue;
+            };
+            let get = |name: &str| -> Result<i64, StoreError> {
+                row.try_get::<Option<i64>, _>(name)
+                    .map_err(database)?
+                    .ok_or_else(|| corrupt(&run_id, 0, format!("a claim's {name} is NULL")))
+            };
+            let status: Option<String> = row.try_get("status").map_err(database)?;
+            let status = crate::store::sql::status(&run_id, 0, status.as_deref().unwrap_or(""))?;
+            let agent_id: Option<String> = row.try_get("agent_id").map_err(database)?;
+            claimed.leases.push(Lease {
+                agent_id: agent_id.unwrap_or_default(),
+                token: crate::store::sql::version(
+                    &run_id,
+                    0,
+                    "the lease's token",
+                    get("lease_token")?,
+                )?,
+                status,
+                version: crate::store::sql::version(
+                    &run_id,
+                    0,
+                    "the run's version",
+                    get("version")?,
+                )?,
+                waited_ms: u64::try_from(get("waited")?).unwrap_or(0),
+                run_id,
+            });
+        }
+        claimed.leases.sort_by(|a, b| b.waited_ms.cmp(&a.waited_ms));
+        Ok(claimed)
+    }
+
+    async fn renew_lease(&self, lease: &Lease, duration_ms: u64) -> Result<(), StoreError> {
+        let mut session = self.session().await?;
+        let done = self
+            .query(RENEW)
+            .bind(lease.run_id.clone())
+            .bind(int(lease.token))
+            .bind(lease_ms(duration_ms))
+            .execute(session.conn())
+            .await
+            .map_err(database)?;
+        session.finish().await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::LeaseLost {
+                run_id: lease.run_id.clone(),
+                token: lease.token,
+            });
+        }
+        Ok(())
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError> {
+        let mut session = self.session().await?;
+        self.query(RELEASE)
+            .bind(lease.run_id.clone())
+            .bind(int(lease.token))
+            .execute(session.conn())
+            .await
+            .map_err(database)?;
+        session.finish().await
+    }
+
+    /// `LISTEN` on a connection of its own (not the pool's: a listening connection is held for
+    /// as long as the stream lives). Behind a transaction-mode pooler `LISTEN` hears nothing, and
+    /// workers find new runs at their idle checks only.
+    async fn listen(&self) -> Result<Wakeups, StoreError> {
+        use futures::StreamExt as _;
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool)
+            .await
+            .map_err(database)?;
+        listener.listen(CHANNEL).await.map_err(database)?;
+        Ok(Box::pin(listener.into_stream().map(|notification| {
+            notification.map(drop).map_err(database)
+        })))
+    }
+
+    async fn count_queue(&self) -> Result<Vec<QueueCounts>, StoreError> {
+        let mut session = self.session().await?;
+        let rows = self
+            .query(COUNTS)
+            .fetch_all(session.conn())
+            .await
+            .map_err(database)?;
+        session.finish().await?;
+        rows.iter()
+            .map(|row| {
+                let count = |name: &str| -> Result<u64, StoreError> {
+                    let n: i64 = row.try_get(name).map_err(database)?;
+                    Ok(u64::try_from(n).unwrap_or(0))
+                };
+                let oldest: Option<i64> = row.try_get("oldest").map_err(database)?;
+                Ok(QueueCounts {
+                    agent_id: row.try_get("agent_id").map_err(database)?,
+                    ready: count("ready")?,
+                    running: count("running")?,
+                    paused: count("paused")?,
+                    in_doubt: count("in_doubt")?,
+                    failed: count("failed")?,
+                    completed: count("completed")?,
+                    oldest_ready_ms: oldest.map(|ms| u64::try_from(ms).unwrap_or(0)),
+                })
+            })
+            .collect()
     }
 }
 

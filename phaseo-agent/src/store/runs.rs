@@ -5,19 +5,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{AgentError, StoreError};
+use crate::model::message::Message;
+use crate::model::request::TurnParams;
 use crate::run::agent::Agent;
 use crate::run::entry::RunRequest;
 use crate::run::event::Emitter;
 use crate::run::journal::{InFlight, Journal};
 use crate::run::observe::Decider;
+use crate::run::runner::new_run_id;
 use crate::run::runner::{RunOptions, Runner};
 use crate::run::state::{Decision, Decisions, RunError, RunResult, RunState};
 use crate::store::backend::{
-    AuditFilter, DecisionRow, Page, PendingFilter, PendingRow, RunFilter, RunStore, RunSummary,
-    StoredStatus,
+    AuditFilter, DecisionRow, NewRun, Page, PendingFilter, PendingRow, QueueCounts, RunFilter,
+    RunStore, RunSummary, StoredStatus,
 };
 use crate::store::journal::{
-    Entry, Extra, Replayed, StoreJournal, now_ms, pending_rows, replay, status_of,
+    Entry, Extra, Replayed, StoreJournal, first_row, now_ms, pending_rows, replay, status_of,
 };
 
 /// How many journal entries may follow a snapshot before the next one is written: loading a run
@@ -94,6 +97,57 @@ pub struct StoredRun {
     in_flight: InFlight,
     decisions: Option<Decisions>,
     digest: String,
+}
+
+/// What a queued run starts with besides its input: [`Runs::enqueue`].
+///
+/// ```
+/// use phaseo_agent::store::EnqueueOptions;
+/// use phaseo_agent::serde_json::json;
+///
+/// let options = EnqueueOptions::new().run_id("ticket-7").context(json!({"tier": "gold"}));
+/// # let _ = options;
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct EnqueueOptions {
+    run_id: Option<String>,
+    context: serde_json::Value,
+    history: Vec<Message>,
+    first_turn: Option<TurnParams>,
+}
+
+impl EnqueueOptions {
+    /// No options: a fresh run id, no context, no history.
+    pub fn new() -> Self {
+        EnqueueOptions::default()
+    }
+
+    /// The run's id, instead of a fresh one: an enqueue retried with the same id queues the run
+    /// once.
+    pub fn run_id(mut self, run_id: impl Into<String>) -> Self {
+        self.run_id = Some(run_id.into());
+        self
+    }
+
+    /// The application context the run's tools see
+    /// ([`RunRequest::context`](crate::RunRequest::context)).
+    pub fn context(mut self, context: serde_json::Value) -> Self {
+        self.context = context;
+        self
+    }
+
+    /// Earlier messages of the conversation ([`RunRequest::history`](crate::RunRequest::history)).
+    pub fn history(mut self, messages: impl IntoIterator<Item = Message>) -> Self {
+        self.history = messages.into_iter().collect();
+        self
+    }
+
+    /// Overrides for the first model request
+    /// ([`RunRequest::first_turn`](crate::RunRequest::first_turn)).
+    pub fn first_turn(mut self, params: TurnParams) -> Self {
+        self.first_turn = Some(params);
+        self
+    }
 }
 
 impl Runs {
@@ -192,6 +246,74 @@ impl Runs {
             status: Some(status_of(state)),
         };
         journal.write(entry, extra).await.map_err(AgentError::Store)
+    }
+
+    /// Queues a new run of the agent `agent_id` for a [`Worker`](crate::store::Worker), from
+    /// any process, and returns its run id at once: the run is stored
+    /// [`Ready`](StoredStatus::Ready), and a worker serving that agent takes it. Nothing of the
+    /// agent is needed here (a web front end need not build one); the worker's agent of that
+    /// id runs it.
+    ///
+    /// From then on the run is the workers': when it pauses, the decision that completes its
+    /// waiting calls ([`decide`](Self::decide)) hands it back to them in the same transaction,
+    /// and a run whose worker died is taken by another once its lease expires. A run id given
+    /// in `options` that is already stored is refused ([`StoreError::AlreadyExists`]), so an
+    /// enqueue retried after a lost answer queues the run once.
+    ///
+    /// ```
+    /// use phaseo_agent::store::{EnqueueOptions, MemoryStore, Runs, StoredStatus};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let runs = Runs::new(MemoryStore::new());
+    /// let options = EnqueueOptions::new().run_id("order-1042").context(json!({"user": "ada"}));
+    /// let run_id = runs.enqueue("support", "Where is my order?", options).await?;
+    /// assert_eq!(run_id, "order-1042");
+    /// assert_eq!(runs.load(&run_id).await?.status, StoredStatus::Ready);
+    /// assert_eq!(runs.queue_counts().await?[0].ready, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn enqueue(
+        &self,
+        agent_id: &str,
+        input: impl Into<String>,
+        options: EnqueueOptions,
+    ) -> Result<String, AgentError> {
+        let EnqueueOptions {
+            run_id,
+            context,
+            history,
+            first_turn,
+        } = options;
+        let run_id = run_id.unwrap_or_else(new_run_id);
+        let mut state = RunState::new(run_id.clone(), agent_id.to_owned(), context);
+        state.messages = history;
+        state.next_turn = first_turn.unwrap_or_default();
+        state.messages.push(Message::User {
+            content: input.into(),
+        });
+        let row = first_row(&state).map_err(AgentError::Store)?;
+        self.store
+            .enqueue(NewRun {
+                run_id: run_id.clone(),
+                agent_id: agent_id.to_owned(),
+                status: StoredStatus::Ready,
+                row,
+                pending: Vec::new(),
+                at_ms: now_ms(),
+            })
+            .await
+            .map_err(AgentError::Store)?;
+        Ok(run_id)
+    }
+
+    /// How many runs of each agent are ready, running, paused, in doubt, failed and completed,
+    /// and how long the oldest ready one has waited: what an operator watches (see also the
+    /// workers' metrics in the README's "Many machines").
+    pub async fn queue_counts(&self) -> Result<Vec<QueueCounts>, AgentError> {
+        self.store.queue_counts().await.map_err(AgentError::Store)
     }
 
     /// The calls waiting for a person, across runs, newest first.
@@ -393,13 +515,26 @@ impl DurableAgent {
             })
             .collect();
         let deciders = audit.iter().map(decider).collect();
-        self.take(stored, decisions, by, audit, deciders).await
+        self.take(stored, decisions, by, audit, deciders, None)
+            .await
     }
 
     /// Resumes a paused run with the decisions recorded for it by [`Runs::decide`] (one per
     /// waiting call; [`AgentError::MissingDecision`] names the calls still undecided).
     pub async fn resume_decided(&self, run_id: &str) -> Result<RunResult, RunError> {
         let stored = self.runs.load(run_id).await.map_err(RunError::refused)?;
+        self.resume_recorded(stored, None).await
+    }
+
+    /// Resumes a loaded run with its recorded decisions; a worker's writes carry its lease's
+    /// `fence`.
+    pub(crate) async fn resume_recorded(
+        &self,
+        stored: StoredRun,
+        fence: Option<u64>,
+    ) -> Result<RunResult, RunError> {
+        let run_id = stored.state.run_id.clone();
+        let run_id = run_id.as_str();
         let mut decisions = Decisions::for_run(run_id);
         let mut missing = Vec::new();
         for row in &stored.pending {
@@ -445,7 +580,7 @@ impl DurableAgent {
                 }
             })
             .collect();
-        self.take(stored, decisions, "recorded", Vec::new(), deciders)
+        self.take(stored, decisions, "recorded", Vec::new(), deciders, fence)
             .await
     }
 
@@ -456,20 +591,39 @@ impl DurableAgent {
         by: &str,
         audit: Vec<DecisionRow>,
         deciders: Vec<Decider>,
+        fence: Option<u64>,
     ) -> Result<RunResult, RunError> {
         let run_id = stored.state.run_id.clone();
-        if !matches!(stored.status, StoredStatus::Paused | StoredStatus::InDoubt) {
+        if !matches!(
+            stored.status,
+            StoredStatus::Paused | StoredStatus::InDoubt | StoredStatus::Ready
+        ) {
             return Err(RunError::refused(AgentError::Store(
                 StoreError::WrongStatus {
                     run_id,
                     status: stored.status.as_str().to_owned(),
-                    needed: "only a paused run (or one in doubt) is resumed".into(),
+                    needed: "only a paused run (or one in doubt, or ready) is resumed".into(),
                 },
             )));
         }
-        let journal = Arc::new(self.runs.journal_at(&stored));
-        let waiting = stored.pending.clone();
-        let status = stored.status;
+        let journal = self.runs.journal_at(&stored);
+        let journal = Arc::new(match fence {
+            Some(token) => journal.fenced(token),
+            None => journal,
+        });
+        let mut waiting = stored.pending.clone();
+        // A queued run's refused decisions are taken back, so that people decide again: kept, they
+        // would hand the run to a worker again at once, to be refused again.
+        if fence.is_some() {
+            for row in &mut waiting {
+                row.decision = None;
+                row.decided_by = None;
+            }
+        }
+        let status = match stored.status {
+            StoredStatus::Ready => StoredStatus::Paused,
+            other => other,
+        };
         let taken = journal
             .write(
                 Entry::Decided {
@@ -537,14 +691,26 @@ impl DurableAgent {
                 },
             )));
         }
-        let journal = Arc::new(self.runs.journal_at(&stored));
+        self.take_up(stored, format!("process {}", std::process::id()), None)
+            .await
+    }
+
+    /// Takes up a loaded run from its journal: one whose process stopped, or a queued run not
+    /// yet begun (its journal holds its start alone, so it begins). A worker's writes carry its
+    /// lease's `fence`.
+    pub(crate) async fn take_up(
+        &self,
+        stored: StoredRun,
+        by: String,
+        fence: Option<u64>,
+    ) -> Result<RunResult, RunError> {
+        let journal = self.runs.journal_at(&stored);
+        let journal = Arc::new(match fence {
+            Some(token) => journal.fenced(token),
+            None => journal,
+        });
         let taken = journal
-            .write(
-                Entry::Recovered {
-                    by: format!("process {}", std::process::id()),
-                },
-                Extra::default(),
-            )
+            .write(Entry::Recovered { by }, Extra::default())
             .await;
         if let Err(error) = taken {
             return Err(RunError::refused(AgentError::Store(error)));

@@ -1075,6 +1075,56 @@ macro_rules! impl_run_store {
             ) -> futures::future::BoxFuture<'_, Result<u64, $crate::error::StoreError>> {
                 Box::pin(self.prune_runs(before_ms))
             }
+
+            fn enqueue(
+                &self,
+                run: $crate::store::backend::NewRun,
+            ) -> futures::future::BoxFuture<'_, Result<(), $crate::error::StoreError>> {
+                Box::pin(self.enqueue_run(run))
+            }
+
+            fn claim<'a>(
+                &'a self,
+                request: &'a $crate::store::backend::ClaimRequest,
+            ) -> futures::future::BoxFuture<
+                'a,
+                Result<$crate::store::backend::Claimed, $crate::error::StoreError>,
+            > {
+                Box::pin(self.claim_runs(request))
+            }
+
+            fn renew<'a>(
+                &'a self,
+                lease: &'a $crate::store::backend::Lease,
+                lease_ms: u64,
+            ) -> futures::future::BoxFuture<'a, Result<(), $crate::error::StoreError>> {
+                Box::pin(self.renew_lease(lease, lease_ms))
+            }
+
+            fn release<'a>(
+                &'a self,
+                lease: &'a $crate::store::backend::Lease,
+            ) -> futures::future::BoxFuture<'a, Result<(), $crate::error::StoreError>> {
+                Box::pin(self.release_lease(lease))
+            }
+
+            fn wakeups(
+                &self,
+            ) -> futures::future::BoxFuture<
+                '_,
+                Result<$crate::store::backend::Wakeups, $crate::error::StoreError>,
+            > {
+                Box::pin(self.listen())
+            }
+
+            fn queue_counts(
+                &self,
+            ) -> futures::future::BoxFuture<
+                '_,
+                Result<Vec<$crate::store::backend::QueueCounts>, $crate::error::StoreError>,
+            > {
+                Box::pin(self.count_queue())
+            }
         }
     };
 }
@@ -1091,18 +1141,34 @@ macro_rules! impl_row_by_row {
                 &self,
                 run: $crate::store::backend::NewRun,
             ) -> Result<(), $crate::error::StoreError> {
+                self.insert_run(run, false).await
+            }
+
+            /// Stores a new run; a queued one is stored ready (since now), for workers.
+            async fn insert_run(
+                &self,
+                run: $crate::store::backend::NewRun,
+                queued: bool,
+            ) -> Result<(), $crate::error::StoreError> {
                 use $crate::store::sql::{database, int, is_unique_violation};
                 $crate::store::sql::check_new(&run)?;
                 let (_guard, mut tx) = self.begin_write().await?;
+                let status = if queued {
+                    $crate::store::backend::StoredStatus::Ready
+                } else {
+                    run.status
+                };
                 let inserted = sqlx::query(
                     "INSERT INTO phaseo_runs (run_id, agent_id, status, version, created_ms, \
-                     updated_ms) VALUES ($1, $2, $3, $4, $5, $5)",
+                     updated_ms, queued, ready_ms) VALUES ($1, $2, $3, $4, $5, $5, $6, $7)",
                 )
                 .bind(run.run_id.clone())
                 .bind(run.agent_id)
-                .bind(run.status.as_str())
+                .bind(status.as_str())
                 .bind(int(run.row.version))
                 .bind(run.at_ms)
+                .bind(queued)
+                .bind(queued.then(|| $crate::store::backend::clock_ms()))
                 .execute(&mut *tx)
                 .await;
                 match inserted {
@@ -1115,7 +1181,11 @@ macro_rules! impl_row_by_row {
                 };
                 Self::insert_journal(&mut tx, &run.run_id, run.row).await?;
                 Self::insert_pending(&mut tx, &run.run_id, run.pending).await?;
-                tx.commit().await.map_err(database)
+                tx.commit().await.map_err(database)?;
+                if queued {
+                    self.bell.ring();
+                }
+                Ok(())
             }
 
             async fn insert_pending(
@@ -1176,22 +1246,39 @@ macro_rules! impl_row_by_row {
             ) -> Result<(), $crate::error::StoreError> {
                 use $crate::store::sql::{database, int};
                 let version = $crate::store::sql::check_append(&append)?;
+                let hands_over = $crate::store::backend::hands_over(&append);
                 let run_id = append.run_id;
                 let (_guard, mut tx) = self.begin_write().await?;
+                let now = $crate::store::backend::clock_ms();
+                // A queued run left waiting on calls that are all decided is handed to a worker
+                // (`ready`); a write outside a lease, or to any status but running, ends the lease;
+                // a worker's write applies only under its live lease.
+                let set = "UPDATE phaseo_runs SET version = $1, \
+                     status = CASE WHEN queued = 1 AND $6 THEN 'ready' ELSE $2 END, \
+                     updated_ms = $3, \
+                     ready_ms = CASE WHEN queued = 1 AND $6 THEN $7 END, \
+                     lease_until_ms = CASE WHEN $8 IS NOT NULL AND $2 = 'running' \
+                         AND NOT (queued = 1 AND $6) THEN lease_until_ms END";
+                let check = " WHERE run_id = $4 AND version = $5 \
+                     AND ($8 IS NULL OR (lease_token = $8 AND lease_until_ms > $7)) \
+                     RETURNING status";
                 let sql = if append.snapshot.is_none() {
-                    "UPDATE phaseo_runs SET version = $1, status = $2, updated_ms = $3 \
-                     WHERE run_id = $4 AND version = $5"
+                    format!("{set}{check}")
                 } else {
-                    "UPDATE phaseo_runs SET version = $1, status = $2, updated_ms = $3, \
-                     snapshot_version = $6, snapshot_format = $7, snapshot_body = $8, \
-                     snapshot_digest = $9 WHERE run_id = $4 AND version = $5"
+                    format!(
+                        "{set}, snapshot_version = $9, snapshot_format = $10, \
+                         snapshot_body = $11, snapshot_digest = $12{check}"
+                    )
                 };
-                let mut updated = sqlx::query(sql)
+                let mut updated = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(int(version))
                     .bind(append.status.as_str())
                     .bind(append.at_ms)
                     .bind(run_id.clone())
-                    .bind(int(append.expected_version));
+                    .bind(int(append.expected_version))
+                    .bind(hands_over)
+                    .bind(now)
+                    .bind(append.fence.map(int));
                 if let Some(snapshot) = append.snapshot {
                     updated = updated
                         .bind(int(snapshot.version))
@@ -1199,25 +1286,34 @@ macro_rules! impl_row_by_row {
                         .bind(snapshot.body)
                         .bind(snapshot.digest);
                 }
-                let done = updated.execute(&mut *tx).await.map_err(database)?;
-                if done.rows_affected() == 0 {
-                    let found = sqlx::query("SELECT version FROM phaseo_runs WHERE run_id = $1")
-                        .bind(run_id.clone())
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(database)?;
+                let done = updated.fetch_optional(&mut *tx).await.map_err(database)?;
+                let Some(done) = done else {
+                    let found = sqlx::query(
+                        "SELECT version, lease_token FROM phaseo_runs WHERE run_id = $1",
+                    )
+                    .bind(run_id.clone())
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(database)?;
                     let Some(found) = found else {
                         return Err($crate::error::StoreError::NotFound { run_id });
                     };
                     let found: i64 = sqlx::Row::try_get(&found, "version").map_err(database)?;
                     let found =
                         $crate::store::sql::version(&run_id, 0, "the run's version", found)?;
+                    if found == append.expected_version {
+                        if let Some(token) = append.fence {
+                            return Err($crate::error::StoreError::LeaseLost { run_id, token });
+                        }
+                    }
                     return Err($crate::error::StoreError::Conflict {
                         run_id,
                         expected: append.expected_version,
                         found,
                     });
-                }
+                };
+                let status: String = sqlx::Row::try_get(&done, "status").map_err(database)?;
+                let ready = status == "ready";
                 for row in append.rows {
                     Self::insert_journal(&mut tx, &run_id, row).await?;
                 }
@@ -1246,7 +1342,11 @@ macro_rules! impl_row_by_row {
                     .await
                     .map_err(database)?;
                 }
-                tx.commit().await.map_err(database)
+                tx.commit().await.map_err(database)?;
+                if ready {
+                    self.bell.ring();
+                }
+                Ok(())
             }
 
             async fn load_run(

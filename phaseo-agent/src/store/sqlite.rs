@@ -20,13 +20,17 @@ use sqlx::{Sqlite, SqlitePool, Transaction};
 use tokio::sync::{Mutex, MutexGuard};
 
 use crate::error::StoreError;
-use crate::store::backend::ReadLimits;
+use crate::store::backend::{
+    Bell, ClaimRequest, Claimed, Lease, NewRun, QueueCounts, ReadLimits, Wakeups, clock_ms,
+    lease_ms,
+};
 use crate::store::sql::{Migrations, database, impl_read_limits, impl_row_by_row, impl_run_store};
 
 /// The schema, one migration per version, applied in order.
-const MIGRATIONS: Migrations = &[(
-    1,
-    "
+const MIGRATIONS: Migrations = &[
+    (
+        1,
+        "
 CREATE TABLE phaseo_runs (
     run_id TEXT PRIMARY KEY NOT NULL,
     agent_id TEXT NOT NULL,
@@ -81,7 +85,21 @@ CREATE TABLE phaseo_audit (
 ) STRICT;
 CREATE INDEX phaseo_audit_by_run ON phaseo_audit (run_id, id);
 ",
-)];
+    ),
+    (
+        2,
+        // Queued runs (served by a worker): since when one is ready, and its lease: the fencing
+        // token of the last one given (tokens only grow), who holds it, and until when.
+        "
+ALTER TABLE phaseo_runs ADD COLUMN queued INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE phaseo_runs ADD COLUMN ready_ms INTEGER;
+ALTER TABLE phaseo_runs ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE phaseo_runs ADD COLUMN lease_owner TEXT;
+ALTER TABLE phaseo_runs ADD COLUMN lease_until_ms INTEGER;
+CREATE INDEX phaseo_runs_queue ON phaseo_runs (agent_id, status) WHERE queued = 1;
+",
+    ),
+];
 
 /// A [`RunStore`](crate::store::backend::RunStore) in a SQLite file, shared by every task of a
 /// process and by every process on the machine that opens the same file.
@@ -111,6 +129,8 @@ pub struct SqliteStore {
     writer: Mutex<()>,
     /// What a read takes from the file at most.
     limits: ReadLimits,
+    /// Rung when a run becomes ready, for this process's workers.
+    bell: Bell,
 }
 
 /// How to open a [`SqliteStore`]: from [`SqliteStore::builder`].
@@ -210,8 +230,8 @@ impl SqliteStoreBuilder {
         let store = SqliteStore {
             pool,
             writer: Mutex::new(()),
-
             limits: self.limits,
+            bell: Bell::default(),
         };
         store.migrate(MIGRATIONS, None).await?;
         Ok(store)
@@ -273,6 +293,185 @@ impl SqliteStore {
     async fn begin_read(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
         self.pool.begin().await.map_err(database)
     }
+}
+
+/// Whether a queued run may be taken at `$now`: ready and not held by a live lease, or running
+/// under a lease that expired.
+const CLAIMABLE: &str = "queued = 1 AND (lease_until_ms IS NULL OR lease_until_ms <= $now) \
+     AND (status = 'ready' OR (status = 'running' AND lease_until_ms IS NOT NULL))";
+
+/// Since when a claimable run has waited.
+const WAITING_SINCE: &str =
+    "CASE WHEN status = 'ready' THEN COALESCE(ready_ms, $now) ELSE lease_until_ms END";
+
+/// The agents of a claim, as the JSON array `json_each` reads.
+fn agents_json(agents: &[String]) -> Result<String, StoreError> {
+    serde_json::to_string(agents).map_err(|e| StoreError::Database(e.to_string()))
+}
+
+/// The SQLite store's queue: one worker process (the file's write lock serialises claims, and
+/// wake-ups are heard within this process only; another process's enqueue is seen at the
+/// worker's next look, see [`Worker::idle_check`](crate::store::Worker::idle_check)).
+impl SqliteStore {
+    async fn enqueue_run(&self, run: NewRun) -> Result<(), StoreError> {
+        self.insert_run(run, true).await
+    }
+
+    async fn claim_runs(&self, request: &ClaimRequest) -> Result<Claimed, StoreError> {
+        use sqlx::Row as _;
+        let agents = agents_json(&request.agents)?;
+        let (_guard, mut tx) = self.begin_write().await?;
+        let now = clock_ms();
+        let select = format!(
+            "SELECT run_id, agent_id, status, version, {since} AS since FROM phaseo_runs \
+             WHERE agent_id IN (SELECT value FROM json_each($agents)) AND {CLAIMABLE} \
+             ORDER BY since, run_id LIMIT $limit",
+            since = WAITING_SINCE,
+        )
+        .replace("$now", "$1")
+        .replace("$agents", "$2")
+        .replace("$limit", "$3");
+        let rows = sqlx::query(sqlx::AssertSqlSafe(select))
+            .bind(now)
+            .bind(&agents)
+            .bind(i64::try_from(request.limit.min(1_000)).unwrap_or(1_000))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(database)?;
+        let until = now.saturating_add(lease_ms(request.lease_ms));
+        let mut leases = Vec::with_capacity(rows.len());
+        for row in rows {
+            let run_id: String = row.try_get("run_id").map_err(database)?;
+            let status: String = row.try_get("status").map_err(database)?;
+            let version: i64 = row.try_get("version").map_err(database)?;
+            let since: i64 = row.try_get("since").map_err(database)?;
+            let token: i64 = sqlx::query(
+                "UPDATE phaseo_runs SET lease_token = lease_token + 1, lease_owner = $1, \
+                 lease_until_ms = $2 WHERE run_id = $3 RETURNING lease_token",
+            )
+            .bind(&request.worker)
+            .bind(until)
+            .bind(&run_id)
+            .fetch_one(&mut *tx)
+            .await
+            .and_then(|r| r.try_get(0))
+            .map_err(database)?;
+            leases.push(Lease {
+                agent_id: row.try_get("agent_id").map_err(database)?,
+                token: crate::store::sql::version(&run_id, 0, "the lease's token", token)?,
+                status: crate::store::sql::status(&run_id, 0, &status)?,
+                version: crate::store::sql::version(&run_id, 0, "the run's version", version)?,
+                waited_ms: u64::try_from(now - since).unwrap_or(0),
+                run_id,
+            });
+        }
+        let next: Option<i64> = sqlx::query(
+            "SELECT min(lease_until_ms) FROM phaseo_runs WHERE queued = 1 \
+             AND agent_id IN (SELECT value FROM json_each($1)) AND lease_until_ms > $2",
+        )
+        .bind(&agents)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await
+        .and_then(|r| r.try_get(0))
+        .map_err(database)?;
+        tx.commit().await.map_err(database)?;
+        Ok(Claimed {
+            leases,
+            next_expiry_ms: next.map(|until| u64::try_from(until - now).unwrap_or(0)),
+        })
+    }
+
+    async fn renew_lease(&self, lease: &Lease, duration_ms: u64) -> Result<(), StoreError> {
+        let (_guard, mut tx) = self.begin_write().await?;
+        let now = clock_ms();
+        let done = sqlx::query(
+            "UPDATE phaseo_runs SET lease_until_ms = $1 \
+             WHERE run_id = $2 AND lease_token = $3 AND lease_until_ms > $4",
+        )
+        .bind(now.saturating_add(lease_ms(duration_ms)))
+        .bind(&lease.run_id)
+        .bind(crate::store::sql::int(lease.token))
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(database)?;
+        tx.commit().await.map_err(database)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::LeaseLost {
+                run_id: lease.run_id.clone(),
+                token: lease.token,
+            });
+        }
+        Ok(())
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError> {
+        let (_guard, mut tx) = self.begin_write().await?;
+        let now = clock_ms();
+        let done = sqlx::query(
+            "UPDATE phaseo_runs SET lease_until_ms = $1 \
+             WHERE run_id = $2 AND lease_token = $3 AND lease_until_ms > $1",
+        )
+        .bind(now)
+        .bind(&lease.run_id)
+        .bind(crate::store::sql::int(lease.token))
+        .execute(&mut *tx)
+        .await
+        .map_err(database)?;
+        tx.commit().await.map_err(database)?;
+        if done.rows_affected() > 0 {
+            self.bell.ring();
+        }
+        Ok(())
+    }
+
+    async fn listen(&self) -> Result<Wakeups, StoreError> {
+        Ok(self.bell.wakeups())
+    }
+
+    async fn count_queue(&self) -> Result<Vec<QueueCounts>, StoreError> {
+        let mut tx = self.begin_read().await?;
+        let now = clock_ms();
+        let sql = format!(
+            "SELECT agent_id, \
+             sum(CASE WHEN {CLAIMABLE} THEN 1 ELSE 0 END) AS ready, \
+             sum(CASE WHEN status IN ('ready', 'running') AND NOT ({CLAIMABLE}) THEN 1 ELSE 0 END) \
+                 AS running, \
+             sum(status = 'paused') AS paused, sum(status = 'in_doubt') AS in_doubt, \
+             sum(status = 'failed') AS failed, sum(status = 'completed') AS completed, \
+             max(CASE WHEN {CLAIMABLE} THEN $now - {WAITING_SINCE} END) AS oldest \
+             FROM phaseo_runs GROUP BY agent_id ORDER BY agent_id"
+        )
+        .replace("$now", "$1");
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(now)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(database)?;
+        tx.commit().await.map_err(database)?;
+        rows.iter().map(queue_counts).collect()
+    }
+}
+
+/// One agent's row of `count_queue`.
+fn queue_counts(row: &sqlx::sqlite::SqliteRow) -> Result<QueueCounts, StoreError> {
+    use sqlx::Row as _;
+    let count = |name: &str| -> Result<u64, StoreError> {
+        let n: i64 = row.try_get(name).map_err(database)?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    };
+    let oldest: Option<i64> = row.try_get("oldest").map_err(database)?;
+    Ok(QueueCounts {
+        agent_id: row.try_get("agent_id").map_err(database)?,
+        ready: count("ready")?,
+        running: count("running")?,
+        paused: count("paused")?,
+        in_doubt: count("in_doubt")?,
+        failed: count("failed")?,
+        completed: count("completed")?,
+        oldest_ready_ms: oldest.map(|ms| u64::try_from(ms).unwrap_or(0)),
+    })
 }
 
 impl_run_store!(SqliteStore, Sqlite);

@@ -20,6 +20,12 @@ const HISTOGRAM_PHASEO_RUN_WAIT_DURATION: &str = "histogram.phaseo.run.wait.dura
 const HISTOGRAM_PHASEO_TOOL_CALL_DURATION: &str = "histogram.phaseo.tool.call.duration";
 /// `monotonic_counter.phaseo.run.pauses`: the measurement field `MetricsLayer` reads.
 const MONOTONIC_COUNTER_PHASEO_RUN_PAUSES: &str = "monotonic_counter.phaseo.run.pauses";
+/// `histogram.phaseo.worker.claim.wait`: the measurement field `MetricsLayer` reads.
+const HISTOGRAM_PHASEO_WORKER_CLAIM_WAIT: &str = "histogram.phaseo.worker.claim.wait";
+/// `histogram.phaseo.worker.run.duration`: the measurement field `MetricsLayer` reads.
+const HISTOGRAM_PHASEO_WORKER_RUN_DURATION: &str = "histogram.phaseo.worker.run.duration";
+/// `monotonic_counter.phaseo.worker.runs`: the measurement field `MetricsLayer` reads.
+const MONOTONIC_COUNTER_PHASEO_WORKER_RUNS: &str = "monotonic_counter.phaseo.worker.runs";
 /// `monotonic_counter.phaseo.tool.calls`: the measurement field `MetricsLayer` reads.
 const MONOTONIC_COUNTER_PHASEO_TOOL_CALLS: &str = "monotonic_counter.phaseo.tool.calls";
 
@@ -113,5 +119,36 @@ pub(crate) fn wait(agent: &str, seconds: f64) {
         tracing::Level::INFO,
         { HISTOGRAM_PHASEO_RUN_WAIT_DURATION } = seconds,
         { GEN_AI_AGENT_NAME } = agent,
+    );
+}
+
+/// `phaseo.worker.claim.wait`: how long a run waited for a worker to take it.
+pub(crate) fn claim_wait(agent: &str, waited_ms: u64) {
+    tracing::event!(
+        target: METRICS_TARGET,
+        parent: None,
+        tracing::Level::INFO,
+        { HISTOGRAM_PHASEO_WORKER_CLAIM_WAIT } = waited_ms as f64 / 1000.0,
+        { GEN_AI_AGENT_NAME } = agent,
+    );
+}
+
+/// `phaseo.worker.runs` and `phaseo.worker.run.duration`: a worker handed a run back.
+pub(crate) fn worker_run(agent: &str, outcome: &str, seconds: f64) {
+    tracing::event!(
+        target: METRICS_TARGET,
+        parent: None,
+        tracing::Level::INFO,
+        { MONOTONIC_COUNTER_PHASEO_WORKER_RUNS } = 1_u64,
+        { GEN_AI_AGENT_NAME } = agent,
+        { PHASEO_WORKER_OUTCOME } = outcome,
+    );
+    tracing::event!(
+        target: METRICS_TARGET,
+        parent: None,
+        tracing::Level::INFO,
+        { HISTOGRAM_PHASEO_WORKER_RUN_DURATION } = seconds,
+        { GEN_AI_AGENT_NAME } = agent,
+        { PHASEO_WORKER_OUTCOME } = outcome,
     );
 }

@@ -157,6 +157,21 @@ pub const WAIT_DURATION_BUCKETS: [f64; 12] = [
     1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 14400.0, 43200.0, 86400.0, 259200.0, 604800.0,
 ];
 
+/// Histogram of the time a queued run waited for a worker to take it (since it became ready, or
+/// since its last worker's lease expired), in seconds, by [`GEN_AI_AGENT_NAME`].
+pub const PHASEO_WORKER_CLAIM_WAIT: &str = "phaseo.worker.claim.wait";
+/// Counter of runs a worker handed back, by [`GEN_AI_AGENT_NAME`] and [`PHASEO_WORKER_OUTCOME`].
+pub const PHASEO_WORKER_RUNS: &str = "phaseo.worker.runs";
+/// Histogram of the time a worker held a run, in seconds, by agent and outcome.
+pub const PHASEO_WORKER_RUN_DURATION: &str = "phaseo.worker.run.duration";
+/// How a worker's run ended: `completed`, `paused`, `failed`, `refused`, `conflict` (another
+/// process moved the run on first) or `lease_lost`.
+pub const PHASEO_WORKER_OUTCOME: &str = "phaseo.worker.outcome";
+/// The bucket boundaries of [`PHASEO_WORKER_CLAIM_WAIT`]: a millisecond to ten minutes.
+pub const CLAIM_WAIT_BUCKETS: [f64; 12] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0, 10.0, 60.0, 600.0,
+];
+
 /// The environment variable the OpenTelemetry instrumentations of other languages read to record
 /// messages and tool arguments: `true` turns capture on (see
 /// [`CaptureContent`](crate::telemetry::CaptureContent)).

@@ -1,0 +1,241 @@
+//! Queued runs and workers in one process, on `MemoryStore` and SQLite: enqueue, the hand-over to
+//! workers when the last decision is recorded, leases and their fencing tokens, recovery of a run
+//! whose lease expired, draining. The real-process crash test (SIGKILL, SIGSTOP, four workers on
+//! PostgreSQL) is in `interop/workers.rs`.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use phaseo_agent::serde_json::json;
+use phaseo_agent::store::{
+    ClaimRequest, EnqueueOptions, Lease, MemoryStore, PendingFilter, RunStore, Runs, SqliteStore,
+    StoredStatus, Worker,
+};
+use phaseo_agent::{Agent, AgentError, Decision, ModelResponse, StoreError, Tool, ToolCall};
+
+use crate::support::durable::ByPosition;
+
+/// Each run of a tool's code, counted outside the runs: (run id, tool, idempotency key).
+#[derive(Clone, Default)]
+struct Effects(Arc<Mutex<Vec<(String, String, String)>>>);
+
+impl Effects {
+    fn of(&self, tool: &str) -> Vec<(String, String)> {
+        let seen = self.0.lock().unwrap();
+        seen.iter()
+            .filter(|(_, t, _)| t == tool)
+            .map(|(run, _, key)| (run.clone(), key.clone()))
+            .collect()
+    }
+}
+
+fn effect_tool(name: &str, effects: &Effects) -> Tool {
+    let effects = effects.clone();
+    let tool = name.to_owned();
+    Tool::new(
+        name,
+        "Has a side effect",
+        json!({"type": "object"}),
+        move |_input, ctx| {
+            effects.0.lock().unwrap().push((
+                ctx.run_id().to_owned(),
+                tool.clone(),
+                ctx.idempotency_key(),
+            ));
+            Ok(json!({"done": true}))
+        },
+    )
+}
+
+/// One turn with a plain call and a gated one, then an answer.
+fn agent(effects: &Effects) -> Agent {
+    let model = ByPosition(vec![
+        ModelResponse::tool_calls([
+            ToolCall::new("c1", "notify", json!({})),
+            ToolCall::new("c2", "deploy", json!({})),
+        ]),
+        ModelResponse::text("Shipped."),
+    ]);
+    Agent::builder("release")
+        .model(model)
+        .tool(effect_tool("notify", effects))
+        .tool(effect_tool("deploy", effects).require_approval())
+        .build()
+        .unwrap()
+}
+
+/// Waits (up to 10 s) until every run in `ids` is in `status`.
+async fn until_all(runs: &Runs, ids: &[String], status: StoredStatus) {
+    for _ in 0..1_000 {
+        let mut all = true;
+        for id in ids {
+            if runs.load(id).await.unwrap().status != status {
+                all = false;
+            }
+        }
+        if all {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut seen = Vec::new();
+    for id in ids {
+        seen.push(runs.load(id).await.unwrap().status);
+    }
+    panic!("runs never all {status:?}: {seen:?}");
+}
+
+async fn serve_and_decide(runs: Runs) {
+    let effects = Effects::default();
+    let worker = Worker::new(runs.clone())
+        .agent(agent(&effects))
+        .concurrency(3)
+        .idle_check(Duration::from_secs(60));
+    let serving = tokio::spawn(worker.run());
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        let id = runs
+            .enqueue("release", format!("Ship {i}"), EnqueueOptions::new())
+            .await
+            .unwrap();
+        ids.push(id);
+    }
+    until_all(&runs, &ids, StoredStatus::Paused).await;
+    let counts = runs.queue_counts().await.unwrap();
+    assert_eq!(counts.len(), 1);
+    assert_eq!((counts[0].paused, counts[0].ready), (6, 0));
+    // The last decision hands each run back to the workers, in its own transaction.
+    let waiting = runs.pending(&PendingFilter::default()).await.unwrap().items;
+    assert_eq!(waiting.len(), 6);
+    for row in &waiting {
+        runs.decide(row, Decision::Approve, "ada").await.unwrap();
+    }
+    until_all(&runs, &ids, StoredStatus::Completed).await;
+    serving.abort();
+    for tool in ["notify", "deploy"] {
+        let mut seen = effects.of(tool);
+        seen.sort();
+        seen.dedup_by(|a, b| a.0 == b.0);
+        assert_eq!(seen.len(), 6, "{tool} ran once per run");
+        assert_eq!(effects.of(tool).len(), 6, "{tool} ran once per run");
+    }
+    let counts = runs.queue_counts().await.unwrap();
+    assert_eq!(counts[0].completed, 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_workers_serve_enqueued_runs_and_take_them_back_when_decided() {
+    serve_and_decide(Runs::new(MemoryStore::new())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_workers_serve_enqueued_runs_and_take_them_back_when_decided() {
+    let dir = tempdir("serve");
+    let store = SqliteStore::open(dir.join("runs.db")).await.unwrap();
+    serve_and_decide(Runs::new(store)).await;
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn tempdir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "phaseo-workers-{name}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn claim(agent: &str, limit: usize, lease_ms: u64) -> ClaimRequest {
+    ClaimRequest {
+        agents: vec![agent.to_owned()],
+        worker: "test".into(),
+        lease_ms,
+        limit,
+    }
+}
+
+/// The queue's contract, on any store that keeps one.
+async fn queue_contract(store: Arc<dyn RunStore>) {
+    let runs = Runs::from_arc(store.clone());
+    let a = runs
+        .enqueue("release", "a", EnqueueOptions::new().run_id("q-a"))
+        .await
+        .unwrap();
+    let again = runs
+        .enqueue("release", "a", EnqueueOptions::new().run_id("q-a"))
+        .await;
+    assert!(
+        matches!(
+            again,
+            Err(AgentError::Store(StoreError::AlreadyExists { .. }))
+        ),
+        "an id enqueued twice is refused: {again:?}"
+    );
+    // Another agent's run is never handed to this worker.
+    runs.enqueue("other", "b", EnqueueOptions::new().run_id("q-b"))
+        .await
+        .unwrap();
+
+    let first = store.claim(&claim("release", 10, 60_000)).await.unwrap();
+    assert_eq!(first.leases.len(), 1);
+    let lease: Lease = first.leases[0].clone();
+    assert_eq!(
+        (lease.run_id.as_str(), lease.status, lease.version),
+        (a.as_str(), StoredStatus::Ready, 1)
+    );
+    // Held: nobody else takes it.
+    let second = store.claim(&claim("release", 10, 60_000)).await.unwrap();
+    assert!(second.leases.is_empty());
+    assert!(second.next_expiry_ms.is_some_and(|ms| ms <= 60_000));
+    store.renew(&lease, 60_000).await.unwrap();
+
+    // Released: the next claim takes it, with a larger token; the old lease is over.
+    store.release(&lease).await.unwrap();
+    let third = store.claim(&claim("release", 10, 60_000)).await.unwrap();
+    assert_eq!(third.leases.len(), 1);
+    let newer = third.leases[0].clone();
+    assert!(newer.token > lease.token);
+    let lost = store.renew(&lease, 60_000).await;
+    assert!(
+        matches!(lost, Err(StoreError::LeaseLost { token, .. }) if token == lease.token),
+        "{lost:?}"
+    );
+
+    // A lease that expires lets another claim take the run.
+    store.release(&newer).await.unwrap();
+    let short = store.claim(&claim("release", 1, 50)).await.unwrap();
+    let short = short.leases[0].clone();
+    tokio::time::sleep(Duration::from_millis(120)).await;
+    let expired = store.renew(&short, 60_000).await;
+    assert!(
+        matches!(expired, Err(StoreError::LeaseLost { .. })),
+        "{expired:?}"
+    );
+    let taken = store.claim(&claim("release", 1, 60_000)).await.unwrap();
+    assert_eq!(taken.leases.len(), 1);
+    assert!(taken.leases[0].token > short.token);
+
+    let counts = runs.queue_counts().await.unwrap();
+    let release = counts.iter().find(|c| c.agent_id == "release").unwrap();
+    let other = counts.iter().find(|c| c.agent_id == "other").unwrap();
+    assert_eq!((release.ready, release.running), (0, 1));
+    assert_eq!(other.ready, 1);
+    assert!(other.oldest_ready_ms.is_some());
+}
+
+#[tokio::test]
+async fn memory_queue_contract() {
+    queue_contract(Arc::new(MemoryStore::new())).await;
+}
+
+#[tokio::test]
+async fn sqlite_queue_contract() {
+    let dir = tempdir("contract");
+    let store = SqliteStore::open(dir.join("runs.db")).await.unwrap();
+    queue_contract(Arc::new(store)).await;
+    std::fs::remove_dir_all(&dir).ok();
+}
