@@ -1069,12 +1069,17 @@ async fn sqlite_reopen_is_a_no_op_and_a_newer_schema_is_refused() {
     assert_eq!(store.load("keep").await.unwrap().rows, vec![entry(1)]);
     store.close().await;
 
-    sqlite_raw(&file.0)("UPDATE phaseo_schema SET version = 999".into()).await;
+    sqlite_raw(&file.0)(
+        "UPDATE phaseo_schema SET version = 999 \
+         WHERE version = (SELECT max(version) FROM phaseo_schema)"
+            .into(),
+    )
+    .await;
     assert_eq!(
         SqliteStore::open(&file.0).await.unwrap_err(),
         StoreError::SchemaTooNew {
             found: 999,
-            supported: 1
+            supported: 2
         }
     );
 }

@@ -154,7 +154,7 @@ async fn postgres_reopen_is_a_no_op_and_a_newer_schema_is_refused() {
             PostgresStore::connect(&url).await.unwrap_err(),
             StoreError::SchemaTooNew {
                 found: 999,
-                supported: 2
+                supported: 3
             }
         );
     })
@@ -349,6 +349,43 @@ async fn postgres_a_store_finds_runs_by_key_after_its_tables_grew() {
         // store's process reports its statistics only as it exits).
         let read = scans().await - before;
         assert!(read < 100, "20 loads read {read} rows by sequential scans");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: run interop/run.sh"]
+async fn postgres_queue_contract() {
+    in_fresh_database(|url| async move {
+        let store = PostgresStore::connect(&url).await.expect("connects");
+        crate::workers::queue_contract(Arc::new(store.clone())).await;
+        store.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: run interop/run.sh"]
+async fn postgres_workers_serve_enqueued_runs_and_take_them_back_when_decided() {
+    in_fresh_database(|url| async move {
+        let store = PostgresStore::connect(&url).await.expect("connects");
+        crate::workers::serve_and_decide(phaseo_agent::store::Runs::new(store.clone())).await;
+        store.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: run interop/run.sh"]
+async fn postgres_queue_contract_behind_a_transaction_pooler() {
+    in_fresh_database(|url| async move {
+        let store = PostgresStore::builder(&url)
+            .statement_cache(false)
+            .connect()
+            .await
+            .expect("connects");
+        crate::workers::queue_contract(Arc::new(store.clone())).await;
+        store.close().await;
     })
     .await;
 }
