@@ -229,14 +229,15 @@ pub use tool::returns::{Answer, Awaited, Blocking, ToolReturn, TypedReturn};
 pub use tool::typed::ToolOutput;
 
 /// The README's examples, compiled and run as doctests so that they cannot drift from the API.
-/// They use the providers, MCP, SQLite, the inbox and OTLP export, so they run where those
-/// features are on (as in `cargo test --workspace --all-features`).
+/// They use the providers, MCP, SQLite, PostgreSQL, the inbox and OTLP export, so they run where
+/// those features are on (as in `cargo test --workspace --all-features`).
 #[cfg(all(
     doctest,
     feature = "openai",
     feature = "anthropic",
     feature = "mcp",
     feature = "sqlite",
+    feature = "postgres",
     feature = "inbox",
     feature = "otel"
 ))]

@@ -55,8 +55,18 @@
 //!   not runs again only if its tool is [`idempotent`](crate::Tool::idempotent), with the same
 //!   [`idempotency_key`](crate::ToolContext::idempotency_key); any other such call waits for a
 //!   person as [`PendingKind::OutcomeUnknown`](crate::PendingKind::OutcomeUnknown).
-//! - **Recovery is asked for.** [`DurableAgent::recover`] takes up a run whose process died; this
-//!   crate does not decide on its own that a process is dead (no leases or heartbeats yet).
+//! - **Recovery of your own runs is asked for.** [`DurableAgent::recover`] takes up a run started
+//!   in your process whose process died: nothing tells this crate that a plain process is dead.
+//!   Runs served by [`Worker`]s are held under leases instead, and taken up by another worker
+//!   when a lease expires.
+//! - **Workers share the database, not a broker.** A queued run ([`Runs::enqueue`]) is its own
+//!   job: a claim locks its row (`FOR UPDATE SKIP LOCKED`), a lease with a fencing token guards
+//!   every write, and the decision that completes its waiting calls makes it ready again in the
+//!   same transaction. A queue library (apalis-postgres) was considered and not used: its job
+//!   would be a second record of each run, in tables of its own, to keep in step with the
+//!   journal at every pause, decision and end; and its locks (who holds a job, since when) carry
+//!   no token that the run's own writes could be checked against. The run's row already holds
+//!   what a job needs.
 //! - **A damaged run is one run's problem**: its load fails with a typed error naming it, and
 //!   every other run is served. Checksums catch a damaged or edited row, not a deliberate
 //!   rewrite by someone with write access to the database: for that, sign states
@@ -79,7 +89,8 @@
 //   cursors, migrations);
 // - `sqlite`: `SqliteStore`, a run store in a SQLite file (feature `sqlite`);
 // - `postgres`: `PostgresStore`, a run store in PostgreSQL (feature `postgres`);
-// - `runs`: `Runs` and `DurableAgent`, the store and an agent as an application uses them.
+// - `runs`: `Runs` and `DurableAgent`, the store and an agent as an application uses them;
+// - `worker`: `Worker`, which takes queued runs from a store and runs them under leases.
 
 pub(crate) mod backend;
 pub(crate) mod journal;

@@ -21,7 +21,11 @@ use crate::telemetry;
 ///
 /// ```no_run
 /// # #[cfg(feature = "postgres")]
-/// # async fn serve(support: phaseo_agent::Agent, billing: phaseo_agent::Agent) -> Result<(), phaseo_agent::AgentError> {
+/// # async fn serve(
+/// #     support: phaseo_agent::Agent,
+/// #     billing: phaseo_agent::Agent,
+/// #     ctrl_c: impl Future<Output = ()>,
+/// # ) -> Result<(), phaseo_agent::AgentError> {
 /// use std::time::Duration;
 ///
 /// use phaseo_agent::store::{PostgresStore, Runs, Worker};
@@ -32,7 +36,7 @@ use crate::telemetry;
 ///     .agent(billing)
 ///     .concurrency(16)
 ///     .lease(Duration::from_secs(30))
-///     .run_until(async { tokio::signal::ctrl_c().await.ok(); })
+///     .run_until(ctrl_c) // on Ctrl-C: take nothing more, let the runs held finish
 ///     .await?;
 /// # Ok(())
 /// # }
