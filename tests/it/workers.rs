@@ -85,7 +85,7 @@ async fn until_all(runs: &Runs, ids: &[String], status: StoredStatus) {
     panic!("runs never all {status:?}: {seen:?}");
 }
 
-async fn serve_and_decide(runs: Runs) {
+pub(crate) async fn serve_and_decide(runs: Runs) {
     let effects = Effects::default();
     let worker = Worker::new(runs.clone())
         .agent(agent(&effects))
@@ -159,7 +159,7 @@ fn claim(agent: &str, limit: usize, lease_ms: u64) -> ClaimRequest {
 }
 
 /// The queue's contract, on any store that keeps one.
-async fn queue_contract(store: Arc<dyn RunStore>) {
+pub(crate) async fn queue_contract(store: Arc<dyn RunStore>) {
     let runs = Runs::from_arc(store.clone());
     let a = runs
         .enqueue("release", "a", EnqueueOptions::new().run_id("q-a"))
