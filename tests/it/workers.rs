@@ -6,14 +6,16 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::StreamExt as _;
 use phaseo_agent::serde_json::json;
 use phaseo_agent::store::{
-    ClaimRequest, EnqueueOptions, Lease, MemoryStore, PendingFilter, RunStore, Runs, SqliteStore,
-    StoredStatus, Worker,
+    Append, ClaimRequest, EnqueueOptions, Lease, MemoryStore, PendingFilter, PendingRow, RunStore,
+    Runs, SqliteStore, StoredStatus, Worker,
 };
 use phaseo_agent::{Agent, AgentError, Decision, ModelResponse, StoreError, Tool, ToolCall};
 
-use crate::support::durable::ByPosition;
+use crate::store_backend::{entry, new_run};
+use crate::support::durable::{ByPosition, Hooked};
 
 /// Each run of a tool's code, counted outside the runs: (run id, tool, idempotency key).
 #[derive(Clone, Default)]
@@ -219,6 +221,9 @@ pub(crate) async fn queue_contract(store: Arc<dyn RunStore>) {
     assert_eq!(taken.leases.len(), 1);
     assert!(taken.leases[0].token > short.token);
 
+    fenced_writes(&*store).await;
+    hand_over_only_queued_runs(&*store).await;
+
     let counts = runs.queue_counts().await.unwrap();
     let release = counts.iter().find(|c| c.agent_id == "release").unwrap();
     let other = counts.iter().find(|c| c.agent_id == "other").unwrap();
@@ -238,4 +243,308 @@ async fn sqlite_queue_contract() {
     let store = SqliteStore::open(dir.join("runs.db")).await.unwrap();
     queue_contract(Arc::new(store)).await;
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// One entry after `expected`, with `status`, as a worker under `fence` writes it.
+fn write(run_id: &str, expected: u64, status: StoredStatus, fence: Option<u64>) -> Append {
+    Append {
+        run_id: run_id.into(),
+        expected_version: expected,
+        rows: vec![entry(expected + 1)],
+        status,
+        snapshot: None,
+        pending: None,
+        decisions: Vec::new(),
+        at_ms: 1_000_001,
+        fence,
+    }
+}
+
+fn waiting_call(run_id: &str, decided: bool) -> PendingRow {
+    PendingRow {
+        run_id: run_id.into(),
+        agent_id: "release".into(),
+        call_id: "c1".into(),
+        tool: "deploy".into(),
+        kind: "tool_approval".into(),
+        arguments: "{}".into(),
+        digest: "d".into(),
+        since_ms: 1_000_000,
+        version: 2,
+        decision: decided.then(|| "{\"decision\":\"approve\"}".into()),
+        decided_by: decided.then(|| "ada".into()),
+    }
+}
+
+/// A write under a lease applies only while that lease lives and is the run's latest; nothing is
+/// written otherwise, and a write outside any lease is checked by version alone.
+async fn fenced_writes(store: &dyn RunStore) {
+    let runs_agent = "fenced";
+    let runs = store;
+    runs.enqueue(phaseo_agent::store::NewRun {
+        agent_id: runs_agent.into(),
+        status: StoredStatus::Ready,
+        ..new_run("q-fence", runs_agent, 1_000_000)
+    })
+    .await
+    .unwrap();
+    let lease = store
+        .claim(&claim(runs_agent, 1, 60_000))
+        .await
+        .unwrap()
+        .leases[0]
+        .clone();
+    store
+        .append(write(
+            "q-fence",
+            1,
+            StoredStatus::Running,
+            Some(lease.token),
+        ))
+        .await
+        .unwrap();
+    // A token the run never gave, and then the same token once its lease ended.
+    let stale = store
+        .append(write(
+            "q-fence",
+            2,
+            StoredStatus::Running,
+            Some(lease.token + 7),
+        ))
+        .await;
+    assert!(
+        matches!(stale, Err(StoreError::LeaseLost { .. })),
+        "{stale:?}"
+    );
+    store.release(&lease).await.unwrap();
+    let ended = store
+        .append(write(
+            "q-fence",
+            2,
+            StoredStatus::Running,
+            Some(lease.token),
+        ))
+        .await;
+    assert_eq!(
+        ended,
+        Err(StoreError::LeaseLost {
+            run_id: "q-fence".into(),
+            token: lease.token
+        })
+    );
+    // A stale version is a conflict whatever the lease.
+    let taken = store
+        .claim(&claim(runs_agent, 1, 60_000))
+        .await
+        .unwrap()
+        .leases[0]
+        .clone();
+    assert_eq!(taken.status, StoredStatus::Running);
+    let behind = store
+        .append(write(
+            "q-fence",
+            1,
+            StoredStatus::Running,
+            Some(taken.token),
+        ))
+        .await;
+    assert!(
+        matches!(behind, Err(StoreError::Conflict { .. })),
+        "{behind:?}"
+    );
+    let loaded = store.load("q-fence").await.unwrap();
+    assert_eq!(loaded.version, 2, "nothing was written by a refused write");
+    // Pausing under the lease ends it: the run is no one's, and no claim takes it.
+    store
+        .append(write("q-fence", 2, StoredStatus::Paused, Some(taken.token)))
+        .await
+        .unwrap();
+    let after = store
+        .append(write(
+            "q-fence",
+            3,
+            StoredStatus::Running,
+            Some(taken.token),
+        ))
+        .await;
+    assert!(
+        matches!(after, Err(StoreError::LeaseLost { .. })),
+        "{after:?}"
+    );
+    assert!(
+        store
+            .claim(&claim(runs_agent, 1, 60_000))
+            .await
+            .unwrap()
+            .leases
+            .is_empty()
+    );
+}
+
+/// The decision that completes a queued run's waiting calls makes it ready (and announces it);
+/// the same decision on a run that is not queued leaves it paused, for its own process.
+async fn hand_over_only_queued_runs(store: &dyn RunStore) {
+    let mut wakeups = store.wakeups().await.unwrap();
+    store
+        .create(phaseo_agent::store::NewRun {
+            status: StoredStatus::Paused,
+            pending: vec![waiting_call("plain-paused", false)],
+            ..new_run("plain-paused", "release", 1_000_000)
+        })
+        .await
+        .unwrap();
+    let decided = Append {
+        pending: Some(vec![waiting_call("plain-paused", true)]),
+        ..write("plain-paused", 1, StoredStatus::Paused, None)
+    };
+    store.append(decided).await.unwrap();
+    assert_eq!(
+        store.load("plain-paused").await.unwrap().status,
+        StoredStatus::Paused
+    );
+
+    store
+        .enqueue(phaseo_agent::store::NewRun {
+            agent_id: "handed".into(),
+            status: StoredStatus::Ready,
+            ..new_run("q-paused", "handed", 1_000_000)
+        })
+        .await
+        .unwrap();
+    let lease = store
+        .claim(&claim("handed", 1, 60_000))
+        .await
+        .unwrap()
+        .leases[0]
+        .clone();
+    let paused = Append {
+        pending: Some(vec![waiting_call("q-paused", false)]),
+        ..write("q-paused", 1, StoredStatus::Paused, Some(lease.token))
+    };
+    store.append(paused).await.unwrap();
+    assert_eq!(
+        store.load("q-paused").await.unwrap().status,
+        StoredStatus::Paused
+    );
+    // Drain what the enqueue announced, then decide: the decision announces the run.
+    while tokio::time::timeout(Duration::from_millis(50), wakeups.next())
+        .await
+        .is_ok()
+    {}
+    let decided = Append {
+        pending: Some(vec![waiting_call("q-paused", true)]),
+        ..write("q-paused", 2, StoredStatus::Paused, None)
+    };
+    store.append(decided).await.unwrap();
+    assert_eq!(
+        store.load("q-paused").await.unwrap().status,
+        StoredStatus::Ready
+    );
+    let heard = tokio::time::timeout(Duration::from_secs(5), wakeups.next()).await;
+    assert!(
+        matches!(heard, Ok(Some(Ok(())))),
+        "the hand-over was announced: {heard:?}"
+    );
+    let taken = store.claim(&claim("handed", 1, 60_000)).await.unwrap();
+    assert_eq!(taken.leases[0].status, StoredStatus::Ready);
+    assert!(taken.leases[0].token > lease.token);
+}
+
+/// A store that keeps no queue: every `RunStore` method but the queue's, forwarded.
+#[tokio::test]
+async fn a_store_without_a_queue_refuses_workers_and_enqueues() {
+    let store = Hooked::new(Arc::new(MemoryStore::new()));
+    let runs = Runs::new(store);
+    let effects = Effects::default();
+    let refused = runs.enqueue("release", "go", EnqueueOptions::new()).await;
+    assert!(
+        matches!(
+            refused,
+            Err(AgentError::Store(StoreError::Unsupported { .. }))
+        ),
+        "{refused:?}"
+    );
+    let worker = Worker::new(runs).agent(agent(&effects)).run().await;
+    assert!(
+        matches!(
+            worker,
+            Err(AgentError::Store(StoreError::Unsupported { .. }))
+        ),
+        "{worker:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_worker_without_agents_is_refused() {
+    let refused = Worker::new(Runs::new(MemoryStore::new())).run().await;
+    assert!(
+        matches!(refused, Err(AgentError::InvalidState(_))),
+        "{refused:?}"
+    );
+}
+
+/// A worker told to stop lets its runs go on for its drain timeout, then ends their leases, so
+/// that another worker takes them at once rather than when the leases expire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draining_worker_hands_its_runs_to_another_at_once() {
+    let runs = Runs::new(MemoryStore::new());
+    let slow_agent = |delay: Duration| {
+        let tool = Tool::new(
+            "slow",
+            "Slow",
+            json!({"type": "object"}),
+            move |_, _| async move {
+                tokio::time::sleep(delay).await;
+                Ok::<_, AgentError>(json!({"slept": true}))
+            },
+        )
+        .idempotent(true);
+        Agent::builder("release")
+            .model(ByPosition(vec![
+                ModelResponse::tool_calls([ToolCall::new("c1", "slow", json!({}))]),
+                ModelResponse::text("Done."),
+            ]))
+            .tool(tool)
+            .build()
+            .unwrap()
+    };
+    let run_id = runs
+        .enqueue("release", "go", EnqueueOptions::new())
+        .await
+        .unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let first = Worker::new(runs.clone())
+        .agent(slow_agent(Duration::from_secs(3_600)))
+        .lease(Duration::from_secs(3_600))
+        .drain_timeout(Duration::from_millis(100));
+    let first = tokio::spawn(first.run_until(async {
+        stopped.await.ok();
+    }));
+    // Running, under the first worker's hour-long lease.
+    for _ in 0..500 {
+        let counts = runs.queue_counts().await.unwrap();
+        if counts[0].running == 1 && runs.load(&run_id).await.unwrap().version >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    stop.send(()).unwrap();
+    first.await.unwrap().unwrap();
+    assert_eq!(
+        runs.queue_counts().await.unwrap()[0].ready,
+        1,
+        "its lease was ended"
+    );
+    let second = tokio::spawn(
+        Worker::new(runs.clone())
+            .agent(slow_agent(Duration::from_millis(1)))
+            .run(),
+    );
+    until_all(
+        &runs,
+        std::slice::from_ref(&run_id),
+        StoredStatus::Completed,
+    )
+    .await;
+    second.abort();
 }
