@@ -527,8 +527,8 @@ pub trait RunStore: Send + Sync + 'static {
     }
 
     /// A stream that yields when a run may have become ready (enqueued, or decided), for any
-    /// agent: PostgreSQL's `LISTEN`, so it hears every process; the embedded stores hear this
-    /// process only.
+    /// agent: PostgreSQL's `LISTEN`, so it hears every process; the embedded stores hear what
+    /// goes through the same store value only.
     fn wakeups(&self) -> BoxFuture<'_, Result<Wakeups, StoreError>> {
         Box::pin(async { Err(unsupported()) })
     }

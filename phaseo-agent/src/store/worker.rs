@@ -67,8 +67,9 @@ use crate::telemetry;
 ///   without waiting for the leases to expire.
 ///
 /// With [`SqliteStore`](crate::store::SqliteStore) or [`MemoryStore`](crate::store::MemoryStore)
-/// the same API serves one worker process: their announcements reach this process only, so runs
-/// enqueued by another process are found at the next idle check.
+/// the same API serves one worker process: their announcements reach the workers of the same
+/// store value only (share one store, cloned or in an `Arc`, between the code that enqueues and
+/// the workers), and runs enqueued by another process are found at the next idle check.
 ///
 /// A database error while claiming or renewing does not end the worker: it is logged (target
 /// `phaseo_agent::worker`), and the worker tries again after a pause. A run whose lease cannot be
