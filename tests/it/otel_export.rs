@@ -14,6 +14,7 @@ use opentelemetry_sdk::metrics::InMemoryMetricExporter;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
 use opentelemetry_sdk::trace::InMemorySpanExporter;
 use phaseo_agent::otel::{ExportClient, OtelError, Telemetry};
+use phaseo_agent::store::{EnqueueOptions, MemoryStore, Runs, StoredStatus, Worker};
 use phaseo_agent::telemetry::semconv;
 use phaseo_agent::{Agent, Decisions, ModelResponse, RunState, ScriptedModel, ToolCall, Usage};
 use serde_json::json;
@@ -84,6 +85,23 @@ async fn in_memory_exporters_get_a_paused_runs_spans_and_metrics_with_the_bucket
         .map(|kv| kv.value.clone());
     assert_eq!(input, Some(Value::I64(120)));
 
+    // A queued run served by a worker: its claim wait and how long it was held.
+    let runs = Runs::new(MemoryStore::new());
+    let queued = runs
+        .enqueue("ops", "Status?", EnqueueOptions::new())
+        .await
+        .unwrap();
+    let serving = tokio::spawn(
+        Worker::new(runs.clone())
+            .agent(ops_agent(ScriptedModel::new().text("All green.")))
+            .run(),
+    );
+    while runs.load(&queued).await.unwrap().status != StoredStatus::Completed {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    serving.abort();
+    telemetry.flush().unwrap();
+
     let exported = metrics.get_finished_metrics().unwrap();
     let last = exported.last().expect("metrics were exported");
     // The resource names the service.
@@ -128,6 +146,14 @@ async fn in_memory_exporters_get_a_paused_runs_spans_and_metrics_with_the_bucket
     );
     assert_eq!(
         bounds(semconv::PHASEO_RUN_WAIT_DURATION),
+        (semconv::WAIT_DURATION_BUCKETS.to_vec(), "s".to_owned())
+    );
+    assert_eq!(
+        bounds(semconv::PHASEO_WORKER_CLAIM_WAIT),
+        (semconv::CLAIM_WAIT_BUCKETS.to_vec(), "s".to_owned())
+    );
+    assert_eq!(
+        bounds(semconv::PHASEO_WORKER_RUN_DURATION),
         (semconv::WAIT_DURATION_BUCKETS.to_vec(), "s".to_owned())
     );
 }

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use opentelemetry::trace::{SpanKind, Status};
-use phaseo_agent::store::{MemoryStore, PendingFilter, Runs};
+use phaseo_agent::store::{EnqueueOptions, MemoryStore, PendingFilter, Runs, StoredStatus, Worker};
 use phaseo_agent::telemetry::{CaptureContent, semconv};
 use phaseo_agent::{
     Agent, Decisions, ModelError, ModelErrorKind, ModelResponse, RetryPolicy, RunState,
@@ -16,7 +16,7 @@ use phaseo_agent::{
 use serde_json::json;
 
 use crate::support::agent::{Counter, deploy_tool, status_tool};
-use crate::support::durable::Hooked;
+use crate::support::durable::{ByPosition, Hooked};
 use crate::support::otel::{attr, capture, children, named, names, one, text};
 
 fn ops_agent(model: ScriptedModel, counter: &Counter) -> Agent {
@@ -736,4 +736,74 @@ async fn a_recovered_run_links_to_the_interrupted_span_and_its_doubtful_call_say
     assert_eq!(last.parent_span_id, recovery.span_context.span_id());
     assert_eq!(text(last, semconv::PHASEO_CALL_OUTCOME), "in_doubt");
     assert_eq!(text(last, semconv::PHASEO_PAUSE_KIND), "outcome_unknown");
+}
+
+/// A worker's metrics: how long each run waited to be claimed, how each run it held ended, and,
+/// with `queue_metrics` on, the store's queue counts as gauges (an agent it does not serve too).
+#[tokio::test(flavor = "current_thread")]
+async fn workers_report_claim_waits_their_runs_and_the_queue() {
+    let captured = capture();
+    let runs = Runs::new(MemoryStore::new());
+    let agent = Agent::builder("release")
+        .model(ByPosition(vec![ModelResponse::text("Done.")]))
+        .build()
+        .unwrap();
+    let mut ids = Vec::new();
+    for input in ["one", "two"] {
+        ids.push(
+            runs.enqueue("release", input, EnqueueOptions::new())
+                .await
+                .unwrap(),
+        );
+    }
+    runs.enqueue("billing", "unserved", EnqueueOptions::new())
+        .await
+        .unwrap();
+    let worker = Worker::new(runs.clone())
+        .agent(agent)
+        .queue_metrics(Duration::from_millis(20));
+    let serving = tokio::spawn(worker.run());
+    for _ in 0..500 {
+        let mut done = true;
+        for id in &ids {
+            done &= runs.load(id).await.unwrap().status == StoredStatus::Completed;
+        }
+        if done {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Past one report of the queue after both completed.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    serving.abort();
+
+    let waits = captured.points(semconv::PHASEO_WORKER_CLAIM_WAIT);
+    assert_eq!(waits.iter().map(|p| p.count).sum::<u64>(), 2);
+    assert_eq!(waits[0].attributes[semconv::GEN_AI_AGENT_NAME], "release");
+    let held = captured.points(semconv::PHASEO_WORKER_RUNS);
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(
+        held[0].attributes[semconv::PHASEO_WORKER_OUTCOME],
+        "completed"
+    );
+    assert_eq!(held[0].count, 2);
+    let gauge = captured.points(semconv::PHASEO_QUEUE_RUNS);
+    let runs_in = |agent: &str, state: &str| {
+        gauge
+            .iter()
+            .find(|p| {
+                p.attributes[semconv::GEN_AI_AGENT_NAME] == agent
+                    && p.attributes[semconv::PHASEO_QUEUE_STATE] == state
+            })
+            .map(|p| p.count)
+    };
+    assert_eq!(runs_in("release", "completed"), Some(2));
+    assert_eq!(runs_in("release", "ready"), Some(0));
+    assert_eq!(runs_in("billing", "ready"), Some(1));
+    let oldest = captured.points(semconv::PHASEO_QUEUE_OLDEST_READY);
+    let billing = oldest
+        .iter()
+        .find(|p| p.attributes[semconv::GEN_AI_AGENT_NAME] == "billing")
+        .expect("the unserved agent's oldest ready run");
+    assert!(billing.sum > 0.0, "{billing:?}");
 }

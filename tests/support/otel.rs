@@ -111,6 +111,22 @@ impl Captured {
                             unit: unit.clone(),
                         }))
                     }
+                    AggregatedMetrics::U64(MetricData::Gauge(g)) => {
+                        points.extend(g.data_points().map(|p| Point {
+                            attributes: text(&mut p.attributes()),
+                            count: p.value(),
+                            sum: p.value() as f64,
+                            unit: unit.clone(),
+                        }))
+                    }
+                    AggregatedMetrics::F64(MetricData::Gauge(g)) => {
+                        points.extend(g.data_points().map(|p| Point {
+                            attributes: text(&mut p.attributes()),
+                            count: 1,
+                            sum: p.value(),
+                            unit: unit.clone(),
+                        }))
+                    }
                     other => panic!("{name}: unexpected data {other:?}"),
                 }
             }

@@ -12,7 +12,7 @@ use tokio::task::JoinSet;
 use crate::error::{AgentError, StoreError};
 use crate::run::agent::Agent;
 use crate::run::state::{RunError, RunResult};
-use crate::store::backend::{ClaimRequest, Lease, StoredStatus, Wakeups};
+use crate::store::backend::{ClaimRequest, Lease, QueueCounts, StoredStatus, Wakeups};
 use crate::store::runs::{DurableAgent, Runs};
 use crate::telemetry;
 
@@ -82,6 +82,7 @@ pub struct Worker {
     name: String,
     idle_check: Duration,
     drain_timeout: Duration,
+    queue_metrics: Option<Duration>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -93,6 +94,7 @@ impl std::fmt::Debug for Worker {
             .field("name", &self.name)
             .field("idle_check", &self.idle_check)
             .field("drain_timeout", &self.drain_timeout)
+            .field("queue_metrics", &self.queue_metrics)
             .finish_non_exhaustive()
     }
 }
@@ -131,6 +133,7 @@ impl Worker {
             name: format!("{host}-{}", std::process::id()),
             idle_check: Duration::from_secs(30),
             drain_timeout: Duration::from_secs(30),
+            queue_metrics: None,
         }
     }
 
@@ -181,6 +184,16 @@ impl Worker {
         self
     }
 
+    /// Reports the store's [`queue_counts`](Runs::queue_counts) as gauges every `every` (off by
+    /// default): `phaseo.queue.runs` per agent and state, and `phaseo.queue.oldest_ready`. The
+    /// counts are the whole store's, the same from every worker: turn it on in one process, or
+    /// tell the processes apart by their service instance. It queries the database only while a
+    /// subscriber records metrics.
+    pub fn queue_metrics(mut self, every: Duration) -> Self {
+        self.queue_metrics = Some(every.max(Duration::from_millis(10)));
+        self
+    }
+
     /// Serves runs until the future is dropped, which stops every run it holds at once (see
     /// [`Worker`]). Returns only on a failure to start: no agent to serve, or a store that keeps
     /// no queue ([`StoreError::Unsupported`]).
@@ -207,6 +220,24 @@ impl Worker {
             limit: 0,
         };
         let mut tasks: JoinSet<()> = JoinSet::new();
+        // Stopped when the worker stops (dropped with this future, or at the end of a drain).
+        let _reporting = worker.queue_metrics.map(|every| {
+            let store = store.clone();
+            AbortOnDrop(tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    if !telemetry::on() {
+                        continue;
+                    }
+                    match store.queue_counts().await {
+                        Ok(counts) => counts.iter().for_each(report),
+                        Err(error) => {
+                            tracing::warn!(target: TARGET, %error, "counting the queue failed");
+                        }
+                    }
+                }
+            }))
+        });
         let mut held: BTreeMap<tokio::task::Id, Lease> = BTreeMap::new();
         let shutdown = std::pin::pin!(shutdown);
         let mut shutdown = shutdown;
@@ -310,6 +341,28 @@ impl Worker {
             }
         }
         Ok(())
+    }
+}
+
+/// One agent's queue counts as gauges.
+fn report(counts: &QueueCounts) {
+    let states = [
+        ("ready", counts.ready),
+        ("running", counts.running),
+        ("paused", counts.paused),
+        ("in_doubt", counts.in_doubt),
+        ("failed", counts.failed),
+        ("completed", counts.completed),
+    ];
+    telemetry::metric::queue(&counts.agent_id, &states, counts.oldest_ready_ms);
+}
+
+/// A task aborted when this is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

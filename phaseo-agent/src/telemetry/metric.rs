@@ -26,6 +26,10 @@ const HISTOGRAM_PHASEO_WORKER_CLAIM_WAIT: &str = "histogram.phaseo.worker.claim.
 const HISTOGRAM_PHASEO_WORKER_RUN_DURATION: &str = "histogram.phaseo.worker.run.duration";
 /// `monotonic_counter.phaseo.worker.runs`: the measurement field `MetricsLayer` reads.
 const MONOTONIC_COUNTER_PHASEO_WORKER_RUNS: &str = "monotonic_counter.phaseo.worker.runs";
+/// `gauge.phaseo.queue.runs`: the measurement field `MetricsLayer` reads.
+const GAUGE_PHASEO_QUEUE_RUNS: &str = "gauge.phaseo.queue.runs";
+/// `gauge.phaseo.queue.oldest_ready`: the measurement field `MetricsLayer` reads.
+const GAUGE_PHASEO_QUEUE_OLDEST_READY: &str = "gauge.phaseo.queue.oldest_ready";
 /// `monotonic_counter.phaseo.tool.calls`: the measurement field `MetricsLayer` reads.
 const MONOTONIC_COUNTER_PHASEO_TOOL_CALLS: &str = "monotonic_counter.phaseo.tool.calls";
 
@@ -150,5 +154,26 @@ pub(crate) fn worker_run(agent: &str, outcome: &str, seconds: f64) {
         { HISTOGRAM_PHASEO_WORKER_RUN_DURATION } = seconds,
         { GEN_AI_AGENT_NAME } = agent,
         { PHASEO_WORKER_OUTCOME } = outcome,
+    );
+}
+
+/// `phaseo.queue.runs` for each state of one agent's runs, and `phaseo.queue.oldest_ready`.
+pub(crate) fn queue(agent: &str, states: &[(&str, u64)], oldest_ready_ms: Option<u64>) {
+    for &(state, runs) in states {
+        tracing::event!(
+            target: METRICS_TARGET,
+            parent: None,
+            tracing::Level::INFO,
+            { GAUGE_PHASEO_QUEUE_RUNS } = runs,
+            { GEN_AI_AGENT_NAME } = agent,
+            { PHASEO_QUEUE_STATE } = state,
+        );
+    }
+    tracing::event!(
+        target: METRICS_TARGET,
+        parent: None,
+        tracing::Level::INFO,
+        { GAUGE_PHASEO_QUEUE_OLDEST_READY } = oldest_ready_ms.unwrap_or(0) as f64 / 1000.0,
+        { GEN_AI_AGENT_NAME } = agent,
     );
 }

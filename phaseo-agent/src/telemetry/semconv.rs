@@ -167,6 +167,16 @@ pub const PHASEO_WORKER_RUN_DURATION: &str = "phaseo.worker.run.duration";
 /// How a worker's run ended: `completed`, `paused`, `failed`, `refused`, `conflict` (another
 /// process moved the run on first) or `lease_lost`.
 pub const PHASEO_WORKER_OUTCOME: &str = "phaseo.worker.outcome";
+/// Gauge of the runs of an agent in one state of the queue, by [`GEN_AI_AGENT_NAME`] and
+/// [`PHASEO_QUEUE_STATE`] (`ready`, `running`, `paused`, `in_doubt`, `failed`, `completed`):
+/// what [`Runs::queue_counts`](crate::store::Runs::queue_counts) returns, reported by a worker
+/// with [`Worker::queue_metrics`](crate::store::Worker::queue_metrics) on.
+pub const PHASEO_QUEUE_RUNS: &str = "phaseo.queue.runs";
+/// Gauge of how long an agent's oldest ready run has waited for a worker, in seconds (0 when
+/// none waits).
+pub const PHASEO_QUEUE_OLDEST_READY: &str = "phaseo.queue.oldest_ready";
+/// The state a [`PHASEO_QUEUE_RUNS`] point counts.
+pub const PHASEO_QUEUE_STATE: &str = "phaseo.queue.state";
 /// The bucket boundaries of [`PHASEO_WORKER_CLAIM_WAIT`]: a millisecond to ten minutes.
 pub const CLAIM_WAIT_BUCKETS: [f64; 12] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0, 10.0, 60.0, 600.0,
