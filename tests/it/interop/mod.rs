@@ -17,3 +17,5 @@ mod mcp_client;
 mod otlp;
 mod postgres;
 mod postgres_durable;
+// Queue workers as processes, killed and stopped, on PostgreSQL.
+mod workers;

@@ -50,7 +50,7 @@ async fn execute(url: &str, sql: String) {
 
 /// Runs `test` with the URL of a fresh database, and drops the database after, whether the test
 /// passed or not.
-async fn in_fresh_database<F, Fut>(test: F)
+pub(super) async fn in_fresh_database<F, Fut>(test: F)
 where
     F: FnOnce(String) -> Fut,
     Fut: Future<Output = ()>,
