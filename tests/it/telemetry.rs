@@ -777,6 +777,17 @@ async fn workers_report_claim_waits_their_runs_and_the_queue() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     serving.abort();
 
+    // A queued run that a worker begins is a new run, not a resumption.
+    let spans = captured.spans();
+    let begun = named(&spans, "invoke_agent release");
+    assert_eq!(begun.len(), 2);
+    for span in begun {
+        assert_eq!(
+            attr(span, semconv::PHASEO_RUN_RESUMED),
+            Some(&opentelemetry::Value::Bool(false))
+        );
+        assert!(span.links.is_empty());
+    }
     let waits = captured.points(semconv::PHASEO_WORKER_CLAIM_WAIT);
     assert_eq!(waits.iter().map(|p| p.count).sum::<u64>(), 2);
     assert_eq!(waits[0].attributes[semconv::GEN_AI_AGENT_NAME], "release");

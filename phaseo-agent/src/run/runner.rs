@@ -259,6 +259,9 @@ impl Runner {
     /// same idempotency key), and otherwise waits for a person as `outcome_unknown`; a call that
     /// never started is planned as it would have been.
     ///
+    /// A run that never began (`begun` false: a queued run, its start recorded and nothing
+    /// after) starts as a new run does: its span is not a resumption and links to nothing.
+    ///
     /// Not an `async fn`, for the reason `start` gives.
     pub(crate) fn recover(
         agent: Agent,
@@ -267,6 +270,7 @@ impl Runner {
         decisions: Option<Decisions>,
         options: RunOptions,
         events: Emitter,
+        begun: bool,
     ) -> impl Future<Output = Result<RunResult, RunError>> + Send + 'static {
         if state.agent_id != agent.inner.id {
             return Either::Left(std::future::ready(Err(RunError::refused(
@@ -277,9 +281,14 @@ impl Runner {
             ))));
         }
         let mut runner = Runner::new(agent, state, &options, events);
-        runner.span = observe::run_span(runner.inner(), &runner.state, true, Some("interrupted"));
+        let link = begun.then_some("interrupted");
+        runner.span = observe::run_span(runner.inner(), &runner.state, begun, link);
         let span = runner.span.clone();
-        Either::Right(runner.recovered(in_flight, decisions).instrument(span))
+        Either::Right(
+            runner
+                .recovered(in_flight, decisions, begun)
+                .instrument(span),
+        )
     }
 
     /// An interrupted run, in its span: its turn recovered, then driven.
@@ -287,8 +296,12 @@ impl Runner {
         mut self,
         in_flight: InFlight,
         decisions: Option<Decisions>,
+        begun: bool,
     ) -> Result<RunResult, RunError> {
-        self.emit_started(true);
+        if !begun {
+            observe::keep_trace(&self.span, &mut self.state);
+        }
+        self.emit_started(begun);
         let result = self.recover_turn(in_flight, decisions).await;
         self.finish(result).await
     }

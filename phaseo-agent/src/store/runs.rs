@@ -704,6 +704,8 @@ impl DurableAgent {
         by: String,
         fence: Option<u64>,
     ) -> Result<RunResult, RunError> {
+        // A queued run whose journal holds its start alone has not begun: it starts.
+        let begun = !(stored.status == StoredStatus::Ready && stored.version == 1);
         let journal = self.runs.journal_at(&stored);
         let journal = Arc::new(match fence {
             Some(token) => journal.fenced(token),
@@ -732,6 +734,7 @@ impl DurableAgent {
             decisions,
             options,
             Emitter::default(),
+            begun,
         )
         .await
     }
