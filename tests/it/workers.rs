@@ -354,15 +354,41 @@ async fn fenced_writes(store: &dyn RunStore) {
     );
     let loaded = store.load("q-fence").await.unwrap();
     assert_eq!(loaded.version, 2, "nothing was written by a refused write");
+    // The new holder writes; the old one, behind on the version too, is told its lease is over
+    // (not merely that it is behind), so a worker knows its run was taken.
+    store
+        .append(write(
+            "q-fence",
+            2,
+            StoredStatus::Running,
+            Some(taken.token),
+        ))
+        .await
+        .unwrap();
+    let taken_over = store
+        .append(write(
+            "q-fence",
+            2,
+            StoredStatus::Running,
+            Some(lease.token),
+        ))
+        .await;
+    assert_eq!(
+        taken_over,
+        Err(StoreError::LeaseLost {
+            run_id: "q-fence".into(),
+            token: lease.token
+        })
+    );
     // Pausing under the lease ends it: the run is no one's, and no claim takes it.
     store
-        .append(write("q-fence", 2, StoredStatus::Paused, Some(taken.token)))
+        .append(write("q-fence", 3, StoredStatus::Paused, Some(taken.token)))
         .await
         .unwrap();
     let after = store
         .append(write(
             "q-fence",
-            3,
+            4,
             StoredStatus::Running,
             Some(taken.token),
         ))

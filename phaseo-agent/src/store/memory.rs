@@ -134,13 +134,7 @@ impl RunStore for MemoryStore {
                     run_id: append.run_id,
                 });
             };
-            if run.version != append.expected_version {
-                return Err(StoreError::Conflict {
-                    run_id: append.run_id,
-                    expected: append.expected_version,
-                    found: run.version,
-                });
-            }
+            // A worker whose lease is over is told so first, whatever else moved on.
             let now = clock_ms();
             if let Some(token) = append.fence {
                 let live = run.lease_until_ms.is_some_and(|until| until > now);
@@ -150,6 +144,13 @@ impl RunStore for MemoryStore {
                         token,
                     });
                 }
+            }
+            if run.version != append.expected_version {
+                return Err(StoreError::Conflict {
+                    run_id: append.run_id,
+                    expected: append.expected_version,
+                    found: run.version,
+                });
             }
             let ready = run.queued && hands_over(&append);
             let mut version = run.version;

@@ -193,6 +193,13 @@ FROM phaseo_runs r, c
 WHERE r.queued AND r.agent_id = ANY ($1::text[]) AND r.lease_until_ms > c.now"
 );
 
+/// After a refused `append`: the run's version, and whether the lease `$2` still holds it.
+const HELD: &str = concat!(
+    "SELECT version, lease_token = $2::bigint AND lease_until_ms > ",
+    now_ms!(),
+    " AS held FROM phaseo_runs WHERE run_id = $1"
+);
+
 /// `renew`: the lease `$2` of run `$1`, while it lives, now lasts `$3` more milliseconds.
 const RENEW: &str = concat!(
     "UPDATE phaseo_runs SET lease_until_ms = c.now + $3 FROM (SELECT ",
@@ -802,17 +809,20 @@ impl PostgresStore {
             .map_err(database)?;
         if updated == 0 {
             let found = self
-                .query("SELECT version FROM phaseo_runs WHERE run_id = $1")
+                .query(HELD)
                 .bind(run_id.clone())
+                .bind(fence.map(int))
                 .fetch_optional(session.conn())
                 .await
                 .map_err(database)?;
             let Some(found) = found else {
                 return Err(StoreError::NotFound { run_id });
             };
+            let held: Option<bool> = found.try_get("held").map_err(database)?;
             let found: i64 = found.try_get("version").map_err(database)?;
             let found = crate::store::sql::version(&run_id, 0, "the run's version", found)?;
-            if let (true, Some(token)) = (found == expected_version, fence) {
+            // A worker whose lease is over is told so first, whatever else moved on.
+            if let (Some(token), false) = (fence, held.unwrap_or(false)) {
                 return Err(StoreError::LeaseLost { run_id, token });
             }
             return Err(StoreError::Conflict {
@@ -1039,7 +1049,9 @@ impl PostgresStore {
                 run_id,
             });
         }
-        claimed.leases.sort_by(|a, b| b.waited_ms.cmp(&a.waited_ms));
+        claimed
+            .leases
+            .sort_by_key(|lease| std::cmp::Reverse(lease.waited_ms));
         Ok(claimed)
     }
 

@@ -1289,22 +1289,26 @@ macro_rules! impl_row_by_row {
                 let done = updated.fetch_optional(&mut *tx).await.map_err(database)?;
                 let Some(done) = done else {
                     let found = sqlx::query(
-                        "SELECT version, lease_token FROM phaseo_runs WHERE run_id = $1",
+                        "SELECT version, lease_token = $2 AND lease_until_ms > $3 AS held \
+                         FROM phaseo_runs WHERE run_id = $1",
                     )
                     .bind(run_id.clone())
+                    .bind(append.fence.map(int))
+                    .bind(now)
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(database)?;
                     let Some(found) = found else {
                         return Err($crate::error::StoreError::NotFound { run_id });
                     };
+                    let held: Option<bool> =
+                        sqlx::Row::try_get(&found, "held").map_err(database)?;
                     let found: i64 = sqlx::Row::try_get(&found, "version").map_err(database)?;
                     let found =
                         $crate::store::sql::version(&run_id, 0, "the run's version", found)?;
-                    if found == append.expected_version {
-                        if let Some(token) = append.fence {
-                            return Err($crate::error::StoreError::LeaseLost { run_id, token });
-                        }
+                    // A worker whose lease is over is told so first, whatever else moved on.
+                    if let (Some(token), false) = (append.fence, held.unwrap_or(false)) {
+                        return Err($crate::error::StoreError::LeaseLost { run_id, token });
                     }
                     return Err($crate::error::StoreError::Conflict {
                         run_id,

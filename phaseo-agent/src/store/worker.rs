@@ -111,6 +111,7 @@ fn outcome(result: &Result<RunResult, RunError>) -> &'static str {
         },
         Err(error) => match error.error {
             AgentError::Store(StoreError::LeaseLost { .. }) => "lease_lost",
+            AgentError::Store(StoreError::Conflict { .. }) => "conflict",
             _ => "failed",
         },
     }
