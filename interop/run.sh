@@ -31,6 +31,11 @@
 #                     (PyPI mcp) initialises it, calls every tool, gets progress, cancels a
 #                     long call (the tool observes it), sees isError for bad arguments
 #  10. mcp inspector  interop/mcp_server.sh inspector BINARY: the MCP Inspector CLI lists its tools
+#  11. graphile latency interop/graphile.sh latency URL: graphile-worker (npm, pinned) measured on
+#                     the same cluster, from a job added to its task started (one worker,
+#                     concurrency 1), printed beside the `[workers] latency` lines that
+#                     tests/it/interop/workers_example.rs wrote into step 6's log for our workers.
+#                     An npm install that fails, or a figure missing on either side, is a FAIL
 # The servers this run started (aimock, llama, postgres, chromedriver, otlp) are stopped on exit,
 # whatever happened; postgres's directory is deleted. Exit code 0 only if every
 # step passed.
@@ -259,6 +264,33 @@ for client in python inspector; do
         record FAIL "mcp $client" "$t0" "see the lines above"
     fi
 done
+
+# --- 11. graphile-worker's latency, beside our workers' ---------------------------
+t0="$(now)"
+# The Rust test wrote its figures past the harness's capture, into step 6's log of this run.
+WORKERS_LATENCY=""
+if [[ -n "${CARGO_LOG:-}" && -f "$CARGO_LOG" ]]; then
+    WORKERS_LATENCY="$(grep -F '[workers] latency' "$CARGO_LOG" || true)"
+fi
+# avg_of LINES PATTERN: the average (ms) on the line of LINES that contains PATTERN.
+avg_of() { { grep -F "$2" <<<"$1" || true; } | sed -n 's/.*: avg \([0-9.]*\) ms.*/\1/p' | head -n 1; }
+if [[ -z "$POSTGRES_UP" ]]; then
+    record FAIL "graphile latency" "$t0" "not run: PostgreSQL did not start"
+elif ! GRAPHILE_LATENCY="$("$INTEROP_DIR/graphile.sh" latency "$PHASEO_INTEROP_POSTGRES_URL")"; then
+    record FAIL "graphile latency" "$t0" "interop/graphile.sh failed (npm install or the measurement): see the lines above"
+else
+    while IFS= read -r line; do log "$line"; done <<<"$(grep -F '[graphile] latency' <<<"$GRAPHILE_LATENCY" || true)"
+    if [[ -n "$WORKERS_LATENCY" ]]; then
+        while IFS= read -r line; do log "$line"; done <<<"$WORKERS_LATENCY"
+    fi
+    theirs="$(avg_of "$GRAPHILE_LATENCY" 'addJob returned -> task started')"
+    ours="$(avg_of "$WORKERS_LATENCY" 'enqueue returned -> run started')"
+    if [[ -z "$theirs" || -z "$ours" ]]; then
+        record FAIL "graphile latency" "$t0" "a figure is missing: graphile '${theirs}', ours '${ours}' (ours comes from step 6's log: ${CARGO_LOG:-not run})"
+    else
+        record PASS "graphile latency" "$t0" "queued -> started, avg: graphile-worker ${theirs} ms, ours ${ours} ms"
+    fi
+fi
 
 # --- summary (stdout) -----------------------------------------------------------
 printf '\ninterop summary:\n'

@@ -17,5 +17,6 @@ mod mcp_client;
 mod otlp;
 mod postgres;
 mod postgres_durable;
+mod workers_example;
 // Queue workers as processes, killed and stopped, on PostgreSQL.
 mod workers;
