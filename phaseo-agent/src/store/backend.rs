@@ -395,8 +395,9 @@ pub struct Lease {
     pub status: StoredStatus,
     /// Its version when taken.
     pub version: u64,
-    /// How long it waited to be taken, in milliseconds: since it became ready, or since its
-    /// last worker's lease expired.
+    /// How long it waited to be taken, in whole milliseconds: since it became ready, or since its
+    /// last worker's lease expired, by the database's clock. "Became ready" is the time of the
+    /// statement that made it so, so the wait includes that transaction's commit.
     pub waited_ms: u64,
 }
 

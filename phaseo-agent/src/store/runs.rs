@@ -711,11 +711,17 @@ impl DurableAgent {
             Some(token) => journal.fenced(token),
             None => journal,
         });
-        let taken = journal
-            .write(Entry::Recovered { by }, Extra::default())
-            .await;
-        if let Err(error) = taken {
-            return Err(RunError::refused(AgentError::Store(error)));
+        // A worker beginning a queued run writes nothing first: its lease already fences every
+        // later write, and one commit fewer is the time between enqueue and the first model
+        // request. Who took a run is then in the lease (the store's `lease_owner`), and a
+        // `recovered` entry marks each take-over of a run that had begun.
+        if begun || fence.is_none() {
+            let taken = journal
+                .write(Entry::Recovered { by }, Extra::default())
+                .await;
+            if let Err(error) = taken {
+                return Err(RunError::refused(AgentError::Store(error)));
+            }
         }
         let StoredRun {
             state,

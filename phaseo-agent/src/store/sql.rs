@@ -1134,6 +1134,7 @@ pub(crate) use impl_run_store;
 /// Writes the writes and the read of a run (`create_run`, `append_run`, `load_run`) with one
 /// statement per row, in a transaction: for a database in the process (SQLite), where a statement
 /// costs no round trip and the write lock already orders the audit ids. Statements stay prepared.
+#[cfg(feature = "sqlite")]
 macro_rules! impl_row_by_row {
     ($store:ty, $db:ty) => {
         impl $store {
@@ -1447,6 +1448,7 @@ macro_rules! impl_row_by_row {
     };
 }
 
+#[cfg(feature = "sqlite")]
 pub(crate) use impl_row_by_row;
 
 #[cfg(test)]

@@ -49,7 +49,10 @@ use crate::telemetry;
 ///   is larger than any before it on that run. Every write of the run names the token, and the
 ///   database applies it only while that lease lives by its own clock: a worker paused by the
 ///   operating system, cut off from the network or slow past its lease writes nothing more,
-///   even if it wakes up in the middle of a tool call, and stops the run at the refusal.
+///   even if it wakes up in the middle of a tool call, and stops the run at the refusal. (It may
+///   have asked the model for a turn that the next worker asks for again: model turns are
+///   journaled when they return, and a call's start before its tool runs, so no tool's code runs
+///   twice for it.)
 /// - **A dead worker's runs go on.** Its leases expire, and other workers take the runs: a
 ///   recovery from the journal, with the durable runs' rules for a call that was under way (an
 ///   [`idempotent`](crate::Tool::idempotent) tool runs again with the same idempotency key; any
