@@ -145,11 +145,14 @@ impl Runner {
         if let Some(JournalFor(make)) = options.journal_for.take() {
             options.journal = Some(make(&run_id));
         }
-        let context = std::mem::take(&mut options.context);
-        let mut state = RunState::new(run_id, agent.inner.id.clone(), context);
-        state.messages = std::mem::take(&mut options.history);
-        state.next_turn = options.first_turn.take().unwrap_or_default();
-        state.messages.push(Message::User { content: input });
+        let state = RunState::starting(
+            run_id,
+            agent.inner.id.clone(),
+            std::mem::take(&mut options.context),
+            std::mem::take(&mut options.history),
+            options.first_turn.take(),
+            input,
+        );
         let mut runner = Runner::new(agent, state, &options, events);
         runner.span = observe::run_span(runner.inner(), &runner.state, false, None);
         let span = runner.span.clone();

@@ -862,6 +862,23 @@ impl RunState {
 }
 
 impl RunState {
+    /// The state of a run not yet begun: its history, then the user's input; what a run started
+    /// in this process and a queued run (`Runs::enqueue`) both begin from.
+    pub(crate) fn starting(
+        run_id: String,
+        agent_id: String,
+        context: Value,
+        history: Vec<Message>,
+        first_turn: Option<TurnParams>,
+        input: String,
+    ) -> Self {
+        let mut state = RunState::new(run_id, agent_id, context);
+        state.messages = history;
+        state.next_turn = first_turn.unwrap_or_default();
+        state.messages.push(Message::User { content: input });
+        state
+    }
+
     pub(crate) fn new(run_id: String, agent_id: String, context: Value) -> Self {
         RunState {
             version: STATE_VERSION,

@@ -388,16 +388,21 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 /// moved is found on load.
 /// The first entry of a new run (version 1), as stored: what an enqueue writes, the run not yet
 /// begun.
-pub(crate) fn first_row(state: &RunState) -> Result<JournalRow, StoreError> {
+pub(crate) fn first_row(state: RunState) -> Result<JournalRow, StoreError> {
     let entry = Entry::Started {
-        state: Box::new(state.clone()),
+        state: Box::new(state),
     };
+    encode(&entry, "", 1)
+}
+
+/// `entry` as the row of `version`, chained to the entry before it (`previous`, its digest).
+fn encode(entry: &Entry, previous: &str, version: u64) -> Result<JournalRow, StoreError> {
     let kind = entry.kind();
-    let body = serde_json::to_string(&entry)
+    let body = serde_json::to_string(entry)
         .map_err(|e| StoreError::Database(format!("encoding an entry: {e}")))?;
-    let digest = chain("", 1, kind, &body);
+    let digest = chain(previous, version, kind, &body);
     Ok(JournalRow {
-        version: 1,
+        version,
         kind: kind.to_owned(),
         format: FORMAT,
         body,
@@ -660,9 +665,10 @@ impl StoreJournal {
         }
     }
 
-    /// The same journal, its writes made under a worker's lease (see [`Append::fence`]).
-    pub(crate) fn fenced(mut self, token: u64) -> Self {
-        self.fence = Some(token);
+    /// The same journal, its writes made under a worker's lease when `fence` names one (see
+    /// [`Append::fence`]).
+    pub(crate) fn fenced(mut self, fence: Option<u64>) -> Self {
+        self.fence = fence;
         self
     }
 
@@ -678,17 +684,8 @@ impl StoreJournal {
             });
         }
         let version = shadow.version + 1;
-        let kind = entry.kind();
-        let body = serde_json::to_string(&entry)
-            .map_err(|e| StoreError::Database(format!("encoding an entry: {e}")))?;
-        let digest = chain(&shadow.digest, version, kind, &body);
-        let row = JournalRow {
-            version,
-            kind: kind.to_owned(),
-            format: FORMAT,
-            body,
-            digest: digest.clone(),
-        };
+        let row = encode(&entry, &shadow.digest, version)?;
+        let digest = row.digest.clone();
         let at_ms = now_ms();
         let due = shadow.since_snapshot + 1 >= self.snapshot_every;
         let result = match (shadow.run.as_mut(), entry) {

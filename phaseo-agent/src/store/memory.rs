@@ -53,12 +53,21 @@ struct Run {
 }
 
 impl Run {
+    /// Whether a lease holds it at `now`.
+    fn held(&self, now: i64) -> bool {
+        self.lease_until_ms.is_some_and(|until| until > now)
+    }
+
+    /// Whether the lease `token` holds it at `now`.
+    fn held_by(&self, token: u64, now: i64) -> bool {
+        self.lease_token == token && self.held(now)
+    }
+
     /// Whether a claim may take it at `now`: ready and not held, or running under an expired
     /// lease.
     fn claimable(&self, now: i64) -> bool {
-        let held = self.lease_until_ms.is_some_and(|until| until > now);
         self.queued
-            && !held
+            && !self.held(now)
             && match self.status {
                 StoredStatus::Ready => true,
                 StoredStatus::Running => self.lease_until_ms.is_some(),
@@ -84,6 +93,37 @@ impl MemoryStore {
     fn tables(&self) -> std::sync::MutexGuard<'_, Tables> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// Stores a new run; a queued one is stored ready (since now), for workers.
+    fn insert(&self, run: NewRun, queued: bool) -> Result<(), StoreError> {
+        let mut tables = self.tables();
+        if tables.runs.contains_key(&run.run_id) {
+            return Err(StoreError::AlreadyExists { run_id: run.run_id });
+        }
+        let status = if queued {
+            StoredStatus::Ready
+        } else {
+            run.status
+        };
+        tables.runs.insert(
+            run.run_id,
+            Run {
+                agent_id: run.agent_id,
+                status,
+                version: run.row.version,
+                created_ms: run.at_ms,
+                updated_ms: run.at_ms,
+                snapshot: None,
+                rows: vec![run.row],
+                pending: run.pending,
+                queued,
+                ready_ms: queued.then(clock_ms),
+                lease_token: 0,
+                lease_until_ms: None,
+            },
+        );
+        Ok(())
+    }
 }
 
 fn page<T: Clone>(items: Vec<T>, after: Option<&str>, limit: usize) -> Page<T> {
@@ -99,30 +139,7 @@ fn page<T: Clone>(items: Vec<T>, after: Option<&str>, limit: usize) -> Page<T> {
 
 impl RunStore for MemoryStore {
     fn create(&self, run: NewRun) -> BoxFuture<'_, Result<(), StoreError>> {
-        let result = (|| {
-            let mut tables = self.tables();
-            if tables.runs.contains_key(&run.run_id) {
-                return Err(StoreError::AlreadyExists { run_id: run.run_id });
-            }
-            tables.runs.insert(
-                run.run_id,
-                Run {
-                    agent_id: run.agent_id,
-                    status: run.status,
-                    version: run.row.version,
-                    created_ms: run.at_ms,
-                    updated_ms: run.at_ms,
-                    snapshot: None,
-                    rows: vec![run.row],
-                    pending: run.pending,
-                    queued: false,
-                    ready_ms: None,
-                    lease_token: 0,
-                    lease_until_ms: None,
-                },
-            );
-            Ok(())
-        })();
+        let result = self.insert(run, false);
         Box::pin(async move { result })
     }
 
@@ -137,8 +154,7 @@ impl RunStore for MemoryStore {
             // A worker whose lease is over is told so first, whatever else moved on.
             let now = clock_ms();
             if let Some(token) = append.fence {
-                let live = run.lease_until_ms.is_some_and(|until| until > now);
-                if run.lease_token != token || !live {
+                if !run.held_by(token, now) {
                     return Err(StoreError::LeaseLost {
                         run_id: append.run_id,
                         token,
@@ -295,31 +311,7 @@ impl RunStore for MemoryStore {
     }
 
     fn enqueue(&self, run: NewRun) -> BoxFuture<'_, Result<(), StoreError>> {
-        let result = (|| {
-            let mut tables = self.tables();
-            if tables.runs.contains_key(&run.run_id) {
-                return Err(StoreError::AlreadyExists { run_id: run.run_id });
-            }
-            let now = clock_ms();
-            tables.runs.insert(
-                run.run_id,
-                Run {
-                    agent_id: run.agent_id,
-                    status: StoredStatus::Ready,
-                    version: run.row.version,
-                    created_ms: run.at_ms,
-                    updated_ms: run.at_ms,
-                    snapshot: None,
-                    rows: vec![run.row],
-                    pending: run.pending,
-                    queued: true,
-                    ready_ms: Some(now),
-                    lease_token: 0,
-                    lease_until_ms: None,
-                },
-            );
-            Ok(())
-        })();
+        let result = self.insert(run, true);
         if result.is_ok() {
             self.bell.ring();
         }
@@ -380,10 +372,7 @@ impl RunStore for MemoryStore {
         let mut tables = self.tables();
         let now = clock_ms();
         let result = match tables.runs.get_mut(&lease.run_id) {
-            Some(run)
-                if run.lease_token == lease.token
-                    && run.lease_until_ms.is_some_and(|until| until > now) =>
-            {
+            Some(run) if run.held_by(lease.token, now) => {
                 run.lease_until_ms = Some(now.saturating_add(lease_ms(duration_ms)));
                 Ok(())
             }
@@ -400,7 +389,7 @@ impl RunStore for MemoryStore {
         let now = clock_ms();
         let mut rang = false;
         if let Some(run) = tables.runs.get_mut(&lease.run_id) {
-            if run.lease_token == lease.token && run.lease_until_ms.is_some_and(|u| u > now) {
+            if run.held_by(lease.token, now) {
                 run.lease_until_ms = Some(now);
                 rang = true;
             }

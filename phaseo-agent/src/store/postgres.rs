@@ -1108,25 +1108,7 @@ impl PostgresStore {
             .await
             .map_err(database)?;
         session.finish().await?;
-        rows.iter()
-            .map(|row| {
-                let count = |name: &str| -> Result<u64, StoreError> {
-                    let n: i64 = row.try_get(name).map_err(database)?;
-                    Ok(u64::try_from(n).unwrap_or(0))
-                };
-                let oldest: Option<i64> = row.try_get("oldest").map_err(database)?;
-                Ok(QueueCounts {
-                    agent_id: row.try_get("agent_id").map_err(database)?,
-                    ready: count("ready")?,
-                    running: count("running")?,
-                    paused: count("paused")?,
-                    in_doubt: count("in_doubt")?,
-                    failed: count("failed")?,
-                    completed: count("completed")?,
-                    oldest_ready_ms: oldest.map(|ms| u64::try_from(ms).unwrap_or(0)),
-                })
-            })
-            .collect()
+        rows.iter().map(crate::store::sql::queue_counts).collect()
     }
 }
 

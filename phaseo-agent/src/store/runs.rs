@@ -288,13 +288,15 @@ impl Runs {
             first_turn,
         } = options;
         let run_id = run_id.unwrap_or_else(new_run_id);
-        let mut state = RunState::new(run_id.clone(), agent_id.to_owned(), context);
-        state.messages = history;
-        state.next_turn = first_turn.unwrap_or_default();
-        state.messages.push(Message::User {
-            content: input.into(),
-        });
-        let row = first_row(&state).map_err(AgentError::Store)?;
+        let state = RunState::starting(
+            run_id.clone(),
+            agent_id.to_owned(),
+            context,
+            history,
+            first_turn,
+            input.into(),
+        );
+        let row = first_row(state).map_err(AgentError::Store)?;
         self.store
             .enqueue(NewRun {
                 run_id: run_id.clone(),
@@ -606,11 +608,7 @@ impl DurableAgent {
                 },
             )));
         }
-        let journal = self.runs.journal_at(&stored);
-        let journal = Arc::new(match fence {
-            Some(token) => journal.fenced(token),
-            None => journal,
-        });
+        let journal = Arc::new(self.runs.journal_at(&stored).fenced(fence));
         let mut waiting = stored.pending.clone();
         // A queued run's refused decisions are taken back, so that people decide again: kept, they
         // would hand the run to a worker again at once, to be refused again.
@@ -706,11 +704,7 @@ impl DurableAgent {
     ) -> Result<RunResult, RunError> {
         // A queued run whose journal holds its start alone has not begun: it starts.
         let begun = !(stored.status == StoredStatus::Ready && stored.version == 1);
-        let journal = self.runs.journal_at(&stored);
-        let journal = Arc::new(match fence {
-            Some(token) => journal.fenced(token),
-            None => journal,
-        });
+        let journal = Arc::new(self.runs.journal_at(&stored).fenced(fence));
         // A worker beginning a queued run writes nothing first: its lease already fences every
         // later write, and one commit fewer is the time between enqueue and the first model
         // request. Who took a run is then in the lease (the store's `lease_owner`), and a

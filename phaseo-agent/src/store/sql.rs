@@ -26,8 +26,33 @@ use std::fmt::Write as _;
 use crate::error::StoreError;
 use crate::store::backend::{
     Append, AuditFilter, DecisionRow, JournalRow, LoadedRun, NewRun, PendingFilter, PendingRow,
-    ReadLimits, RunFilter, RunSummary, SnapshotRow, StoredStatus,
+    QueueCounts, ReadLimits, RunFilter, RunSummary, SnapshotRow, StoredStatus,
 };
+
+/// One agent's row of a queue count (`agent_id`, the counts `ready` to `completed`, and
+/// `oldest`, milliseconds or NULL), as both backends' statements return it.
+pub(crate) fn queue_counts<R: sqlx::Row>(row: &R) -> Result<QueueCounts, StoreError>
+where
+    for<'a> &'a str: sqlx::ColumnIndex<R>,
+    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    let count = |name: &str| -> Result<u64, StoreError> {
+        let n: i64 = row.try_get(name).map_err(database)?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    };
+    let oldest: Option<i64> = row.try_get("oldest").map_err(database)?;
+    Ok(QueueCounts {
+        agent_id: row.try_get("agent_id").map_err(database)?,
+        ready: count("ready")?,
+        running: count("running")?,
+        paused: count("paused")?,
+        in_doubt: count("in_doubt")?,
+        failed: count("failed")?,
+        completed: count("completed")?,
+        oldest_ready_ms: oldest.map(|ms| u64::try_from(ms).unwrap_or(0)),
+    })
+}
 
 /// The most items one page of a listing holds, whatever the filter asks.
 pub(crate) const MAX_LIMIT: usize = 1_000;
