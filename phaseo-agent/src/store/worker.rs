@@ -107,16 +107,20 @@ fn outcome(result: &Result<RunResult, RunError>) -> &'static str {
     match result {
         Ok(done) if done.is_paused() => "paused",
         Ok(_) => "completed",
-        Err(error) if error.state.is_none() => match error.error {
-            AgentError::Store(StoreError::LeaseLost { .. }) => "lease_lost",
-            AgentError::Store(StoreError::Conflict { .. }) => "conflict",
-            _ => "refused",
+        Err(error) => match (&error.error, &error.state) {
+            (AgentError::Store(StoreError::LeaseLost { .. }), _) => "lease_lost",
+            (AgentError::Store(StoreError::Conflict { .. }), _) => "conflict",
+            (_, None) => "refused",
+            (_, Some(_)) => "failed",
         },
-        Err(error) => match error.error {
-            AgentError::Store(StoreError::LeaseLost { .. }) => "lease_lost",
-            AgentError::Store(StoreError::Conflict { .. }) => "conflict",
-            _ => "failed",
-        },
+    }
+}
+
+/// The task a `join_next_with_id` result is of, whether it ended or was stopped.
+fn task_id(done: &Result<(tokio::task::Id, ()), tokio::task::JoinError>) -> tokio::task::Id {
+    match done {
+        Ok((id, ())) => *id,
+        Err(error) => error.id(),
     }
 }
 
@@ -243,8 +247,7 @@ impl Worker {
             }))
         });
         let mut held: BTreeMap<tokio::task::Id, Lease> = BTreeMap::new();
-        let shutdown = std::pin::pin!(shutdown);
-        let mut shutdown = shutdown;
+        let mut shutdown = std::pin::pin!(shutdown);
         let mut backoff = Duration::ZERO;
         // Each turn of the loop looks for ready runs while there is room: at the start (runs
         // may have been ready before this worker listened), then after whatever woke it: an
@@ -308,11 +311,7 @@ impl Worker {
                     }
                 }
                 Some(done) = tasks.join_next_with_id(), if !tasks.is_empty() => {
-                    let id = match &done {
-                        Ok((id, ())) => *id,
-                        Err(error) => error.id(),
-                    };
-                    held.remove(&id);
+                    held.remove(&task_id(&done));
                 }
                 () = tokio::time::sleep(wait) => {}
                 () = &mut shutdown => break,
@@ -320,17 +319,10 @@ impl Worker {
         }
         // Draining: nothing more is taken; the runs held finish, or stop at the deadline.
         let deadline = tokio::time::Instant::now() + worker.drain_timeout;
-        loop {
-            if tasks.is_empty() {
-                break;
-            }
+        while !tasks.is_empty() {
             match tokio::time::timeout_at(deadline, tasks.join_next_with_id()).await {
                 Ok(Some(done)) => {
-                    let id = match &done {
-                        Ok((id, ())) => *id,
-                        Err(error) => error.id(),
-                    };
-                    held.remove(&id);
+                    held.remove(&task_id(&done));
                 }
                 Ok(None) => break,
                 Err(_) => {
@@ -434,12 +426,12 @@ async fn handle(
     worker: &str,
 ) -> Result<RunResult, RunError> {
     let stored = runs.load(&lease.run_id).await.map_err(RunError::refused)?;
-    let by = format!("worker {worker} (lease {})", lease.token);
     match stored.status {
         StoredStatus::Ready if !stored.pending.is_empty() => {
             agent.resume_recorded(stored, Some(lease.token)).await
         }
         StoredStatus::Ready | StoredStatus::Running => {
+            let by = format!("worker {worker} (lease {})", lease.token);
             agent.take_up(stored, by, Some(lease.token)).await
         }
         // Moved on since the claim (resumed in an application's process, say): nothing to do.
