@@ -574,3 +574,53 @@ async fn a_draining_worker_hands_its_runs_to_another_at_once() {
     .await;
     second.abort();
 }
+
+/// Dropping a worker's future stops its runs where they are: a tool in the middle of its call is
+/// dropped at once, not left running or finished first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_worker_stops_its_runs_at_once() {
+    struct Dropped(Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    let started = Arc::new(tokio::sync::Notify::new());
+    let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (on_start, on_drop) = (started.clone(), dropped.clone());
+    let tool = Tool::new("wait", "Waits", json!({"type": "object"}), move |_, _| {
+        let guard = Dropped(on_drop.clone());
+        let on_start = on_start.clone();
+        async move {
+            on_start.notify_one();
+            tokio::time::sleep(Duration::from_secs(3_600)).await;
+            drop(guard);
+            Ok::<_, AgentError>(json!({}))
+        }
+    });
+    let agent = Agent::builder("release")
+        .model(ByPosition(vec![ModelResponse::tool_calls([
+            ToolCall::new("c1", "wait", json!({})),
+        ])]))
+        .tool(tool)
+        .build()
+        .unwrap();
+    let runs = Runs::new(MemoryStore::new());
+    runs.enqueue("release", "go", EnqueueOptions::new())
+        .await
+        .unwrap();
+    let serving = tokio::spawn(Worker::new(runs).agent(agent).run());
+    tokio::time::timeout(Duration::from_secs(10), started.notified())
+        .await
+        .expect("the tool started");
+    assert!(!dropped.load(std::sync::atomic::Ordering::SeqCst));
+    serving.abort();
+    let _ = serving.await;
+    for _ in 0..100 {
+        if dropped.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the tool's call went on after the worker was dropped");
+}
