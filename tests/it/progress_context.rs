@@ -4,8 +4,8 @@
 use crate::support::agent::result_of;
 use futures::StreamExt;
 use phaseo_agent::{
-    Agent, AgentError, Decisions, Event, RunState, ScriptedModel, Tool, ToolCall, ToolContext,
-    ToolEvent,
+    Agent, AgentError, Decisions, Event, Message, RunState, ScriptedModel, Tool, ToolCall,
+    ToolContext, ToolEvent,
 };
 use serde_json::{Value, json};
 
@@ -301,4 +301,51 @@ async fn a_detached_context_records_what_a_tool_reports() {
         &json!({"tenant": "acme"}),
         "the snapshot does not change mid-call"
     );
+}
+
+/// A tool may keep a clone of its context past its call (say, in a task it spawned). The run's
+/// record of the call and its application context come out whole all the same.
+#[tokio::test]
+async fn a_tool_that_keeps_its_context_leaves_the_run_whole() {
+    let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::<ToolContext>::new()));
+    let keep = kept.clone();
+    let keeper = Tool::new(
+        "keeper",
+        "Keeps its context",
+        json!({"type": "object"}),
+        move |_, ctx: ToolContext| {
+            keep.lock().unwrap().push(ctx.clone());
+            Ok(json!({"tenant": ctx.context()["tenant"]}))
+        },
+    );
+    let model = ScriptedModel::new()
+        .tool_call("c1", "keeper", json!({}))
+        .text("Kept.");
+    let agent = Agent::builder("t")
+        .model(model)
+        .tool(keeper)
+        .build()
+        .unwrap();
+    let done = agent
+        .run("go")
+        .context(json!({"tenant": "acme"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        kept.lock().unwrap().len(),
+        1,
+        "the tool still holds its context"
+    );
+    let step = &done.state.steps()[0];
+    assert_eq!(
+        (step.call_id.as_str(), step.tool.as_str()),
+        ("c1", "keeper")
+    );
+    assert_eq!(step.content, r#"{"tenant":"acme"}"#);
+    assert!(done.state.messages().iter().any(|m| matches!(
+        m,
+        Message::Tool { call_id, name, .. } if call_id == "c1" && name == "keeper"
+    )));
+    assert_eq!(done.state.context(), &json!({"tenant": "acme"}));
+    assert_eq!(done.output(), Some("Kept."));
 }

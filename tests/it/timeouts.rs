@@ -353,3 +353,62 @@ async fn a_tool_that_uses_up_its_cooperative_budget_still_times_out() {
         json!({"error": "Tool busy timed out after 50ms"})
     );
 }
+
+/// A call's token is made only when someone asks for it; one asked for after the call timed out
+/// (or its run was dropped) is already cancelled.
+#[tokio::test]
+async fn a_token_asked_for_after_a_timeout_is_already_cancelled() {
+    let tool = Tool::new("wait", "Waits", json!({"type": "object"}), |_, _| async {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        Ok(json!("waited"))
+    })
+    .timeout(Duration::from_millis(10));
+    let ctx = ToolContext::detached();
+    assert!(!ctx.is_cancelled());
+    let err = tool.invoke("{}", &ctx).await.unwrap_err();
+    assert!(matches!(err, AgentError::Timeout { .. }), "{err}");
+    assert!(ctx.is_cancelled());
+    assert!(ctx.cancellation_token().is_cancelled());
+}
+
+/// A call that never asked for its token is still told when its run is dropped: the context it
+/// kept reports the cancellation, and a token it asks for then is already cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_run_cancels_a_call_that_never_asked_for_its_token() {
+    use futures::StreamExt;
+    let kept = Arc::new(std::sync::Mutex::new(None::<ToolContext>));
+    let keep = kept.clone();
+    let tool = Tool::new(
+        "long",
+        "Runs long",
+        json!({"type": "object"}),
+        move |_, ctx: ToolContext| {
+            *keep.lock().unwrap() = Some(ctx.clone());
+            async move {
+                ctx.emit_progress(json!("started"))?;
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                Ok(json!("done"))
+            }
+        },
+    );
+    let model = ScriptedModel::new()
+        .tool_call("c1", "long", json!({}))
+        .text("unreachable");
+    let agent = Agent::builder("t").model(model).tool(tool).build().unwrap();
+    let mut stream = agent.run("go").stream();
+    while let Some(event) = stream.next().await {
+        if event.name() == "tool.preliminary_result" {
+            break;
+        }
+    }
+    let ctx = kept.lock().unwrap().clone().expect("the tool ran");
+    assert!(!ctx.is_cancelled(), "not cancelled while its run goes on");
+    drop(stream);
+    let mut waited = 0;
+    while !ctx.is_cancelled() && waited < 200 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        waited += 1;
+    }
+    assert!(ctx.is_cancelled(), "cancelled once the run was dropped");
+    assert!(ctx.cancellation_token().is_cancelled());
+}

@@ -710,7 +710,7 @@ impl Inner {
             resources: self.resources.clone(),
         });
         // A call dropped before it ends (the client cancelled, or went away) fires its token.
-        let guard = ctx.cancellation_token().clone().drop_guard();
+        let guard = ctx.cancel_on_drop();
         let tool_says = verdict_of(tool, &parsed, &ctx);
         if self.needs_approval(tool_says, &ctx).await {
             match ask(tool, &ctx, &context, gone).await {
@@ -777,7 +777,7 @@ impl Inner {
             }
         }
         let Some(outcome) = outcome else {
-            ctx.cancellation_token().cancel();
+            ctx.cancel();
             return Err(AgentError::tool(format!(
                 "Tool {} was cancelled by the client",
                 tool.id

@@ -135,7 +135,7 @@ impl Execution<'_> {
         self.events
             .emit(|| Event::ToolCalled { call: call.clone() });
         // If the run is dropped mid-call, the guard fires the call's cancellation token.
-        let guard = ctx.cancellation_token().clone().drop_guard();
+        let guard = ctx.cancel_on_drop();
         let max_chars = inner.settings.max_output_chars_of(Some(tool));
         // Read only when a subscriber will get the call's duration.
         let started = telemetry::on().then(Instant::now);
@@ -162,7 +162,7 @@ impl Execution<'_> {
         };
         let result = finished.unwrap_or_else(|| {
             // A sibling failed the run.
-            ctx.cancellation_token().cancel();
+            ctx.cancel();
             Err(AgentError::Cancelled {
                 tool: call.name.clone(),
                 by: stop.failed_by().unwrap_or_default(),
@@ -186,11 +186,12 @@ impl Execution<'_> {
             started.map(|s| s.elapsed()),
         );
         let step_index = ctx.step_index();
+        // The step's id and name are filled from the context's own call once it is done with.
         let mut outcome = Outcome {
             step: ToolStep {
                 step_index,
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
+                call_id: String::new(),
+                tool: String::new(),
                 preliminary_results: record.progress,
                 content: String::new(),
                 is_error: false,
@@ -230,13 +231,15 @@ impl Execution<'_> {
                 }
             },
         }
+        let ToolCall { id, name, .. } = ctx.into_call();
+        (outcome.step.call_id, outcome.step.tool) = (id, name);
         if let Some(journal) = self.journal {
             let finished = Transition::CallFinished {
                 step: &outcome.step,
                 new_context: outcome.effects.new_context.as_ref(),
             };
             if let Err(error) = journal.record(finished).await {
-                stop.fail(&call.id);
+                stop.fail(&outcome.step.call_id);
                 if outcome.fail.is_none() {
                     outcome.fail = Some(error);
                 }

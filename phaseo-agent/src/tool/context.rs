@@ -1,6 +1,6 @@
 //! [`ToolContext`]: what a running tool knows about its run, and how it reports back.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -47,11 +47,32 @@ struct Scope {
     context: Arc<Value>,
     call: ToolCall,
     attempt: u32,
-    cancel: CancellationToken,
+    /// Made when first asked for (by the tool, or by the runtime to fire it): most calls never
+    /// look at it, and a token is an allocation of its own.
+    cancel: OnceLock<CancellationToken>,
     progress: Option<Arc<ProgressSink>>,
     event_checks: Vec<Arc<CheckFn>>,
     resources: Resources,
     record: Mutex<Record>,
+}
+
+/// See [`ToolContext::cancel_on_drop`]. Unlike `CancellationToken::drop_guard`, it needs no token
+/// until it fires.
+pub(crate) struct CancelOnDrop<'a>(Option<&'a ToolContext>);
+
+impl CancelOnDrop<'_> {
+    /// The call ended: nothing to fire.
+    pub(crate) fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(ctx) = self.0 {
+            ctx.cancel();
+        }
+    }
 }
 
 /// What a call reported while it ran: read by the runtime after the call.
@@ -85,7 +106,7 @@ impl ToolContext {
                 context: parts.context,
                 call: parts.call,
                 attempt: parts.attempt,
-                cancel: CancellationToken::new(),
+                cancel: OnceLock::new(),
                 progress: parts.progress,
                 event_checks: parts.event_checks,
                 resources: parts.resources,
@@ -469,7 +490,25 @@ impl ToolContext {
     /// # }
     /// ```
     pub fn cancellation_token(&self) -> &CancellationToken {
-        &self.inner.cancel
+        self.inner.cancel.get_or_init(CancellationToken::new)
+    }
+
+    /// The call, taken out of the context when this is its last handle (as it is once the call
+    /// ended, unless the tool kept a clone), else copied.
+    pub(crate) fn into_call(self) -> ToolCall {
+        Arc::try_unwrap(self.inner).map_or_else(|scope| scope.call.clone(), |scope| scope.call)
+    }
+
+    /// Fires the call's cancellation token (made now if nobody asked for it yet, so that a later
+    /// [`cancellation_token`](Self::cancellation_token) is already cancelled).
+    pub(crate) fn cancel(&self) {
+        self.cancellation_token().cancel();
+    }
+
+    /// A guard that fires the call's cancellation token when dropped, unless disarmed: held while
+    /// the call runs, so that a call whose future is dropped midway is told.
+    pub(crate) fn cancel_on_drop(&self) -> CancelOnDrop<'_> {
+        CancelOnDrop(Some(self))
     }
 
     /// Whether the call has been cancelled (timed out, or its run dropped). A synchronous tool's
@@ -499,7 +538,10 @@ impl ToolContext {
     /// # }
     /// ```
     pub fn is_cancelled(&self) -> bool {
-        self.inner.cancel.is_cancelled()
+        self.inner
+            .cancel
+            .get()
+            .is_some_and(CancellationToken::is_cancelled)
     }
 
     /// Publishes a preliminary result: a `tool.preliminary_result` event on the run's event stream,

@@ -187,7 +187,7 @@ impl Invoke<'_> {
     /// timeout is reported at once, never after the tool's own cleanup.
     fn timed_out(&mut self) -> Result<String, AgentError> {
         self.stop();
-        self.ctx.cancellation_token().cancel();
+        self.ctx.cancel();
         let ms = self.limit.unwrap_or_default().as_millis();
         Err(AgentError::Timeout {
             tool: self.tool.id.clone(),
