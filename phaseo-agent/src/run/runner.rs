@@ -134,7 +134,9 @@ impl std::fmt::Debug for dyn Journal {
 impl Runner {
     /// A new run. Not an `async fn`: what is set up here is moved into the run's future, which
     /// runs inside the run's span, and an `async fn` would keep a second copy of it (the state
-    /// and runner it had borrowed) beside that future for the whole run.
+    /// and runner it had borrowed) beside that future for the whole run. The run's body is a
+    /// block that uses the runner where it was moved, rather than an `async fn` taking it, which
+    /// would copy it once more on its first poll.
     pub(crate) fn start(
         agent: Agent,
         input: String,
@@ -156,27 +158,25 @@ impl Runner {
         let mut runner = Runner::new(agent, state, &options, events);
         runner.span = observe::run_span(runner.inner(), &runner.state, false, None);
         let span = runner.span.clone();
-        runner.begin().instrument(span)
-    }
-
-    /// A new run, in its span: recorded as started (when it has a journal), then driven.
-    async fn begin(mut self) -> Result<RunResult, RunError> {
-        // The new run's trace context is kept from its start, so a recovery after a crash links
-        // to the span that was running.
-        observe::keep_trace(&self.span, &mut self.state);
-        if let Some(journal) = &self.journal {
-            let started = Transition::Started {
-                state: &self.state,
-                context: &self.context,
-            };
-            // Not recorded: the run never started, and nothing of it is kept.
-            if let Err(error) = journal.record(started).await {
-                return Err(RunError::refused(error));
+        async move {
+            // The new run's trace context is kept from its start, so a recovery after a crash
+            // links to the span that was running.
+            observe::keep_trace(&runner.span, &mut runner.state);
+            if let Some(journal) = &runner.journal {
+                let started = Transition::Started {
+                    state: &runner.state,
+                    context: &runner.context,
+                };
+                // Not recorded: the run never started, and nothing of it is kept.
+                if let Err(error) = journal.record(started).await {
+                    return Err(RunError::refused(error));
+                }
             }
+            runner.emit_started(false);
+            let result = runner.drive().await;
+            runner.finish(result).await
         }
-        self.emit_started(false);
-        let result = self.drive().await;
-        self.finish(result).await
+        .instrument(span)
     }
 
     /// A run taken up again (a retry, a continuation), in its span: driven from where it is.
@@ -517,13 +517,18 @@ impl Runner {
         });
     }
 
+    ///
+    /// Takes the runner by reference, not by value: a runner is hundreds of bytes, and moving it
+    /// into this future would copy it (twice, in an `async fn`) for nothing.
     pub(crate) async fn finish(
-        self,
+        &mut self,
         result: Result<(), AgentError>,
     ) -> Result<RunResult, RunError> {
+        // An empty state takes the run's place; it allocates nothing.
+        let empty = RunState::new(String::new(), String::new(), serde_json::Value::Null);
+        let mut state = std::mem::replace(&mut self.state, empty);
         let Runner {
             agent,
-            mut state,
             events,
             context,
             journal,
@@ -531,15 +536,19 @@ impl Runner {
             ..
         } = self;
         // The application context lives in `context` while the run goes (tools share it); the
-        // state gets it back here, before it is signed or reported.
-        state.context = Arc::unwrap_or_clone(context);
+        // state gets it back here, before it is signed or reported. The calls that shared it
+        // have ended, so it is taken out of its `Arc` unless someone still holds a copy.
+        state.context = match Arc::get_mut(context) {
+            Some(only) => std::mem::take(only),
+            None => serde_json::Value::clone(context),
+        };
         let key = agent.inner.state_key.as_deref();
         if result.is_err() {
             // A failed state records what ran (see `finish_turn`) and waits for nothing: it can
             // be retried, not resumed.
             mark_failed(&mut state);
         }
-        observe::settle(&span, &agent.inner, &mut state, result.as_ref().err());
+        observe::settle(span, &agent.inner, &mut state, result.as_ref().err());
         sign(key, &mut state);
         // The end is recorded before anyone is told of it; a run whose end cannot be recorded
         // fails with the store's error (its state is still returned, as failed).
@@ -559,7 +568,7 @@ impl Runner {
             }
             (result, _) => result,
         };
-        observe::journaled(&span, journal.as_deref());
+        observe::journaled(span, journal.as_deref());
         match result {
             Ok(()) => {
                 // The last event carries a copy of the state: made only when someone listens.
