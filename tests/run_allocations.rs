@@ -34,9 +34,9 @@ fn allocations_of_one_run() -> u64 {
 }
 
 #[test]
-fn a_one_call_run_makes_at_most_31_allocations() {
+fn a_one_call_run_makes_at_most_30_allocations() {
     let count = allocations_of_one_run();
-    assert!(count <= 31, "a one-call run made {count} allocations");
+    assert!(count <= 30, "a one-call run made {count} allocations");
 }
 
 /// The allocations of one scripted run (a call of `lookup_tool`, then a text answer), with or

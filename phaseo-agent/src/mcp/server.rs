@@ -57,7 +57,7 @@ pub struct McpServer {
     name: String,
     version: String,
     instructions: Option<String>,
-    agent_id: String,
+    agent_id: Arc<str>,
     rules: Rules,
     pub(crate) limits: McpServerLimits,
     pub(crate) allowed_origins: Vec<String>,
@@ -125,7 +125,7 @@ impl McpServer {
         McpServer {
             tools: inner.tools.clone(),
             resources: inner.resources.clone(),
-            name: inner.id.clone(),
+            name: String::from(&*inner.id),
             version: env!("CARGO_PKG_VERSION").into(),
             instructions: None,
             agent_id: inner.id.clone(),
@@ -479,7 +479,7 @@ struct Inner {
     listed: Vec<m::Tool>,
     info: m::ServerConfig,
     resources: Resources,
-    agent_id: String,
+    agent_id: Arc<str>,
     rules: Rules,
 }
 

@@ -53,7 +53,9 @@ pub struct Agent {
 }
 
 pub(crate) struct AgentInner {
-    pub(crate) id: String,
+    /// Shared, not a `String`: every call's context carries it, and a copy of an `Arc` is not an
+    /// allocation.
+    pub(crate) id: Arc<str>,
     pub(crate) instructions: String,
     pub(crate) model: Arc<dyn Model>,
     pub(crate) model_name: Option<String>,
@@ -1258,7 +1260,7 @@ impl AgentBuilder {
             .collect();
         Ok(Agent {
             inner: Arc::new(AgentInner {
-                id: self.id,
+                id: self.id.into(),
                 instructions: self.instructions,
                 model,
                 model_name: self.model_name,

@@ -149,7 +149,7 @@ impl Runner {
         }
         let state = RunState::starting(
             run_id,
-            agent.inner.id.clone(),
+            String::from(&*agent.inner.id),
             std::mem::take(&mut options.context),
             std::mem::take(&mut options.history),
             options.first_turn.take(),
@@ -275,10 +275,10 @@ impl Runner {
         events: Emitter,
         begun: bool,
     ) -> impl Future<Output = Result<RunResult, RunError>> + Send + 'static {
-        if state.agent_id != agent.inner.id {
+        if *state.agent_id != *agent.inner.id {
             return Either::Left(std::future::ready(Err(RunError::refused(
                 AgentError::WrongAgent {
-                    expected: agent.inner.id.clone(),
+                    expected: String::from(&*agent.inner.id),
                     found: state.agent_id.clone(),
                 },
             ))));
@@ -491,9 +491,9 @@ impl Runner {
             return Err(wrong_status(&state));
         }
         signing::verify(agent.inner.state_key.as_deref(), &mut state)?;
-        if state.agent_id != agent.inner.id {
+        if *state.agent_id != *agent.inner.id {
             return Err(AgentError::WrongAgent {
-                expected: agent.inner.id.clone(),
+                expected: String::from(&*agent.inner.id),
                 found: state.agent_id.clone(),
             });
         }
@@ -752,7 +752,7 @@ impl Runner {
             parallel_tool_calls: inner.parallel_tool_calls,
             meta: RequestMeta {
                 run_id: Cow::Borrowed(&self.state.run_id),
-                agent_id: Cow::Borrowed(&inner.id),
+                agent_id: Cow::Borrowed(&*inner.id),
                 turn: self.state.turns,
             },
         };
@@ -828,7 +828,8 @@ impl Runner {
             tool.map_or_else(Vec::new, |i| self.inner().tools[i].event_checks.clone());
         ToolContext::new(ScopeParts {
             run_id: self.state.run_id.clone(),
-            agent_id: self.state.agent_id.clone(),
+            // The same as the state's: a run is only ever driven by the agent it names.
+            agent_id: self.inner().id.clone(),
             step_index,
             context: self.context.clone(),
             call,

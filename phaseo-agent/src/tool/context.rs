@@ -42,7 +42,7 @@ pub struct ToolContext {
 
 struct Scope {
     run_id: String,
-    agent_id: String,
+    agent_id: Arc<str>,
     step_index: usize,
     context: Arc<Value>,
     call: ToolCall,
@@ -85,7 +85,8 @@ pub(crate) struct Record {
 
 pub(crate) struct ScopeParts {
     pub(crate) run_id: String,
-    pub(crate) agent_id: String,
+    /// Shared with every call of the agent's runs: an `Arc`'s copy is not an allocation.
+    pub(crate) agent_id: Arc<str>,
     pub(crate) step_index: usize,
     pub(crate) context: Arc<Value>,
     pub(crate) call: ToolCall,
