@@ -341,7 +341,7 @@ async fn a_tool_that_keeps_its_context_leaves_the_run_whole() {
         (step.call_id.as_str(), step.tool.as_str()),
         ("c1", "keeper")
     );
-    assert_eq!(step.content, r#"{"tenant":"acme"}"#);
+    assert_eq!(done.state.tool_result("c1"), Some(r#"{"tenant":"acme"}"#));
     assert!(done.state.messages().iter().any(|m| matches!(
         m,
         Message::Tool { call_id, name, .. } if call_id == "c1" && name == "keeper"

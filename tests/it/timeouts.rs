@@ -19,13 +19,52 @@ impl Drop for DropFlag {
 }
 
 async fn wait_for(flag: &AtomicBool) -> bool {
+    eventually(|| flag.load(Ordering::SeqCst)).await
+}
+
+/// Whether `check` holds within a second.
+async fn eventually(check: impl Fn() -> bool) -> bool {
     for _ in 0..200 {
-        if flag.load(Ordering::SeqCst) {
+        if check() {
             return true;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     false
+}
+
+/// A tool `long` that calls `at_start` with its context, reports progress, then sleeps 30 s.
+fn long_running(at_start: impl Fn(&ToolContext) + Send + Sync + 'static) -> Tool {
+    Tool::new(
+        "long",
+        "Runs long",
+        json!({"type": "object"}),
+        move |_, ctx: ToolContext| {
+            at_start(&ctx);
+            async move {
+                ctx.emit_progress(json!("started"))?;
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                Ok(json!("done"))
+            }
+        },
+    )
+}
+
+/// A run of `tool` (as `long`), read until the tool reports it started; dropping the stream
+/// walks away from the run.
+async fn started_run(tool: Tool) -> phaseo_agent::EventStream {
+    use futures::StreamExt;
+    let model = ScriptedModel::new()
+        .tool_call("c1", "long", json!({}))
+        .text("unreachable");
+    let agent = Agent::builder("t").model(model).tool(tool).build().unwrap();
+    let mut stream = agent.run("go").stream();
+    while let Some(event) = stream.next().await {
+        if event.name() == "tool.preliminary_result" {
+            break;
+        }
+    }
+    stream
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -274,40 +313,17 @@ async fn a_typed_tool_times_out_too() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_a_run_fires_the_tokens_of_its_running_calls() {
-    use futures::StreamExt;
     let cancelled = Arc::new(AtomicBool::new(false));
     let c = cancelled.clone();
-    let tool = Tool::new(
-        "long",
-        "Runs long",
-        json!({"type": "object"}),
-        move |_, ctx: ToolContext| {
-            let token = ctx.cancellation_token().clone();
-            let c = c.clone();
-            tokio::spawn(async move {
-                token.cancelled().await;
-                c.store(true, Ordering::SeqCst);
-            });
-            async move {
-                ctx.emit_progress(json!("started"))?;
-                tokio::time::sleep(Duration::from_secs(30)).await;
-                Ok(json!("done"))
-            }
-        },
-    );
-    let model = ScriptedModel::new()
-        .record_requests()
-        .tool_call("c1", "long", json!({}))
-        .text("unreachable");
-    let agent = Agent::builder("t").model(model).tool(tool).build().unwrap();
-    let mut stream = agent.run("go").stream();
-    // Read until the tool reports it started, then walk away from the run.
-    while let Some(event) = stream.next().await {
-        if event.name() == "tool.preliminary_result" {
-            break;
-        }
-    }
-    drop(stream);
+    let tool = long_running(move |ctx| {
+        let token = ctx.cancellation_token().clone();
+        let c = c.clone();
+        tokio::spawn(async move {
+            token.cancelled().await;
+            c.store(true, Ordering::SeqCst);
+        });
+    });
+    drop(started_run(tool).await);
     assert!(
         wait_for(&cancelled).await,
         "the running call's token fired when the run was dropped"
@@ -375,40 +391,16 @@ async fn a_token_asked_for_after_a_timeout_is_already_cancelled() {
 /// kept reports the cancellation, and a token it asks for then is already cancelled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_a_run_cancels_a_call_that_never_asked_for_its_token() {
-    use futures::StreamExt;
     let kept = Arc::new(std::sync::Mutex::new(None::<ToolContext>));
     let keep = kept.clone();
-    let tool = Tool::new(
-        "long",
-        "Runs long",
-        json!({"type": "object"}),
-        move |_, ctx: ToolContext| {
-            *keep.lock().unwrap() = Some(ctx.clone());
-            async move {
-                ctx.emit_progress(json!("started"))?;
-                tokio::time::sleep(Duration::from_secs(30)).await;
-                Ok(json!("done"))
-            }
-        },
-    );
-    let model = ScriptedModel::new()
-        .tool_call("c1", "long", json!({}))
-        .text("unreachable");
-    let agent = Agent::builder("t").model(model).tool(tool).build().unwrap();
-    let mut stream = agent.run("go").stream();
-    while let Some(event) = stream.next().await {
-        if event.name() == "tool.preliminary_result" {
-            break;
-        }
-    }
+    let tool = long_running(move |ctx| *keep.lock().unwrap() = Some(ctx.clone()));
+    let stream = started_run(tool).await;
     let ctx = kept.lock().unwrap().clone().expect("the tool ran");
     assert!(!ctx.is_cancelled(), "not cancelled while its run goes on");
     drop(stream);
-    let mut waited = 0;
-    while !ctx.is_cancelled() && waited < 200 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        waited += 1;
-    }
-    assert!(ctx.is_cancelled(), "cancelled once the run was dropped");
+    assert!(
+        eventually(|| ctx.is_cancelled()).await,
+        "cancelled once the run was dropped"
+    );
     assert!(ctx.cancellation_token().is_cancelled());
 }

@@ -185,54 +185,54 @@ impl Execution<'_> {
             content,
             started.map(|s| s.elapsed()),
         );
-        let step_index = ctx.step_index();
-        // The step's id and name are filled from the context's own call once it is done with.
-        let mut outcome = Outcome {
-            step: ToolStep {
-                step_index,
-                call_id: String::new(),
-                tool: String::new(),
-                preliminary_results: record.progress,
-                content: String::new(),
-                is_error: false,
-                error: None,
-            },
-            effects: Effects::default(),
-            fail: None,
-        };
-        match result {
+        let mut effects = Effects::default();
+        let mut fail = None;
+        let mut error_text = None;
+        let content = match result {
             Ok(content) => {
                 self.events.emit(|| Event::ToolResult {
                     call_id: call.id.clone(),
                     tool: call.name.clone(),
                     content: content.clone(),
                 });
-                outcome.step.content = content;
-                outcome.effects = Effects::of(index, tool, call, record.new_context);
+                effects = Effects::of(index, tool, call, record.new_context);
+                content
             }
-            Err(error) => match tool.on_error.unwrap_or(inner.settings.on_error) {
-                OnError::ReturnToModel => {
-                    outcome.step.error = Some(error.to_string());
-                    let content = error.content();
-                    self.events
-                        .emit(|| Event::tool_error(call, &error, Some(content.clone())));
-                    outcome.step.content = content;
-                    outcome.step.is_error = true;
-                }
-                OnError::FailRun => {
-                    outcome.step.error = Some(error.to_string());
-                    self.events.emit(|| Event::tool_error(call, &error, None));
-                    outcome.step.content = error.content();
-                    outcome.step.is_error = true;
-                    if !matches!(error, AgentError::Cancelled { .. }) {
-                        stop.fail(&call.id);
-                        outcome.fail = Some(error);
+            Err(error) => {
+                error_text = Some(error.to_string());
+                let content = error.content();
+                match tool.on_error.unwrap_or(inner.settings.on_error) {
+                    OnError::ReturnToModel => {
+                        self.events
+                            .emit(|| Event::tool_error(call, &error, Some(content.clone())));
+                    }
+                    OnError::FailRun => {
+                        self.events.emit(|| Event::tool_error(call, &error, None));
+                        if !matches!(error, AgentError::Cancelled { .. }) {
+                            stop.fail(&call.id);
+                            fail = Some(error);
+                        }
                     }
                 }
-            },
-        }
+                content
+            }
+        };
+        let step_index = ctx.step_index();
+        // The call's id and name move out of its context, done with now.
         let ToolCall { id, name, .. } = ctx.into_call();
-        (outcome.step.call_id, outcome.step.tool) = (id, name);
+        let mut outcome = Outcome {
+            step: ToolStep {
+                step_index,
+                call_id: id,
+                tool: name,
+                preliminary_results: record.progress,
+                content,
+                is_error: error_text.is_some(),
+                error: error_text,
+            },
+            effects,
+            fail,
+        };
         if let Some(journal) = self.journal {
             let finished = Transition::CallFinished {
                 step: &outcome.step,

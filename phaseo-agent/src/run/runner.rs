@@ -517,9 +517,9 @@ impl Runner {
         });
     }
 
-    ///
-    /// Takes the runner by reference, not by value: a runner is hundreds of bytes, and moving it
-    /// into this future would copy it (twice, in an `async fn`) for nothing.
+    /// Ends the run with `result`: the state gets its context back, is signed, recorded and
+    /// reported. Takes the runner by reference, not by value: a runner is hundreds of bytes, and
+    /// moving it into this future would copy it (twice, in an `async fn`) for nothing.
     pub(crate) async fn finish(
         &mut self,
         result: Result<(), AgentError>,
@@ -537,7 +537,9 @@ impl Runner {
         } = self;
         // The application context lives in `context` while the run goes (tools share it); the
         // state gets it back here, before it is signed or reported. The calls that shared it
-        // have ended, so it is taken out of its `Arc` unless someone still holds a copy.
+        // have ended, so it is taken out of its `Arc` unless someone still holds a copy. Not
+        // `Arc::make_mut`: a run without a context shares one `Arc` of `null` with every other
+        // (see `shared_context`), and `make_mut` would allocate a new one to take it from.
         state.context = match Arc::get_mut(context) {
             Some(only) => std::mem::take(only),
             None => serde_json::Value::clone(context),
