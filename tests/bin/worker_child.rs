@@ -12,7 +12,8 @@
 //! worker_child approve URL DIR
 //!     decide every waiting call, as a person would: approve a gated call; for a call whose
 //!     outcome a crash left unknown, supply its output if its side effect is in DIR/effects (so
-//!     that it does not happen twice), else approve it to run again
+//!     that it does not happen twice), else run it again (`Decision::RerunAfterDoubt`: checked,
+//!     it did not happen)
 //! ```
 //!
 //! The agent `crash`: its model's first turn calls `charge` (not idempotent) and `sync`
@@ -318,7 +319,7 @@ async fn approve(url: &str, dir: &Path) -> Result<(), AgentError> {
                     },
                     "output",
                 ),
-                "outcome_unknown" => (Decision::Approve, "approve"),
+                "outcome_unknown" => (Decision::RerunAfterDoubt, "rerun_after_doubt"),
                 other => {
                     eprintln!("worker_child approve: a call waits as {other}");
                     continue;

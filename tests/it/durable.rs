@@ -402,12 +402,77 @@ fn a_call_in_doubt_waits_for_a_person_and_a_retry_is_a_new_attempt() {
         // Recovering again is refused: the run is not running.
         assert!(agent.recover("r").await.is_err());
 
-        // A person chooses to run it again: a new attempt, a new key.
+        // What a person checks with: the key of the attempt that was in flight, and when it
+        // started.
+        let waiting = &stored.state.pending()[0];
+        assert_eq!(waiting.attempt, 0);
+        assert_eq!(
+            stored.state.idempotency_key("call_1", 0),
+            effects.of("call_1")[0],
+            "the key shown is the one the tool saw"
+        );
+        assert!(waiting.started_at_ms.is_some(), "no start time recorded");
+
+        // An approval, on any path, is refused before anything is recorded: one click must not
+        // repeat a side effect that may have happened.
+        for approval in [
+            Decision::Approve,
+            Decision::ApproveAlways,
+            Decision::ApproveWithArguments {
+                arguments: json!({}),
+            },
+        ] {
+            let refused = agent
+                .resume(
+                    "r",
+                    stored.version,
+                    Decisions::for_run("r").decide("call_1", approval.clone()),
+                    "ops",
+                )
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(refused.error, AgentError::DecisionMismatch { .. }),
+                "{approval:?}: {}",
+                refused.error
+            );
+            let row = stored.pending[0].clone();
+            let refused = runs
+                .decide(&row, approval.clone(), "ops")
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(refused, AgentError::DecisionMismatch { .. }),
+                "{approval:?}: {refused}"
+            );
+            let plain = agent
+                .agent()
+                .resume(
+                    &stored.state,
+                    Decisions::for_run("r").decide("call_1", approval),
+                )
+                .await
+                .unwrap_err();
+            assert!(matches!(plain.error, AgentError::DecisionMismatch { .. }));
+        }
+        assert_eq!(runs.load("r").await.unwrap().version, stored.version);
+        assert!(
+            runs.audit(&AuditFilter::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty(),
+            "a refused approval was audited"
+        );
+        assert_eq!(effects.of("call_1").len(), 1);
+
+        // A person checked that it did not happen and runs it again: a new attempt, a new key,
+        // audited as its own action.
         let done = agent
             .resume(
                 "r",
                 stored.version,
-                Decisions::for_run("r").approve("call_1"),
+                Decisions::for_run("r").rerun_after_doubt("call_1"),
                 "ops",
             )
             .await
@@ -416,6 +481,66 @@ fn a_call_in_doubt_waits_for_a_person_and_a_retry_is_a_new_attempt() {
         let keys = effects.of("call_1");
         assert_eq!(keys.len(), 2);
         assert_ne!(keys[0], keys[1]);
+        assert_eq!(keys[1], done.state.idempotency_key("call_1", 1));
+        let audit = runs.audit(&AuditFilter::default()).await.unwrap().items;
+        assert_eq!(audit.len(), 1);
+        assert_eq!(audit[0].decision, r#"{"decision":"rerun_after_doubt"}"#);
+    });
+}
+
+/// `RerunAfterDoubt` is for calls in doubt only: on a call that waits for approval it is refused.
+#[test]
+fn a_rerun_is_refused_for_a_call_that_is_not_in_doubt() {
+    block(async {
+        let effects = Effects::default();
+        let model = ScriptedModel::new()
+            .tool_call("call_1", "deploy", json!({}))
+            .text("Deployed.");
+        let agent = release_agent(model, &effects);
+        let paused = agent.run("Deploy").await.unwrap();
+        let refused = agent
+            .resume(&paused.state, Decisions::new().rerun_after_doubt("call_1"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(refused.error, AgentError::DecisionMismatch { .. }),
+            "{}",
+            refused.error
+        );
+        assert!(effects.of("call_1").is_empty());
+    });
+}
+
+/// An idempotency key names one side effect: the same run id made again (in another store,
+/// after a prune) gives other keys; a run moved with `Runs::save` keeps its keys.
+#[test]
+fn idempotency_keys_differ_for_a_run_id_made_again_and_survive_a_save() {
+    block(async {
+        let effects = Effects::default();
+        let model = || {
+            ScriptedModel::new()
+                .tool_call("call_1", "notify", json!({}))
+                .text("Sent.")
+        };
+        let first = Runs::new(MemoryStore::new());
+        let second = Runs::new(MemoryStore::new());
+        for runs in [&first, &second] {
+            runs.attach(release_agent(model(), &effects))
+                .run("Notify")
+                .run_id("same-id")
+                .await
+                .unwrap();
+        }
+        let keys = effects.of("call_1");
+        assert_eq!(keys.len(), 2);
+        assert_ne!(keys[0], keys[1], "one key for two side effects");
+
+        // Moved to a third store: the same run, the same keys.
+        let state = first.load("same-id").await.unwrap().state;
+        let third = Runs::new(MemoryStore::new());
+        third.save(&state).await.unwrap();
+        let moved = third.load("same-id").await.unwrap().state;
+        assert_eq!(moved.idempotency_key("call_1", 0), keys[0]);
     });
 }
 
@@ -749,4 +874,47 @@ fn an_edited_call_in_doubt_runs_again_as_edited() {
             "the recovery ran the model's arguments"
         );
     });
+}
+
+/// Two people decide one call at the same moment (both read the same version, both write): one
+/// decision is recorded, and the other is told who decided, not that a version moved on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_loser_of_a_decide_race_is_told_who_decided() {
+    let effects = Effects::default();
+    let model = ScriptedModel::new()
+        .tool_call("call_1", "deploy", json!({}))
+        .text("Deployed.");
+    let memory = Arc::new(MemoryStore::new());
+    Runs::from_arc(memory.clone())
+        .attach(release_agent(model, &effects))
+        .run("Deploy")
+        .run_id("r")
+        .await
+        .unwrap();
+    // Each decider's write waits for the other's: both have read the run by then.
+    let barrier = Arc::new(std::sync::Barrier::new(2));
+    let decider = |name: &'static str| {
+        let barrier = barrier.clone();
+        let runs = Runs::new(Hooked::new(memory.clone()).before_write(move |_| {
+            barrier.wait();
+            Ok(())
+        }));
+        tokio::spawn(async move {
+            let row = runs.load("r").await.unwrap().pending[0].clone();
+            (name, runs.decide(&row, Decision::Approve, name).await)
+        })
+    };
+    let (ada, bob) = (decider("ada"), decider("bob"));
+    let outcomes = [ada.await.unwrap(), bob.await.unwrap()];
+    let won: Vec<_> = outcomes.iter().filter(|(_, r)| r.is_ok()).collect();
+    assert_eq!(won.len(), 1, "{outcomes:?}");
+    let winner = won[0].0;
+    let (_, lost) = outcomes.iter().find(|(_, r)| r.is_err()).unwrap();
+    match lost {
+        Err(AgentError::Store(StoreError::StaleDecision { reason, .. })) => assert!(
+            reason.contains(&format!("already decided by {winner}")),
+            "{reason}"
+        ),
+        other => panic!("the loser got {other:?}"),
+    }
 }

@@ -980,3 +980,134 @@ async fn approve_always_lets_the_tools_later_calls_run_without_asking() {
         "the second call was not asked about"
     );
 }
+
+/// A call a crash left in doubt: its page says what happened, with the attempt's idempotency
+/// key and when it started; an approval is refused on every path (the item's form, a batch, a
+/// signed link), a batch names it as skipped, and running it again needs the person to tick that
+/// they checked it did not happen, and is audited as `rerun_after_doubt`.
+#[tokio::test]
+async fn a_call_in_doubt_is_settled_on_its_page_only_after_a_check() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use phaseo_agent::inbox::InboxError;
+
+    use crate::support::durable::Hooked;
+
+    let memory = Arc::new(MemoryStore::new());
+    let refunds = Arc::new(AtomicUsize::new(0));
+    let counted = refunds.clone();
+    let refund = Tool::new(
+        "refund",
+        "Refund an order",
+        json!({"type": "object"}),
+        move |v, _| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Ok(json!({"refunded": v}))
+        },
+    );
+    let model = ScriptedModel::new()
+        .tool_call("call_1", "refund", json!({"order": "A-1003"}))
+        .text("Refunded.");
+    let agent = Agent::builder("payments")
+        .model(model.clone())
+        .tool(refund)
+        .build()
+        .unwrap();
+    // started (1), turn (2), call_started (3): the process dies while the refund runs.
+    let _ = Runs::new(Hooked::dies_after(memory.clone(), 3))
+        .attach(agent.clone())
+        .run("Refund A-1003")
+        .run_id("r")
+        .await;
+    assert_eq!(refunds.load(Ordering::SeqCst), 1);
+    let runs = Runs::from_arc(memory.clone());
+    let durable = runs.attach(agent);
+    durable.recover("r").await.unwrap();
+    let f = serve(runs.clone(), durable, model, |i| i).await;
+    let alice = f.sign_in("alice-token").await;
+    let row = f.waiting().await.remove(0);
+    assert_eq!(row.kind, "outcome_unknown");
+    let key = runs
+        .load("r")
+        .await
+        .unwrap()
+        .state
+        .idempotency_key("call_1", 0);
+
+    // The page says what happened, and how to check.
+    let page = f.get(&alice, &item_path(&row)).await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body.contains("its process died before it reported"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains(&key),
+        "no idempotency key: {}",
+        page.body
+    );
+    assert!(page.body.contains("id=\"started\""), "{}", page.body);
+    assert!(page.body.contains("name=\"checked\""), "{}", page.body);
+    assert!(!page.body.contains("value=\"approve\""), "{}", page.body);
+    // The list offers no checkbox for it.
+    let list = f.get(&alice, "/").await;
+    assert!(!list.body.contains("name=\"item\""), "{}", list.body);
+
+    // Approving is refused; so is running it again without the tick.
+    let approved = f.decide(&alice, &row, &[("action", "approve")]).await;
+    assert_eq!(approved.status, 422, "{}", approved.body);
+    let unchecked = f
+        .decide(&alice, &row, &[("action", "rerun_after_doubt")])
+        .await;
+    assert_eq!(unchecked.status, 422, "{}", unchecked.body);
+    assert!(unchecked.body.contains("I checked"), "{}", unchecked.body);
+    // A batch, approving or rejecting, skips it and names it.
+    for action in ["approve", "reject"] {
+        let batch = f
+            .post(
+                &alice,
+                "/batch",
+                &[
+                    ("csrf", &alice.csrf),
+                    ("action", action),
+                    ("item", &item_value(&row)),
+                ],
+            )
+            .await;
+        assert_eq!(batch.status, 200);
+        assert!(batch.body.contains("batch-result error"), "{}", batch.body);
+        assert!(batch.body.contains("Skipped"), "{}", batch.body);
+        assert!(batch.body.contains("r / call_1"), "{}", batch.body);
+    }
+    // No link approves it; a rejecting link may.
+    let link = f
+        .inbox
+        .signed_link(&row, LinkAction::Approve, "alice", Duration::from_secs(60));
+    assert!(matches!(link, Err(InboxError::InDoubt { .. })), "{link:?}");
+    assert!(
+        f.inbox
+            .signed_link(&row, LinkAction::Reject, "alice", Duration::from_secs(60))
+            .is_ok()
+    );
+    assert_eq!(f.audit_len().await, 0, "a refused decision was recorded");
+    assert_eq!(refunds.load(Ordering::SeqCst), 1);
+
+    // Checked, it did not happen: run again, as its own action in the audit log.
+    let rerun = f
+        .decide(
+            &alice,
+            &row,
+            &[("action", "rerun_after_doubt"), ("checked", "yes")],
+        )
+        .await;
+    assert_eq!(rerun.status, 303, "{}", rerun.body);
+    assert_eq!(f.finished("r").await, StoredStatus::Completed);
+    assert_eq!(refunds.load(Ordering::SeqCst), 2);
+    let audit = f.runs.audit(&AuditFilter::default()).await.unwrap().items;
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].decision, r#"{"decision":"rerun_after_doubt"}"#);
+    let page = f.get(&alice, "/audit").await;
+    assert!(page.body.contains("rerun_after_doubt"), "{}", page.body);
+}

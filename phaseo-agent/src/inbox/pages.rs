@@ -15,6 +15,8 @@ use crate::store::backend::{DecisionRow, PendingRow};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Action {
     Approve,
+    /// Run a call in doubt again, once the person ticked that it did not happen.
+    Rerun,
     ApproveAlways,
     Reject,
     Edit,
@@ -25,6 +27,7 @@ impl Action {
     pub(crate) fn parse(text: &str) -> Option<Self> {
         Some(match text {
             "approve" => Action::Approve,
+            "rerun_after_doubt" => Action::Rerun,
             "approve_always" => Action::ApproveAlways,
             "reject" => Action::Reject,
             "edit" => Action::Edit,
@@ -38,7 +41,10 @@ impl Action {
     pub(crate) fn fits(self, kind: &str) -> bool {
         match self {
             Action::Reject => true,
-            Action::Approve => matches!(kind, "tool_approval" | "outcome_unknown"),
+            // A call in doubt is never approved: its side effect may have happened, and one
+            // click would repeat it. It runs again only as `Rerun`, after a confirmation.
+            Action::Approve => kind == "tool_approval",
+            Action::Rerun => kind == "outcome_unknown",
             Action::ApproveAlways | Action::Edit => kind == "tool_approval",
             Action::Output => matches!(kind, "external_output" | "hitl" | "outcome_unknown"),
         }
@@ -57,6 +63,17 @@ pub(crate) fn item_value(row: &PendingRow) -> String {
     )
 }
 
+/// Why a call waits, in words for people (`kind` as stored); an unknown kind as it is.
+pub(crate) fn kind_words(kind: &str) -> &str {
+    match kind {
+        "tool_approval" => "needs approval before it runs",
+        "external_output" => "waits for its output from outside",
+        "hitl" => "was handed to a person",
+        "outcome_unknown" => "in doubt: its process died while it ran",
+        other => other,
+    }
+}
+
 /// The path of an item's page, under `base`.
 pub(crate) fn item_path(base: &str, run: &str, call: &str) -> String {
     format!("{base}/runs/{}/calls/{}", pct(run), pct(call))
@@ -69,7 +86,12 @@ pub(crate) fn item_li(row: &PendingRow, base: &str, now_ms: i64, selectable: boo
     if args.len() < row.arguments.len() {
         args.push('…');
     }
-    let select = if selectable {
+    // A call in doubt is settled on its own page, never in a batch: it has no checkbox.
+    let select = if selectable && row.kind == "outcome_unknown" {
+        "<span class=\"no-batch\" title=\"Settled on its own page, never in a batch\">\
+         &#9888;</span> "
+            .to_owned()
+    } else if selectable {
         format!(
             "<input type=\"checkbox\" class=\"select\" name=\"item\" form=\"batch\" \
              value=\"{value}\" aria-label=\"Select {tool} {call}\"> ",
@@ -82,12 +104,13 @@ pub(crate) fn item_li(row: &PendingRow, base: &str, now_ms: i64, selectable: boo
     };
     format!(
         "<li class=\"item\" data-run=\"{run}\" data-call=\"{call}\" data-kind=\"{kind}\" \
-         data-tool=\"{tool}\">{select}<a class=\"open\" href=\"{href}\">{tool}</a> <span class=\"kind\">{kind}</span> \
+         data-tool=\"{tool}\">{select}<a class=\"open\" href=\"{href}\">{tool}</a> <span class=\"kind\">{words}</span> \
          <span class=\"agent\">{agent}</span> <span class=\"since\" title=\"{at}\">{ago} ago</span> \
          <code class=\"args\">{args}</code></li>",
         run = escape(&row.run_id),
         call = escape(&row.call_id),
         kind = escape(&row.kind),
+        words = escape(kind_words(&row.kind)),
         tool = escape(&row.tool),
         agent = escape(&row.agent_id),
         href = escape(&item_path(base, &row.run_id, &row.call_id)),
@@ -171,7 +194,7 @@ pub(crate) fn list(
         .iter()
         .map(|k| {
             let selected = if *k == kind { " selected" } else { "" };
-            let label = if k.is_empty() { "any" } else { k };
+            let label = if k.is_empty() { "any" } else { kind_words(k) };
             format!("<option value=\"{k}\"{selected}>{label}</option>")
         })
         .collect();
@@ -227,6 +250,66 @@ pub(crate) struct ItemView<'a> {
     pub(crate) row: &'a PendingRow,
     pub(crate) description: Option<&'a str>,
     pub(crate) messages: Option<&'a [Message]>,
+    /// For a call in doubt: what the run's journal says of the attempt that was in flight.
+    pub(crate) in_doubt: Option<InDoubtView>,
+}
+
+/// The attempt of a call in doubt that was in flight when its process died.
+pub(crate) struct InDoubtView {
+    /// When it started (milliseconds since the Unix epoch), if the journal recorded it.
+    pub(crate) started_at_ms: Option<i64>,
+    /// Which attempt it was (0: the call's first run).
+    pub(crate) attempt: u32,
+    /// The idempotency key that attempt was given.
+    pub(crate) key: String,
+}
+
+/// What a person reads of a call in doubt: what happened, the attempt and its key, and how to
+/// settle it.
+fn in_doubt_html(row: &PendingRow, view: Option<&InDoubtView>) -> String {
+    let mut html =
+        String::from("<section id=\"in-doubt\"><h2>What happened</h2><p id=\"what-happened\">");
+    match view {
+        Some(InDoubtView {
+            started_at_ms: Some(at),
+            ..
+        }) => {
+            let _ = write!(
+                html,
+                "This call started at <time id=\"started\">{}</time> and its process died before \
+                 it reported. It may or may not have happened.",
+                utc(*at)
+            );
+        }
+        _ => html.push_str(
+            "This call started and its process died before it reported (its start time was not \
+             recorded). It may or may not have happened.",
+        ),
+    }
+    html.push_str("</p>");
+    if let Some(view) = view {
+        let _ = write!(
+            html,
+            "<dl><dt>Attempt</dt><dd id=\"attempt\">{} (the call's {})</dd><dt>Idempotency key of \
+             that attempt</dt><dd><code id=\"idempotency-key\">{}</code></dd></dl>",
+            view.attempt + 1,
+            if view.attempt == 0 {
+                "first run".to_owned()
+            } else {
+                format!("run number {}", view.attempt + 1)
+            },
+            escape(&view.key),
+        );
+    }
+    let _ = write!(
+        html,
+        "<p id=\"how-to-check\">Check with the system {tool} acts on whether a request with this \
+         idempotency key arrived (a payment provider's request log, say). If it happened, supply \
+         its outcome below. Run it again only if you checked that it did not: the new attempt gets \
+         a new key, so the system cannot tell it from a second request.</p></section>",
+        tool = escape(&row.tool)
+    );
+    html
 }
 
 /// One item's page body.
@@ -250,7 +333,7 @@ pub(crate) fn item(
             view.description
                 .unwrap_or("(this tool's agent is not known to the inbox)")
         ),
-        escape(&row.kind),
+        escape(kind_words(&row.kind)),
         utc(row.since_ms),
         age(row.since_ms, now_ms),
         escape(&row.run_id),
@@ -259,6 +342,9 @@ pub(crate) fn item(
         escape(&row.call_id),
         escape(&pretty(&row.arguments)),
     );
+    if row.kind == "outcome_unknown" {
+        body.push_str(&in_doubt_html(row, view.in_doubt.as_ref()));
+    }
     if let Some(by) = &row.decided_by {
         let _ = write!(
             body,
@@ -297,14 +383,14 @@ fn decide_form(row: &PendingRow, base: &str, csrf: &str) -> String {
         escape(&row.digest),
     );
     if fits(Action::Approve) {
-        let label = if row.kind == "outcome_unknown" {
-            "Run it again"
-        } else {
-            "Approve"
-        };
-        let _ = write!(
-            form,
-            "<button id=\"approve\" name=\"action\" value=\"approve\">{label}</button> "
+        form.push_str("<button id=\"approve\" name=\"action\" value=\"approve\">Approve</button> ");
+    }
+    if fits(Action::Rerun) {
+        form.push_str(
+            "<fieldset id=\"rerun-box\"><legend>It did not happen: run it again</legend>\
+             <label><input type=\"checkbox\" id=\"checked\" name=\"checked\" value=\"yes\"> \
+             I checked: it did not happen</label> <button id=\"rerun\" name=\"action\" \
+             value=\"rerun_after_doubt\">Run it again as a new attempt</button></fieldset>",
         );
     }
     if fits(Action::ApproveAlways) {
@@ -324,8 +410,14 @@ fn decide_form(row: &PendingRow, base: &str, csrf: &str) -> String {
         );
     }
     if fits(Action::Output) {
-        form.push_str(
-            "<fieldset><legend>Supply the output</legend><label for=\"output-value\">Output (JSON, \
+        let legend = if row.kind == "outcome_unknown" {
+            "It happened: supply its outcome"
+        } else {
+            "Supply the output"
+        };
+        let _ = write!(
+            form,
+            "<fieldset><legend>{legend}</legend><label for=\"output-value\">Output (JSON, \
              or plain text)</label><textarea id=\"output-value\" name=\"output\"></textarea>\
              <button id=\"output\" name=\"action\" value=\"output\">Use this output</button>\
              </fieldset>",
@@ -450,6 +542,11 @@ pub(crate) fn audit(rows: &[AuditView<'_>], next: Option<&str>, base: &str) -> S
             }
             Some(Decision::Reject { message }) => ("reject", message.clone(), None),
             Some(Decision::Output { output }) => ("output", pretty_value(output), None),
+            Some(Decision::RerunAfterDoubt) => (
+                "rerun_after_doubt",
+                "checked: it did not happen; run again as a new attempt".to_owned(),
+                None,
+            ),
             None => ("(unreadable)", row.decision.clone(), None),
         };
         let changes = match (&decision, &view.before) {

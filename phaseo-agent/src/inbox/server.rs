@@ -20,8 +20,8 @@ use tokio::sync::Semaphore;
 use crate::error::{AgentError, StoreError};
 use crate::inbox::auth::{Keys, Link, LinkAction, Role, Session, User, random_bytes, token_key};
 use crate::inbox::html::{SCRIPT, STYLE, escape, home, page, unpct};
-use crate::inbox::pages::{self, Action, AuditView, ItemView, ListQuery};
-use crate::run::state::Decision;
+use crate::inbox::pages::{self, Action, AuditView, InDoubtView, ItemView, ListQuery};
+use crate::run::state::{Decision, PendingKind};
 use crate::store::backend::{AuditFilter, LoadedRun, PendingFilter, PendingRow};
 use crate::store::journal::{arguments_digest, hex, now_ms};
 use crate::store::runs::{DurableAgent, Runs};
@@ -51,6 +51,19 @@ pub enum InboxError {
         user: String,
         /// The tool.
         tool: String,
+    },
+    /// An approving link for a call whose outcome a crash left unknown: running it again needs a
+    /// person who checked that it did not happen, on the call's own page, never a link or a
+    /// batch. A rejecting link is allowed.
+    #[error(
+        "call {call_id} of run {run_id} is in doubt (its outcome is unknown): it is settled on \
+         its page in the inbox, not by an approving link"
+    )]
+    InDoubt {
+        /// The run.
+        run_id: String,
+        /// The call.
+        call_id: String,
     },
 }
 
@@ -300,6 +313,12 @@ impl Inbox {
                 tool: row.tool.clone(),
             });
         }
+        if action == LinkAction::Approve && row.kind == IN_DOUBT {
+            return Err(InboxError::InDoubt {
+                run_id: row.run_id.clone(),
+                call_id: row.call_id.clone(),
+            });
+        }
         let link = Link {
             run: row.run_id.clone(),
             call: row.call_id.clone(),
@@ -357,8 +376,15 @@ impl Inbox {
         }
     }
 
-    /// Every decision's one path.
-    async fn decide(&self, user: &User, shown: Shown, choice: Choice) -> Result<(), Refusal> {
+    /// Every decision's one path. `batch`: the decision comes from the list's batch form, which
+    /// never settles a call in doubt.
+    async fn decide(
+        &self,
+        user: &User,
+        shown: Shown,
+        choice: Choice,
+        batch: bool,
+    ) -> Result<(), Refusal> {
         if !user.role().may_decide() {
             return Err(Refusal::forbidden("A viewer may not decide."));
         }
@@ -378,6 +404,12 @@ impl Inbox {
             &shown.digest,
             "The call or its run changed since this page was shown: reload it and decide again.",
         )?;
+        if batch && row.kind == IN_DOUBT {
+            return Err(Refusal::unprocessable(
+                "Skipped: its outcome is unknown (its process died while it ran). A call in doubt \
+                 is settled on its own page, after checking whether it happened, never in a batch.",
+            ));
+        }
         let decision = self.decision(&row, choice, user)?;
         let mut at = row.clone();
         at.version = shown.version;
@@ -389,6 +421,9 @@ impl Inbox {
             }
             Err(AgentError::Store(StoreError::StaleDecision { reason, .. })) => {
                 Err(Refusal::conflict(format!("Not recorded: {reason}.")))
+            }
+            Err(error @ AgentError::DecisionMismatch { .. }) => {
+                Err(Refusal::unprocessable(format!("Not recorded: {error}.")))
             }
             Err(AgentError::Store(StoreError::Conflict { .. })) => {
                 match self.row(&row.run_id, &row.call_id).await? {
@@ -413,9 +448,15 @@ impl Inbox {
     fn decision(&self, row: &PendingRow, choice: Choice, user: &User) -> Result<Decision, Refusal> {
         let action = choice.action();
         if !action.fits(&row.kind) {
+            let why = if row.kind == IN_DOUBT && action == Action::Approve {
+                " Its outcome is unknown: check whether it happened, then supply its outcome, or \
+                 tick that you checked it did not happen and run it again."
+            } else {
+                ""
+            };
             return Err(Refusal::unprocessable(format!(
-                "A call waiting as {} cannot be decided that way.",
-                row.kind
+                "A call waiting as {} cannot be decided that way.{why}",
+                pages::kind_words(&row.kind)
             )));
         }
         let tool = self
@@ -424,6 +465,13 @@ impl Inbox {
             .and_then(|a| a.agent().tools().iter().find(|t| t.id() == row.tool));
         Ok(match choice {
             Choice::Approve => Decision::Approve,
+            Choice::Rerun { checked: true } => Decision::RerunAfterDoubt,
+            Choice::Rerun { checked: false } => {
+                return Err(Refusal::unprocessable(
+                    "Not recorded: to run a call in doubt again, tick \u{201c}I checked: it did \
+                     not happen\u{201d} first. If it did happen, supply its outcome instead.",
+                ));
+            }
             Choice::ApproveAlways => Decision::ApproveAlways,
             Choice::Reject(message) => Decision::Reject {
                 message: if message.trim().is_empty() {
@@ -486,6 +534,9 @@ impl Inbox {
     }
 }
 
+/// The kind of a call whose outcome a crash left unknown, as stored.
+const IN_DOUBT: &str = "outcome_unknown";
+
 /// A call still undecided, at the version and digest a person was shown (409 otherwise, saying who
 /// decided or that it `changed`).
 fn still_as_shown(
@@ -516,6 +567,10 @@ struct Shown {
 /// A decision as a form asks for it, before it is checked.
 enum Choice {
     Approve,
+    /// Run a call in doubt again; `checked`: the person ticked that it did not happen.
+    Rerun {
+        checked: bool,
+    },
     ApproveAlways,
     Reject(String),
     Edit(String),
@@ -526,6 +581,7 @@ impl Choice {
     fn action(&self) -> Action {
         match self {
             Choice::Approve => Action::Approve,
+            Choice::Rerun { .. } => Action::Rerun,
             Choice::ApproveAlways => Action::ApproveAlways,
             Choice::Reject(_) => Action::Reject,
             Choice::Edit(_) => Action::Edit,
@@ -538,6 +594,9 @@ impl Choice {
         let action = fields.get("action").and_then(Action::parse);
         Ok(match action {
             Some(Action::Approve) => Choice::Approve,
+            Some(Action::Rerun) => Choice::Rerun {
+                checked: fields.get("checked") == Some("yes"),
+            },
             Some(Action::ApproveAlways) => Choice::ApproveAlways,
             Some(Action::Reject) => Choice::Reject(text("message")),
             Some(Action::Edit) => Choice::Edit(text("arguments")),
@@ -995,10 +1054,23 @@ async fn item(
         .get(&row.agent_id)
         .and_then(|a| a.agent().tools().iter().find(|t| t.id() == row.tool))
         .map(|t| t.description().to_owned());
+    let in_doubt = stored.as_ref().and_then(|stored| {
+        let call = stored
+            .state
+            .pending()
+            .iter()
+            .find(|p| p.call.id == row.call_id && p.kind == PendingKind::OutcomeUnknown)?;
+        Some(InDoubtView {
+            started_at_ms: call.started_at_ms.and_then(|at| i64::try_from(at).ok()),
+            attempt: call.attempt,
+            key: stored.state.idempotency_key(&call.call.id, call.attempt),
+        })
+    });
     let view = ItemView {
         row: &row,
         description: description.as_deref(),
         messages: stored.as_ref().map(|s| s.state.messages()),
+        in_doubt,
     };
     let may = app.inbox.may_decide(&user, &row.tool);
     let body = pages::item(&view, &ctx.base, &csrf, may, now_ms());
@@ -1026,7 +1098,7 @@ async fn decide_form(
         digest: fields.get("digest").unwrap_or_default().to_owned(),
     };
     let result = match Choice::from_form(&fields) {
-        Ok(choice) => app.inbox.decide(&user, shown, choice).await,
+        Ok(choice) => app.inbox.decide(&user, shown, choice, false).await,
         Err(refusal) => Err(refusal),
     };
     match result {
@@ -1073,7 +1145,7 @@ async fn batch(State(app): State<Shared>, ctx: Ctx, Form(fields): Form<Fields>) 
         let (label, result) = match parse_item(value) {
             Some(shown) => {
                 let label = format!("{} / {}", shown.run, shown.call);
-                (label, app.inbox.decide(&user, shown, choice).await)
+                (label, app.inbox.decide(&user, shown, choice, true).await)
             }
             None => (
                 value.to_owned(),
@@ -1235,7 +1307,7 @@ async fn link_confirm(State(app): State<Shared>, ctx: Ctx, Path(token): Path<Str
         version: link.version,
         digest: link.digest,
     };
-    match app.inbox.decide(&user, shown, choice).await {
+    match app.inbox.decide(&user, shown, choice, false).await {
         Ok(()) => {
             let body = format!(
                 "<p id=\"flash\" class=\"ok\" role=\"status\">Done: {} recorded for {}.</p>",

@@ -62,6 +62,9 @@ pub(crate) struct StartedCall {
     pub(crate) call_id: String,
     pub(crate) tool: String,
     pub(crate) attempt: u32,
+    /// When it started, if the journal recorded it (milliseconds since the Unix epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) at_ms: Option<u64>,
 }
 
 /// A call of the interrupted turn that the journal says had finished.

@@ -100,25 +100,26 @@ impl Runner {
             kind: pending.kind.as_str(),
             hint,
         };
+        if let Some(hint) = refused_for(pending.kind, &decision) {
+            return Err(mismatch(hint));
+        }
         let runs = matches!(
             decision,
-            Decision::Approve | Decision::ApproveWithArguments { .. } | Decision::ApproveAlways
+            Decision::Approve
+                | Decision::ApproveWithArguments { .. }
+                | Decision::ApproveAlways
+                | Decision::RerunAfterDoubt
         );
-        match pending.kind {
-            PendingKind::ToolApproval if matches!(decision, Decision::Output { .. }) => {
-                return Err(mismatch("approve or reject a call that waits for approval"));
-            }
-            PendingKind::ExternalOutput if runs => {
-                return Err(mismatch(
-                    "an external tool has no executor: supply its output with `Decision::Output`",
-                ));
-            }
-            PendingKind::Hitl | PendingKind::OutcomeUnknown if runs && !tool.executable => {
-                return Err(mismatch(
-                    "this tool has no executor: supply its output with `Decision::Output`",
-                ));
-            }
-            _ => {}
+        if runs
+            && !tool.executable
+            && matches!(
+                pending.kind,
+                PendingKind::Hitl | PendingKind::OutcomeUnknown
+            )
+        {
+            return Err(mismatch(
+                "this tool has no executor: supply its output with `Decision::Output`",
+            ));
         }
         // Running a call whose outcome was lost again is a new attempt, with a new idempotency key.
         let attempt = match pending.kind {
@@ -159,16 +160,18 @@ impl Runner {
                 let ctx = self.context_at(step_index, edited, Some(index), attempt);
                 self.approved(pending.kind, index, parsed, ctx).await
             }
-            Decision::Approve | Decision::ApproveAlways => match tool.parse_call(&call.arguments) {
-                Ok(parsed) => {
-                    let ctx = self.context_at(step_index, call.clone(), Some(index), attempt);
-                    self.approved(pending.kind, index, parsed, ctx).await
+            Decision::Approve | Decision::ApproveAlways | Decision::RerunAfterDoubt => {
+                match tool.parse_call(&call.arguments) {
+                    Ok(parsed) => {
+                        let ctx = self.context_at(step_index, call.clone(), Some(index), attempt);
+                        self.approved(pending.kind, index, parsed, ctx).await
+                    }
+                    Err(error) => {
+                        let policy = self.policy_for(index, &error);
+                        self.refuse(step_index, call, error, policy)
+                    }
                 }
-                Err(error) => {
-                    let policy = self.policy_for(index, &error);
-                    self.refuse(step_index, call, error, policy)
-                }
-            },
+            }
         }
     }
 
@@ -190,5 +193,38 @@ impl Runner {
                 ctx,
             }),
         }
+    }
+}
+
+/// Why a call waiting as `kind` does not take `decision`, whatever its tool (`None`: it may). The
+/// resume checks this, and so does every path that records a decision before a resume
+/// ([`Runs::decide`](crate::store::Runs::decide), the inbox's forms and links), so a decision the
+/// run would refuse is never recorded.
+pub(crate) fn refused_for(kind: PendingKind, decision: &Decision) -> Option<&'static str> {
+    let runs = matches!(
+        decision,
+        Decision::Approve | Decision::ApproveWithArguments { .. } | Decision::ApproveAlways
+    );
+    match kind {
+        // An in-doubt call is run again only on the decision that says a person checked: an
+        // approval (one click, a batch, a link) must not repeat a side effect that may have
+        // happened.
+        PendingKind::OutcomeUnknown if runs => Some(
+            "its outcome is unknown: check with the first attempt's idempotency key whether it \
+             happened, then supply its outcome with `Decision::Output`, reject it, or run it \
+             again with `Decision::RerunAfterDoubt`",
+        ),
+        PendingKind::OutcomeUnknown => None,
+        _ if *decision == Decision::RerunAfterDoubt => Some(
+            "only a call whose outcome a crash left unknown is run again with \
+             `Decision::RerunAfterDoubt`",
+        ),
+        PendingKind::ToolApproval if matches!(decision, Decision::Output { .. }) => {
+            Some("approve or reject a call that waits for approval")
+        }
+        PendingKind::ExternalOutput if runs => {
+            Some("an external tool has no executor: supply its output with `Decision::Output`")
+        }
+        _ => None,
     }
 }

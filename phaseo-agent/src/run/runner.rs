@@ -426,6 +426,7 @@ impl Runner {
             kind: PendingKind::OutcomeUnknown,
             arguments,
             attempt: started.attempt,
+            started_at_ms: started.at_ms,
         }))
     }
 
@@ -830,6 +831,7 @@ impl Runner {
             tool.map_or_else(Vec::new, |i| self.inner().tools[i].event_checks.clone());
         ToolContext::new(ScopeParts {
             run_id: self.state.run_id.clone(),
+            nonce: self.state.nonce,
             // The same as the state's: a run is only ever driven by the agent it names.
             agent_id: self.inner().id.clone(),
             step_index,
@@ -997,6 +999,7 @@ impl Runner {
             call: call.clone(),
             kind,
             attempt: 0,
+            started_at_ms: None,
         }))
     }
 

@@ -58,7 +58,9 @@ pub enum RunStatus {
 /// Why a call is waiting.
 ///
 /// Each kind takes its own decisions: [`Decision::Approve`] (or a rejection) for
-/// `tool_approval`, [`Decision::Output`] for `external_output`, either for `hitl`.
+/// `tool_approval`, [`Decision::Output`] for `external_output`, either for `hitl`, and
+/// [`Decision::Output`] or [`Decision::RerunAfterDoubt`] (never an approval) for
+/// `outcome_unknown`.
 ///
 /// ```
 /// use phaseo_agent::PendingKind;
@@ -80,8 +82,11 @@ pub enum PendingKind {
     Hitl,
     /// A call that started before a crash and whose result was never recorded, of a tool not
     /// marked idempotent: it may or may not have done its work, and it is not run again on a
-    /// guess. A person supplies its output ([`Decision::Output`]), rejects it, or approves it to
-    /// run again (a new attempt, with a new [`idempotency key`](crate::ToolContext::idempotency_key)).
+    /// guess. A person checks with the first attempt's
+    /// [`idempotency key`](crate::ToolContext::idempotency_key) whether it happened, then
+    /// supplies its output ([`Decision::Output`]), rejects it, or runs it again with
+    /// [`Decision::RerunAfterDoubt`] (a new attempt, with a new key). An approval is refused: it
+    /// would repeat the side effect on one click.
     OutcomeUnknown,
 }
 
@@ -132,6 +137,12 @@ pub struct PendingCall {
     /// (0 for every other call). See [`ToolContext::attempt`](crate::ToolContext::attempt).
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub attempt: u32,
+    /// For a call whose outcome a crash left unknown: when the attempt that was in flight
+    /// started (milliseconds since the Unix epoch), as its journal recorded it; `None` for every
+    /// other call, and for journals written before the time was recorded. What a person reads
+    /// beside the attempt's [idempotency key](crate::RunState::idempotency_key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at_ms: Option<u64>,
 }
 
 fn is_zero_u32(n: &u32) -> bool {
@@ -263,6 +274,17 @@ pub enum Decision {
         /// The output.
         output: Value,
     },
+    /// Run again a call whose outcome a crash left unknown
+    /// ([`PendingKind::OutcomeUnknown`]), as its next attempt with a new
+    /// [`idempotency key`](crate::ToolContext::idempotency_key): the person checked, with the
+    /// first attempt's key, that its side effect did not happen.
+    ///
+    /// It is the only decision that runs such a call: an [`Approve`](Self::Approve) of an
+    /// in-doubt call is refused ([`AgentError::DecisionMismatch`]), so a click or a batch that
+    /// approves cannot repeat a payment, and the audit log records a re-run as
+    /// `rerun_after_doubt`, apart from approvals. If it did happen, supply its outcome with
+    /// [`Output`](Self::Output) instead.
+    RerunAfterDoubt,
 }
 
 impl Decision {
@@ -273,6 +295,7 @@ impl Decision {
             Decision::ApproveAlways => "approve_always",
             Decision::Reject { .. } => "reject",
             Decision::Output { .. } => "output",
+            Decision::RerunAfterDoubt => "rerun_after_doubt",
         }
     }
 }
@@ -491,6 +514,20 @@ impl Decisions {
     /// ```
     pub fn output(self, call_id: impl Into<String>, output: Value) -> Self {
         self.decide(call_id, Decision::Output { output })
+    }
+
+    /// Runs again a call whose outcome a crash left unknown, once a person checked (with the
+    /// first attempt's idempotency key) that its side effect did not happen:
+    /// [`Decision::RerunAfterDoubt`]. Approving such a call is refused.
+    ///
+    /// ```
+    /// use phaseo_agent::{Decision, Decisions};
+    ///
+    /// let decisions = Decisions::new().rerun_after_doubt("call_1");
+    /// assert_eq!(decisions.iter().next(), Some(("call_1", &Decision::RerunAfterDoubt)));
+    /// ```
+    pub fn rerun_after_doubt(self, call_id: impl Into<String>) -> Self {
+        self.decide(call_id, Decision::RerunAfterDoubt)
     }
 
     /// Supplies a call's output as the output type of `tool` (the name of its `#[tool]` function,
@@ -758,8 +795,95 @@ pub struct RunState {
     /// When the run paused to wait for people (milliseconds since the Unix epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) paused_at_ms: Option<u64>,
+    /// Drawn at random when the run is made, and journaled with it: the run's part of every
+    /// idempotency key, so that the same run id in another store, under another agent or after
+    /// a prune never gives a key of another side effect. A state made before it existed has
+    /// none, and its keys are derived as they were then.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "nonce_hex")]
+    pub(crate) nonce: Option<u128>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) signature: Option<String>,
+}
+
+/// A run's nonce as 32 lower-case hex digits (a JSON number that large would lose digits in
+/// JavaScript and in other JSON readers).
+mod nonce_hex {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        nonce: &Option<u128>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match nonce {
+            Some(n) => serializer.serialize_str(&format!("{n:032x}")),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<u128>, D::Error> {
+        let Some(text) = Option::<String>::deserialize(deserializer)? else {
+            return Ok(None);
+        };
+        if text.len() != 32 || !text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return Err(serde::de::Error::custom(
+                "a run's nonce is 32 lower-case hex digits",
+            ));
+        }
+        u128::from_str_radix(&text, 16)
+            .map(Some)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// A new run's nonce: 128 bits from the operating system's generator. Without one (it does not
+/// fail on the platforms this crate runs on), a hash of the time, the process and a counter under
+/// std's per-process random keys: unique, which is all a nonce needs to be.
+pub(crate) fn draw_nonce() -> u128 {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_ok() {
+        return u128::from_le_bytes(bytes);
+    }
+    use std::hash::BuildHasher;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let seed = (
+        std::time::SystemTime::now(),
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+    );
+    let keys = std::collections::hash_map::RandomState::new();
+    (u128::from(keys.hash_one(seed)) << 64) | u128::from(keys.hash_one((seed, 1u8)))
+}
+
+/// The key of one attempt of one call's side effect (see
+/// [`ToolContext::idempotency_key`](crate::ToolContext::idempotency_key)): 32 hex digits.
+pub(crate) fn idempotency_key(
+    nonce: Option<u128>,
+    run_id: &str,
+    call_id: &str,
+    attempt: u32,
+) -> String {
+    use sha2::Digest;
+    let mut hash = sha2::Sha256::new();
+    if let Some(nonce) = nonce {
+        // Apart from the keys of a run without a nonce, whose first part is a length.
+        hash.update(b"phaseo-agent idempotency key, nonce:");
+        hash.update(nonce.to_le_bytes());
+    }
+    for part in [run_id.as_bytes(), call_id.as_bytes()] {
+        hash.update((part.len() as u64).to_le_bytes());
+        hash.update(part);
+    }
+    hash.update(attempt.to_le_bytes());
+    let digest = hash.finalize();
+    let mut key = String::with_capacity(32);
+    for b in &digest[..16] {
+        use std::fmt::Write;
+        let _ = write!(key, "{b:02x}");
+    }
+    key
 }
 
 /// The same fields, read after the version check.
@@ -792,6 +916,8 @@ struct StateV1 {
     trace: Option<Box<TraceContext>>,
     #[serde(default)]
     paused_at_ms: Option<u64>,
+    #[serde(default, with = "nonce_hex")]
+    nonce: Option<u128>,
     #[serde(default)]
     signature: Option<String>,
 }
@@ -854,6 +980,7 @@ impl RunState {
             usage: s.usage,
             trace: s.trace,
             paused_at_ms: s.paused_at_ms,
+            nonce: s.nonce,
             signature: s.signature,
         };
         state.check_consistent()?;
@@ -898,6 +1025,7 @@ impl RunState {
             usage: Usage::default(),
             trace: None,
             paused_at_ms: None,
+            nonce: Some(draw_nonce()),
             signature: None,
         }
     }
@@ -925,6 +1053,32 @@ impl RunState {
     /// The state as indented JSON, for people.
     pub fn to_json_pretty(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// The idempotency key that attempt `attempt` of the call `call_id` in this run was (or will
+    /// be) given ([`ToolContext::idempotency_key`](crate::ToolContext::idempotency_key)): what a
+    /// person checks with the tool's target (a payment provider's request log, say) before they
+    /// settle a call whose outcome a crash left unknown. Attempt 0 is the call's first run;
+    /// [`PendingCall::attempt`] is the attempt that was in flight.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel, Tool};
+    /// use phaseo_agent::serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let keyed = Tool::new("keyed", "Its key", json!({"type": "object"}),
+    ///     |_, ctx| Ok(json!(ctx.idempotency_key())));
+    /// let model = ScriptedModel::new().tool_call("call_1", "keyed", json!({})).text("Done.");
+    /// let agent = Agent::builder("pay").model(model).tool(keyed).build()?;
+    /// let done = agent.run("Pay").await?;
+    /// let key = done.state.idempotency_key("call_1", 0);
+    /// assert_eq!(done.state.tool_result("call_1"), Some(format!("\"{key}\"").as_str()));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn idempotency_key(&self, call_id: &str, attempt: u32) -> String {
+        idempotency_key(self.nonce, &self.run_id, call_id, attempt)
     }
 
     /// The run id.

@@ -40,6 +40,10 @@ pub(crate) enum Entry {
         call_id: String,
         tool: String,
         attempt: u32,
+        /// When it started (milliseconds since the Unix epoch); absent in entries written before
+        /// it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_ms: Option<u64>,
     },
     /// A call's result.
     CallFinished {
@@ -233,10 +237,12 @@ impl Replayed {
                 call_id,
                 tool,
                 attempt,
+                at_ms,
             } => self.in_flight.started.push(StartedCall {
                 call_id,
                 tool,
                 attempt,
+                at_ms,
             }),
             Entry::CallFinished { step, new_context } => self
                 .in_flight
@@ -804,6 +810,7 @@ impl StoreJournal {
                         call_id: call_id.to_owned(),
                         tool: tool.to_owned(),
                         attempt,
+                        at_ms: u64::try_from(now_ms()).ok(),
                     },
                     Extra::default(),
                 )

@@ -12,9 +12,10 @@ use crate::run::entry::RunRequest;
 use crate::run::event::Emitter;
 use crate::run::journal::{InFlight, Journal};
 use crate::run::observe::Decider;
+use crate::run::resume::refused_for;
 use crate::run::runner::new_run_id;
 use crate::run::runner::{RunOptions, Runner};
-use crate::run::state::{Decision, Decisions, RunError, RunResult, RunState};
+use crate::run::state::{Decision, Decisions, PendingKind, RunError, RunResult, RunState};
 use crate::store::backend::{
     AuditFilter, DecisionRow, NewRun, Page, PendingFilter, PendingRow, QueueCounts, RunFilter,
     RunStore, RunSummary, StoredStatus,
@@ -346,7 +347,13 @@ impl Runs {
     /// ([`PendingRow::digest`]) and the run version they were shown at ([`PendingRow::version`]);
     /// a decision on other arguments, on a call no longer waiting, or on one already decided is
     /// refused with [`StoreError::StaleDecision`], and nothing is recorded. Two people deciding
-    /// the same call: exactly one is recorded.
+    /// the same call: exactly one is recorded, and the other gets `StaleDecision` naming who
+    /// decided.
+    ///
+    /// A decision that does not fit the call's kind is refused with
+    /// [`AgentError::DecisionMismatch`] before anything is recorded: above all an approval of a
+    /// call whose outcome a crash left unknown (it would repeat a side effect that may have
+    /// happened), which only [`Decision::RerunAfterDoubt`] runs again.
     ///
     /// The run resumes with [`DurableAgent::resume_decided`] once every waiting call is decided.
     pub async fn decide(
@@ -374,6 +381,25 @@ impl Runs {
         }
         if let Some(by) = &row.decided_by {
             return Err(stale(&format!("it was already decided by {by}")));
+        }
+        // A decision the run would refuse on resume is refused now: once recorded, it cannot be
+        // taken back. An approval of a call in doubt is one (it would repeat a side effect that
+        // may have happened): only `Decision::RerunAfterDoubt` runs it again.
+        let kind: PendingKind = serde_json::from_value(serde_json::Value::String(row.kind.clone()))
+            .map_err(|_| {
+                AgentError::Store(StoreError::Corrupt {
+                    run_id: run_id.to_owned(),
+                    version: stored.version,
+                    reason: format!("call {call_id} waits as an unknown kind {:?}", row.kind),
+                })
+            })?;
+        if let Some(hint) = refused_for(kind, &decision) {
+            return Err(AgentError::DecisionMismatch {
+                call_id: call_id.to_owned(),
+                decision: decision.name(),
+                kind: kind.as_str(),
+                hint,
+            });
         }
         let text = serde_json::to_string(&decision)
             .map_err(|e| AgentError::InvalidState(e.to_string()))?;
@@ -407,7 +433,7 @@ impl Runs {
             digest: row.digest.clone(),
         };
         let journal = self.journal_at(&stored);
-        journal
+        let written = journal
             .write(
                 entry,
                 Extra {
@@ -416,8 +442,29 @@ impl Runs {
                     status: Some(stored.status),
                 },
             )
-            .await
-            .map_err(AgentError::Store)
+            .await;
+        match written {
+            Ok(version) => Ok(version),
+            // Two people deciding the same call at once: the one who lost is told who won, as
+            // if they had been a moment later, rather than that some version moved on.
+            Err(StoreError::Conflict { .. }) => {
+                let now = self.load(run_id).await?;
+                match now.pending.iter().find(|p| p.call_id == call_id) {
+                    Some(PendingRow {
+                        decided_by: Some(by),
+                        ..
+                    }) => Err(stale(&format!("it was already decided by {by}"))),
+                    Some(_) => Err(stale(
+                        "the run moved on while the decision was recorded: show it again",
+                    )),
+                    None => Err(stale(
+                        "the call no longer waits for a decision (it was decided, and the run \
+                         resumed)",
+                    )),
+                }
+            }
+            Err(other) => Err(AgentError::Store(other)),
+        }
     }
 
     fn journal_at(&self, stored: &StoredRun) -> StoreJournal {
@@ -498,6 +545,27 @@ impl DurableAgent {
                 expected: version,
                 found: stored.version,
             })));
+        }
+        // A decision that does not fit its call's kind (an approval of a call in doubt, above
+        // all) is refused before the run is taken, so the audit log never records it.
+        for (call_id, decision) in decisions.iter() {
+            let Some(kind) = stored
+                .state
+                .pending()
+                .iter()
+                .find(|p| p.call.id == call_id)
+                .map(|p| p.kind)
+            else {
+                continue;
+            };
+            if let Some(hint) = refused_for(kind, decision) {
+                return Err(RunError::refused(AgentError::DecisionMismatch {
+                    call_id: call_id.to_owned(),
+                    decision: decision.name(),
+                    kind: kind.as_str(),
+                    hint,
+                }));
+            }
         }
         let at_ms = now_ms();
         let audit: Vec<DecisionRow> = decisions

@@ -42,6 +42,7 @@ pub struct ToolContext {
 
 struct Scope {
     run_id: String,
+    nonce: Option<u128>,
     agent_id: Arc<str>,
     step_index: usize,
     context: Arc<Value>,
@@ -85,6 +86,8 @@ pub(crate) struct Record {
 
 pub(crate) struct ScopeParts {
     pub(crate) run_id: String,
+    /// The run's nonce ([`RunState`](crate::RunState)'s), the run's part of idempotency keys.
+    pub(crate) nonce: Option<u128>,
     /// Shared with every call of the agent's runs: an `Arc`'s copy is not an allocation.
     pub(crate) agent_id: Arc<str>,
     pub(crate) step_index: usize,
@@ -102,6 +105,7 @@ impl ToolContext {
         ToolContext {
             inner: Arc::new(Scope {
                 run_id: parts.run_id,
+                nonce: parts.nonce,
                 agent_id: parts.agent_id,
                 step_index: parts.step_index,
                 context: parts.context,
@@ -142,6 +146,7 @@ impl ToolContext {
     pub fn detached() -> Self {
         Self::new(ScopeParts {
             run_id: "detached".into(),
+            nonce: None,
             agent_id: "detached".into(),
             step_index: 0,
             context: Arc::new(Value::Null),
@@ -178,6 +183,7 @@ impl ToolContext {
         let scope = &self.inner;
         Self::new(ScopeParts {
             run_id: scope.run_id.clone(),
+            nonce: scope.nonce,
             agent_id: scope.agent_id.clone(),
             step_index: scope.step_index,
             context,
@@ -329,7 +335,10 @@ impl ToolContext {
     /// (an `Idempotency-Key` header, a unique column) and a call that runs again after a crash
     /// cannot do its work twice.
     ///
-    /// It is derived from the run id, the call id and the attempt: a run recovered from its
+    /// It is derived from a nonce drawn at random when the run was made (journaled with it, and
+    /// kept by [`Runs::save`](crate::store::Runs::save)), the run id, the call id and the
+    /// attempt, so the same run id in another store, under another agent or after a prune gives
+    /// other keys. A run recovered from its
     /// store re-runs an interrupted call of an idempotent tool ([`Tool::idempotent`]) under the
     /// same key; when a person chooses to run a call again whose outcome was lost, that is a new
     /// attempt and a new key. 32 hexadecimal digits.
@@ -346,16 +355,13 @@ impl ToolContext {
     /// assert_eq!(ctx.attempt(), 0);
     /// ```
     pub fn idempotency_key(&self) -> String {
-        use sha2::Digest;
         let scope = &self.inner;
-        let mut hash = sha2::Sha256::new();
-        for part in [scope.run_id.as_bytes(), scope.call.id.as_bytes()] {
-            hash.update((part.len() as u64).to_le_bytes());
-            hash.update(part);
-        }
-        hash.update(scope.attempt.to_le_bytes());
-        let digest = hash.finalize();
-        digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+        crate::run::state::idempotency_key(
+            scope.nonce,
+            &scope.run_id,
+            &scope.call.id,
+            scope.attempt,
+        )
     }
 
     /// How many times a person chose to run this call again after its outcome was lost in a
