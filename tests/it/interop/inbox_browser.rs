@@ -970,3 +970,120 @@ async fn inbox_mounted_under_a_prefix() {
     })
     .await;
 }
+
+/// A call a crash left in doubt, as a person meets it: the list offers no checkbox for it and a
+/// batch that carries it anyway (a forged form) skips it by name; its page says what happened,
+/// with the attempt's idempotency key; "Run it again" without the confirmation ticked is refused
+/// and records nothing; ticked, the call runs again and the run completes, audited as
+/// `rerun_after_doubt`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromedriver: run by interop/run.sh"]
+async fn inbox_a_call_in_doubt_needs_a_check_and_is_refused_from_a_batch() {
+    use crate::support::durable::Hooked;
+
+    signed_in(
+        "in-doubt",
+        "alice-token",
+        &["deploy production"],
+        |client, world, runs| async move {
+            let client = &client;
+            let run = runs[0].clone();
+            // Approved, and its process dies once the call has started: the deploy ran, its
+            // result was never recorded. Another process recovers the run: in doubt.
+            let version = world.load(&run).await.version;
+            let dying = Runs::new(Hooked::dies_after(world.runs.store().clone(), 2));
+            let _ = dying
+                .attach(world.agent.agent().clone())
+                .resume(
+                    &run,
+                    version,
+                    phaseo_agent::Decisions::for_run(&run).approve("call_1"),
+                    "alice",
+                )
+                .await;
+            world.agent.recover(&run).await.expect("recovered");
+            let row = world.row(&run, "call_1").await;
+            assert_eq!(row.kind, "outcome_unknown");
+            let key = world.load(&run).await.state.idempotency_key("call_1", 0);
+            let audited = world.audit_len().await;
+            let seen = world.seen(&run, "call_1").await;
+
+            goto(client, &world.base).await;
+            let item = item_css(&run, "call_1");
+            find(client, &item).await;
+            assert!(
+                find_all(client, &format!("{item} input.select"))
+                    .await
+                    .is_empty(),
+                "a call in doubt offers no checkbox"
+            );
+            assert!(
+                text(client, &format!("{item} .kind"))
+                    .await
+                    .contains("in doubt")
+            );
+            // A forged batch form carries it anyway: skipped, and named.
+            let value = format!("{run}/call_1/{}/{}", row.version, row.digest);
+            client
+                .execute(
+                    "var i = document.createElement('input'); i.type = 'hidden'; \
+                     i.name = 'item'; i.value = arguments[0]; \
+                     document.getElementById('batch').appendChild(i);",
+                    vec![json!(value)],
+                )
+                .await
+                .unwrap();
+            click(client, "#batch-approve").await;
+            let results = text(client, "#batch-results").await;
+            assert!(results.contains("Skipped"), "{results}");
+            assert!(results.contains(&format!("{run} / call_1")), "{results}");
+            world
+                .assert_unchanged(&seen, "a batch with a call in doubt")
+                .await;
+
+            // Its page: what happened, and the key to check with.
+            goto(client, &world.item(&run, "call_1")).await;
+            assert!(
+                text(client, "#what-happened")
+                    .await
+                    .contains("its process died before it reported")
+            );
+            assert_eq!(text(client, "#idempotency-key").await, key);
+            find(client, "#started").await;
+            assert!(find_all(client, "button#approve").await.is_empty());
+            save_screenshot(&client.screenshot().await.unwrap(), "inbox-in-doubt.png");
+            // Not ticked: refused, nothing recorded.
+            click(client, "button#rerun").await;
+            let (code, error) = refusal(client).await;
+            assert_eq!(code, 422, "{error}");
+            assert!(error.contains("I checked"), "{error}");
+            world
+                .assert_unchanged(&seen, "a re-run not confirmed")
+                .await;
+
+            // Ticked: it runs again, as a new attempt, and the run completes.
+            goto(client, &world.item(&run, "call_1")).await;
+            click(client, "input#checked").await;
+            click(client, "button#rerun").await;
+            find(client, "#flash.ok").await;
+            let done = world.completed(&run).await;
+            assert_eq!(
+                done.state.output(),
+                Some(r#"Done: {"deployed":"production"}"#)
+            );
+            let audit = world
+                .runs
+                .audit(&AuditFilter::default())
+                .await
+                .unwrap()
+                .items;
+            assert_eq!(audit.len(), audited + 1);
+            assert_eq!(
+                audit.last().unwrap().decision,
+                r#"{"decision":"rerun_after_doubt"}"#
+            );
+            assert_eq!(audit.last().unwrap().by, "alice");
+        },
+    )
+    .await;
+}
