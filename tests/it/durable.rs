@@ -918,3 +918,127 @@ async fn the_loser_of_a_decide_race_is_told_who_decided() {
         other => panic!("the loser got {other:?}"),
     }
 }
+
+/// A waiting call's row edited in the database (its arguments, with a digest to match) is refused
+/// as damage when the run is loaded, naming the row's version, and no decision is recorded on it;
+/// the other run loads.
+#[test]
+fn a_waiting_row_edited_in_the_database_is_refused_never_decided() {
+    block(async {
+        let effects = Effects::default();
+        let memory = Arc::new(MemoryStore::new());
+        for run_id in ["edited", "intact"] {
+            let model = ScriptedModel::new()
+                .tool_call("call_1", "deploy", json!({"env": "staging"}))
+                .text("Deployed.");
+            Runs::from_arc(memory.clone())
+                .attach(release_agent(model, &effects))
+                .run("Deploy")
+                .run_id(run_id)
+                .await
+                .unwrap();
+        }
+        let edited_arguments = r#"{"env":"production"}"#;
+        let digest = |text: &str| {
+            // The digest the store keeps: SHA-256 of the arguments' text, as hex.
+            use sha2::Digest as _;
+            sha2::Sha256::digest(text.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        };
+        let intact = Runs::from_arc(memory.clone()).load("edited").await.unwrap();
+        assert_eq!(
+            intact.pending[0].digest,
+            digest(&intact.pending[0].arguments),
+            "the test's digest is the store's"
+        );
+        let row_version = intact.pending[0].version;
+        let forged = digest(edited_arguments);
+        let tampered = Runs::new(Hooked::new(memory.clone()).on_load(move |loaded| {
+            if loaded.run_id == "edited" {
+                loaded.pending[0].arguments = edited_arguments.to_owned();
+                loaded.pending[0].digest = forged.clone();
+            }
+        }));
+        match tampered.load("edited").await {
+            Err(AgentError::Store(StoreError::Corrupt {
+                run_id, version, ..
+            })) => {
+                assert_eq!(run_id, "edited");
+                assert_eq!(version, row_version);
+            }
+            other => panic!("a tampered row loaded: {other:?}"),
+        }
+        let mut shown = intact.pending[0].clone();
+        shown.arguments = edited_arguments.to_owned();
+        shown.digest = digest(edited_arguments);
+        assert!(
+            tampered
+                .decide(&shown, Decision::Approve, "ada")
+                .await
+                .is_err()
+        );
+        assert!(tampered.load("intact").await.is_ok(), "the other run loads");
+        let runs = Runs::from_arc(memory.clone());
+        assert!(
+            runs.audit(&AuditFilter::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty(),
+            "a decision on a tampered row was recorded"
+        );
+        assert!(effects.of("call_1").is_empty());
+    });
+}
+
+/// A waiting row whose arguments were changed in the database without its digest is left out of
+/// the listing; the other runs' rows are listed.
+#[test]
+fn a_listing_leaves_out_a_row_whose_digest_does_not_match() {
+    use sqlx::{AssertSqlSafe, ConnectOptions, Connection};
+    block(async {
+        let dir = crate::durable_processes::scratch("edited-row");
+        let path = dir.join("runs.db");
+        let runs = Runs::new(SqliteStore::open(&path).await.unwrap());
+        let effects = Effects::default();
+        for run_id in ["edited", "intact"] {
+            let model = ScriptedModel::new()
+                .tool_call("call_1", "deploy", json!({"env": "staging"}))
+                .text("Deployed.");
+            runs.attach(release_agent(model, &effects))
+                .run("Deploy")
+                .run_id(run_id)
+                .await
+                .unwrap();
+        }
+        let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(&path)
+            .connect()
+            .await
+            .unwrap();
+        sqlx::raw_sql(AssertSqlSafe(
+            "UPDATE phaseo_pending SET arguments = '{\"env\":\"production\"}' \
+             WHERE run_id = 'edited'",
+        ))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        conn.close().await.unwrap();
+        let listed: Vec<String> = runs
+            .pending(&PendingFilter::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|row| row.run_id)
+            .collect();
+        assert_eq!(listed, ["intact"]);
+        assert!(matches!(
+            runs.load("edited").await,
+            Err(AgentError::Store(StoreError::Corrupt { .. }))
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}

@@ -1047,7 +1047,20 @@ async fn item(
         }
         Err(refusal) => return refusal.page(&ctx, None),
     };
-    let stored = app.inbox.runs.load(&run).await.ok();
+    // The row is shown only if it is what the run's journal says waits: a row edited in the
+    // database would show one thing and run another.
+    let stored = match app.inbox.runs.load(&run).await {
+        Ok(stored) => Some(stored),
+        Err(AgentError::Store(error @ StoreError::Corrupt { .. })) => {
+            tracing::warn!(run = %run, %error, "the inbox refused a damaged run");
+            return Refusal::conflict(format!(
+                "This run's stored data is damaged, so its calls are not shown or decided here: \
+                 {error}"
+            ))
+            .page(&ctx, Some(&home(&ctx.base)));
+        }
+        Err(_) => None,
+    };
     let description = app
         .inbox
         .agents

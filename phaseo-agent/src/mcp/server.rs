@@ -702,7 +702,7 @@ impl Inner {
             run_id: format!("mcp-{}", context.id),
             // Request ids repeat across sessions (every client counts from 1): a nonce of the
             // call's own keeps its idempotency key apart from every other call's.
-            nonce: Some(crate::run::state::draw_nonce()),
+            nonce: Some(crate::tool::context::draw_nonce()),
             agent_id: self.agent_id.clone(),
             step_index: 0,
             context: Arc::new(Value::Null),

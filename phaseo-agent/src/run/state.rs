@@ -837,55 +837,6 @@ mod nonce_hex {
     }
 }
 
-/// A new run's nonce: 128 bits from the operating system's generator. Without one (it does not
-/// fail on the platforms this crate runs on), a hash of the time, the process and a counter under
-/// std's per-process random keys: unique, which is all a nonce needs to be.
-pub(crate) fn draw_nonce() -> u128 {
-    let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_ok() {
-        return u128::from_le_bytes(bytes);
-    }
-    use std::hash::BuildHasher;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let seed = (
-        std::time::SystemTime::now(),
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed),
-    );
-    let keys = std::collections::hash_map::RandomState::new();
-    (u128::from(keys.hash_one(seed)) << 64) | u128::from(keys.hash_one((seed, 1u8)))
-}
-
-/// The key of one attempt of one call's side effect (see
-/// [`ToolContext::idempotency_key`](crate::ToolContext::idempotency_key)): 32 hex digits.
-pub(crate) fn idempotency_key(
-    nonce: Option<u128>,
-    run_id: &str,
-    call_id: &str,
-    attempt: u32,
-) -> String {
-    use sha2::Digest;
-    let mut hash = sha2::Sha256::new();
-    if let Some(nonce) = nonce {
-        // Apart from the keys of a run without a nonce, whose first part is a length.
-        hash.update(b"phaseo-agent idempotency key, nonce:");
-        hash.update(nonce.to_le_bytes());
-    }
-    for part in [run_id.as_bytes(), call_id.as_bytes()] {
-        hash.update((part.len() as u64).to_le_bytes());
-        hash.update(part);
-    }
-    hash.update(attempt.to_le_bytes());
-    let digest = hash.finalize();
-    let mut key = String::with_capacity(32);
-    for b in &digest[..16] {
-        use std::fmt::Write;
-        let _ = write!(key, "{b:02x}");
-    }
-    key
-}
-
 /// The same fields, read after the version check.
 #[derive(Deserialize)]
 struct StateV1 {
@@ -1025,7 +976,7 @@ impl RunState {
             usage: Usage::default(),
             trace: None,
             paused_at_ms: None,
-            nonce: Some(draw_nonce()),
+            nonce: Some(crate::tool::context::draw_nonce()),
             signature: None,
         }
     }
@@ -1078,7 +1029,7 @@ impl RunState {
     /// # }
     /// ```
     pub fn idempotency_key(&self, call_id: &str, attempt: u32) -> String {
-        idempotency_key(self.nonce, &self.run_id, call_id, attempt)
+        crate::tool::context::idempotency_key(self.nonce, &self.run_id, call_id, attempt)
     }
 
     /// The run id.

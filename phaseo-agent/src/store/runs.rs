@@ -21,7 +21,8 @@ use crate::store::backend::{
     RunStore, RunSummary, StoredStatus,
 };
 use crate::store::journal::{
-    Entry, Extra, Replayed, StoreJournal, first_row, now_ms, pending_rows, replay, status_of,
+    Entry, Extra, Replayed, StoreJournal, arguments_digest, first_row, now_ms, pending_rows,
+    replay, status_of,
 };
 
 /// How many journal entries may follow a snapshot before the next one is written: loading a run
@@ -190,6 +191,7 @@ impl Runs {
     pub async fn load(&self, run_id: &str) -> Result<StoredRun, AgentError> {
         let loaded = self.store.load(run_id).await.map_err(AgentError::Store)?;
         let (replayed, digest) = replay(&loaded).map_err(AgentError::Store)?;
+        check_pending(&loaded.pending, &replayed.state).map_err(AgentError::Store)?;
         Ok(StoredRun {
             state: replayed.state,
             version: loaded.version,
@@ -320,8 +322,31 @@ impl Runs {
     }
 
     /// The calls waiting for a person, across runs, newest first.
+    ///
+    /// A row whose arguments do not match its digest (edited in the database) is left out of the
+    /// page and logged at `warn` with its run and call, and the other rows are listed: a damaged
+    /// row is its run's problem. Loading the run ([`load`](Self::load)) checks each row against
+    /// the run's journal besides, so an edited row is never decided, whatever its digest says.
     pub async fn pending(&self, filter: &PendingFilter) -> Result<Page<PendingRow>, AgentError> {
-        self.store.pending(filter).await.map_err(AgentError::Store)
+        let mut page = self
+            .store
+            .pending(filter)
+            .await
+            .map_err(AgentError::Store)?;
+        page.items.retain(|row| {
+            let whole = row.digest == arguments_digest(&row.arguments);
+            if !whole {
+                tracing::warn!(
+                    run = %row.run_id,
+                    call = %row.call_id,
+                    version = row.version,
+                    "a waiting call's arguments do not match their digest: the row was changed \
+                     in the database, and is not listed"
+                );
+            }
+            whole
+        });
+        Ok(page)
     }
 
     /// Runs, newest first.
@@ -806,6 +831,41 @@ impl DurableAgent {
         )
         .await
     }
+}
+
+/// Checks a run's waiting rows against its journal: each names a call the journal says waits,
+/// with the journal's arguments and their digest. The rows are what a person is shown and what a
+/// decision binds to, and they sit in a table anyone with database access can edit: a row whose
+/// arguments were changed would be shown and approved, and then the journal's arguments would run.
+/// Such a row is refused as damage ([`StoreError::Corrupt`], naming the row's version), never
+/// shown or decided.
+fn check_pending(rows: &[PendingRow], state: &RunState) -> Result<(), StoreError> {
+    for row in rows {
+        let damaged = |reason: String| StoreError::Corrupt {
+            run_id: row.run_id.clone(),
+            version: row.version,
+            reason,
+        };
+        let Some(call) = state.pending().iter().find(|p| p.call.id == row.call_id) else {
+            return Err(damaged(format!(
+                "pending call `{}` is not waiting in the run's journal",
+                row.call_id
+            )));
+        };
+        let arguments = call.arguments.to_string();
+        if row.arguments != arguments
+            || row.digest != arguments_digest(&arguments)
+            || row.tool != call.call.name
+            || row.kind != call.kind.as_str()
+        {
+            return Err(damaged(format!(
+                "pending call `{}` differs from the run's journal (its arguments, digest, tool \
+                 or kind were changed in the database)",
+                row.call_id
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Who made an audited decision, and when.
