@@ -210,7 +210,7 @@ pub(crate) fn refused_for(kind: PendingKind, decision: &Decision) -> Option<&'st
         // approval (one click, a batch, a link) must not repeat a side effect that may have
         // happened.
         PendingKind::OutcomeUnknown if runs => Some(
-            "its outcome is unknown: check with the first attempt's idempotency key whether it \
+            "its outcome is unknown: check with the attempt's idempotency key whether it \
              happened, then supply its outcome with `Decision::Output`, reject it, or run it \
              again with `Decision::RerunAfterDoubt`",
         ),

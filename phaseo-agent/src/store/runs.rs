@@ -15,7 +15,7 @@ use crate::run::observe::Decider;
 use crate::run::resume::refused_for;
 use crate::run::runner::new_run_id;
 use crate::run::runner::{RunOptions, Runner};
-use crate::run::state::{Decision, Decisions, PendingKind, RunError, RunResult, RunState};
+use crate::run::state::{Decision, Decisions, RunError, RunResult, RunState};
 use crate::store::backend::{
     AuditFilter, DecisionRow, NewRun, Page, PendingFilter, PendingRow, QueueCounts, RunFilter,
     RunStore, RunSummary, StoredStatus,
@@ -410,21 +410,8 @@ impl Runs {
         // A decision the run would refuse on resume is refused now: once recorded, it cannot be
         // taken back. An approval of a call in doubt is one (it would repeat a side effect that
         // may have happened): only `Decision::RerunAfterDoubt` runs it again.
-        let kind: PendingKind = serde_json::from_value(serde_json::Value::String(row.kind.clone()))
-            .map_err(|_| {
-                AgentError::Store(StoreError::Corrupt {
-                    run_id: run_id.to_owned(),
-                    version: stored.version,
-                    reason: format!("call {call_id} waits as an unknown kind {:?}", row.kind),
-                })
-            })?;
-        if let Some(hint) = refused_for(kind, &decision) {
-            return Err(AgentError::DecisionMismatch {
-                call_id: call_id.to_owned(),
-                decision: decision.name(),
-                kind: kind.as_str(),
-                hint,
-            });
+        if let Some(refused) = unfit(&stored.state, call_id, &decision) {
+            return Err(refused);
         }
         let text = serde_json::to_string(&decision)
             .map_err(|e| AgentError::InvalidState(e.to_string()))?;
@@ -573,24 +560,11 @@ impl DurableAgent {
         }
         // A decision that does not fit its call's kind (an approval of a call in doubt, above
         // all) is refused before the run is taken, so the audit log never records it.
-        for (call_id, decision) in decisions.iter() {
-            let Some(kind) = stored
-                .state
-                .pending()
-                .iter()
-                .find(|p| p.call.id == call_id)
-                .map(|p| p.kind)
-            else {
-                continue;
-            };
-            if let Some(hint) = refused_for(kind, decision) {
-                return Err(RunError::refused(AgentError::DecisionMismatch {
-                    call_id: call_id.to_owned(),
-                    decision: decision.name(),
-                    kind: kind.as_str(),
-                    hint,
-                }));
-            }
+        if let Some(refused) = decisions
+            .iter()
+            .find_map(|(call_id, decision)| unfit(&stored.state, call_id, decision))
+        {
+            return Err(RunError::refused(refused));
         }
         let at_ms = now_ms();
         let audit: Vec<DecisionRow> = decisions
@@ -831,6 +805,18 @@ impl DurableAgent {
         )
         .await
     }
+}
+
+/// The refusal of `decision` for the waiting call `call_id` of `state`, if it does not fit the
+/// call's kind ([`refused_for`]); `None` for a call that does not wait (the resume names it).
+fn unfit(state: &RunState, call_id: &str, decision: &Decision) -> Option<AgentError> {
+    let kind = state.pending().iter().find(|p| p.call.id == call_id)?.kind;
+    refused_for(kind, decision).map(|hint| AgentError::DecisionMismatch {
+        call_id: call_id.to_owned(),
+        decision: decision.name(),
+        kind: kind.as_str(),
+        hint,
+    })
 }
 
 /// Checks a run's waiting rows against its journal: each names a call the journal says waits,
