@@ -363,6 +363,33 @@ pub enum StoreError {
         /// The lease's fencing token.
         token: u64,
     },
+    /// The run is held by a live lease: a process is running it (or did, and its lease has not
+    /// expired yet). A recovery of a live run is refused, so that a second replica starting up
+    /// never takes over a run the first is still running. Nothing was written.
+    ///
+    /// ```
+    /// use phaseo_agent::StoreError;
+    ///
+    /// let held = StoreError::LeaseHeld {
+    ///     run_id: "run_1".into(),
+    ///     owner: "web-1-4242".into(),
+    ///     expires_in_ms: 12_000,
+    /// };
+    /// assert!(held.to_string().contains("held by `web-1-4242`"));
+    /// assert!(held.to_string().contains("expires in 12.0 s"));
+    /// ```
+    #[error(
+        "Run `{run_id}` is held by `{owner}`, whose lease on it expires in {:.1} s: that process is running it; nothing was written (do nothing; if the process died, the run can be recovered once the lease expires)",
+        *expires_in_ms as f64 / 1000.0
+    )]
+    LeaseHeld {
+        /// The run.
+        run_id: String,
+        /// Who holds the lease (a process's name: its host and process id by default).
+        owner: String,
+        /// In how many milliseconds the lease expires unless renewed, by the database's clock.
+        expires_in_ms: u64,
+    },
     /// The store does not do this (a [`RunStore`](crate::store::RunStore) of your own that
     /// implements no queue, say).
     #[error("The run store does not support {operation}")]

@@ -12,6 +12,14 @@
 //!                     would while it waits (approve; an in-doubt call's output supplied)
 //!            pause    start RUN_ID, stop at its pause, print `version V` (for the race)
 //!            resume   resume RUN_ID at VERSION, approving its calls
+//!            charge   start RUN_ID of the `billing` agent: one call of `charge` (not idempotent,
+//!                     no approval), then an answer; with `PHASEO_HOLD_FILE` set, the tool
+//!                     prints `in-tool` and waits until that file exists before it returns
+//!            recover-abandoned  `Runs::recover_abandoned` with the `billing` agent once:
+//!                     prints `recovered RUN_ID STATUS` or `refused RUN_ID ERROR` for each run it
+//!                     took up, `stuck RUN_ID` for each it could not, then `done`
+//!            recover  `DurableAgent::recover(RUN_ID)` of the `billing` agent; on a refusal
+//!                     prints `refused ERROR` and exits 3
 //! ```
 //!
 //! `PHASEO_CRASH_AT=before:N` or `after:N` stops the process right before or right after the
@@ -22,7 +30,7 @@ use std::future::Future;
 use std::io::Write;
 use std::sync::Arc;
 
-use phaseo_agent::serde_json::json;
+use phaseo_agent::serde_json::{Value, json};
 use phaseo_agent::store::{PostgresStore, RunStore, Runs, SqliteStore, StoredStatus};
 use phaseo_agent::{
     Agent, AgentError, Decisions, ModelResponse, PendingKind, StoreError, Tool, ToolCall,
@@ -74,23 +82,57 @@ fn effect_tool(name: &str, effects: &str) -> Tool {
         name,
         "Has a side effect",
         json!({"type": "object"}),
-        move |_, ctx| {
-            let line = format!(
-                "{} {} {}\n",
-                ctx.run_id(),
-                ctx.tool_call().id,
-                ctx.idempotency_key()
-            );
-            let mut file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .map_err(AgentError::tool)?;
-            file.write_all(line.as_bytes()).map_err(AgentError::tool)?;
-            file.sync_data().map_err(AgentError::tool)?;
-            Ok(json!({"done": true}))
-        },
+        move |_, ctx| write_effect(&path, &ctx),
     )
+}
+
+fn write_effect(path: &str, ctx: &phaseo_agent::ToolContext) -> Result<Value, AgentError> {
+    let line = format!(
+        "{} {} {}\n",
+        ctx.run_id(),
+        ctx.tool_call().id,
+        ctx.idempotency_key()
+    );
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(AgentError::tool)?;
+    file.write_all(line.as_bytes()).map_err(AgentError::tool)?;
+    file.sync_data().map_err(AgentError::tool)?;
+    Ok(json!({"done": true}))
+}
+
+/// The `billing` agent: one charge, then an answer. The charge waits, mid-tool, for the file
+/// `PHASEO_HOLD_FILE` names, if set.
+fn billing(effects: &str) -> Agent {
+    let hold = std::env::var("PHASEO_HOLD_FILE").ok();
+    let path = effects.to_owned();
+    let charge = Tool::new(
+        "charge",
+        "Charges a card",
+        json!({"type": "object"}),
+        move |args, ctx| {
+            if let Some(hold) = &hold {
+                println!("in-tool");
+                let _ = std::io::stdout().flush();
+                while !std::path::Path::new(hold).exists() {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+            }
+            let _ = args;
+            write_effect(&path, &ctx)
+        },
+    );
+    let model = ByPosition(vec![
+        ModelResponse::tool_calls([ToolCall::new("call_1", "charge", json!({"cents": 4250}))]),
+        ModelResponse::text("Charged."),
+    ]);
+    Agent::builder("billing")
+        .model(model)
+        .tool(charge)
+        .build()
+        .expect("the agent builds")
 }
 
 fn agent(effects: &str) -> Agent {
@@ -149,7 +191,10 @@ async fn main_async(args: Vec<String>) -> Result<(), AgentError> {
         Some((when.to_owned(), n.parse().ok()?))
     });
     let store = crashing(open(store).await?, crash);
-    let runs = Runs::new(store).snapshot_every(3);
+    // A short lease: a process killed while it held the run is recovered soon after.
+    let runs = Runs::new(store)
+        .snapshot_every(3)
+        .lease(std::time::Duration::from_millis(300));
     let durable = runs.attach(agent(effects));
     match command.as_str() {
         "pause" => {
@@ -175,9 +220,50 @@ async fn main_async(args: Vec<String>) -> Result<(), AgentError> {
                         return Err(AgentError::InvalidState("the run failed".into()));
                     }
                 };
+                // The killed process held the run (running it, or taking it to resume): its
+                // lease has not expired yet. Wait for it.
+                if let Err(refused) = &result {
+                    if let AgentError::Store(StoreError::LeaseHeld { expires_in_ms, .. }) =
+                        refused.error
+                    {
+                        let wait = std::time::Duration::from_millis(expires_in_ms + 20);
+                        tokio::time::sleep(wait).await;
+                        continue;
+                    }
+                }
                 result?;
             }
             return Err(AgentError::InvalidState("the run never ended".into()));
+        }
+        "charge" => {
+            let done = runs
+                .attach(billing(effects))
+                .run("Charge")
+                .run_id(run_id)
+                .await?;
+            println!("{}", runs.load(done.state.run_id()).await?.status.as_str());
+        }
+        "recover-abandoned" => {
+            let recovery = runs.recover_abandoned(&[billing(effects)]).await?;
+            for (run_id, result) in recovery.recovered {
+                match result {
+                    Ok(_) => {
+                        let status = runs.load(&run_id).await?.status;
+                        println!("recovered {run_id} {}", status.as_str());
+                    }
+                    Err(refused) => println!("refused {run_id} {}", refused.error),
+                }
+            }
+            for run in recovery.stuck {
+                println!("stuck {}", run.run_id);
+            }
+            println!("done");
+        }
+        "recover" => {
+            if let Err(refused) = runs.attach(billing(effects)).recover(run_id).await {
+                println!("refused {}", refused.error);
+                std::process::exit(3);
+            }
         }
         "resume" => {
             let version: u64 = rest
@@ -205,9 +291,11 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match block_on(main_async(args)) {
         Ok(()) => {}
-        Err(AgentError::Store(StoreError::Conflict { .. } | StoreError::WrongStatus { .. })) => {
-            std::process::exit(3)
-        }
+        Err(AgentError::Store(
+            StoreError::Conflict { .. }
+            | StoreError::WrongStatus { .. }
+            | StoreError::LeaseHeld { .. },
+        )) => std::process::exit(3),
         Err(AgentError::Store(StoreError::NotFound { .. })) => std::process::exit(4),
         Err(error) => {
             eprintln!("durable_child: {error}");

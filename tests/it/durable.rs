@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use phaseo_agent::serde_json::json;
 use phaseo_agent::store::{
@@ -65,6 +66,10 @@ fn release_agent(model: impl Model + 'static, effects: &Effects) -> Agent {
         .build()
         .unwrap()
 }
+
+/// The lease of a process that dies in a test: short, so that the run can be taken up soon
+/// after, as a crashed process's run is once its lease expires.
+const DEAD_LEASE: Duration = Duration::from_millis(100);
 
 fn block<F: Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
@@ -281,10 +286,14 @@ fn script() -> Arc<ByPosition> {
 async fn interrupted_at(budget: usize) -> (Effects, StoredStatus, usize) {
     let effects = Effects::default();
     let memory = Arc::new(MemoryStore::new());
-    let dying = Runs::new(Hooked::dies_after(memory.clone(), budget)).snapshot_every(2);
+    let dying = Runs::new(Hooked::dies_after(memory.clone(), budget))
+        .snapshot_every(2)
+        .lease(DEAD_LEASE);
     let model = script();
     let first = dying.attach(release_agent(model.clone(), &effects));
     let ran = first.run("Ship it").run_id("run_x").await;
+    // The dead process's lease runs out before anyone may take the run up.
+    tokio::time::sleep(DEAD_LEASE * 2).await;
     let runs = Runs::from_arc(memory.clone()).snapshot_every(2);
     let agent = runs.attach(release_agent(model, &effects));
     let Ok(mut stored) = runs.load("run_x").await else {
@@ -370,7 +379,7 @@ fn a_call_in_doubt_waits_for_a_person_and_a_retry_is_a_new_attempt() {
         let effects = Effects::default();
         let memory = Arc::new(MemoryStore::new());
         // started (1), turn (2), call_started notify (3): the process dies after the tool ran.
-        let dying = Runs::new(Hooked::dies_after(memory.clone(), 3));
+        let dying = Runs::new(Hooked::dies_after(memory.clone(), 3)).lease(DEAD_LEASE);
         let model = ScriptedModel::new()
             .tool_call("call_1", "notify", json!({}))
             .text("Sent.");
@@ -379,6 +388,7 @@ fn a_call_in_doubt_waits_for_a_person_and_a_retry_is_a_new_attempt() {
             .run("Notify")
             .run_id("r")
             .await;
+        tokio::time::sleep(DEAD_LEASE * 2).await;
         assert_eq!(effects.of("call_1").len(), 1);
 
         let runs = Runs::from_arc(memory.clone());
@@ -555,8 +565,8 @@ fn retention_prunes_finished_runs_only() {
         let agent = runs.attach(release_agent(model, &effects));
         agent.run("Hi").run_id("done").await.unwrap();
         agent.run("Deploy").run_id("paused").await.unwrap();
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        let pruned = runs.prune(std::time::Duration::ZERO).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let pruned = runs.prune(Duration::ZERO).await.unwrap();
         assert_eq!(pruned, 1);
         assert!(runs.load("done").await.is_err());
         assert_eq!(
@@ -856,9 +866,9 @@ fn an_edited_call_in_doubt_runs_again_as_edited() {
             .await
             .unwrap();
         let version = runs.load("r").await.unwrap().version;
-        // The resume writes its decision and the call's start, then dies before the call's
-        // result is written.
-        let dying = Runs::new(Hooked::dies_after(memory.clone(), 2));
+        // The resume takes its lease, writes its decision and the call's start, then dies
+        // before the call's result is written.
+        let dying = Runs::new(Hooked::dies_after(memory.clone(), 3)).lease(DEAD_LEASE);
         let edited =
             Decisions::for_run("r").approve_with_arguments("call_1", json!({"replicas": 3}));
         let _ = dying
@@ -866,6 +876,7 @@ fn an_edited_call_in_doubt_runs_again_as_edited() {
             .resume("r", version, edited, "ada")
             .await;
         assert_eq!(*seen.lock().unwrap(), ["3"]);
+        tokio::time::sleep(DEAD_LEASE * 2).await;
         let done = runs.attach(agent(&seen)).recover("r").await.unwrap();
         assert_eq!(done.output(), Some("Scaled."));
         assert_eq!(

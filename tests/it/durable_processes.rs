@@ -186,3 +186,118 @@ fn sqlite_eight_processes_resuming_one_run_run_it_once() {
     eight_resumers_race(&store, &dir, 50);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs `durable_child STORE EFFECTS ARGS...` to its end: its exit code and its output.
+fn child_output(store: &str, effects: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = child()
+        .args([store, effects.to_str().unwrap()])
+        .args(args)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    (out.status.code(), String::from_utf8(out.stdout).unwrap())
+}
+
+/// A child process killed and reaped when dropped: a failed assertion does not leave it running
+/// (holding the test's output open).
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the `billing` run `run_id` in a process of its own, and waits until its charge is in
+/// the middle of its tool (held there until `hold` exists).
+fn charging(store: &str, effects: &Path, run_id: &str, hold: &Path) -> Reaped {
+    let mut process = child()
+        .args([store, effects.to_str().unwrap(), "charge", run_id])
+        .env("PHASEO_HOLD_FILE", hold)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let mut out = BufReader::new(process.stdout.take().unwrap());
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "in-tool", "the charge never started");
+    process.stdout = Some(out.into_inner());
+    Reaped(process)
+}
+
+/// A process that starts while another is in the middle of a run's tool takes over nothing:
+/// `recover_abandoned` leaves the live run alone, and `recover` is refused naming the holder. The
+/// first process finishes the run, and the tool ran once. The run's lease is 300 ms, and the
+/// second process looks after a second: only renewals kept it.
+pub(crate) fn a_live_run_is_not_taken_over(store: &str, dir: &Path) {
+    let run_id = format!("live_{}", std::process::id());
+    let file = dir.join(format!("{run_id}.effects"));
+    let hold = dir.join(format!("{run_id}.hold"));
+    let mut first = charging(store, &file, &run_id, &hold);
+    std::thread::sleep(std::time::Duration::from_secs(1));
+
+    let (code, out) = child_output(store, &file, &["recover-abandoned", &run_id]);
+    assert_eq!(code, Some(0), "{out}");
+    // Other runs in a shared database may be listed; this one must not be.
+    assert!(!out.contains(&run_id), "a live run was taken up: {out}");
+    let (code, out) = child_output(store, &file, &["recover", &run_id]);
+    assert_eq!(code, Some(3), "a live run was recovered: {out}");
+    assert!(out.contains("is held by"), "{out}");
+
+    std::fs::write(&hold, "").unwrap();
+    let status = first.0.wait().unwrap();
+    assert!(status.success(), "the first process failed: {status}");
+    let seen = effects(&file, &run_id);
+    assert_eq!(seen.get("call_1").map_or(0, Vec::len), 1, "{seen:?}");
+}
+
+/// A process killed in the middle of a run's tool: another process's `recover_abandoned` takes
+/// the run up once its lease expires (not before), exactly once; the charge, not idempotent, is
+/// in doubt and did not run again.
+pub(crate) fn a_killed_run_is_taken_up_once_its_lease_expires(store: &str, dir: &Path) {
+    let run_id = format!("killed_{}", std::process::id());
+    let file = dir.join(format!("{run_id}.effects"));
+    let hold = dir.join(format!("{run_id}.hold"));
+    let mut first = charging(store, &file, &run_id, &hold);
+    first.0.kill().unwrap(); // SIGKILL, mid-tool
+    first.0.wait().unwrap();
+
+    let mut taken = None;
+    for _ in 0..50 {
+        let (code, out) = child_output(store, &file, &["recover-abandoned", &run_id]);
+        assert_eq!(code, Some(0), "{out}");
+        if out.contains(&run_id) {
+            taken = Some(out);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = taken.expect("the killed run was never taken up");
+    assert!(
+        out.contains(&format!("recovered {run_id} in_doubt")),
+        "not taken up as a call in doubt: {out}"
+    );
+    // Taken up once: the run waits for a person now, and nothing is abandoned.
+    let (_, again) = child_output(store, &file, &["recover-abandoned", &run_id]);
+    assert!(!again.contains(&run_id), "taken up twice: {again}");
+    let seen = effects(&file, &run_id);
+    assert!(seen.get("call_1").map_or(0, Vec::len) <= 1, "{seen:?}");
+}
+
+#[test]
+fn sqlite_a_replica_starting_while_a_run_is_live_takes_over_nothing() {
+    let dir = scratch("live");
+    let store = format!("sqlite:{}", dir.join("runs.db").display());
+    a_live_run_is_not_taken_over(&store, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sqlite_a_killed_run_is_taken_up_by_another_process() {
+    let dir = scratch("abandoned");
+    let store = format!("sqlite:{}", dir.join("runs.db").display());
+    a_killed_run_is_taken_up_once_its_lease_expires(&store, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+}

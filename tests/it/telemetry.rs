@@ -699,7 +699,7 @@ async fn a_recovered_run_links_to_the_interrupted_span_and_its_doubtful_call_say
     let captured = capture();
     let memory = std::sync::Arc::new(MemoryStore::new());
     // started (1), turn (2), call_started (3): the process dies after the tool ran.
-    let dying = Runs::new(Hooked::dies_after(memory.clone(), 3));
+    let dying = Runs::new(Hooked::dies_after(memory.clone(), 3)).lease(Duration::from_millis(100));
     let counter = Counter::default();
     let model = || {
         ScriptedModel::new()
@@ -711,6 +711,8 @@ async fn a_recovered_run_links_to_the_interrupted_span_and_its_doubtful_call_say
         .run("How?")
         .run_id("r")
         .await;
+    // The dead process's lease runs out.
+    tokio::time::sleep(Duration::from_millis(200)).await;
     let runs = Runs::from_arc(memory);
     let recovered = runs
         .attach(ops_agent(model(), &counter))

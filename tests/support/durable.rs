@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::future::BoxFuture;
 use phaseo_agent::store::{
-    Append, AuditFilter, DecisionRow, LoadedRun, NewRun, Page, PendingFilter, PendingRow,
-    RunFilter, RunStore, RunSummary,
+    AbandonedRun, Append, AuditFilter, DecisionRow, Lease, LeaseRequest, LoadedRun, NewRun, Page,
+    PendingFilter, PendingRow, RunFilter, RunStore, RunSummary,
 };
 use phaseo_agent::{Message, Model, ModelError, ModelRequest, ModelResponse, StoreError};
 
@@ -94,16 +94,16 @@ impl Hooked {
         })
     }
 
-    fn write<'a>(
+    fn write<'a, T: Send + 'a>(
         &'a self,
-        write: impl FnOnce() -> BoxFuture<'a, Result<(), StoreError>> + Send + 'a,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        write: impl FnOnce() -> BoxFuture<'a, Result<T, StoreError>> + Send + 'a,
+    ) -> BoxFuture<'a, Result<T, StoreError>> {
         let n = self.writes.fetch_add(1, Ordering::SeqCst) + 1;
         Box::pin(async move {
             (self.before_write)(n)?;
-            write().await?;
+            let done = write().await?;
             (self.after_write)(n);
-            Ok(())
+            Ok(done)
         })
     }
 }
@@ -142,5 +142,33 @@ impl RunStore for Hooked {
     }
     fn prune(&self, before_ms: i64) -> BoxFuture<'_, Result<u64, StoreError>> {
         self.inner.prune(before_ms)
+    }
+    // Taking a lease is a write too: a process may die right before or after it.
+    fn create_held<'a>(
+        &'a self,
+        run: NewRun,
+        lease: &'a LeaseRequest,
+    ) -> BoxFuture<'a, Result<Lease, StoreError>> {
+        self.write(move || self.inner.create_held(run, lease))
+    }
+    fn acquire<'a>(
+        &'a self,
+        run_id: &'a str,
+        lease: &'a LeaseRequest,
+    ) -> BoxFuture<'a, Result<Lease, StoreError>> {
+        self.write(move || self.inner.acquire(run_id, lease))
+    }
+    fn renew<'a>(
+        &'a self,
+        lease: &'a Lease,
+        lease_ms: u64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.renew(lease, lease_ms)
+    }
+    fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.release(lease)
+    }
+    fn abandoned(&self, limit: usize) -> BoxFuture<'_, Result<Vec<AbandonedRun>, StoreError>> {
+        self.inner.abandoned(limit)
     }
 }

@@ -41,8 +41,12 @@ pub(crate) enum Transition<'a> {
         step: &'a ToolStep,
         new_context: Option<&'a Value>,
     },
-    /// The run paused, completed or failed: its final state, signed when the agent signs.
-    Settled { state: &'a RunState },
+    /// The run paused, completed or failed: its final state, signed when the agent signs, and
+    /// the error it failed with.
+    Settled {
+        state: &'a RunState,
+        failure: Option<&'a AgentError>,
+    },
 }
 
 /// Whoever keeps a run's journal. Each report is written (and, for a store, committed) before

@@ -557,7 +557,12 @@ impl Runner {
         // fails with the store's error (its state is still returned, as failed).
         let result = match (result, &journal) {
             (Ok(()), Some(journal)) => {
-                let recorded = journal.record(Transition::Settled { state: &state }).await;
+                let recorded = journal
+                    .record(Transition::Settled {
+                        state: &state,
+                        failure: None,
+                    })
+                    .await;
                 if recorded.is_err() {
                     mark_failed(&mut state);
                     sign(key, &mut state);
@@ -566,7 +571,12 @@ impl Runner {
             }
             // A run that failed because its journal refused a write is not written again.
             (Err(error), Some(journal)) if !matches!(error, AgentError::Store(_)) => {
-                let _ = journal.record(Transition::Settled { state: &state }).await;
+                let _ = journal
+                    .record(Transition::Settled {
+                        state: &state,
+                        failure: Some(&error),
+                    })
+                    .await;
                 Err(error)
             }
             (result, _) => result,

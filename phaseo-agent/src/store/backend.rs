@@ -401,6 +401,35 @@ pub struct Lease {
     pub waited_ms: u64,
 }
 
+/// A lease asked for one run by the process that runs it ([`RunStore::acquire`],
+/// [`RunStore::create_held`]): every durable run being executed is held under one, renewed
+/// while it runs, so that a recovery can tell a live run from one whose process died.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseRequest {
+    /// Who holds it, stored with the lease (for people, and for the refusal of a recovery).
+    pub owner: String,
+    /// How long it lasts unless renewed, by the database's clock.
+    pub lease_ms: u64,
+}
+
+/// A run that was running in an application's own process (not queued for workers) and whose
+/// lease expired, or that never had one (written by a version before leases): its process
+/// stopped, and [`Runs::recover_abandoned`](crate::store::Runs::recover_abandoned) takes it up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AbandonedRun {
+    /// The run.
+    pub run_id: String,
+    /// Its agent.
+    pub agent_id: String,
+    /// Who held its last lease, if it had one.
+    pub owner: Option<String>,
+    /// When its last lease expired (milliseconds since the Unix epoch, by the database's clock),
+    /// if it had one.
+    pub expired_ms: Option<i64>,
+    /// When it was last written.
+    pub updated_ms: i64,
+}
+
 /// What [`RunStore::claim`] took, and when the next run of those agents may become ready.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Claimed {
@@ -527,6 +556,43 @@ pub trait RunStore: Send + Sync + 'static {
         Box::pin(async { Err(unsupported()) })
     }
 
+    /// Stores a new run as [`create`](Self::create) does, held under a lease for `lease.owner`
+    /// in the same transaction (its token is 1): the process that starts a run holds it from
+    /// its first write, so no recovery takes it up while it runs.
+    ///
+    /// The default refuses with [`StoreError::Unsupported`]; a store that keeps no leases runs
+    /// its runs unheld, each write checked by version alone, and cannot tell a live run from a
+    /// dead one.
+    fn create_held<'a>(
+        &'a self,
+        run: NewRun,
+        lease: &'a LeaseRequest,
+    ) -> BoxFuture<'a, Result<Lease, StoreError>> {
+        let _ = (run, lease);
+        Box::pin(async { Err(unsupported_leases()) })
+    }
+
+    /// Takes a lease on a stored run for `lease.owner`, whatever its status, if no live lease
+    /// holds it: its token is larger than any before it on that run. A run held by a live lease
+    /// is refused with [`StoreError::LeaseHeld`], naming the holder and when the lease expires.
+    /// The default refuses with [`StoreError::Unsupported`].
+    fn acquire<'a>(
+        &'a self,
+        run_id: &'a str,
+        lease: &'a LeaseRequest,
+    ) -> BoxFuture<'a, Result<Lease, StoreError>> {
+        let _ = (run_id, lease);
+        Box::pin(async { Err(unsupported_leases()) })
+    }
+
+    /// Runs that were running in an application's own process (not queued) and whose lease
+    /// expired, or that never had one, oldest first, at most `limit`.
+    /// The default refuses with [`StoreError::Unsupported`].
+    fn abandoned(&self, limit: usize) -> BoxFuture<'_, Result<Vec<AbandonedRun>, StoreError>> {
+        let _ = limit;
+        Box::pin(async { Err(unsupported_leases()) })
+    }
+
     /// A stream that yields when a run may have become ready (enqueued, or decided), for any
     /// agent: PostgreSQL's `LISTEN`, so it hears every process; the embedded stores hear what
     /// goes through the same store value only.
@@ -537,6 +603,12 @@ pub trait RunStore: Send + Sync + 'static {
     /// How many runs of each agent are in each state, and how long ready runs have waited.
     fn queue_counts(&self) -> BoxFuture<'_, Result<Vec<QueueCounts>, StoreError>> {
         Box::pin(async { Err(unsupported()) })
+    }
+}
+
+fn unsupported_leases() -> StoreError {
+    StoreError::Unsupported {
+        operation: "leases",
     }
 }
 

@@ -19,9 +19,10 @@ use crate::run::state::{
     Decision, Decisions, PausedTurn, PendingCall, PendingKind, RunState, RunStatus, ToolStep,
 };
 use crate::store::backend::{
-    Append, DecisionRow, JournalRow, LoadedRun, NewRun, PendingRow, RunStore, SnapshotRow,
-    StoredStatus,
+    Append, DecisionRow, JournalRow, Lease, LeaseRequest, LoadedRun, NewRun, PendingRow, RunStore,
+    SnapshotRow, StoredStatus,
 };
+use crate::store::lease::{Keeper, millis};
 use crate::telemetry::context::TraceContext;
 
 /// The format of the entries and snapshots this build writes and reads.
@@ -51,8 +52,12 @@ pub(crate) enum Entry {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         new_context: Option<Value>,
     },
-    /// The run paused, completed or failed.
-    Settled { delta: Delta },
+    /// The run paused, completed or failed (and then why, as people read it).
+    Settled {
+        delta: Delta,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure: Option<String>,
+    },
     /// One call's decision, recorded while the run stays paused.
     Decision {
         call_id: String,
@@ -66,6 +71,8 @@ pub(crate) enum Entry {
     Refused { error: String },
     /// A recovery took the run after its process stopped.
     Recovered { by: String },
+    /// A failed run was taken to be retried: the model is asked again from its failed state.
+    Retried { by: String },
 }
 
 impl Entry {
@@ -80,6 +87,7 @@ impl Entry {
             Entry::Decided { .. } => "decided",
             Entry::Refused { .. } => "refused",
             Entry::Recovered { .. } => "recovered",
+            Entry::Retried { .. } => "retried",
         }
     }
 }
@@ -212,6 +220,9 @@ pub(crate) struct Replayed {
     pub(crate) in_flight: InFlight,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) decisions: Option<Decisions>,
+    /// Why the run failed, when its last settling was a failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) failure: Option<String>,
 }
 
 impl Replayed {
@@ -223,6 +234,7 @@ impl Replayed {
                     state: *state,
                     in_flight: InFlight::default(),
                     decisions: None,
+                    failure: None,
                 }
             }
             Entry::Turn { delta, params } => {
@@ -248,10 +260,11 @@ impl Replayed {
                 .in_flight
                 .finished
                 .push(FinishedCall { step, new_context }),
-            Entry::Settled { delta } => {
+            Entry::Settled { delta, failure } => {
                 delta.apply(&mut self.state)?;
                 self.in_flight = InFlight::default();
                 self.decisions = None;
+                self.failure = failure;
             }
             Entry::Decided { decisions, .. } => {
                 self.in_flight = InFlight::default();
@@ -260,6 +273,11 @@ impl Replayed {
             Entry::Refused { .. } => {
                 self.in_flight = InFlight::default();
                 self.decisions = None;
+            }
+            Entry::Retried { .. } => {
+                self.in_flight = InFlight::default();
+                self.decisions = None;
+                self.failure = None;
             }
             Entry::Decision { .. } | Entry::Recovered { .. } => {}
         }
@@ -290,6 +308,8 @@ fn decode_snapshot(body: &str) -> Result<Snapshot<Replayed>, serde_json::Error> 
         in_flight: InFlight,
         #[serde(default)]
         decisions: Option<Decisions>,
+        #[serde(default)]
+        failure: Option<String>,
     }
     if let Ok(fast) = serde_json::from_str::<Fast<'_>>(body)
         && let Ok(state) = RunState::from_json(fast.state.get())
@@ -300,6 +320,7 @@ fn decode_snapshot(body: &str) -> Result<Snapshot<Replayed>, serde_json::Error> 
                 state,
                 in_flight: fast.in_flight,
                 decisions: fast.decisions,
+                failure: fast.failure,
             },
         });
     }
@@ -342,6 +363,8 @@ fn decode_entry(body: &str) -> Result<Entry, serde_json::Error> {
         #[serde(rename = "type")]
         _type: IgnoredAny,
         delta: Delta,
+        #[serde(default)]
+        failure: Option<String>,
     }
 
     let tag = body
@@ -371,7 +394,10 @@ fn decode_entry(body: &str) -> Result<Entry, serde_json::Error> {
         }
         "settled" => serde_json::from_str::<Settled>(body)
             .ok()
-            .map(|e| Entry::Settled { delta: e.delta }),
+            .map(|e| Entry::Settled {
+                delta: e.delta,
+                failure: e.failure,
+            }),
         _ => None,
     };
     match fast {
@@ -511,6 +537,7 @@ pub(crate) fn replay(loaded: &LoadedRun) -> Result<(Replayed, String), StoreErro
                     state: *state,
                     in_flight: InFlight::default(),
                     decisions: None,
+                    failure: None,
                 })
             }
             (None, _) => {
@@ -608,6 +635,8 @@ struct Shadow {
     /// Set once a write failed: the run may have been taken by another process, and nothing more
     /// is written.
     broken: bool,
+    /// The fencing token of the lease this process holds the run with, named by every write.
+    fence: Option<u64>,
 }
 
 /// A run's journal in a store: the loop's [`Journal`], writing each transition as one entry, in
@@ -618,8 +647,27 @@ pub(crate) struct StoreJournal {
     agent_id: String,
     snapshot_every: u32,
     shadow: tokio::sync::Mutex<Shadow>,
-    /// A worker's journal: the fencing token of its lease, named by every write.
-    fence: Option<u64>,
+    /// A new run's lease, taken with its first write (see [`Holding`]).
+    holding: Option<Holding>,
+    /// The renewal of the lease this journal's process holds the run with, if it renews it
+    /// itself (a worker renews its own): stopped when the journal is dropped, at the run's end.
+    keeper: std::sync::Mutex<Option<Keeper>>,
+}
+
+/// Who holds a run while it runs, and for how long a lease lasts unless renewed.
+#[derive(Debug, Clone)]
+pub(crate) struct Holding {
+    pub(crate) owner: String,
+    pub(crate) length: std::time::Duration,
+}
+
+impl Holding {
+    pub(crate) fn request(&self) -> LeaseRequest {
+        LeaseRequest {
+            owner: self.owner.clone(),
+            lease_ms: millis(self.length),
+        }
+    }
 }
 
 impl StoreJournal {
@@ -641,8 +689,10 @@ impl StoreJournal {
                 run: None,
                 since_snapshot: 0,
                 broken: false,
+                fence: None,
             }),
-            fence: None,
+            holding: None,
+            keeper: std::sync::Mutex::new(None),
         }
     }
 
@@ -666,16 +716,43 @@ impl StoreJournal {
                 // A loaded run is snapshotted at its next write only if many entries follow.
                 since_snapshot: 0,
                 broken: false,
+                fence: None,
             }),
-            fence: None,
+            holding: None,
+            keeper: std::sync::Mutex::new(None),
         }
     }
 
     /// The same journal, its writes made under a worker's lease when `fence` names one (see
     /// [`Append::fence`]).
     pub(crate) fn fenced(mut self, fence: Option<u64>) -> Self {
-        self.fence = fence;
+        self.shadow.get_mut().fence = fence;
         self
+    }
+
+    /// A new run's journal that holds the run under a lease from its first write, and renews it
+    /// while the journal lives (a store that keeps no leases writes the run unheld).
+    pub(crate) fn holding(mut self, holding: Holding) -> Self {
+        self.holding = Some(holding);
+        self
+    }
+
+    /// The same journal, its writes made under `lease`, which it renews for `holding.length`
+    /// while it lives.
+    pub(crate) fn held(mut self, lease: Lease, holding: &Holding) -> Self {
+        self.shadow.get_mut().fence = Some(lease.token);
+        self.keep(lease, holding);
+        self
+    }
+
+    fn keep(&self, lease: Lease, holding: &Holding) {
+        let keeper = Keeper::spawn(
+            self.store.clone(),
+            lease,
+            holding.length,
+            holding.owner.clone(),
+        );
+        *self.keeper.lock().unwrap_or_else(|e| e.into_inner()) = Some(keeper);
     }
 
     /// Writes `entry` as the run's next version, with `extra`, and applies it to the journal's
@@ -697,22 +774,39 @@ impl StoreJournal {
         let result = match (shadow.run.as_mut(), entry) {
             (None, Entry::Started { state }) => {
                 let status = extra.status.unwrap_or(StoredStatus::Running);
-                let created = self
-                    .store
-                    .create(NewRun {
-                        run_id: self.run_id.clone(),
-                        agent_id: self.agent_id.clone(),
-                        status,
-                        row,
-                        pending: extra.pending.unwrap_or_default(),
-                        at_ms,
-                    })
-                    .await;
+                let new = NewRun {
+                    run_id: self.run_id.clone(),
+                    agent_id: self.agent_id.clone(),
+                    status,
+                    row,
+                    pending: extra.pending.unwrap_or_default(),
+                    at_ms,
+                };
+                let created = match &self.holding {
+                    Some(holding) if status == StoredStatus::Running => {
+                        match self
+                            .store
+                            .create_held(new.clone(), &holding.request())
+                            .await
+                        {
+                            Ok(lease) => {
+                                shadow.fence = Some(lease.token);
+                                self.keep(lease, holding);
+                                Ok(())
+                            }
+                            // A store of one's own without leases: the run is written unheld.
+                            Err(StoreError::Unsupported { .. }) => self.store.create(new).await,
+                            Err(error) => Err(error),
+                        }
+                    }
+                    _ => self.store.create(new).await,
+                };
                 created.map(|()| {
                     shadow.run = Some(Replayed {
                         state: *state,
                         in_flight: InFlight::default(),
                         decisions: None,
+                        failure: None,
                     })
                 })
             }
@@ -739,7 +833,7 @@ impl StoreJournal {
                         pending: extra.pending,
                         decisions: extra.decisions,
                         at_ms,
-                        fence: self.fence,
+                        fence: shadow.fence,
                     })
                     .await;
                 appended.map(|()| {
@@ -826,7 +920,7 @@ impl StoreJournal {
                 )
                 .await?;
             }
-            Transition::Settled { state } => {
+            Transition::Settled { state, failure } => {
                 let (delta, version) = {
                     let shadow = self.shadow.lock().await;
                     let Some(run) = shadow.run.as_ref() else {
@@ -841,8 +935,9 @@ impl StoreJournal {
                 };
                 let status = status_of(state);
                 let pending = pending_rows(state, version, now_ms());
+                let failure = failure.map(|error| failure_text(&error.to_string()));
                 self.write(
-                    Entry::Settled { delta },
+                    Entry::Settled { delta, failure },
                     Extra {
                         pending: Some(pending),
                         decisions: Vec::new(),
@@ -854,6 +949,21 @@ impl StoreJournal {
         }
         Ok(())
     }
+}
+
+/// The most of a failure's text a journal keeps: a person reads it, and an error that quotes a
+/// whole response is cut.
+const MAX_FAILURE_TEXT: usize = 4096;
+
+fn failure_text(text: &str) -> String {
+    if text.len() <= MAX_FAILURE_TEXT {
+        return text.to_owned();
+    }
+    let mut end = MAX_FAILURE_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 fn snapshot_row(run: &Replayed, version: u64, chain: &str) -> Result<SnapshotRow, StoreError> {
@@ -922,7 +1032,14 @@ mod tests {
                 },
                 new_context: Some(serde_json::json!({"k": 2})),
             },
-            Entry::Settled { delta },
+            Entry::Settled {
+                delta: delta.clone(),
+                failure: None,
+            },
+            Entry::Settled {
+                delta,
+                failure: Some("the model failed: down".into()),
+            },
             Entry::Recovered { by: "p".into() },
         ]
     }
@@ -963,6 +1080,7 @@ mod tests {
             state: state(),
             in_flight: InFlight::default(),
             decisions: Some(Decisions::new().approve("c")),
+            failure: Some("the model failed".into()),
         };
         let body = serde_json::to_string(&Snapshot {
             chain: "abc".into(),

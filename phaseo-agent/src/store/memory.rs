@@ -7,9 +7,9 @@ use futures::future::BoxFuture;
 
 use crate::error::StoreError;
 use crate::store::backend::{
-    Append, AuditFilter, Bell, ClaimRequest, Claimed, DecisionRow, JournalRow, Lease, LoadedRun,
-    NewRun, Page, PendingFilter, PendingRow, QueueCounts, RunFilter, RunStore, RunSummary,
-    SnapshotRow, StoredStatus, Wakeups, clock_ms, hands_over, lease_ms,
+    AbandonedRun, Append, AuditFilter, Bell, ClaimRequest, Claimed, DecisionRow, JournalRow, Lease,
+    LeaseRequest, LoadedRun, NewRun, Page, PendingFilter, PendingRow, QueueCounts, RunFilter,
+    RunStore, RunSummary, SnapshotRow, StoredStatus, Wakeups, clock_ms, hands_over, lease_ms,
 };
 
 /// A run store in memory: what the databases do, for tests and examples, lost when the process
@@ -50,6 +50,8 @@ struct Run {
     /// The last lease's token (0: never leased), and until when it holds (`None`: it ended).
     lease_token: u64,
     lease_until_ms: Option<i64>,
+    /// Who took the last lease.
+    lease_owner: Option<String>,
 }
 
 impl Run {
@@ -120,9 +122,41 @@ impl MemoryStore {
                 ready_ms: queued.then(clock_ms),
                 lease_token: 0,
                 lease_until_ms: None,
+                lease_owner: None,
             },
         );
         Ok(())
+    }
+}
+
+impl MemoryStore {
+    /// A lease on a stored run for `lease.owner`, unless a live one holds it.
+    fn take(&self, run_id: &str, lease: &LeaseRequest) -> Result<Lease, StoreError> {
+        let mut tables = self.tables();
+        let now = clock_ms();
+        let Some(run) = tables.runs.get_mut(run_id) else {
+            return Err(StoreError::NotFound {
+                run_id: run_id.to_owned(),
+            });
+        };
+        if let Some(until) = run.lease_until_ms.filter(|until| *until > now) {
+            return Err(StoreError::LeaseHeld {
+                run_id: run_id.to_owned(),
+                owner: run.lease_owner.clone().unwrap_or_default(),
+                expires_in_ms: u64::try_from(until - now).unwrap_or(0),
+            });
+        }
+        run.lease_token += 1;
+        run.lease_until_ms = Some(now.saturating_add(lease_ms(lease.lease_ms)));
+        run.lease_owner = Some(lease.owner.clone());
+        Ok(Lease {
+            run_id: run_id.to_owned(),
+            agent_id: run.agent_id.clone(),
+            token: run.lease_token,
+            status: run.status,
+            version: run.version,
+            waited_ms: 0,
+        })
     }
 }
 
@@ -339,6 +373,7 @@ impl RunStore for MemoryStore {
             };
             run.lease_token += 1;
             run.lease_until_ms = Some(now.saturating_add(lease_ms(request.lease_ms)));
+            run.lease_owner = Some(request.worker.clone());
             leases.push(Lease {
                 agent_id: run.agent_id.clone(),
                 token: run.lease_token,
@@ -382,6 +417,47 @@ impl RunStore for MemoryStore {
             }),
         };
         Box::pin(async move { result })
+    }
+
+    fn create_held<'a>(
+        &'a self,
+        run: NewRun,
+        lease: &'a LeaseRequest,
+    ) -> BoxFuture<'a, Result<Lease, StoreError>> {
+        let run_id = run.run_id.clone();
+        let result = self
+            .insert(run, false)
+            .and_then(|()| self.take(&run_id, lease));
+        Box::pin(async move { result })
+    }
+
+    fn acquire<'a>(
+        &'a self,
+        run_id: &'a str,
+        lease: &'a LeaseRequest,
+    ) -> BoxFuture<'a, Result<Lease, StoreError>> {
+        let result = self.take(run_id, lease);
+        Box::pin(async move { result })
+    }
+
+    fn abandoned(&self, limit: usize) -> BoxFuture<'_, Result<Vec<AbandonedRun>, StoreError>> {
+        let tables = self.tables();
+        let now = clock_ms();
+        let mut found: Vec<AbandonedRun> = tables
+            .runs
+            .iter()
+            .filter(|(_, run)| !run.queued && run.status == StoredStatus::Running && !run.held(now))
+            .map(|(run_id, run)| AbandonedRun {
+                run_id: run_id.clone(),
+                agent_id: run.agent_id.clone(),
+                owner: run.lease_owner.clone(),
+                expired_ms: run.lease_until_ms,
+                updated_ms: run.updated_ms,
+            })
+            .collect();
+        found.sort_by(|a, b| (a.updated_ms, &a.run_id).cmp(&(b.updated_ms, &b.run_id)));
+        found.truncate(limit);
+        Box::pin(async move { Ok(found) })
     }
 
     fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<(), StoreError>> {

@@ -102,18 +102,19 @@ mod sqlite;
 #[cfg(feature = "postgres")]
 mod postgres;
 pub(crate) mod runs;
+mod lease;
 mod worker;
 
 pub use backend::{
-    Append, AuditFilter, ClaimRequest, Claimed, DecisionRow, JournalRow, Lease, LoadedRun, NewRun,
-    Page, PendingFilter, PendingRow, QueueCounts, ReadLimits, RunFilter, RunStore, RunSummary,
-    SnapshotRow, StoredStatus, Wakeups,
+    AbandonedRun, Append, AuditFilter, ClaimRequest, Claimed, DecisionRow, JournalRow, Lease,
+    LeaseRequest, LoadedRun, NewRun, Page, PendingFilter, PendingRow, QueueCounts, ReadLimits,
+    RunFilter, RunStore, RunSummary, SnapshotRow, StoredStatus, Wakeups,
 };
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::{PostgresStore, PostgresStoreBuilder};
-pub use runs::{DEFAULT_SNAPSHOT_EVERY, DurableAgent, EnqueueOptions, Runs, StoredRun};
+pub use runs::{DEFAULT_SNAPSHOT_EVERY, DurableAgent, EnqueueOptions, Recovery, Runs, StoredRun};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::{SqliteStore, SqliteStoreBuilder};

@@ -34,8 +34,8 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use crate::error::StoreError;
 use crate::store::backend::{
-    Append, ClaimRequest, Claimed, Lease, LoadedRun, NewRun, PendingRow, QueueCounts, ReadLimits,
-    StoredStatus, Wakeups, hands_over, lease_ms,
+    AbandonedRun, Append, ClaimRequest, Claimed, Lease, LeaseRequest, LoadedRun, NewRun,
+    PendingRow, QueueCounts, ReadLimits, StoredStatus, Wakeups, hands_over, lease_ms,
 };
 use crate::store::sql::{
     Migrations, Part, RawJournal, RawPending, check_append, check_new, check_sizes, corrupt,
@@ -200,6 +200,34 @@ const HELD: &str = concat!(
     " AS held FROM phaseo_runs WHERE run_id = $1"
 );
 
+/// `acquire`: a lease on run `$1` for `$2`, lasting `$3` milliseconds, unless a live one holds
+/// it; then, whatever happened, the run's holder and when its lease expires, for a refusal.
+const ACQUIRE: &str = concat!(
+    "\
+WITH c AS MATERIALIZED (SELECT ",
+    now_ms!(),
+    " AS now), taken AS (
+    UPDATE phaseo_runs r SET lease_token = r.lease_token + 1, lease_owner = $2,
+        lease_until_ms = c.now + $3
+    FROM c WHERE r.run_id = $1 AND (r.lease_until_ms IS NULL OR r.lease_until_ms <= c.now)
+    RETURNING r.agent_id, r.status, r.version, r.lease_token
+)
+SELECT t.agent_id, t.status, t.version, t.lease_token, NULL::text AS owner, NULL::bigint AS left_ms
+FROM taken t
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, r.lease_owner, r.lease_until_ms - c.now
+FROM phaseo_runs r, c WHERE r.run_id = $1 AND NOT EXISTS (SELECT 1 FROM taken)"
+);
+
+/// `abandoned`: runs of the applications' own processes that are running under an expired lease,
+/// or none, oldest first, at most `$1`.
+const ABANDONED: &str = concat!(
+    "SELECT run_id, agent_id, lease_owner, lease_until_ms, updated_ms FROM phaseo_runs \
+     WHERE status = 'running' AND NOT queued AND (lease_until_ms IS NULL OR lease_until_ms <= ",
+    now_ms!(),
+    ") ORDER BY updated_ms, run_id LIMIT $1"
+);
+
 /// `renew`: the lease `$2` of run `$1`, while it lives, now lasts `$3` more milliseconds.
 const RENEW: &str = concat!(
     "UPDATE phaseo_runs SET lease_until_ms = c.now + $3 FROM (SELECT ",
@@ -299,10 +327,12 @@ const CREATE: &str = concat!(
     "\
 WITH run AS (
     INSERT INTO phaseo_runs (run_id, agent_id, status, version, created_ms, updated_ms, queued,
-        ready_ms)
+        ready_ms, lease_token, lease_owner, lease_until_ms)
     VALUES ($1, $2, $3, $4, $5, $5, $19, CASE WHEN $19 THEN ",
     now_ms!(),
-    " END) RETURNING run_id, agent_id, queued
+    " END, CASE WHEN $20::text IS NULL THEN 0 ELSE 1 END, $20, CASE WHEN $20::text IS NOT NULL THEN ",
+    now_ms!(),
+    " + $21::bigint END) RETURNING run_id, agent_id, queued
 ), notified AS (
     SELECT pg_notify('phaseo_ready', agent_id) FROM run WHERE queued
 ), journal AS (
@@ -687,15 +717,39 @@ impl PostgresStore {
     }
 
     async fn create_run(&self, run: NewRun) -> Result<(), StoreError> {
-        self.insert_run(run, false).await
+        self.insert_run(run, false, None).await
     }
 
     async fn enqueue_run(&self, run: NewRun) -> Result<(), StoreError> {
-        self.insert_run(run, true).await
+        self.insert_run(run, true, None).await
     }
 
-    /// Stores a new run; a queued one is stored ready, and announced.
-    async fn insert_run(&self, run: NewRun, queued: bool) -> Result<(), StoreError> {
+    /// Stores a new run held under a lease (token 1), in one statement.
+    async fn create_held_run(
+        &self,
+        run: NewRun,
+        lease: &LeaseRequest,
+    ) -> Result<Lease, StoreError> {
+        let held = Lease {
+            run_id: run.run_id.clone(),
+            agent_id: run.agent_id.clone(),
+            token: 1,
+            status: run.status,
+            version: run.row.version,
+            waited_ms: 0,
+        };
+        self.insert_run(run, false, Some(lease)).await?;
+        Ok(held)
+    }
+
+    /// Stores a new run; a queued one is stored ready, and announced; a held one under a lease
+    /// with token 1.
+    async fn insert_run(
+        &self,
+        run: NewRun,
+        queued: bool,
+        lease: Option<&LeaseRequest>,
+    ) -> Result<(), StoreError> {
         check_new(&run)?;
         let status = if queued {
             StoredStatus::Ready
@@ -713,7 +767,11 @@ impl PostgresStore {
             .bind(i64::from(run.row.format))
             .bind(run.row.body)
             .bind(run.row.digest);
-        let query = PendingColumns::new(run.pending).bind(query).bind(queued);
+        let query = PendingColumns::new(run.pending)
+            .bind(query)
+            .bind(queued)
+            .bind(lease.map(|l| l.owner.clone()))
+            .bind(lease.map(|l| lease_ms(l.lease_ms)));
         let mut session = self.session().await?;
         match query.execute(session.conn()).await {
             Err(e)
@@ -1073,6 +1131,62 @@ impl PostgresStore {
             });
         }
         Ok(())
+    }
+
+    async fn acquire_lease(&self, run_id: &str, lease: &LeaseRequest) -> Result<Lease, StoreError> {
+        let mut session = self.session().await?;
+        let row = self
+            .query(ACQUIRE)
+            .bind(run_id.to_owned())
+            .bind(lease.owner.clone())
+            .bind(lease_ms(lease.lease_ms))
+            .fetch_optional(session.conn())
+            .await
+            .map_err(database)?;
+        session.finish().await?;
+        let Some(row) = row else {
+            return Err(StoreError::NotFound {
+                run_id: run_id.to_owned(),
+            });
+        };
+        let token: Option<i64> = row.try_get("lease_token").map_err(database)?;
+        let Some(token) = token else {
+            let owner: Option<String> = row.try_get("owner").map_err(database)?;
+            let left: Option<i64> = row.try_get("left_ms").map_err(database)?;
+            return Err(StoreError::LeaseHeld {
+                run_id: run_id.to_owned(),
+                owner: owner.unwrap_or_default(),
+                expires_in_ms: left.and_then(|ms| u64::try_from(ms).ok()).unwrap_or(0),
+            });
+        };
+        let status: Option<String> = row.try_get("status").map_err(database)?;
+        let version: Option<i64> = row.try_get("version").map_err(database)?;
+        let agent_id: Option<String> = row.try_get("agent_id").map_err(database)?;
+        Ok(Lease {
+            run_id: run_id.to_owned(),
+            agent_id: agent_id.unwrap_or_default(),
+            token: crate::store::sql::version(run_id, 0, "the lease's token", token)?,
+            status: crate::store::sql::status(run_id, 0, status.as_deref().unwrap_or(""))?,
+            version: crate::store::sql::version(
+                run_id,
+                0,
+                "the run's version",
+                version.unwrap_or(0),
+            )?,
+            waited_ms: 0,
+        })
+    }
+
+    async fn list_abandoned(&self, limit: usize) -> Result<Vec<AbandonedRun>, StoreError> {
+        let mut session = self.session().await?;
+        let rows = self
+            .query(ABANDONED)
+            .bind(i64::try_from(limit.min(10_000)).unwrap_or(10_000))
+            .fetch_all(session.conn())
+            .await
+            .map_err(database)?;
+        session.finish().await?;
+        rows.iter().map(crate::store::sql::abandoned).collect()
     }
 
     async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError> {

@@ -1,6 +1,7 @@
 //! [`Runs`]: a run store as an application uses it (load a run, list what waits for a person,
 //! record decisions, prune), and [`DurableAgent`]: an agent whose runs are journaled in it.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,14 +16,14 @@ use crate::run::observe::Decider;
 use crate::run::resume::refused_for;
 use crate::run::runner::new_run_id;
 use crate::run::runner::{RunOptions, Runner};
-use crate::run::state::{Decision, Decisions, RunError, RunResult, RunState};
+use crate::run::state::{Decision, Decisions, RunError, RunResult, RunState, RunStatus};
 use crate::store::backend::{
-    AuditFilter, DecisionRow, NewRun, Page, PendingFilter, PendingRow, QueueCounts, RunFilter,
-    RunStore, RunSummary, StoredStatus,
+    AbandonedRun, AuditFilter, DecisionRow, Lease, NewRun, Page, PendingFilter, PendingRow,
+    QueueCounts, RunFilter, RunStore, RunSummary, StoredStatus,
 };
 use crate::store::journal::{
-    Entry, Extra, Replayed, StoreJournal, arguments_digest, first_row, now_ms, pending_rows,
-    replay, status_of,
+    Entry, Extra, Holding, Replayed, StoreJournal, arguments_digest, first_row, now_ms,
+    pending_rows, replay, status_of,
 };
 
 /// How many journal entries may follow a snapshot before the next one is written: loading a run
@@ -71,14 +72,37 @@ pub const DEFAULT_SNAPSHOT_EVERY: u32 = 32;
 pub struct Runs {
     store: Arc<dyn RunStore>,
     snapshot_every: u32,
+    holding: Holding,
 }
 
 impl std::fmt::Debug for Runs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runs")
             .field("snapshot_every", &self.snapshot_every)
+            .field("lease", &self.holding.length)
+            .field("holder", &self.holding.owner)
             .finish_non_exhaustive()
     }
+}
+
+/// What [`Runs::recover_abandoned`] did: the runs it took up, each with how its recovery ended,
+/// and the abandoned runs it could not take up because their agent was not given.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Recovery {
+    /// Each run taken up, with how it ended here: completed, paused (a call in doubt waits for
+    /// a person), failed, or refused (another process took it up first:
+    /// [`StoreError::LeaseHeld`]).
+    pub recovered: Vec<(String, Result<RunResult, RunError>)>,
+    /// Abandoned runs of agents not given: nothing here can take them up, and they stay
+    /// `running` until a process with their agent does. Show them to people as stuck.
+    pub stuck: Vec<AbandonedRun>,
+}
+
+/// The default name of this process's leases: the host's name and the process's id.
+fn default_holder() -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "process".to_owned());
+    format!("{host}-{}", std::process::id())
 }
 
 /// A run as stored: its state as last recorded, its version (what a resume or a decision names),
@@ -95,6 +119,9 @@ pub struct StoredRun {
     /// The calls waiting for a person, with the digest of the arguments each shows, and any
     /// decision already recorded.
     pub pending: Vec<PendingRow>,
+    /// Why the run failed, as people read it (at most 4 KiB of the error's text), when it is
+    /// failed; `None` for a run that failed before this was journaled.
+    pub failure: Option<String>,
     /// The turn under way when the journal ends, and the decisions a resume took it with.
     in_flight: InFlight,
     decisions: Option<Decisions>,
@@ -164,6 +191,110 @@ impl Runs {
         Runs {
             store,
             snapshot_every: DEFAULT_SNAPSHOT_EVERY,
+            holding: Holding {
+                owner: default_holder(),
+                length: Duration::from_secs(30),
+            },
+        }
+    }
+
+    /// How long the lease of a run this process runs lasts unless renewed (30 seconds by
+    /// default, at least 100 ms).
+    ///
+    /// Every durable run being executed is held under a lease, renewed every third of it while
+    /// the run runs: a run started with [`DurableAgent::run`], resumed, retried or recovered here,
+    /// as a [`Worker`](crate::store::Worker)'s runs are. A recovery
+    /// ([`DurableAgent::recover`], [`recover_abandoned`](Self::recover_abandoned)) refuses a run
+    /// whose lease is live ([`StoreError::LeaseHeld`]), so a second replica never takes over a
+    /// run the first is running; and every write names the lease's token, so a process paused
+    /// past its lease writes nothing more. Shorter means a dead process's runs are taken up
+    /// sooner; longer means fewer renewals and fewer runs lost to a long pause.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.holding.length = lease.max(Duration::from_millis(100));
+        self
+    }
+
+    /// The name stored with this process's leases, which a refused recovery names (by default
+    /// the host's name and the process's id).
+    pub fn holder(mut self, name: impl Into<String>) -> Self {
+        self.holding.owner = name.into();
+        self
+    }
+
+    /// Runs that were running in an application's own process and whose lease expired (or that
+    /// never had one: written by a version before leases), oldest first, at most `limit`: their
+    /// process stopped. Runs served by [`Worker`](crate::store::Worker)s are not listed (the
+    /// workers take them up).
+    pub async fn abandoned(&self, limit: usize) -> Result<Vec<AbandonedRun>, AgentError> {
+        self.store.abandoned(limit).await.map_err(AgentError::Store)
+    }
+
+    /// Takes up every abandoned run ([`abandoned`](Self::abandoned)) of the given agents, as
+    /// [`DurableAgent::recover`] does, at most 8 at once, and waits for each to end or pause;
+    /// the runs of other agents are returned as [`Recovery::stuck`]. A run another process
+    /// takes up first is refused here with [`StoreError::LeaseHeld`], and runs there alone.
+    ///
+    /// Call it when a process starts, and now and then (every lease or so): a run whose
+    /// process died is then taken up by the next process of the same application, and a run
+    /// whose process is alive is left alone, whoever starts.
+    ///
+    /// ```
+    /// use phaseo_agent::store::{MemoryStore, Runs};
+    /// use phaseo_agent::{Agent, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let runs = Runs::new(MemoryStore::new());
+    /// let agent = Agent::builder("support").model(ScriptedModel::new()).build()?;
+    /// // At start-up, before serving: nothing was abandoned in a new store.
+    /// let recovery = runs.recover_abandoned(&[agent]).await?;
+    /// assert!(recovery.recovered.is_empty() && recovery.stuck.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn recover_abandoned(&self, agents: &[Agent]) -> Result<Recovery, AgentError> {
+        use futures::StreamExt as _;
+        let abandoned = self.abandoned(1_000).await?;
+        let mut stuck = Vec::new();
+        let mut taken = Vec::new();
+        for run in abandoned {
+            match agents.iter().find(|a| a.id() == run.agent_id) {
+                Some(agent) => taken.push((run.run_id, self.attach(agent.clone()))),
+                None => stuck.push(run),
+            }
+        }
+        let recovered = futures::stream::iter(taken)
+            .map(|(run_id, agent)| async move {
+                let result = agent.recover(&run_id).await;
+                if let Err(error) = &result {
+                    if !matches!(error.error, AgentError::Store(StoreError::LeaseHeld { .. })) {
+                        tracing::warn!(target: "phaseo_agent::recovery", %run_id, error = %error.error, "recovering an abandoned run failed");
+                    }
+                }
+                (run_id, result)
+            })
+            .buffer_unordered(8)
+            .collect()
+            .await;
+        Ok(Recovery { recovered, stuck })
+    }
+
+    /// Takes a lease on a stored run for this process; `None` when the store keeps no leases.
+    async fn hold(&self, run_id: &str) -> Result<Option<Lease>, StoreError> {
+        match self.store.acquire(run_id, &self.holding.request()).await {
+            Ok(lease) => Ok(Some(lease)),
+            Err(StoreError::Unsupported { .. }) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Ends a lease taken for a write that was then refused (another process moved the run
+    /// on); if that fails, the lease expires by itself.
+    async fn let_go(&self, lease: Option<&Lease>) {
+        if let Some(lease) = lease {
+            if let Err(error) = self.store.release(lease).await {
+                tracing::debug!(target: "phaseo_agent::lease", run_id = %lease.run_id, %error, "ending a lease failed; it expires by itself");
+            }
         }
     }
 
@@ -199,6 +330,7 @@ impl Runs {
             pending: loaded.pending,
             in_flight: replayed.in_flight,
             decisions: replayed.decisions,
+            failure: replayed.failure,
             digest,
         })
     }
@@ -479,11 +611,27 @@ impl Runs {
         }
     }
 
+    /// The journal of a stored run, its writes made under `lease` (renewed while it lives), or
+    /// under a worker's `fence`.
+    fn journal_held(
+        &self,
+        stored: &StoredRun,
+        lease: Option<Lease>,
+        fence: Option<u64>,
+    ) -> StoreJournal {
+        let journal = self.journal_at(stored);
+        match lease {
+            Some(lease) => journal.held(lease, &self.holding),
+            None => journal.fenced(fence),
+        }
+    }
+
     fn journal_at(&self, stored: &StoredRun) -> StoreJournal {
         let replayed = Replayed {
             state: stored.state.clone(),
             in_flight: stored.in_flight.clone(),
             decisions: stored.decisions.clone(),
+            failure: stored.failure.clone(),
         };
         StoreJournal::at(
             self.store.clone(),
@@ -527,12 +675,15 @@ impl DurableAgent {
         let runs = self.runs.clone();
         let agent_id = self.agent.id().to_owned();
         self.agent.run(input).journal_with(move |run_id| {
-            Arc::new(StoreJournal::new(
-                runs.store.clone(),
-                run_id.to_owned(),
-                agent_id,
-                runs.snapshot_every,
-            )) as Arc<dyn Journal>
+            Arc::new(
+                StoreJournal::new(
+                    runs.store.clone(),
+                    run_id.to_owned(),
+                    agent_id,
+                    runs.snapshot_every,
+                )
+                .holding(runs.holding.clone()),
+            ) as Arc<dyn Journal>
         })
     }
 
@@ -675,7 +826,16 @@ impl DurableAgent {
                 },
             )));
         }
-        let journal = Arc::new(self.runs.journal_at(&stored).fenced(fence));
+        // A resume in this process holds the run under a lease of its own (a worker's is given).
+        let lease = match fence {
+            Some(_) => None,
+            None => self
+                .runs
+                .hold(&run_id)
+                .await
+                .map_err(|e| RunError::refused(AgentError::Store(e)))?,
+        };
+        let journal = Arc::new(self.runs.journal_held(&stored, lease.clone(), fence));
         let mut waiting = stored.pending.clone();
         // A queued run's refused decisions are taken back, so that people decide again: kept, they
         // would hand the run to a worker again at once, to be refused again.
@@ -703,6 +863,7 @@ impl DurableAgent {
             )
             .await;
         if let Err(error) = taken {
+            self.runs.let_go(lease.as_ref()).await;
             return Err(RunError::refused(AgentError::Store(error)));
         }
         let result = self
@@ -756,8 +917,102 @@ impl DurableAgent {
                 },
             )));
         }
-        self.take_up(stored, format!("process {}", std::process::id()), None)
+        let by = self.runs.holding.owner.clone();
+        self.take_up(stored, by, None).await
+    }
+
+    /// Retries a failed run in the store: the model is asked again from the failed state, and no
+    /// call that finished runs again (each call of the failed turn is answered with its recorded
+    /// result, or told it did not run), as [`Agent::retry`](crate::Agent::retry) does, under the
+    /// same run id, journaled.
+    ///
+    /// `version` is the version the caller read (a person looking at the failure, say): taking
+    /// the run is a compare-and-swap on it, as a resume is, so a second retry of the same
+    /// version, in this process or another, is refused with [`StoreError::Conflict`] and runs
+    /// nothing. A run that is not failed is refused with [`StoreError::WrongStatus`]. Who
+    /// retried (`by`) is journaled.
+    ///
+    /// ```
+    /// use phaseo_agent::store::{MemoryStore, Runs, StoredStatus};
+    /// use phaseo_agent::{Agent, ModelError, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
+    /// let runs = Runs::new(MemoryStore::new());
+    /// let model = ScriptedModel::new().error(ModelError::other("down")).text("Back.");
+    /// let agent = runs.attach(Agent::builder("chat").model(model).build()?);
+    ///
+    /// let failed = agent.run("Hello").await.unwrap_err();
+    /// let run_id = failed.state.as_ref().unwrap().run_id().to_owned();
+    /// let stored = runs.load(&run_id).await?;
+    /// assert_eq!(stored.status, StoredStatus::Failed);
+    ///
+    /// let done = agent.retry(&run_id, stored.version, "ada").await?;
+    /// assert_eq!(done.output(), Some("Back."));
+    /// assert_eq!(runs.load(&run_id).await?.status, StoredStatus::Completed);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn retry(&self, run_id: &str, version: u64, by: &str) -> Result<RunResult, RunError> {
+        self.begin_retry(run_id, version, by).await?.await
+    }
+
+    /// Takes a failed run to retry it (the compare-and-swap, journaled) and returns the retry
+    /// itself, to await here or in the background: a caller learns at once whether the run was
+    /// taken.
+    pub(crate) async fn begin_retry(
+        &self,
+        run_id: &str,
+        version: u64,
+        by: &str,
+    ) -> Result<impl Future<Output = Result<RunResult, RunError>> + Send + 'static, RunError> {
+        let stored = self.runs.load(run_id).await.map_err(RunError::refused)?;
+        if stored.version != version {
+            return Err(RunError::refused(AgentError::Store(StoreError::Conflict {
+                run_id: run_id.to_owned(),
+                expected: version,
+                found: stored.version,
+            })));
+        }
+        if stored.status != StoredStatus::Failed {
+            return Err(RunError::refused(AgentError::Store(
+                StoreError::WrongStatus {
+                    run_id: run_id.to_owned(),
+                    status: stored.status.as_str().to_owned(),
+                    needed: "only a failed run is retried".into(),
+                },
+            )));
+        }
+        let lease = self
+            .runs
+            .hold(run_id)
             .await
+            .map_err(|e| RunError::refused(AgentError::Store(e)))?;
+        let journal = Arc::new(self.runs.journal_held(&stored, lease.clone(), None));
+        let taken = journal
+            .write(
+                Entry::Retried { by: by.to_owned() },
+                Extra {
+                    pending: Some(Vec::new()),
+                    status: Some(StoredStatus::Running),
+                    ..Extra::default()
+                },
+            )
+            .await;
+        if let Err(error) = taken {
+            self.runs.let_go(lease.as_ref()).await;
+            return Err(RunError::refused(AgentError::Store(error)));
+        }
+        let options = RunOptions {
+            journal: Some(journal as Arc<dyn Journal>),
+            ..RunOptions::default()
+        };
+        Ok(Runner::retry(
+            self.agent.clone(),
+            stored.state,
+            options,
+            Emitter::default(),
+        ))
     }
 
     /// Takes up a loaded run from its journal: one whose process stopped, or a queued run not
@@ -771,7 +1026,17 @@ impl DurableAgent {
     ) -> Result<RunResult, RunError> {
         // A queued run whose journal holds its start alone has not begun: it starts.
         let begun = !(stored.status == StoredStatus::Ready && stored.version == 1);
-        let journal = Arc::new(self.runs.journal_at(&stored).fenced(fence));
+        // A recovery in this process holds the run under a lease of its own, refused while
+        // another process's lease is live: a run is taken up only once its process is gone.
+        let lease = match fence {
+            Some(_) => None,
+            None => self
+                .runs
+                .hold(&stored.state.run_id)
+                .await
+                .map_err(|e| RunError::refused(AgentError::Store(e)))?,
+        };
+        let journal = Arc::new(self.runs.journal_held(&stored, lease.clone(), fence));
         // A worker beginning a queued run writes nothing first: its lease already fences every
         // later write, and one commit fewer is the time between enqueue and the first model
         // request. Who took a run is then in the lease (the store's `lease_owner`), and a
@@ -781,6 +1046,7 @@ impl DurableAgent {
                 .write(Entry::Recovered { by }, Extra::default())
                 .await;
             if let Err(error) = taken {
+                self.runs.let_go(lease.as_ref()).await;
                 return Err(RunError::refused(AgentError::Store(error)));
             }
         }
@@ -794,6 +1060,11 @@ impl DurableAgent {
             journal: Some(journal as Arc<dyn Journal>),
             ..RunOptions::default()
         };
+        // Taken to be retried, and stopped before the retry's first turn was recorded: the retry
+        // begins again (nothing of it ran that is not journaled).
+        if begun && state.status == RunStatus::Failed {
+            return Runner::retry(self.agent.clone(), state, options, Emitter::default()).await;
+        }
         Runner::recover(
             self.agent.clone(),
             state,

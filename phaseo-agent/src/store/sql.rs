@@ -748,6 +748,23 @@ pub(crate) fn to_apply(
     Ok(&migrations[first..])
 }
 
+/// An abandoned run as a row of `list_abandoned` reads it.
+pub(crate) fn abandoned<R>(row: &R) -> Result<crate::store::backend::AbandonedRun, StoreError>
+where
+    R: sqlx::Row,
+    for<'c> &'c str: sqlx::ColumnIndex<R>,
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    Ok(crate::store::backend::AbandonedRun {
+        run_id: row.try_get("run_id").map_err(database)?,
+        agent_id: row.try_get("agent_id").map_err(database)?,
+        owner: row.try_get("lease_owner").map_err(database)?,
+        expired_ms: row.try_get("lease_until_ms").map_err(database)?,
+        updated_ms: row.try_get("updated_ms").map_err(database)?,
+    })
+}
+
 /// Writes the read-bound settings of a backend's builder (a type with a field
 /// `limits: ReadLimits`).
 macro_rules! impl_read_limits {
@@ -1133,6 +1150,38 @@ macro_rules! impl_run_store {
                 Box::pin(self.release_lease(lease))
             }
 
+            fn create_held<'a>(
+                &'a self,
+                run: $crate::store::backend::NewRun,
+                lease: &'a $crate::store::backend::LeaseRequest,
+            ) -> futures::future::BoxFuture<
+                'a,
+                Result<$crate::store::backend::Lease, $crate::error::StoreError>,
+            > {
+                Box::pin(self.create_held_run(run, lease))
+            }
+
+            fn acquire<'a>(
+                &'a self,
+                run_id: &'a str,
+                lease: &'a $crate::store::backend::LeaseRequest,
+            ) -> futures::future::BoxFuture<
+                'a,
+                Result<$crate::store::backend::Lease, $crate::error::StoreError>,
+            > {
+                Box::pin(self.acquire_lease(run_id, lease))
+            }
+
+            fn abandoned(
+                &self,
+                limit: usize,
+            ) -> futures::future::BoxFuture<
+                '_,
+                Result<Vec<$crate::store::backend::AbandonedRun>, $crate::error::StoreError>,
+            > {
+                Box::pin(self.list_abandoned(limit))
+            }
+
             fn wakeups(
                 &self,
             ) -> futures::future::BoxFuture<
@@ -1167,7 +1216,25 @@ macro_rules! impl_row_by_row {
                 &self,
                 run: $crate::store::backend::NewRun,
             ) -> Result<(), $crate::error::StoreError> {
-                self.insert_run(run, false).await
+                self.insert_run(run, false, None).await
+            }
+
+            /// Stores a new run held under a lease (token 1), in one transaction.
+            async fn create_held_run(
+                &self,
+                run: $crate::store::backend::NewRun,
+                lease: &$crate::store::backend::LeaseRequest,
+            ) -> Result<$crate::store::backend::Lease, $crate::error::StoreError> {
+                let held = $crate::store::backend::Lease {
+                    run_id: run.run_id.clone(),
+                    agent_id: run.agent_id.clone(),
+                    token: 1,
+                    status: run.status,
+                    version: run.row.version,
+                    waited_ms: 0,
+                };
+                self.insert_run(run, false, Some(lease)).await?;
+                Ok(held)
             }
 
             /// Stores a new run; a queued one is stored ready (since now), for workers.
@@ -1175,10 +1242,12 @@ macro_rules! impl_row_by_row {
                 &self,
                 run: $crate::store::backend::NewRun,
                 queued: bool,
+                lease: Option<&$crate::store::backend::LeaseRequest>,
             ) -> Result<(), $crate::error::StoreError> {
                 use $crate::store::sql::{database, int, is_unique_violation};
                 $crate::store::sql::check_new(&run)?;
                 let (_guard, mut tx) = self.begin_write().await?;
+                let now = $crate::store::backend::clock_ms();
                 let status = if queued {
                     $crate::store::backend::StoredStatus::Ready
                 } else {
@@ -1186,7 +1255,8 @@ macro_rules! impl_row_by_row {
                 };
                 let inserted = sqlx::query(
                     "INSERT INTO phaseo_runs (run_id, agent_id, status, version, created_ms, \
-                     updated_ms, queued, ready_ms) VALUES ($1, $2, $3, $4, $5, $5, $6, $7)",
+                     updated_ms, queued, ready_ms, lease_token, lease_owner, lease_until_ms) \
+                     VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9, $10)",
                 )
                 .bind(run.run_id.clone())
                 .bind(run.agent_id)
@@ -1194,7 +1264,12 @@ macro_rules! impl_row_by_row {
                 .bind(int(run.row.version))
                 .bind(run.at_ms)
                 .bind(queued)
-                .bind(queued.then(|| $crate::store::backend::clock_ms()))
+                .bind(queued.then_some(now))
+                .bind(i64::from(lease.is_some()))
+                .bind(lease.map(|l| l.owner.clone()))
+                .bind(lease.map(|l| {
+                    now.saturating_add($crate::store::backend::lease_ms(l.lease_ms))
+                }))
                 .execute(&mut *tx)
                 .await;
                 match inserted {

@@ -21,8 +21,8 @@ use tokio::sync::{Mutex, MutexGuard};
 
 use crate::error::StoreError;
 use crate::store::backend::{
-    Bell, ClaimRequest, Claimed, Lease, NewRun, QueueCounts, ReadLimits, Wakeups, clock_ms,
-    lease_ms,
+    AbandonedRun, Bell, ClaimRequest, Claimed, Lease, LeaseRequest, NewRun, QueueCounts,
+    ReadLimits, Wakeups, clock_ms, lease_ms,
 };
 use crate::store::sql::{Migrations, database, impl_read_limits, impl_row_by_row, impl_run_store};
 
@@ -315,7 +315,7 @@ fn agents_json(agents: &[String]) -> Result<String, StoreError> {
 /// [`Worker::idle_check`](crate::store::Worker::idle_check)).
 impl SqliteStore {
     async fn enqueue_run(&self, run: NewRun) -> Result<(), StoreError> {
-        self.insert_run(run, true).await
+        self.insert_run(run, true, None).await
     }
 
     async fn claim_runs(&self, request: &ClaimRequest) -> Result<Claimed, StoreError> {
@@ -425,6 +425,75 @@ impl SqliteStore {
             self.bell.ring();
         }
         Ok(())
+    }
+
+    /// A lease on run `run_id` for `lease.owner`, unless a live one holds it.
+    async fn acquire_lease(&self, run_id: &str, lease: &LeaseRequest) -> Result<Lease, StoreError> {
+        use sqlx::Row as _;
+        let (_guard, mut tx) = self.begin_write().await?;
+        let now = clock_ms();
+        let row = sqlx::query(
+            "SELECT agent_id, status, version, lease_owner, lease_until_ms FROM phaseo_runs \
+             WHERE run_id = $1",
+        )
+        .bind(run_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(database)?;
+        let Some(row) = row else {
+            return Err(StoreError::NotFound {
+                run_id: run_id.to_owned(),
+            });
+        };
+        let until: Option<i64> = row.try_get("lease_until_ms").map_err(database)?;
+        if let Some(until) = until.filter(|until| *until > now) {
+            let owner: Option<String> = row.try_get("lease_owner").map_err(database)?;
+            return Err(StoreError::LeaseHeld {
+                run_id: run_id.to_owned(),
+                owner: owner.unwrap_or_default(),
+                expires_in_ms: u64::try_from(until - now).unwrap_or(0),
+            });
+        }
+        let token: i64 = sqlx::query(
+            "UPDATE phaseo_runs SET lease_token = lease_token + 1, lease_owner = $1, \
+             lease_until_ms = $2 WHERE run_id = $3 RETURNING lease_token",
+        )
+        .bind(&lease.owner)
+        .bind(now.saturating_add(lease_ms(lease.lease_ms)))
+        .bind(run_id)
+        .fetch_one(&mut *tx)
+        .await
+        .and_then(|r| r.try_get(0))
+        .map_err(database)?;
+        tx.commit().await.map_err(database)?;
+        let status: String = row.try_get("status").map_err(database)?;
+        let version: i64 = row.try_get("version").map_err(database)?;
+        Ok(Lease {
+            run_id: run_id.to_owned(),
+            agent_id: row.try_get("agent_id").map_err(database)?,
+            token: crate::store::sql::version(run_id, 0, "the lease's token", token)?,
+            status: crate::store::sql::status(run_id, 0, &status)?,
+            version: crate::store::sql::version(run_id, 0, "the run's version", version)?,
+            waited_ms: 0,
+        })
+    }
+
+    /// Runs of the application's own processes whose lease expired, or that never had one.
+    async fn list_abandoned(&self, limit: usize) -> Result<Vec<AbandonedRun>, StoreError> {
+        let mut tx = self.begin_read().await?;
+        let rows = sqlx::query(
+            "SELECT run_id, agent_id, lease_owner, lease_until_ms, updated_ms FROM phaseo_runs \
+             WHERE status = 'running' AND queued = 0 \
+             AND (lease_until_ms IS NULL OR lease_until_ms <= $1) \
+             ORDER BY updated_ms, run_id LIMIT $2",
+        )
+        .bind(clock_ms())
+        .bind(i64::try_from(limit.min(10_000)).unwrap_or(10_000))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(database)?;
+        tx.commit().await.map_err(database)?;
+        rows.iter().map(crate::store::sql::abandoned).collect()
     }
 
     async fn listen(&self) -> Result<Wakeups, StoreError> {

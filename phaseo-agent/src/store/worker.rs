@@ -13,6 +13,7 @@ use crate::error::{AgentError, StoreError};
 use crate::run::agent::Agent;
 use crate::run::state::{RunError, RunResult};
 use crate::store::backend::{ClaimRequest, Lease, QueueCounts, StoredStatus, Wakeups};
+use crate::store::lease::{self, millis};
 use crate::store::runs::{DurableAgent, Runs};
 use crate::telemetry;
 
@@ -362,11 +363,6 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// A duration in whole milliseconds, saturated.
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
 /// Runs one claimed run under its lease, renewing the lease every third of its length; stops the
 /// run at once when the lease is lost.
 async fn serve(worker: Arc<Worker>, lease: Lease) {
@@ -398,23 +394,7 @@ async fn serve(worker: Arc<Worker>, lease: Lease) {
 /// Renews `lease` every third of its length; returns when it is lost (refused, or not renewed
 /// before it expired).
 async fn renew(worker: &Worker, lease: &Lease) {
-    let store = worker.runs.store();
-    let every = worker.lease / 3;
-    let mut expires = Instant::now() + worker.lease;
-    loop {
-        tokio::time::sleep(every).await;
-        let asked = Instant::now();
-        match store.renew(lease, millis(worker.lease)).await {
-            Ok(()) => expires = asked + worker.lease,
-            Err(StoreError::LeaseLost { .. }) => return,
-            Err(error) => {
-                tracing::warn!(target: TARGET, worker = %worker.name, run_id = %lease.run_id, %error, "renewing a lease failed");
-                if Instant::now() + every >= expires {
-                    return;
-                }
-            }
-        }
-    }
+    lease::keep(&**worker.runs.store(), lease, worker.lease, &worker.name).await;
 }
 
 /// What a claimed run needs: its recorded decisions (ready after a pause), its first turn (ready
