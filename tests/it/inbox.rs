@@ -427,17 +427,35 @@ async fn an_approval_resumes_the_run_to_its_end() {
     let alice = f.sign_in("alice-token").await;
     let row = f.waiting().await.remove(0);
     let reply = f.decide(&alice, &row, &[("action", "approve")]).await;
+    // A decision leads to the run's page: what happened next.
+    let run_page = format!("/runs/{}", pct(&run_id));
     assert_eq!(
         (reply.status, reply.location.as_deref()),
-        (303, Some("/?flash=decided"))
+        (303, Some(format!("{run_page}?flash=decided").as_str()))
     );
+    let page = f.get(&alice, &format!("{run_page}?flash=decided")).await;
     assert!(
-        f.get(&alice, "/?flash=decided")
-            .await
-            .body
-            .contains("id=\"flash\" class=\"ok\"")
+        page.body.contains("id=\"flash\" class=\"ok\""),
+        "{}",
+        page.body
     );
     assert_eq!(f.finished(&run_id).await, StoredStatus::Completed);
+    let page = f.get(&alice, &run_page).await;
+    assert!(
+        page.body.contains("data-status=\"completed\""),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("Done."),
+        "the final answer: {}",
+        page.body
+    );
+    assert!(
+        page.body.contains("deploy"),
+        "the call and its result: {}",
+        page.body
+    );
     assert_eq!(
         f.runs.load(&run_id).await.unwrap().state.output(),
         Some("Done.")
@@ -1016,10 +1034,13 @@ async fn a_call_in_doubt_is_settled_on_its_page_only_after_a_check() {
         .unwrap();
     // started (1), turn (2), call_started (3): the process dies while the refund runs.
     let _ = Runs::new(Hooked::dies_after(memory.clone(), 3))
+        .lease(Duration::from_millis(100))
         .attach(agent.clone())
         .run("Refund A-1003")
         .run_id("r")
         .await;
+    // The dead process's lease runs out.
+    tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(refunds.load(Ordering::SeqCst), 1);
     let runs = Runs::from_arc(memory.clone());
     let durable = runs.attach(agent);
@@ -1110,4 +1131,193 @@ async fn a_call_in_doubt_is_settled_on_its_page_only_after_a_check() {
     assert_eq!(audit[0].decision, r#"{"decision":"rerun_after_doubt"}"#);
     let page = f.get(&alice, "/audit").await;
     assert!(page.body.contains("rerun_after_doubt"), "{}", page.body);
+}
+
+/// The model is unreachable after the person's approval: the tool ran, the next turn failed.
+fn fails_after_the_call() -> ScriptedModel {
+    ScriptedModel::new()
+        .tool_call("call_1", "deploy", json!({"environment": "staging"}))
+        .error(phaseo_agent::ModelError::from_status(
+            401,
+            "the key was revoked",
+        ))
+        .text("Deployed, at last.")
+}
+
+#[tokio::test]
+async fn a_failure_after_a_decision_is_shown_and_retried_once() {
+    let f = fixture(fails_after_the_call(), |i| i).await;
+    let run_id = f.start("Deploy").await;
+    let alice = f.sign_in("alice-token").await;
+    let row = f.waiting().await.remove(0);
+    let reply = f.decide(&alice, &row, &[("action", "approve")]).await;
+    assert_eq!(reply.status, 303, "{}", reply.body);
+    assert_eq!(f.finished(&run_id).await, StoredStatus::Failed);
+
+    // The run's page says it failed, why, and offers a retry; so does the list.
+    let run_page = format!("/runs/{}", pct(&run_id));
+    let page = f.get(&alice, &run_page).await;
+    assert!(
+        page.body.contains("data-status=\"failed\""),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("the key was revoked"), "{}", page.body);
+    assert!(page.body.contains("id=\"retry-run\""), "{}", page.body);
+    let list = f.get(&alice, "/").await;
+    assert!(list.body.contains("id=\"failed\""), "{}", list.body);
+    assert!(list.body.contains("the key was revoked"), "{}", list.body);
+    // A viewer sees it, and no retry.
+    let victor = f.sign_in("victor-token").await;
+    let seen = f.get(&victor, &run_page).await;
+    assert!(seen.body.contains("the key was revoked") && !seen.body.contains("id=\"retry-run\""));
+
+    let version = between(&page.body, "name=\"version\" value=\"", "\"").to_owned();
+    let retry_path = format!("{run_page}/retry");
+    // A viewer may not; a form without its token is refused.
+    let refused = f
+        .post(
+            &victor,
+            &retry_path,
+            &[("csrf", &victor.csrf), ("version", &version)],
+        )
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    let refused = f.post(&alice, &retry_path, &[("version", &version)]).await;
+    assert_ne!(refused.status, 303, "{}", refused.body);
+
+    let retried = f
+        .post(
+            &alice,
+            &retry_path,
+            &[("csrf", &alice.csrf), ("version", &version)],
+        )
+        .await;
+    assert_eq!(
+        (retried.status, retried.location.as_deref()),
+        (303, Some(format!("{run_page}?flash=retried").as_str())),
+        "{}",
+        retried.body
+    );
+    // The same page's form again (a double click, a second person): refused, nothing runs.
+    let again = f
+        .post(
+            &alice,
+            &retry_path,
+            &[("csrf", &alice.csrf), ("version", &version)],
+        )
+        .await;
+    assert_eq!(again.status, 409, "{}", again.body);
+    assert_eq!(f.finished(&run_id).await, StoredStatus::Completed);
+    let stored = f.runs.load(&run_id).await.unwrap();
+    assert_eq!(stored.state.output(), Some("Deployed, at last."));
+    assert_eq!(stored.failure, None);
+    // The approved call ran once: its one result, not run again by the retry.
+    assert_eq!(stored.state.steps().len(), 1, "{:?}", stored.state.steps());
+    let page = f.get(&alice, &run_page).await;
+    assert!(page.body.contains("Deployed, at last."), "{}", page.body);
+    assert!(!f.get(&alice, "/").await.body.contains("id=\"failed\""));
+}
+
+#[tokio::test]
+async fn a_background_resume_that_fails_is_on_the_run_page() {
+    // The inbox resumes runs through an agent whose store refuses every write (a full disk, say):
+    // its resume after the last decision fails, is logged, and says so on the run's page.
+    let memory = std::sync::Arc::new(MemoryStore::new());
+    let runs = Runs::from_arc(memory.clone());
+    let model = one_deploy("staging");
+    let agent = || {
+        Agent::builder("release")
+            .model(model.clone())
+            .tool(deploy())
+            .build()
+            .unwrap()
+    };
+    let paused = runs.attach(agent()).run("Deploy").await.unwrap();
+    let run_id = paused.state.run_id().to_owned();
+    let full = Runs::new(
+        crate::support::durable::Hooked::new(memory.clone()).before_write(|_| {
+            Err(phaseo_agent::StoreError::Database(
+                "the disk is full".into(),
+            ))
+        }),
+    );
+    let f = serve(runs.clone(), full.attach(agent()), model.clone(), |i| i).await;
+    let alice = f.sign_in("alice-token").await;
+    let row = f.waiting().await.remove(0);
+    let reply = f.decide(&alice, &row, &[("action", "approve")]).await;
+    assert_eq!(reply.status, 303, "{}", reply.body);
+    let run_page = format!("/runs/{}", pct(&run_id));
+    let mut page = f.get(&alice, &run_page).await;
+    for _ in 0..200 {
+        if page.body.contains("id=\"resume-failure\"") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        page = f.get(&alice, &run_page).await;
+    }
+    assert!(page.body.contains("id=\"resume-failure\""), "{}", page.body);
+    assert!(page.body.contains("the disk is full"), "{}", page.body);
+}
+
+#[tokio::test]
+async fn runs_whose_process_stopped_are_taken_up_or_listed_as_stuck() {
+    let memory = std::sync::Arc::new(MemoryStore::new());
+    let model = || one_deploy("staging");
+    let release = |model| {
+        Agent::builder("release")
+            .model(model)
+            .tool(deploy())
+            .build()
+            .unwrap()
+    };
+    let other = Agent::builder("billing")
+        .model(ScriptedModel::new().text("Hm."))
+        .build()
+        .unwrap();
+    // Two processes die mid-run (after the run's start), with short leases: one of an agent the
+    // inbox runs, one of an agent it does not.
+    for (agent, run_id) in [(release(model()), "r-release"), (other, "r-billing")] {
+        let _ = Runs::new(crate::support::durable::Hooked::dies_after(
+            memory.clone(),
+            1,
+        ))
+        .lease(Duration::from_millis(100))
+        .attach(agent)
+        .run("Go")
+        .run_id(run_id)
+        .await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let runs = Runs::from_arc(memory.clone());
+    let m = model();
+    let f = serve(runs.clone(), runs.attach(release(m.clone())), m, |i| {
+        i.recover_every(Duration::from_millis(100))
+    })
+    .await;
+    // The inbox took up its agent's run at start: it waits for a person again.
+    let mut status = StoredStatus::Running;
+    for _ in 0..300 {
+        status = runs.load("r-release").await.unwrap().status;
+        if status != StoredStatus::Running {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(status, StoredStatus::Paused);
+    // The other is listed as stuck, and stays running.
+    let alice = f.sign_in("alice-token").await;
+    let list = f.get(&alice, "/").await;
+    assert!(list.body.contains("id=\"stuck\""), "{}", list.body);
+    assert!(list.body.contains("r-billing"), "{}", list.body);
+    assert!(
+        list.body.contains("does not run this agent"),
+        "{}",
+        list.body
+    );
+    assert!(!between(&list.body, "id=\"stuck\"", "</section>").contains("r-release"));
+    assert_eq!(
+        runs.load("r-billing").await.unwrap().status,
+        StoredStatus::Running
+    );
 }

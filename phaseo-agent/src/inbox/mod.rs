@@ -20,9 +20,15 @@
 //! - **No build step**: server-rendered HTML, one small script and style sheet served by the
 //!   router, a content security policy that allows no inline script.
 //!
+//! - **Runs**: a page per run (what happened after a decision: status, calls and results, the
+//!   final answer, or the failure and a retry); the list also shows failed runs and runs whose
+//!   process stopped.
+//!
 //! Once every call a run waits on is decided, the inbox resumes it in the background
 //! ([`DurableAgent::resume_decided`](crate::store::DurableAgent::resume_decided)), if it was given
-//! the run's agent ([`Inbox::agent`]).
+//! the run's agent ([`Inbox::agent`]). [`Inbox::serve`] also takes up its agents' runs whose
+//! process stopped, at start and then now and then ([`Inbox::keep_recovering`]); a failed
+//! background resume is logged at `warn` and shown on the run's page.
 //!
 //! ```
 //! use phaseo_agent::inbox::{Inbox, User};
@@ -42,14 +48,17 @@
 // - `html`: escaping, percent-encoding, times, the page frame, the script and style sheet;
 // - `auth`: users and roles, and what the secret signs (sessions, CSRF tokens, links);
 // - `pages`: each page's HTML from store rows;
+// - `runs`: the pages of whole runs (a run's page, failed and stuck runs in the list);
 // - `server`: `Inbox`, its router and handlers, and the one path every decision takes.
 
 mod html;
 mod auth;
 mod pages;
+mod runs;
 mod server;
 
 pub use auth::{LinkAction, Role, User};
 pub use server::{
-    DEFAULT_MAX_EVENT_STREAMS, DEFAULT_POLL_INTERVAL, DEFAULT_SESSION_TTL, Inbox, InboxError,
+    DEFAULT_MAX_EVENT_STREAMS, DEFAULT_POLL_INTERVAL, DEFAULT_RECOVER_EVERY, DEFAULT_SESSION_TTL,
+    Inbox, InboxError,
 };

@@ -21,10 +21,12 @@ use crate::error::{AgentError, StoreError};
 use crate::inbox::auth::{Keys, Link, LinkAction, Role, Session, User, random_bytes, token_key};
 use crate::inbox::html::{SCRIPT, STYLE, escape, home, page, unpct};
 use crate::inbox::pages::{self, Action, AuditView, InDoubtView, ItemView, ListQuery};
+use crate::inbox::runs::{self as run_pages, FailedView, RunView};
 use crate::run::state::{Decision, PendingKind};
 use crate::store::backend::{AuditFilter, LoadedRun, PendingFilter, PendingRow};
 use crate::store::journal::{arguments_digest, hex, now_ms};
-use crate::store::runs::{DurableAgent, Runs};
+use crate::store::runs::{DurableAgent, Recovery, Runs};
+use crate::store::{RunFilter, StoredStatus};
 
 /// The cookie that carries a session.
 const COOKIE: &str = "phaseo_inbox";
@@ -123,6 +125,37 @@ pub struct Inbox {
     session_ttl: Duration,
     page_size: usize,
     secure_cookie: bool,
+    recover_every: Duration,
+    /// The inbox's own background resumes that failed, by run: when, and why (at most
+    /// [`MAX_RESUME_FAILURES`] runs, the oldest forgotten first).
+    resume_failures: Arc<std::sync::Mutex<ResumeFailures>>,
+}
+
+/// How many runs' failed background resumes the inbox remembers for their run pages.
+const MAX_RESUME_FAILURES: usize = 1000;
+
+/// Failed background resumes: run id to (when, why), and the order they came in.
+#[derive(Default)]
+struct ResumeFailures {
+    by_run: HashMap<String, (i64, String)>,
+    order: std::collections::VecDeque<String>,
+}
+
+impl ResumeFailures {
+    fn note(&mut self, run: &str, error: String) {
+        if self
+            .by_run
+            .insert(run.to_owned(), (now_ms(), error))
+            .is_none()
+        {
+            self.order.push_back(run.to_owned());
+        }
+        while self.order.len() > MAX_RESUME_FAILURES {
+            if let Some(old) = self.order.pop_front() {
+                self.by_run.remove(&old);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Inbox {
@@ -144,6 +177,9 @@ pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(2);
 pub const DEFAULT_MAX_EVENT_STREAMS: usize = 64;
 /// The default lifetime of a session.
 pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
+/// The default interval between two looks for runs whose process stopped
+/// ([`Inbox::recover_every`]).
+pub const DEFAULT_RECOVER_EVERY: Duration = Duration::from_secs(30);
 
 impl Inbox {
     /// An inbox over a store, with no users yet and a secret drawn at random (sessions and links
@@ -162,7 +198,74 @@ impl Inbox {
             session_ttl: DEFAULT_SESSION_TTL,
             page_size: 50,
             secure_cookie: false,
+            recover_every: DEFAULT_RECOVER_EVERY,
+            resume_failures: Arc::default(),
         }
+    }
+
+    /// How often [`keep_recovering`](Self::keep_recovering) (which [`serve`](Self::serve) runs)
+    /// looks for runs whose process stopped. Default: [`DEFAULT_RECOVER_EVERY`], at least 100 ms.
+    pub fn recover_every(mut self, every: Duration) -> Self {
+        self.recover_every = every.max(Duration::from_millis(100));
+        self
+    }
+
+    /// Takes up the runs of this inbox's agents ([`agent`](Self::agent)) whose process stopped
+    /// (their lease expired), with [`Runs::recover_abandoned`]: each is recovered here, and runs
+    /// of other agents are returned as [`Recovery::stuck`] (the list shows them as stuck). A run
+    /// whose process is alive is left alone, so every replica of a service may call it at once.
+    ///
+    /// [`serve`](Self::serve) calls it when it starts and then every
+    /// [`recover_every`](Self::recover_every); an inbox mounted in your own server runs
+    /// [`keep_recovering`](Self::keep_recovering) beside it.
+    pub async fn recover_abandoned(&self) -> Result<Recovery, AgentError> {
+        let agents: Vec<_> = self.agents.values().map(|a| a.agent().clone()).collect();
+        let recovery = self.runs.recover_abandoned(&agents).await?;
+        for (run, result) in &recovery.recovered {
+            if let Err(error) = result {
+                if !matches!(error.error, AgentError::Store(StoreError::LeaseHeld { .. })) {
+                    self.note_failure(run, &error.error);
+                }
+            }
+        }
+        Ok(recovery)
+    }
+
+    /// Recovers abandoned runs ([`recover_abandoned`](Self::recover_abandoned)) now and then
+    /// every [`recover_every`](Self::recover_every), for as long as the future runs: spawn it
+    /// beside an inbox mounted in your own server ([`serve`](Self::serve) runs it itself). A
+    /// failed look is logged at `warn` and tried again at the next.
+    ///
+    /// ```no_run
+    /// # use phaseo_agent::inbox::{Inbox, User};
+    /// # use phaseo_agent::store::{MemoryStore, Runs};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let inbox = Inbox::new(Runs::new(MemoryStore::new())).user("alice-token", User::admin("alice"));
+    /// let app = axum::Router::new().nest("/inbox", inbox.router());
+    /// tokio::spawn({
+    ///     let inbox = inbox.clone();
+    ///     async move { inbox.keep_recovering().await }
+    /// });
+    /// # drop(app);
+    /// # }
+    /// ```
+    pub async fn keep_recovering(&self) {
+        loop {
+            if let Err(error) = self.recover_abandoned().await {
+                tracing::warn!(target: "phaseo_agent::inbox", %error, "looking for abandoned runs failed");
+            }
+            tokio::time::sleep(self.recover_every).await;
+        }
+    }
+
+    /// Remembers a failed background resume for the run's page, and logs it.
+    fn note_failure(&self, run: &str, error: &AgentError) {
+        tracing::warn!(target: "phaseo_agent::inbox", run_id = %run, %error, "the inbox could not resume a run in the background");
+        self.resume_failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .note(run, error.to_string());
     }
 
     /// An agent whose runs the inbox resumes once decided, and whose tools' descriptions it shows
@@ -247,6 +350,8 @@ impl Inbox {
             .route("/login", get(login_page).post(login))
             .route("/logout", post(logout))
             .route("/events", get(events))
+            .route("/runs/{run}", get(run_page))
+            .route("/runs/{run}/retry", post(retry))
             .route("/runs/{run}/calls/{call}", get(item).post(decide_form))
             .route("/batch", post(batch))
             .route("/audit", get(audit))
@@ -287,8 +392,16 @@ impl Inbox {
     /// inbox.serve_listener(listener).await
     /// # }
     /// ```
+    ///
+    /// Beside serving, it takes up runs of its agents whose process stopped, at once and then
+    /// every [`recover_every`](Self::recover_every)
+    /// ([`keep_recovering`](Self::keep_recovering)).
     pub async fn serve_listener(&self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        axum::serve(listener, self.router()).await
+        let inbox = self.clone();
+        let recovering = tokio::spawn(async move { inbox.keep_recovering().await });
+        let served = axum::serve(listener, self.router()).await;
+        recovering.abort();
+        served
     }
 
     /// A signed one-time link that decides `row` as `user` once confirmed (a GET shows what it
@@ -525,9 +638,10 @@ impl Inbox {
         };
         if ready {
             let (agent, run) = (agent.clone(), run.to_owned());
+            let inbox = self.clone();
             tokio::spawn(async move {
                 if let Err(error) = agent.resume_decided(&run).await {
-                    tracing::warn!(run = %run, error = %error.error, "the inbox could not resume a decided run");
+                    inbox.note_failure(&run, &error.error);
                 }
             });
         }
@@ -936,7 +1050,7 @@ async fn list(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQuery
     };
     match app.inbox.runs.pending(&filter).await {
         Ok(page) => {
-            let body = pages::list(
+            let mut body = pages::list(
                 &page.items,
                 page.next.as_deref(),
                 &query,
@@ -945,9 +1059,175 @@ async fn list(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQuery
                 now_ms(),
                 may_decide,
             );
+            // On the first page only: runs that need a person although no call of theirs waits.
+            if query.after.as_deref().is_none_or(str::is_empty) {
+                body.push_str(&app.inbox.needing_a_person(&ctx.base).await);
+            }
             html(&ctx, StatusCode::OK, "Waiting for a decision", &body)
         }
         Err(error) => Refusal::store(error).page(&ctx, None),
+    }
+}
+
+/// The most failed runs, and runs whose process stopped, the list shows.
+const MAX_RUNS_LISTED: usize = 20;
+
+impl Inbox {
+    /// The list's sections of failed runs and of runs whose process stopped; a store that
+    /// cannot list them leaves them out (logged).
+    async fn needing_a_person(&self, base: &str) -> String {
+        let filter = RunFilter {
+            status: Some(StoredStatus::Failed),
+            limit: MAX_RUNS_LISTED,
+            ..RunFilter::default()
+        };
+        let mut failed = Vec::new();
+        match self.runs.runs(&filter).await {
+            Ok(page) => {
+                for run in page.items {
+                    let failure = match self.runs.load(&run.run_id).await {
+                        Ok(stored) => stored.failure,
+                        Err(error) => Some(format!("(the run could not be loaded: {error})")),
+                    };
+                    failed.push(FailedView {
+                        run_id: run.run_id,
+                        agent_id: run.agent_id,
+                        updated_ms: run.updated_ms,
+                        failure,
+                    });
+                }
+            }
+            Err(error) => {
+                tracing::warn!(target: "phaseo_agent::inbox", %error, "listing failed runs failed");
+            }
+        }
+        let stuck = match self.runs.abandoned(MAX_RUNS_LISTED).await {
+            Ok(runs) => runs
+                .into_iter()
+                .map(|run| {
+                    let attached = self.agents.contains_key(&run.agent_id);
+                    (run, attached)
+                })
+                .collect(),
+            // A store of one's own without leases lists none.
+            Err(AgentError::Store(StoreError::Unsupported { .. })) => Vec::new(),
+            Err(error) => {
+                tracing::warn!(target: "phaseo_agent::inbox", %error, "listing abandoned runs failed");
+                Vec::new()
+            }
+        };
+        run_pages::needing_a_person(&failed, &stuck, base)
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct RunQuery {
+    flash: Option<String>,
+}
+
+async fn run_page(
+    State(app): State<Shared>,
+    ctx: Ctx,
+    Path(run): Path<String>,
+    Query(query): Query<RunQuery>,
+) -> Response {
+    let (user, csrf) = match ctx.user() {
+        Ok((_, user, csrf)) => (user.clone(), csrf.to_owned()),
+        Err(response) => return response,
+    };
+    let stored = match app.inbox.runs.load(&run).await {
+        Ok(stored) => stored,
+        Err(AgentError::Store(StoreError::NotFound { .. })) => {
+            return Refusal::new(
+                StatusCode::NOT_FOUND,
+                "No such run: it was never stored here, or it was pruned.",
+            )
+            .page(&ctx, Some(&home(&ctx.base)));
+        }
+        Err(error) => return Refusal::store(error).page(&ctx, Some(&home(&ctx.base))),
+    };
+    let background_failure = app
+        .inbox
+        .resume_failures
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .by_run
+        .get(&run)
+        .cloned();
+    let flash = match query.flash.as_deref() {
+        Some("decided") => Some("Decision recorded."),
+        Some("retried") => Some("Retry started."),
+        _ => None,
+    };
+    let view = RunView {
+        stored: &stored,
+        background_failure: background_failure.as_ref(),
+        attached: app.inbox.agents.contains_key(stored.state.agent_id()),
+        may_decide: user.role().may_decide(),
+        flash,
+    };
+    let body = run_pages::run(&view, &ctx.base, &csrf);
+    html(&ctx, StatusCode::OK, &format!("Run {run}"), &body)
+}
+
+async fn retry(
+    State(app): State<Shared>,
+    ctx: Ctx,
+    Path(run): Path<String>,
+    Form(fields): Form<Fields>,
+) -> Response {
+    let user = match ctx.posted(&app, &fields) {
+        Ok(user) => user.clone(),
+        Err(response) => return response,
+    };
+    let back = run_pages::run_path(&ctx.base, &run);
+    if !user.role().may_decide() {
+        return Refusal::forbidden("A viewer may not retry a run.").page(&ctx, Some(&back));
+    }
+    let Some(version) = fields.get("version").and_then(|v| v.parse::<u64>().ok()) else {
+        return Refusal::new(
+            StatusCode::BAD_REQUEST,
+            "The form has no run version: reload it.",
+        )
+        .page(&ctx, Some(&back));
+    };
+    let agent = match app.inbox.runs.load(&run).await {
+        Ok(stored) => match app.inbox.agents.get(stored.state.agent_id()) {
+            Some(agent) => agent.clone(),
+            None => {
+                return Refusal::conflict(
+                    "This inbox does not run this run's agent, so it cannot retry it.",
+                )
+                .page(&ctx, Some(&back));
+            }
+        },
+        Err(error) => return Refusal::store(error).page(&ctx, Some(&back)),
+    };
+    // Taking the run is the compare-and-swap; what follows runs in the background.
+    match agent.begin_retry(&run, version, user.name()).await {
+        Ok(retrying) => {
+            let inbox = app.inbox.clone();
+            let run_id = run.clone();
+            tokio::spawn(async move {
+                if let Err(error) = retrying.await {
+                    inbox.note_failure(&run_id, &error.error);
+                }
+            });
+            see_other(&format!("{back}?flash=retried"), None)
+        }
+        Err(error) => {
+            let text = match &error.error {
+                AgentError::Store(StoreError::Conflict { .. }) => {
+                    "Not retried: the run changed since this page was shown (someone else may                      have retried it). Reload the run's page."
+                        .to_owned()
+                }
+                AgentError::Store(StoreError::WrongStatus { .. }) => {
+                    "Not retried: the run is no longer failed. Reload the run's page.".to_owned()
+                }
+                other => format!("Not retried: {other}"),
+            };
+            Refusal::conflict(text).page(&ctx, Some(&back))
+        }
     }
 }
 
@@ -1101,6 +1381,7 @@ async fn decide_form(
         Err(response) => return response,
     };
     let back = pages::item_path(&ctx.base, &run, &call);
+    let shown_run = run.clone();
     let shown = Shown {
         run,
         call,
@@ -1115,7 +1396,13 @@ async fn decide_form(
         Err(refusal) => Err(refusal),
     };
     match result {
-        Ok(()) => see_other(&format!("{}?flash=decided", home(&ctx.base)), None),
+        Ok(()) => see_other(
+            &format!(
+                "{}?flash=decided",
+                run_pages::run_path(&ctx.base, &shown_run)
+            ),
+            None,
+        ),
         Err(refusal) => refusal.page(&ctx, Some(&back)),
     }
 }
@@ -1191,6 +1478,7 @@ async fn batch(State(app): State<Shared>, ctx: Ctx, Form(fields): Form<Fields>) 
 #[derive(serde::Deserialize)]
 struct AuditQuery {
     after: Option<String>,
+    run: Option<String>,
 }
 
 async fn audit(State(app): State<Shared>, ctx: Ctx, Query(query): Query<AuditQuery>) -> Response {
@@ -1198,9 +1486,9 @@ async fn audit(State(app): State<Shared>, ctx: Ctx, Query(query): Query<AuditQue
         return response;
     }
     let filter = AuditFilter {
+        run_id: query.run.filter(|r| !r.is_empty()),
         after: query.after.filter(|a| !a.is_empty()),
         limit: app.inbox.page_size,
-        ..AuditFilter::default()
     };
     let page = match app.inbox.runs.audit(&filter).await {
         Ok(page) => page,
