@@ -585,7 +585,9 @@ impl McpServerLimits {
         self
     }
 
-    /// How long a session nobody uses is kept.
+    /// How long a session nobody uses is kept. A session is in use while one of its calls runs:
+    /// its clock starts when the last call ends (or the last message passes). A call waiting for
+    /// the client's answer (a person's approval) does not keep its session.
     pub fn session_idle_timeout(mut self, wait: Duration) -> Self {
         self.session_idle = wait;
         self
