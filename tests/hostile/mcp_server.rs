@@ -982,7 +982,7 @@ fn child_server() {
     };
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let server = McpServer::new(record(&Calls::default()));
+        let server = McpServer::new((record(&Calls::default()), chatter()));
         if mode == "http" {
             let limits = McpServerLimits::default()
                 .max_connections(10_000)
@@ -999,6 +999,22 @@ fn child_server() {
         }
     });
     std::process::exit(0);
+}
+
+/// A tool that sends progress every millisecond until it is cancelled.
+fn chatter() -> Tool {
+    Tool::new(
+        "chatter",
+        "Send progress until cancelled",
+        json!({"type": "object"}),
+        |_, ctx| async move {
+            for sent in 0_u64.. {
+                ctx.emit_progress(sent)?;
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            Ok(json!("never"))
+        },
+    )
 }
 
 /// This binary again, as a child server (see [`child_server`]).
@@ -1118,6 +1134,79 @@ fn a_notification_before_initialize_over_stdio_is_ignored_and_the_process_serves
         assert!(
             status.success(),
             "the server ends when its client goes: {status}"
+        );
+    });
+}
+
+/// Starts a child stdio server, runs `chatter` in it until its first progress arrives, closes
+/// its stdin, and returns how long the process took to exit after that. Its stdout is read to
+/// the end meanwhile (a client that closed its input may still read).
+async fn close_stdin_mid_progress() -> Duration {
+    let mut child = child("stdio").spawn().expect("the server process starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (progressed, mut first) = mpsc::unbounded_channel();
+    let reader = tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("notifications/progress") {
+                progressed.send(()).ok();
+            }
+        }
+    });
+    let mut call = call_message(2, "chatter");
+    call["params"]["_meta"] = json!({"progressToken": "p"});
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    for message in [initialize_message(), initialized, call] {
+        stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    first.recv().await.expect("the call sends progress");
+    let closed = Instant::now();
+    drop(stdin);
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("the server exits")
+        .unwrap();
+    let took = closed.elapsed();
+    assert!(status.success(), "{status}");
+    reader.await.unwrap();
+    took
+}
+
+#[test]
+fn over_stdio_the_end_of_input_cancels_a_call_sending_progress_at_once_every_time() {
+    case(Duration::from_secs(600), || async {
+        // A busy machine: a thread spinning on each core, besides the server processes.
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let burners: Vec<_> = (0..std::thread::available_parallelism().map_or(2, usize::from))
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        let mut waited = Vec::new();
+        let runs = 20;
+        for run in 0..runs {
+            let took = close_stdin_mid_progress().await;
+            // rmcp waits 5 s for running calls at the end of the input; promptly is well under.
+            if took >= Duration::from_secs(2) {
+                waited.push((run, took));
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for burner in burners {
+            burner.join().unwrap();
+        }
+        assert!(
+            waited.is_empty(),
+            "{} of {runs} processes waited after the end of their input: {waited:?}",
+            waited.len()
         );
     });
 }
