@@ -58,6 +58,12 @@ pub enum Limit {
     McpTools,
     /// One message from an MCP server (a tool list page, a tool's result).
     McpMessageBytes,
+    /// The memory one message from an MCP server would take once parsed, estimated from its
+    /// text before it is: twice [`McpClientLimits::max_message_bytes`] and 1 MiB, at least
+    /// 64 MiB. Its value is that memory, in bytes; the setting that raises it is
+    /// `max_message_bytes`. Text as servers really send it (strings, a few keys) costs about
+    /// twice its length; `[[],[],..]` or many tiny objects cost 30 to 100 times.
+    McpMessageParseCost,
     /// One tool's input schema from an MCP server, as JSON text.
     SchemaBytes,
     /// One tool's input schema after its `$ref`s are inlined, in JSON values.
@@ -99,7 +105,9 @@ impl Limit {
             Limit::McpCallTime => "McpClientLimits::call_timeout",
             Limit::McpListPages => "McpClientLimits::max_list_pages",
             Limit::McpTools => "McpClientLimits::max_tools",
-            Limit::McpMessageBytes => "McpClientLimits::max_message_bytes",
+            Limit::McpMessageBytes | Limit::McpMessageParseCost => {
+                "McpClientLimits::max_message_bytes"
+            }
             Limit::SchemaBytes => "McpClientLimits::max_schema_bytes",
             Limit::SchemaNodes => "McpClientLimits::max_schema_nodes",
             Limit::SchemaDepth => "McpClientLimits::max_schema_depth",
@@ -122,6 +130,7 @@ impl Limit {
             Limit::ResponseBytes
             | Limit::EventBytes
             | Limit::McpMessageBytes
+            | Limit::McpMessageParseCost
             | Limit::SchemaBytes
             | Limit::ProgressBytes
             | Limit::HttpBodyBytes => "bytes",
@@ -159,6 +168,9 @@ impl Limit {
             Limit::McpListPages => "the MCP server's `tools/list` has more pages than",
             Limit::McpTools => "the MCP server offers more tools than",
             Limit::McpMessageBytes => "a message from the MCP server is larger than",
+            Limit::McpMessageParseCost => {
+                "a message from the MCP server costs more memory to parse than"
+            }
             Limit::SchemaBytes => "the tool's input schema is larger than",
             Limit::SchemaNodes => {
                 "the tool's input schema, with its references inlined, is larger than"
@@ -439,7 +451,9 @@ impl McpClientLimits {
         self
     }
 
-    /// The most bytes of one message from the server.
+    /// The most bytes of one message from the server. It sets, too, the most memory one message
+    /// may take once parsed ([`Limit::McpMessageParseCost`]): twice these bytes and 1 MiB, at
+    /// least 64 MiB.
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.message_bytes = bytes;
         self
@@ -585,7 +599,9 @@ impl McpServerLimits {
         self
     }
 
-    /// How long a session nobody uses is kept.
+    /// How long a session nobody uses is kept. A session is in use while one of its calls runs:
+    /// its clock starts when the last call ends (or the last message passes). A call waiting for
+    /// the client's answer (a person's approval) does not keep its session.
     pub fn session_idle_timeout(mut self, wait: Duration) -> Self {
         self.session_idle = wait;
         self
@@ -704,6 +720,13 @@ pub(crate) fn parse_budget_for(max: usize) -> usize {
     max.saturating_mul(2).saturating_add(1 << 20).max(64 << 20)
 }
 
+/// The refusal of a message from an MCP server, within `max` bytes, whose parse would cost more
+/// than [`parse_budget_for`] `max`.
+#[cfg(feature = "mcp")]
+pub(crate) fn mcp_parse_cost_exceeded(max: usize) -> LimitExceeded {
+    LimitExceeded::count(Limit::McpMessageParseCost, parse_budget_for(max))
+}
+
 /// [`parsed_size`] counted as the text arrives, for text read in pieces (a line of a pipe, an
 /// event of a stream) that is refused before it is whole.
 #[derive(Debug, Clone, Default)]
@@ -783,6 +806,7 @@ mod tests {
             Limit::McpListPages,
             Limit::McpTools,
             Limit::McpMessageBytes,
+            Limit::McpMessageParseCost,
             Limit::SchemaBytes,
             Limit::SchemaNodes,
             Limit::SchemaDepth,

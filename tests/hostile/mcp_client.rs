@@ -581,6 +581,22 @@ fn a_schema_that_doubles_forty_times_is_refused_fast() {
     case.assert_memory("a doubling schema");
 }
 
+/// A message refused for what it would cost once parsed says so, not that it is too large
+/// (15 MiB is within the default 16 MiB), and names the setting that raises it.
+fn assert_parse_cost(message: &str) {
+    assert!(
+        message.contains(
+            "a message from the MCP server costs more memory to parse than the limit of 67108864 bytes"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains("(raise it with `McpClientLimits::max_message_bytes`)"),
+        "{message}"
+    );
+    assert!(!message.contains("larger than"), "{message}");
+}
+
 /// `err` is the listing's limit `limit`, naming the server and the setting.
 fn assert_limit(err: &McpClientError, limit: Limit) {
     let McpClientError::Limit { source, .. } = err else {
@@ -972,7 +988,8 @@ fn a_result_within_its_size_that_would_parse_to_gigabytes_fails_the_call() {
         let AgentError::LimitExceeded(limit) = &err else {
             panic!("not a limit: {err}")
         };
-        assert_eq!(limit.limit, Limit::McpMessageBytes);
+        assert_eq!(limit.limit, Limit::McpMessageParseCost);
+        assert_parse_cost(&err.to_string());
     });
     case.assert_memory("a result that parses to gigabytes");
 }
@@ -985,7 +1002,8 @@ fn a_list_page_within_its_size_that_would_parse_to_gigabytes_is_refused_over_htt
         let err = within(30, "connect", McpClient::url(&url))
             .await
             .unwrap_err();
-        assert_limit(&err, Limit::McpMessageBytes);
+        assert_limit(&err, Limit::McpMessageParseCost);
+        assert_parse_cost(&err.to_string());
     });
     case.assert_memory("a list page that parses to gigabytes over HTTP");
 }

@@ -23,7 +23,7 @@ mod front;
 use origin::Origins;
 
 pub use front::{McpHttpBody, McpHttpService};
-pub use sessions::{BoundedSessions, SessionsError};
+pub use sessions::{BoundedSessions, SessionTransport, SessionsError};
 
 /// The shortest and longest pause after a failed accept.
 const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(1));

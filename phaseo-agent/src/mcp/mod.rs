@@ -65,7 +65,9 @@
 //!     to read an answer, so the session's running calls are cancelled at once (their tokens
 //!     fire), and the session ends;
 //!   - over Streamable HTTP, a disconnect is not a cancellation (the client may come back for
-//!     the answer): the call runs to its end (or its timeout). A session nobody uses ends after
+//!     the answer): the call runs to its end (or its timeout), and its session is kept for it. A
+//!     session nobody uses (no message, and no call running but for calls that wait for the
+//!     client) ends after
 //!     [`McpServerLimits::session_idle_timeout`](crate::limits::McpServerLimits::session_idle_timeout), and its calls with it.
 //! - **Calls at once**: a session runs at most
 //!   [`McpServerLimits::max_calls_per_session`](crate::limits::McpServerLimits::max_calls_per_session) calls at once (64 by default), over any
@@ -171,5 +173,7 @@ mod http;
 mod client;
 
 pub use client::{McpClient, McpClientBuilder, McpClientError, RefusedTool};
-pub use http::{BoundedSessions, HttpServing, McpHttpBody, McpHttpService, SessionsError};
+pub use http::{
+    BoundedSessions, HttpServing, McpHttpBody, McpHttpService, SessionTransport, SessionsError,
+};
 pub use server::{McpHandler, McpServer, NO_ELICITATION, ServeError, Serving};

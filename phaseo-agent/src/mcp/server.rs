@@ -766,17 +766,22 @@ impl Inner {
                 outcome = &mut call => break Some(outcome),
                 Some(value) = next => {
                     if let Some(p) = progress.as_mut() {
-                        p.send(value, &context.peer).await;
+                        // Sending waits for rmcp's loop, which stops reading at the end of the
+                        // input: the send would hold the call past its cancellation (5 s).
+                        if !p.send_unless_cancelled(value, context, gone).await {
+                            break None;
+                        }
                     }
                 }
-                () = context.ct.cancelled() => break None,
-                () = gone.cancelled() => break None,
+                () = cancelled(context, gone) => break None,
             }
         };
-        if let Some(p) = progress.as_mut() {
+        if let (Some(p), Some(_)) = (progress.as_mut(), &outcome) {
             // What the tool published before it returned goes out before the result.
             while let Ok(value) = p.receiver.try_recv() {
-                p.send(value, &context.peer).await;
+                if !p.send_unless_cancelled(value, context, gone).await {
+                    break;
+                }
             }
         }
         let Some(outcome) = outcome else {
@@ -944,6 +949,21 @@ impl Progress {
         param.message = Some(message);
         // A client that went away misses its progress; the call's result tells the rest.
         let _ = peer.notify_progress(param).await;
+    }
+
+    /// [`send`](Self::send), given up when the call is cancelled or the client is gone; whether
+    /// it was not.
+    async fn send_unless_cancelled(
+        &mut self,
+        value: Value,
+        context: &RequestContext<RoleServer>,
+        gone: &CancellationToken,
+    ) -> bool {
+        tokio::select! {
+            biased;
+            () = cancelled(context, gone) => false,
+            () = self.send(value, &context.peer) => true,
+        }
     }
 }
 

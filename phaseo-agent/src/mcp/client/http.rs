@@ -5,9 +5,10 @@
 //! which would put a second reqwest (and, with rustls, aws-lc-rs) into the tree; this is the same
 //! contract over reqwest 0.12: a POST per message answered with JSON, an event stream or `202`, a
 //! GET for the server's own stream, a DELETE to end the session, each response (a JSON body, or
-//! one event of a stream) read within the client's `max_message_bytes`. An answer to a request
-//! that goes over it becomes a JSON-RPC error for that request, recorded on the [`Router`] so the
-//! call fails with the limit at once; the connection stays usable.
+//! one event of a stream) read within the client's `max_message_bytes`, and within the memory it
+//! would take once parsed. An answer to a request that goes over either becomes a JSON-RPC error
+//! for that request, recorded on the [`Router`] so the call fails with the limit at once; the
+//! connection stays usable.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -31,7 +32,9 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::{Sse, SseStream};
 
-use crate::limits::{Limit, LimitExceeded, ParseCost, parse_budget_for, parsed_size_of};
+use crate::limits::{
+    Limit, LimitExceeded, ParseCost, mcp_parse_cost_exceeded, parse_budget_for, parsed_size_of,
+};
 use crate::mcp::client::observe::Router;
 
 type Failure = StreamableHttpError<reqwest::Error>;
@@ -78,13 +81,18 @@ impl Http {
             })
     }
 
-    /// The answer to request `id` in place of one over the limit: a JSON-RPC error, and the
-    /// request recorded as oversized so that its call fails with the limit.
-    fn too_large(&self, id: RequestId) -> ServerJsonRpcMessage {
-        let limit = LimitExceeded::count(Limit::McpMessageBytes, self.max);
-        self.router.oversized(id.clone());
-        JsonRpcMessage::error(ErrorData::internal_error(limit.to_string(), None), Some(id))
+    /// The answer to request `id` in place of one over `limit`: a JSON-RPC error, and the
+    /// request recorded on the [`Router`] so that its call fails with the limit.
+    fn refusal(&self, id: RequestId, limit: LimitExceeded) -> ServerJsonRpcMessage {
+        refusal(&self.router, id, limit)
     }
+}
+
+/// See [`Http::refusal`].
+fn refusal(router: &Router, id: RequestId, limit: LimitExceeded) -> ServerJsonRpcMessage {
+    let message = limit.to_string();
+    router.oversized(id.clone(), limit);
+    JsonRpcMessage::error(ErrorData::internal_error(message, None), Some(id))
 }
 
 fn headed(
@@ -136,7 +144,8 @@ fn status_failure(response: &Response) -> Option<Failure> {
     None
 }
 
-/// A body read to the end, refused past `max` bytes.
+/// A body read to the end, refused past `max` bytes (what it would cost once parsed is
+/// [`too_costly`]'s to say).
 async fn bounded(mut response: Response, max: usize) -> Result<Vec<u8>, Failure> {
     if response
         .content_length()
@@ -155,11 +164,13 @@ async fn bounded(mut response: Response, max: usize) -> Result<Vec<u8>, Failure>
         }
         body.extend_from_slice(&chunk);
     }
-    // Within its size, a body can still cost gigabytes once parsed (`[[],[],..]`).
-    if parsed_size_of(&body) > parse_budget_for(max) {
-        return Err(StreamableHttpError::ResponseBodyTooLarge { max_size: max });
-    }
     Ok(body)
+}
+
+/// Whether a body within `max` bytes would still cost more memory once parsed than
+/// [`parse_budget_for`] `max` (`[[],[],..]` costs 30 to 100 times its text).
+fn too_costly(body: &[u8], max: usize) -> bool {
+    parsed_size_of(body) > parse_budget_for(max)
 }
 
 /// Why a server's event stream stopped early.
@@ -167,16 +178,19 @@ async fn bounded(mut response: Response, max: usize) -> Result<Vec<u8>, Failure>
 enum StreamError {
     #[error("{0}")]
     Http(reqwest::Error),
-    #[error("an event of the server's stream is larger than {0} bytes")]
-    TooLarge(usize),
+    /// An event over `max_message_bytes`, or over what it may cost once parsed.
+    #[error("an event of the server's stream went over a limit: {0}")]
+    Limit(LimitExceeded),
 }
 
 /// The events of a response, none larger than `max` bytes (counted from the bytes on the wire,
-/// before they are parsed). Past it, the stream ends; with `instead`, after that event.
+/// before they are parsed) nor costing more than [`parse_budget_for`] `max` once parsed. Past
+/// either, the stream ends; with `instead` (a request's id), after an answer to that request
+/// saying which limit, recorded on the router.
 fn events(
     response: Response,
     max: usize,
-    instead: Option<ServerJsonRpcMessage>,
+    instead: Option<(RequestId, Arc<Router>)>,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
     // Bytes since the last blank line (the end of an event), and whether the last byte ended a line.
     let mut size = 0usize;
@@ -184,6 +198,9 @@ fn events(
     let mut cost = ParseCost::default();
     let budget = parse_budget_for(max);
     let mut line_ended = false;
+    // The limit an event went over, for the answer that replaces it.
+    let hit = Arc::new(std::sync::OnceLock::new());
+    let hit_seen = hit.clone();
     let mut failed = false;
     let limited = response.bytes_stream().scan((), move |(), chunk| {
         if failed {
@@ -192,7 +209,7 @@ fn events(
         let checked = match chunk {
             Err(e) => Err(StreamError::Http(e)),
             Ok(bytes) => {
-                let mut over = false;
+                let mut over = None;
                 for &byte in bytes.iter() {
                     match byte {
                         b'\r' => {}
@@ -205,14 +222,23 @@ fn events(
                             line_ended = false;
                             size += 1;
                             cost.push(byte);
-                            over |= size > max || cost.size() > budget;
+                            if size > max {
+                                over = Some(LimitExceeded::count(Limit::McpMessageBytes, max));
+                                break;
+                            }
+                            if cost.size() > budget {
+                                over = Some(mcp_parse_cost_exceeded(max));
+                                break;
+                            }
                         }
                     }
                 }
-                if over {
-                    Err(StreamError::TooLarge(max))
-                } else {
-                    Ok(bytes)
+                match over {
+                    Some(limit) => {
+                        let _ = hit.set(limit.clone());
+                        Err(StreamError::Limit(limit))
+                    }
+                    None => Ok(bytes),
                 }
             }
         };
@@ -220,27 +246,29 @@ fn events(
         future::ready(Some(checked))
     });
     let parsed = SseStream::from_bytes_stream(limited);
-    let Some(instead) = instead else {
+    let Some((id, router)) = instead else {
         return parsed.boxed();
     };
-    // The event over the limit ends the stream as an error; the request's answer is `instead`.
+    // The event over a limit ends the stream; the request's answer says which. Any other error
+    // (the connection lost) is rmcp's to handle, as it comes.
     let mut ended = false;
     parsed
         .scan((), move |(), event| {
             if ended {
                 return future::ready(None);
             }
-            let event = match event {
-                Err(_) => {
+            let event = match (event, hit_seen.get()) {
+                (Err(_), Some(limit)) => {
                     ended = true;
+                    let answer = refusal(&router, id.clone(), limit.clone());
                     Ok(Sse {
                         event: None,
-                        data: serde_json::to_string(&instead).ok(),
+                        data: serde_json::to_string(&answer).ok(),
                         id: None,
                         retry: None,
                     })
                 }
-                ok => ok,
+                (event, _) => event,
             };
             future::ready(Some(event))
         })
@@ -309,20 +337,31 @@ impl StreamableHttpClient for Http {
             return refused(response, content_type.as_deref(), session, limits).await;
         }
         if is_type(content_type.as_deref(), EVENT_STREAM_MIME_TYPE) {
-            let instead = request_id.map(|id| self.too_large(id));
+            let instead = request_id.map(|id| (id, self.router.clone()));
             let events = events(response, self.max, instead);
             return Ok(StreamableHttpPostResponse::Sse(events, session));
         }
         if is_type(content_type.as_deref(), JSON_MIME_TYPE) {
-            let body = match bounded(response, self.max).await {
-                Err(StreamableHttpError::ResponseBodyTooLarge { .. }) if request_id.is_some() => {
-                    let id = request_id.unwrap_or_else(|| unreachable!("checked"));
-                    return Ok(StreamableHttpPostResponse::Json(
-                        self.too_large(id),
-                        session,
-                    ));
+            let body = bounded(response, self.max).await;
+            let over = match &body {
+                Err(StreamableHttpError::ResponseBodyTooLarge { .. }) => {
+                    Some(LimitExceeded::count(Limit::McpMessageBytes, self.max))
                 }
-                other => other?,
+                // Within its size, a body can still cost gigabytes once parsed (`[[],[],..]`).
+                Ok(body) if too_costly(body, self.max) => Some(mcp_parse_cost_exceeded(self.max)),
+                _ => None,
+            };
+            let body = match (over, request_id) {
+                (Some(limit), Some(id)) => {
+                    let refusal = self.refusal(id, limit);
+                    return Ok(StreamableHttpPostResponse::Json(refusal, session));
+                }
+                (Some(limit), None) => {
+                    return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+                        limit.to_string(),
+                    )));
+                }
+                (None, _) => body?,
             };
             return match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
                 Ok(answer) => Ok(StreamableHttpPostResponse::Json(answer, session)),
@@ -431,7 +470,10 @@ async fn refused(
         other => other,
     };
     if is_type(content_type, JSON_MIME_TYPE) && status != StatusCode::TOO_MANY_REQUESTS {
-        if let Ok(body) = bounded(response, limits.max_json_response_size).await {
+        let max = limits.max_json_response_size;
+        // A body that would cost too much once parsed is not parsed: the status says enough.
+        let body = bounded(response, max).await.ok();
+        if let Some(body) = body.filter(|body| !too_costly(body, max)) {
             if let Ok(error @ JsonRpcMessage::Error(_)) =
                 serde_json::from_slice::<ServerJsonRpcMessage>(&body)
             {
@@ -449,4 +491,61 @@ async fn refused(
     Err(early.unwrap_or_else(|| {
         StreamableHttpError::UnexpectedServerResponse(Cow::Owned(format!("HTTP {status}")))
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::McpClientLimits;
+
+    /// An event stream of one event of `[[],[],..]`: within `max` bytes, but each `[]` a value
+    /// once parsed.
+    fn bomb(max: usize) -> Response {
+        let mut body = b"data: [".to_vec();
+        body.extend_from_slice(&b"[],".repeat(max / 4));
+        body.extend_from_slice(b"[]]\n\n");
+        assert!(body.len() < max);
+        Response::from(hyper::Response::new(body))
+    }
+
+    #[tokio::test]
+    async fn an_event_that_would_cost_too_much_once_parsed_is_answered_with_that_limit() {
+        let max = 1 << 20;
+        let router = Arc::new(Router::new(McpClientLimits::default()));
+        let id = RequestId::Number(7);
+        let answered: Vec<_> = events(bomb(max), max, Some((id.clone(), router.clone())))
+            .collect()
+            .await;
+        let [Ok(answer)] = answered.as_slice() else {
+            panic!("one answer: {answered:?}")
+        };
+        let text = answer.data.clone().unwrap_or_default();
+        assert!(
+            text.contains("costs more memory to parse than the limit of 67108864 bytes"),
+            "{text}"
+        );
+        assert!(!text.contains("larger than"), "{text}");
+        assert_eq!(
+            router.exceeded(&id),
+            Some(LimitExceeded::new(Limit::McpMessageParseCost, 64 << 20))
+        );
+    }
+
+    #[tokio::test]
+    async fn an_event_over_its_size_is_answered_with_the_size_limit() {
+        let router = Arc::new(Router::new(McpClientLimits::default()));
+        let id = RequestId::Number(8);
+        let response = Response::from(hyper::Response::new(format!(
+            "data: {}\n\n",
+            "a".repeat(64)
+        )));
+        let answered: Vec<_> = events(response, 16, Some((id.clone(), router.clone())))
+            .collect()
+            .await;
+        assert_eq!(answered.len(), 1, "{answered:?}");
+        assert_eq!(
+            router.exceeded(&id),
+            Some(LimitExceeded::new(Limit::McpMessageBytes, 16))
+        );
+    }
 }

@@ -6,7 +6,7 @@
 //! the transport instead keeps the server's order: every progress notification a server sent
 //! before its result is published before the call returns.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use rmcp::RoleClient;
@@ -35,8 +35,9 @@ pub(crate) struct Router {
     /// Set when the connection was ended because the server went over a limit: every request
     /// still waiting fails with it.
     broken: OnceLock<LimitExceeded>,
-    /// Requests whose answer was too large (and replaced by an error): their calls fail with it.
-    oversized: Mutex<HashSet<RequestId>>,
+    /// Requests whose answer went over a limit (and was replaced by an error): their calls fail
+    /// with it.
+    oversized: Mutex<HashMap<RequestId, LimitExceeded>>,
 }
 
 impl Default for Router {
@@ -195,13 +196,13 @@ impl Router {
         let _ = self.broken.set(limit);
     }
 
-    /// The answer to `id` was over the message limit (and was replaced by an error).
-    pub(crate) fn oversized(&self, id: RequestId) {
+    /// The answer to `id` went over `limit` (and was replaced by an error).
+    pub(crate) fn oversized(&self, id: RequestId, limit: LimitExceeded) {
         let mut oversized = self
             .oversized
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        oversized.insert(id);
+        oversized.insert(id, limit);
     }
 
     /// The limit the server went over, when the connection was ended for it.
@@ -215,13 +216,7 @@ impl Router {
             .oversized
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if oversized.remove(id) {
-            return Some(LimitExceeded::count(
-                Limit::McpMessageBytes,
-                self.limits.message_bytes(),
-            ));
-        }
-        self.broken.get().cloned()
+        oversized.remove(id).or_else(|| self.broken.get().cloned())
     }
 }
 

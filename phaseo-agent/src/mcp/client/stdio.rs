@@ -3,8 +3,9 @@
 //! rmcp's own child-process transport caps a line at 16 MiB, but drops a longer one quietly and
 //! reads on: the request it answered then waits for its timeout, and the cap is not the client's
 //! to set. Here the child's stdout goes through [`BoundedLines`] first: a line longer than
-//! `max_message_bytes` ends the connection at once, with the limit recorded on the [`Router`], so
-//! the requests waiting fail with it; none of the line is kept beyond the read buffer.
+//! `max_message_bytes` (or that would cost more memory once parsed than that allows) ends the
+//! connection at once, with the limit recorded on the [`Router`], so the requests waiting fail
+//! with it; none of the line is kept beyond the read buffer.
 
 use std::io;
 use std::pin::Pin;
@@ -16,7 +17,7 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::limits::{Limit, LimitExceeded, ParseCost, parse_budget_for};
+use crate::limits::{Limit, LimitExceeded, ParseCost, mcp_parse_cost_exceeded, parse_budget_for};
 use crate::mcp::client::observe::Router;
 
 /// A child's stdout as the reading half of a transport.
@@ -43,7 +44,7 @@ pub(crate) fn spawn(
         max: max_line,
         line: 0,
         cost: ParseCost::default(),
-        over: false,
+        over: None,
         router,
     };
     // rmcp's own cap stays above ours (a line may end in `\r\n`), so ours is the one that acts.
@@ -64,17 +65,14 @@ pub(crate) struct BoundedLines<R> {
     line: usize,
     /// What the current line would cost once parsed, so far.
     cost: ParseCost,
-    over: bool,
+    /// The limit a line went over: every read from then on fails with it.
+    over: Option<LimitExceeded>,
     router: Arc<Router>,
 }
 
-impl<R> BoundedLines<R> {
-    fn failure(&self) -> io::Error {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            LimitExceeded::count(Limit::McpMessageBytes, self.max),
-        )
-    }
+/// The failure of a read past `limit`.
+fn failure(limit: &LimitExceeded) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, limit.clone())
 }
 
 impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
@@ -84,8 +82,8 @@ impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.over {
-            return Poll::Ready(Err(this.failure()));
+        if let Some(limit) = &this.over {
+            return Poll::Ready(Err(failure(limit)));
         }
         let before = buf.filled().len();
         ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
@@ -99,20 +97,24 @@ impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
             } else {
                 this.line += 1;
                 this.cost.push(byte);
+                if this.line > this.max {
+                    this.over = Some(LimitExceeded::count(Limit::McpMessageBytes, this.max));
+                    break;
+                }
                 // A line within its size can still cost gigabytes once rmcp parses it
-                // (`[[],[],..]` in a result's `structuredContent`): that is refused the same way.
-                if this.line > this.max || this.cost.size() > budget {
-                    this.over = true;
+                // (`[[],[],..]` in a result's `structuredContent`): refused the same way, for
+                // what it is.
+                if this.cost.size() > budget {
+                    this.over = Some(mcp_parse_cost_exceeded(this.max));
                     break;
                 }
             }
         }
-        if this.over {
-            this.router
-                .break_with(LimitExceeded::count(Limit::McpMessageBytes, this.max));
+        if let Some(limit) = &this.over {
+            this.router.break_with(limit.clone());
             buf.set_filled(before + whole_lines);
             if whole_lines == 0 {
-                return Poll::Ready(Err(this.failure()));
+                return Poll::Ready(Err(failure(limit)));
             }
         }
         Poll::Ready(Ok(()))
@@ -132,7 +134,7 @@ mod tests {
             max: 8,
             line: 0,
             cost: ParseCost::default(),
-            over: false,
+            over: None,
             router: router.clone(),
         };
         let mut out = Vec::new();
@@ -147,6 +149,37 @@ mod tests {
         assert_eq!(
             router.exceeded(&id),
             Some(LimitExceeded::new(Limit::McpMessageBytes, 8))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_line_within_its_size_that_would_cost_too_much_once_parsed_fails_with_that_limit() {
+        let max = 1 << 20;
+        let mut text = b"ok\n[".to_vec();
+        text.extend_from_slice(&b"[],".repeat(max / 4));
+        text.extend_from_slice(b"[]]\n");
+        let router = Arc::new(Router::default());
+        let mut read = BoundedLines {
+            inner: &text[..],
+            max,
+            line: 0,
+            cost: ParseCost::default(),
+            over: None,
+            router: router.clone(),
+        };
+        let mut out = Vec::new();
+        let err = read.read_to_end(&mut out).await.unwrap_err();
+        // The reads before the one that crosses the bound were passed on: not the whole line.
+        assert!(out.starts_with(b"ok\n") && out.len() < text.len());
+        assert_eq!(
+            err.to_string(),
+            "a message from the MCP server costs more memory to parse than the limit of 67108864 \
+             bytes (raise it with `McpClientLimits::max_message_bytes`)"
+        );
+        let id = rmcp::model::RequestId::Number(1);
+        assert_eq!(
+            router.exceeded(&id),
+            Some(LimitExceeded::new(Limit::McpMessageParseCost, 64 << 20))
         );
     }
 }

@@ -137,8 +137,8 @@ impl Front {
     }
 
     fn no_more_sessions(&self) -> Response<McpHttpBody> {
-        // A session nobody uses is gone after the idle timeout: a place is free by then at the
-        // latest.
+        // A session nobody uses is gone after the idle timeout (one running a call is kept):
+        // a place may be free by then.
         let retry = self.limits.session_idle().as_secs().clamp(1, 300);
         let mut response = text(
             StatusCode::SERVICE_UNAVAILABLE,
