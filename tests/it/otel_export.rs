@@ -409,16 +409,60 @@ async fn a_stalled_server_is_given_up_on_at_the_timeout() {
     assert_eq!(server.heads().len(), 1, "the request was sent");
 }
 
+/// A collector that takes a request and never answers: `flush` and `shutdown` give up at
+/// `flush_timeout` with the error naming it, though one export may wait a minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_collector_holds_a_flush_no_longer_than_flush_timeout() {
+    let server = Server::start(Reply::Stall).await;
+    let flush_timeout = Duration::from_millis(300);
+    let telemetry = Telemetry::new("stalled")
+        .endpoint(server.url(""))
+        .export_timeout(Duration::from_secs(60))
+        .flush_timeout(flush_timeout)
+        .build()
+        .unwrap();
+    {
+        let _guard = tracing::subscriber::set_default(
+            tracing_subscriber::registry().with(telemetry.layer()),
+        );
+        tracing::info_span!("exported").in_scope(|| {});
+    }
+    let (flushed, shut, waited) = tokio::task::spawn_blocking(move || {
+        let started = std::time::Instant::now();
+        let flushed = telemetry.flush();
+        let shut = telemetry.shutdown();
+        (flushed, shut, started.elapsed())
+    })
+    .await
+    .unwrap();
+    let timed_out = OtelError::FlushTimeout {
+        timeout: flush_timeout,
+    };
+    assert_eq!(flushed, Err(timed_out.clone()));
+    assert_eq!(shut, Err(timed_out.clone()));
+    assert!(timed_out.to_string().contains("flush_timeout (300ms)"));
+    // Not a measure of speed: only that neither waited for the export's own minute.
+    assert!(waited < Duration::from_secs(30), "{waited:?}");
+    assert!(!server.heads().is_empty(), "the export was sent");
+}
+
 #[test]
 fn settings_out_of_range_are_refused_by_name() {
-    let zero = Telemetry::new("x").export_timeout(Duration::ZERO).build();
-    assert!(matches!(
-        zero,
-        Err(OtelError::Setting {
-            setting: "export_timeout",
-            ..
-        })
-    ));
+    for (setting, telemetry) in [
+        (
+            "export_timeout",
+            Telemetry::new("x").export_timeout(Duration::ZERO),
+        ),
+        (
+            "flush_timeout",
+            Telemetry::new("x").flush_timeout(Duration::ZERO),
+        ),
+    ] {
+        assert!(
+            matches!(telemetry.build(), Err(OtelError::Setting { setting: s, .. }) if s == setting),
+            "{setting}"
+        );
+    }
     let header = Telemetry::new("x").header("bad name", "v").build();
     assert!(matches!(header, Err(OtelError::Header { name }) if name == "bad name"));
     let endpoint = Telemetry::new("x").endpoint("ftp://collector").build();
