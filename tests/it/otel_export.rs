@@ -158,6 +158,71 @@ async fn in_memory_exporters_get_a_paused_runs_spans_and_metrics_with_the_bucket
     );
 }
 
+/// Spans carry no source location, thread or busy/idle times unless a setting turns each on; a
+/// run's own span, which the run ends itself, carries no busy/idle times even then.
+#[tokio::test]
+async fn source_locations_threads_and_busy_idle_times_only_when_asked() {
+    async fn keys(telemetry: Telemetry) -> Vec<(String, Vec<String>)> {
+        let spans = InMemorySpanExporter::default();
+        let telemetry = telemetry
+            .span_exporter(spans.clone())
+            .metric_exporter(InMemoryMetricExporter::default())
+            .build()
+            .unwrap();
+        {
+            let _guard = tracing::subscriber::set_default(
+                tracing_subscriber::registry().with(telemetry.layer()),
+            );
+            tracing::info_span!("work").in_scope(|| {});
+            let done = ops_agent(ScriptedModel::new().text("Fine."))
+                .run("Status?")
+                .await
+                .unwrap();
+            assert_eq!(done.output(), Some("Fine."));
+        }
+        telemetry.flush().unwrap();
+        spans
+            .get_finished_spans()
+            .unwrap()
+            .into_iter()
+            .map(|span| {
+                let keys = span.attributes.iter().map(|kv| kv.key.to_string());
+                (span.name.into_owned(), keys.collect())
+            })
+            .collect()
+    }
+    let has = |spans: &[(String, Vec<String>)], name: &str, key: &str| {
+        let (_, keys) = spans.iter().find(|(n, _)| n == name).expect(name);
+        keys.iter().any(|k| k == key)
+    };
+    let optional = [
+        "code.file.path",
+        "code.line.number",
+        "code.module.name",
+        "thread.id",
+        "thread.name",
+        "busy_ns",
+        "idle_ns",
+    ];
+    let plain = keys(Telemetry::new("x")).await;
+    for (name, keys) in &plain {
+        for key in optional {
+            assert!(!keys.iter().any(|k| k == key), "{name} carries {key}");
+        }
+    }
+    let located = keys(Telemetry::new("x").source_locations(true)).await;
+    assert!(has(&located, "work", "code.file.path"));
+    assert!(has(&located, "invoke_agent ops", "code.line.number"));
+    assert!(!has(&located, "work", "thread.id") && !has(&located, "work", "busy_ns"));
+    let threads = keys(Telemetry::new("x").thread_attributes(true)).await;
+    assert!(has(&threads, "work", "thread.id") && has(&threads, "chat scripted", "thread.name"));
+    assert!(!has(&threads, "work", "code.file.path") && !has(&threads, "work", "busy_ns"));
+    let timed = keys(Telemetry::new("x").busy_idle_times(true)).await;
+    assert!(has(&timed, "work", "busy_ns") && has(&timed, "chat scripted", "idle_ns"));
+    assert!(!has(&timed, "work", "thread.id") && !has(&timed, "work", "code.file.path"));
+    assert!(!has(&timed, "invoke_agent ops", "busy_ns"));
+}
+
 /// What a loopback server answers.
 #[derive(Clone)]
 enum Reply {

@@ -1,7 +1,8 @@
 //! What reaches a collector from short-lived processes (`tests/bin/otel_child.rs`): each holds
 //! `Telemetry`'s guard for all of `main`, runs one durable run on SQLite (or in memory) and
 //! returns from `main`. A collector on loopback, here, decodes their OTLP/HTTP exports. Every
-//! process's `invoke_agent` span arrives (a resumed run's link points at a span that arrived).
+//! process's `invoke_agent` span arrives (a resumed run's link points at a span that arrived),
+//! and no span carries the build machine's source paths, thread ids or busy/idle times.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -260,11 +261,34 @@ async fn every_short_lived_process_exports_its_runs_root_span() {
     assert_eq!(looked_for, 50);
     assert!(!spans.is_empty());
 
+    // By default no span carries where the crate was built, the thread it ran on, or its
+    // busy/idle times.
+    let mut carried = BTreeMap::<&str, usize>::new();
+    for span in &spans {
+        for key in [
+            "code.file.path",
+            "code.filepath",
+            "code.line.number",
+            "code.lineno",
+            "code.module.name",
+            "code.namespace",
+            "thread.id",
+            "thread.name",
+            "busy_ns",
+            "idle_ns",
+        ] {
+            if span.attributes.contains_key(key) {
+                *carried.entry(key).or_default() += 1;
+            }
+        }
+    }
     assert!(
-        missing.is_empty() && dangling.is_empty(),
+        missing.is_empty() && dangling.is_empty() && carried.is_empty(),
         "{} of {looked_for} processes' invoke_agent spans never arrived: {missing:?}; resumed \
-         runs whose link points at a span that never arrived: {dangling:?}",
+         runs whose link points at a span that never arrived: {dangling:?}; of {} spans, how \
+         many carry each attribute that should not be there: {carried:?}",
         missing.len(),
+        spans.len(),
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

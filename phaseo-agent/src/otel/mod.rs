@@ -123,8 +123,20 @@ pub struct Telemetry {
     flush_timeout: Duration,
     metric_interval: Duration,
     max_response_bytes: usize,
+    attributes: SpanAttributes,
     spans: Option<WithSpans>,
     metrics: Option<WithMetrics>,
+}
+
+/// Which attributes tracing-opentelemetry adds to every span (all off by default).
+#[derive(Debug, Clone, Copy, Default)]
+struct SpanAttributes {
+    /// `code.file.path`, `code.line.number`, `code.module.name`.
+    source_locations: bool,
+    /// `thread.id`, `thread.name`.
+    threads: bool,
+    /// `busy_ns`, `idle_ns`.
+    busy_idle: bool,
 }
 
 impl std::fmt::Debug for Telemetry {
@@ -139,6 +151,9 @@ impl std::fmt::Debug for Telemetry {
             .field("flush_timeout", &self.flush_timeout)
             .field("metric_interval", &self.metric_interval)
             .field("max_response_bytes", &self.max_response_bytes)
+            .field("source_locations", &self.attributes.source_locations)
+            .field("thread_attributes", &self.attributes.threads)
+            .field("busy_idle_times", &self.attributes.busy_idle)
             .field("span_exporter", &self.spans.as_ref().map(|_| "injected"))
             .field(
                 "metric_exporter",
@@ -165,6 +180,7 @@ impl Telemetry {
             flush_timeout: DEFAULT_FLUSH_TIMEOUT,
             metric_interval: DEFAULT_METRIC_INTERVAL,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            attributes: SpanAttributes::default(),
             spans: None,
             metrics: None,
         }
@@ -227,6 +243,48 @@ impl Telemetry {
     /// ```
     pub fn flush_timeout(mut self, timeout: Duration) -> Self {
         self.flush_timeout = timeout;
+        self
+    }
+
+    /// Whether every span carries where in the source it was made: `code.file.path` (a path on
+    /// the machine that built the program), `code.line.number` and `code.module.name`. Off by
+    /// default: the span's name and attributes say what it is, and a build machine's paths are
+    /// not for every trace backend to keep.
+    ///
+    /// ```
+    /// let telemetry = phaseo_agent::otel::Telemetry::new("billing-agent").source_locations(true);
+    /// # drop(telemetry);
+    /// ```
+    pub fn source_locations(mut self, on: bool) -> Self {
+        self.attributes.source_locations = on;
+        self
+    }
+
+    /// Whether every span carries the thread it was made on: `thread.id` and `thread.name`. Off
+    /// by default: an async run moves between a runtime's threads, and the one it started on says
+    /// little.
+    ///
+    /// ```
+    /// let telemetry = phaseo_agent::otel::Telemetry::new("billing-agent").thread_attributes(true);
+    /// # drop(telemetry);
+    /// ```
+    pub fn thread_attributes(mut self, on: bool) -> Self {
+        self.attributes.threads = on;
+        self
+    }
+
+    /// Whether every span carries how long it was entered and how long it was not, in
+    /// nanoseconds: `busy_ns` and `idle_ns`. Off by default, which also spares the clock reads
+    /// on each enter and exit. A run's own `invoke_agent` span never carries them: the run ends
+    /// it itself once its last journal write is done, before `tracing` closes it, which is when
+    /// they would be added.
+    ///
+    /// ```
+    /// let telemetry = phaseo_agent::otel::Telemetry::new("billing-agent").busy_idle_times(true);
+    /// # drop(telemetry);
+    /// ```
+    pub fn busy_idle_times(mut self, on: bool) -> Self {
+        self.attributes.busy_idle = on;
         self
     }
 
@@ -417,6 +475,7 @@ impl Telemetry {
             tracer_provider,
             meter_provider: meter_builder.build(),
             tracer,
+            attributes: self.attributes,
             flush_timeout: self.flush_timeout,
             shut_down: false,
         })
@@ -463,6 +522,7 @@ pub struct TelemetryGuard {
     tracer_provider: SdkTracerProvider,
     meter_provider: SdkMeterProvider,
     tracer: SdkTracer,
+    attributes: SpanAttributes,
     flush_timeout: Duration,
     shut_down: bool,
 }
@@ -480,6 +540,9 @@ impl TelemetryGuard {
     /// `OpenTelemetryLayer` and `MetricsLayer`, to compose into a subscriber of your own (with a
     /// log formatter, a filter). The runtime's metric events have the target
     /// [`METRICS_TARGET`](crate::telemetry::METRICS_TARGET), which a formatter can leave out.
+    /// Spans carry no source location, thread or busy/idle times unless
+    /// [`Telemetry::source_locations`], [`Telemetry::thread_attributes`] or
+    /// [`Telemetry::busy_idle_times`] turned them on.
     ///
     /// ```
     /// use tracing::level_filters::LevelFilter;
@@ -498,6 +561,9 @@ impl TelemetryGuard {
     {
         tracing_opentelemetry::layer()
             .with_tracer(self.tracer.clone())
+            .with_location(self.attributes.source_locations)
+            .with_threads(self.attributes.threads)
+            .with_tracked_inactivity(self.attributes.busy_idle)
             .and_then(tracing_opentelemetry::MetricsLayer::new(
                 self.meter_provider.clone(),
             ))
