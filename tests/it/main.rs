@@ -45,6 +45,8 @@ mod model_errors;
 mod model_interface;
 #[cfg(feature = "otel")]
 mod otel_export;
+#[cfg(feature = "otel")]
+mod otel_processes;
 mod pause_matrix;
 mod pause_resume;
 mod progress_context;

@@ -158,6 +158,71 @@ async fn in_memory_exporters_get_a_paused_runs_spans_and_metrics_with_the_bucket
     );
 }
 
+/// Spans carry no source location, thread or busy/idle times unless a setting turns each on; a
+/// run's own span, which the run ends itself, carries no busy/idle times even then.
+#[tokio::test]
+async fn source_locations_threads_and_busy_idle_times_only_when_asked() {
+    async fn keys(telemetry: Telemetry) -> Vec<(String, Vec<String>)> {
+        let spans = InMemorySpanExporter::default();
+        let telemetry = telemetry
+            .span_exporter(spans.clone())
+            .metric_exporter(InMemoryMetricExporter::default())
+            .build()
+            .unwrap();
+        {
+            let _guard = tracing::subscriber::set_default(
+                tracing_subscriber::registry().with(telemetry.layer()),
+            );
+            tracing::info_span!("work").in_scope(|| {});
+            let done = ops_agent(ScriptedModel::new().text("Fine."))
+                .run("Status?")
+                .await
+                .unwrap();
+            assert_eq!(done.output(), Some("Fine."));
+        }
+        telemetry.flush().unwrap();
+        spans
+            .get_finished_spans()
+            .unwrap()
+            .into_iter()
+            .map(|span| {
+                let keys = span.attributes.iter().map(|kv| kv.key.to_string());
+                (span.name.into_owned(), keys.collect())
+            })
+            .collect()
+    }
+    let has = |spans: &[(String, Vec<String>)], name: &str, key: &str| {
+        let (_, keys) = spans.iter().find(|(n, _)| n == name).expect(name);
+        keys.iter().any(|k| k == key)
+    };
+    let optional = [
+        "code.file.path",
+        "code.line.number",
+        "code.module.name",
+        "thread.id",
+        "thread.name",
+        "busy_ns",
+        "idle_ns",
+    ];
+    let plain = keys(Telemetry::new("x")).await;
+    for (name, keys) in &plain {
+        for key in optional {
+            assert!(!keys.iter().any(|k| k == key), "{name} carries {key}");
+        }
+    }
+    let located = keys(Telemetry::new("x").source_locations(true)).await;
+    assert!(has(&located, "work", "code.file.path"));
+    assert!(has(&located, "invoke_agent ops", "code.line.number"));
+    assert!(!has(&located, "work", "thread.id") && !has(&located, "work", "busy_ns"));
+    let threads = keys(Telemetry::new("x").thread_attributes(true)).await;
+    assert!(has(&threads, "work", "thread.id") && has(&threads, "chat scripted", "thread.name"));
+    assert!(!has(&threads, "work", "code.file.path") && !has(&threads, "work", "busy_ns"));
+    let timed = keys(Telemetry::new("x").busy_idle_times(true)).await;
+    assert!(has(&timed, "work", "busy_ns") && has(&timed, "chat scripted", "idle_ns"));
+    assert!(!has(&timed, "work", "thread.id") && !has(&timed, "work", "code.file.path"));
+    assert!(!has(&timed, "invoke_agent ops", "busy_ns"));
+}
+
 /// What a loopback server answers.
 #[derive(Clone)]
 enum Reply {
@@ -409,16 +474,60 @@ async fn a_stalled_server_is_given_up_on_at_the_timeout() {
     assert_eq!(server.heads().len(), 1, "the request was sent");
 }
 
+/// A collector that takes a request and never answers: `flush` and `shutdown` give up at
+/// `flush_timeout` with the error naming it, though one export may wait a minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_collector_holds_a_flush_no_longer_than_flush_timeout() {
+    let server = Server::start(Reply::Stall).await;
+    let flush_timeout = Duration::from_millis(300);
+    let telemetry = Telemetry::new("stalled")
+        .endpoint(server.url(""))
+        .export_timeout(Duration::from_secs(60))
+        .flush_timeout(flush_timeout)
+        .build()
+        .unwrap();
+    {
+        let _guard = tracing::subscriber::set_default(
+            tracing_subscriber::registry().with(telemetry.layer()),
+        );
+        tracing::info_span!("exported").in_scope(|| {});
+    }
+    let (flushed, shut, waited) = tokio::task::spawn_blocking(move || {
+        let started = std::time::Instant::now();
+        let flushed = telemetry.flush();
+        let shut = telemetry.shutdown();
+        (flushed, shut, started.elapsed())
+    })
+    .await
+    .unwrap();
+    let timed_out = OtelError::FlushTimeout {
+        timeout: flush_timeout,
+    };
+    assert_eq!(flushed, Err(timed_out.clone()));
+    assert_eq!(shut, Err(timed_out.clone()));
+    assert!(timed_out.to_string().contains("flush_timeout (300ms)"));
+    // Not a measure of speed: only that neither waited for the export's own minute.
+    assert!(waited < Duration::from_secs(30), "{waited:?}");
+    assert!(!server.heads().is_empty(), "the export was sent");
+}
+
 #[test]
 fn settings_out_of_range_are_refused_by_name() {
-    let zero = Telemetry::new("x").export_timeout(Duration::ZERO).build();
-    assert!(matches!(
-        zero,
-        Err(OtelError::Setting {
-            setting: "export_timeout",
-            ..
-        })
-    ));
+    for (setting, telemetry) in [
+        (
+            "export_timeout",
+            Telemetry::new("x").export_timeout(Duration::ZERO),
+        ),
+        (
+            "flush_timeout",
+            Telemetry::new("x").flush_timeout(Duration::ZERO),
+        ),
+    ] {
+        assert!(
+            matches!(telemetry.build(), Err(OtelError::Setting { setting: s, .. }) if s == setting),
+            "{setting}"
+        );
+    }
     let header = Telemetry::new("x").header("bad name", "v").build();
     assert!(matches!(header, Err(OtelError::Header { name }) if name == "bad name"));
     let endpoint = Telemetry::new("x").endpoint("ftp://collector").build();

@@ -34,7 +34,8 @@ pub enum OtelError {
     /// A setting out of its range.
     #[error("{setting}: {reason}")]
     Setting {
-        /// The setting (`export_timeout`, `metric_interval`, `max_response_bytes`).
+        /// The setting (`export_timeout`, `flush_timeout`, `metric_interval`,
+        /// `max_response_bytes`).
         setting: &'static str,
         /// What it must be.
         reason: String,
@@ -55,6 +56,14 @@ pub enum OtelError {
     /// The request and its response took longer than the setting `export_timeout`.
     #[error("the OTLP export took longer than export_timeout ({}ms)", timeout.as_millis())]
     Timeout {
+        /// The setting's value.
+        timeout: Duration,
+    },
+    /// A flush or shutdown of the exporters ([`TelemetryGuard::flush`](crate::otel::TelemetryGuard::flush),
+    /// [`shutdown`](crate::otel::TelemetryGuard::shutdown)) took longer than the setting
+    /// `flush_timeout`: what was not exported by then is lost.
+    #[error("the OpenTelemetry flush took longer than flush_timeout ({}ms)", timeout.as_millis())]
+    FlushTimeout {
         /// The setting's value.
         timeout: Duration,
     },

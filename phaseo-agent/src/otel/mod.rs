@@ -30,12 +30,14 @@ mod error;
 mod http;
 
 use std::collections::HashMap;
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
 use opentelemetry::InstrumentationScope;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{
     Aggregation, Instrument, InstrumentKind, MeterProviderBuilder, PeriodicReader,
@@ -80,6 +82,13 @@ pub const DEFAULT_EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 /// ```
 pub const DEFAULT_METRIC_INTERVAL: Duration = Duration::from_secs(60);
 
+/// The default of [`Telemetry::flush_timeout`]: 5 seconds, as the SDK's own shutdown.
+///
+/// ```
+/// assert_eq!(phaseo_agent::otel::DEFAULT_FLUSH_TIMEOUT.as_secs(), 5);
+/// ```
+pub const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The default of [`Telemetry::max_response_bytes`]: 64 KiB. A collector answers an export with
 /// a few bytes (a partial-success message at most).
 ///
@@ -111,10 +120,23 @@ pub struct Telemetry {
     endpoint: Option<String>,
     headers: Vec<(String, String)>,
     export_timeout: Duration,
+    flush_timeout: Duration,
     metric_interval: Duration,
     max_response_bytes: usize,
+    attributes: SpanAttributes,
     spans: Option<WithSpans>,
     metrics: Option<WithMetrics>,
+}
+
+/// Which attributes tracing-opentelemetry adds to every span (all off by default).
+#[derive(Debug, Clone, Copy, Default)]
+struct SpanAttributes {
+    /// `code.file.path`, `code.line.number`, `code.module.name`.
+    source_locations: bool,
+    /// `thread.id`, `thread.name`.
+    threads: bool,
+    /// `busy_ns`, `idle_ns`.
+    busy_idle: bool,
 }
 
 impl std::fmt::Debug for Telemetry {
@@ -126,8 +148,12 @@ impl std::fmt::Debug for Telemetry {
             .field("endpoint", &self.endpoint)
             .field("headers", &headers)
             .field("export_timeout", &self.export_timeout)
+            .field("flush_timeout", &self.flush_timeout)
             .field("metric_interval", &self.metric_interval)
             .field("max_response_bytes", &self.max_response_bytes)
+            .field("source_locations", &self.attributes.source_locations)
+            .field("thread_attributes", &self.attributes.threads)
+            .field("busy_idle_times", &self.attributes.busy_idle)
             .field("span_exporter", &self.spans.as_ref().map(|_| "injected"))
             .field(
                 "metric_exporter",
@@ -151,8 +177,10 @@ impl Telemetry {
             endpoint: None,
             headers: Vec::new(),
             export_timeout: DEFAULT_EXPORT_TIMEOUT,
+            flush_timeout: DEFAULT_FLUSH_TIMEOUT,
             metric_interval: DEFAULT_METRIC_INTERVAL,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            attributes: SpanAttributes::default(),
             spans: None,
             metrics: None,
         }
@@ -197,6 +225,66 @@ impl Telemetry {
     /// ```
     pub fn export_timeout(mut self, timeout: Duration) -> Self {
         self.export_timeout = timeout;
+        self
+    }
+
+    /// How long [`TelemetryGuard::flush`], [`TelemetryGuard::shutdown`] and the guard's drop wait
+    /// for what is buffered to be exported (default [`DEFAULT_FLUSH_TIMEOUT`]). At the limit they
+    /// return, `flush` and `shutdown` with [`OtelError::FlushTimeout`] and the drop silently:
+    /// spans and metrics not exported by then are lost, and the export still under way goes on,
+    /// on a thread of its own, until it ends (bounded by
+    /// [`export_timeout`](Self::export_timeout)) or the process exits. Raise it for a slow
+    /// collector; a process that must exit promptly lowers it.
+    ///
+    /// ```
+    /// let telemetry = phaseo_agent::otel::Telemetry::new("billing-agent")
+    ///     .flush_timeout(std::time::Duration::from_secs(2));
+    /// # drop(telemetry);
+    /// ```
+    pub fn flush_timeout(mut self, timeout: Duration) -> Self {
+        self.flush_timeout = timeout;
+        self
+    }
+
+    /// Whether every span carries where in the source it was made: `code.file.path` (a path on
+    /// the machine that built the program), `code.line.number` and `code.module.name`. Off by
+    /// default: the span's name and attributes say what it is, and a build machine's paths are
+    /// not for every trace backend to keep.
+    ///
+    /// ```
+    /// let telemetry = phaseo_agent::otel::Telemetry::new("billing-agent").source_locations(true);
+    /// # drop(telemetry);
+    /// ```
+    pub fn source_locations(mut self, on: bool) -> Self {
+        self.attributes.source_locations = on;
+        self
+    }
+
+    /// Whether every span carries the thread it was made on: `thread.id` and `thread.name`. Off
+    /// by default: an async run moves between a runtime's threads, and the one it started on says
+    /// little.
+    ///
+    /// ```
+    /// let telemetry = phaseo_agent::otel::Telemetry::new("billing-agent").thread_attributes(true);
+    /// # drop(telemetry);
+    /// ```
+    pub fn thread_attributes(mut self, on: bool) -> Self {
+        self.attributes.threads = on;
+        self
+    }
+
+    /// Whether every span carries how long it was entered and how long it was not, in
+    /// nanoseconds: `busy_ns` and `idle_ns`. Off by default, which also spares the clock reads
+    /// on each enter and exit. A run's own `invoke_agent` span never carries them: the run ends
+    /// it itself once its last journal write is done, before `tracing` closes it, which is when
+    /// they would be added.
+    ///
+    /// ```
+    /// let telemetry = phaseo_agent::otel::Telemetry::new("billing-agent").busy_idle_times(true);
+    /// # drop(telemetry);
+    /// ```
+    pub fn busy_idle_times(mut self, on: bool) -> Self {
+        self.attributes.busy_idle = on;
         self
     }
 
@@ -297,6 +385,7 @@ impl Telemetry {
     pub fn build(self) -> Result<TelemetryGuard, OtelError> {
         for (setting, value) in [
             ("export_timeout", self.export_timeout),
+            ("flush_timeout", self.flush_timeout),
             ("metric_interval", self.metric_interval),
         ] {
             if value.is_zero() {
@@ -386,6 +475,8 @@ impl Telemetry {
             tracer_provider,
             meter_provider: meter_builder.build(),
             tracer,
+            attributes: self.attributes,
+            flush_timeout: self.flush_timeout,
             shut_down: false,
         })
     }
@@ -416,8 +507,9 @@ impl Telemetry {
 }
 
 /// The providers [`Telemetry`] built. Dropped, it flushes what is buffered and shuts the
-/// exporters down, waiting for them at most their timeout: hold it for as long as the process
-/// runs agents.
+/// exporters down, waiting at most [`Telemetry::flush_timeout`]: hold it for as long as the
+/// process runs agents. Every run ends its `invoke_agent` span once its last journal write is
+/// done, before it returns, so a guard dropped after the runs returned exports all of them.
 ///
 /// ```
 /// use opentelemetry::trace::{Tracer as _, TracerProvider as _};
@@ -430,6 +522,8 @@ pub struct TelemetryGuard {
     tracer_provider: SdkTracerProvider,
     meter_provider: SdkMeterProvider,
     tracer: SdkTracer,
+    attributes: SpanAttributes,
+    flush_timeout: Duration,
     shut_down: bool,
 }
 
@@ -446,6 +540,9 @@ impl TelemetryGuard {
     /// `OpenTelemetryLayer` and `MetricsLayer`, to compose into a subscriber of your own (with a
     /// log formatter, a filter). The runtime's metric events have the target
     /// [`METRICS_TARGET`](crate::telemetry::METRICS_TARGET), which a formatter can leave out.
+    /// Spans carry no source location, thread or busy/idle times unless
+    /// [`Telemetry::source_locations`], [`Telemetry::thread_attributes`] or
+    /// [`Telemetry::busy_idle_times`] turned them on.
     ///
     /// ```
     /// use tracing::level_filters::LevelFilter;
@@ -464,6 +561,9 @@ impl TelemetryGuard {
     {
         tracing_opentelemetry::layer()
             .with_tracer(self.tracer.clone())
+            .with_location(self.attributes.source_locations)
+            .with_threads(self.attributes.threads)
+            .with_tracked_inactivity(self.attributes.busy_idle)
             .and_then(tracing_opentelemetry::MetricsLayer::new(
                 self.meter_provider.clone(),
             ))
@@ -496,7 +596,8 @@ impl TelemetryGuard {
     }
 
     /// Exports what is buffered now: ended spans, and metrics as they stand. Blocks until the
-    /// exporters answered (at most about their timeout).
+    /// exporters answered, at most [`Telemetry::flush_timeout`]; past it,
+    /// [`OtelError::FlushTimeout`] (the export goes on, on a thread of its own).
     ///
     /// ```no_run
     /// let telemetry = phaseo_agent::otel::Telemetry::new("billing-agent").build()?;
@@ -505,15 +606,18 @@ impl TelemetryGuard {
     /// # Ok::<(), phaseo_agent::otel::OtelError>(())
     /// ```
     pub fn flush(&self) -> Result<(), OtelError> {
-        let spans = self.tracer_provider.force_flush();
-        let metrics = self.meter_provider.force_flush();
-        spans
-            .and(metrics)
-            .map_err(|e| OtelError::Sdk(e.to_string()))
+        let tracer_provider = self.tracer_provider.clone();
+        let meter_provider = self.meter_provider.clone();
+        bounded(self.flush_timeout, move || {
+            let spans = tracer_provider.force_flush();
+            let metrics = meter_provider.force_flush();
+            spans.and(metrics)
+        })
     }
 
     /// Flushes and shuts the exporters down, saying whether it went well (dropping the guard
-    /// does the same, silently).
+    /// does the same, silently). Waits at most [`Telemetry::flush_timeout`]; past it,
+    /// [`OtelError::FlushTimeout`], and what was not exported by then is lost.
     ///
     /// ```no_run
     /// let telemetry = phaseo_agent::otel::Telemetry::new("billing-agent").build()?;
@@ -528,11 +632,41 @@ impl TelemetryGuard {
         if std::mem::replace(&mut self.shut_down, true) {
             return Ok(());
         }
-        let spans = self.tracer_provider.shutdown();
-        let metrics = self.meter_provider.shutdown();
-        spans
-            .and(metrics)
-            .map_err(|e| OtelError::Sdk(e.to_string()))
+        let tracer_provider = self.tracer_provider.clone();
+        let meter_provider = self.meter_provider.clone();
+        let timeout = self.flush_timeout;
+        bounded(timeout, move || {
+            let spans = tracer_provider.shutdown_with_timeout(timeout);
+            let metrics = meter_provider.shutdown_with_timeout(timeout);
+            spans.and(metrics)
+        })
+    }
+}
+
+/// Runs `work` (a flush or a shutdown of the providers) on a thread of its own and waits for it
+/// at most `timeout`. The SDK bounds some of its waits and not others (a metric export, an
+/// exporter's own shutdown); this bounds them all. Past `timeout` the thread is left to finish
+/// alone, and [`OtelError::FlushTimeout`] says so.
+fn bounded(
+    timeout: Duration,
+    work: impl FnOnce() -> OTelSdkResult + Send + 'static,
+) -> Result<(), OtelError> {
+    let (done, result) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("phaseo-otel-flush".into())
+        .spawn(move || {
+            let _ = done.send(work());
+        })
+        .map_err(|e| OtelError::Sdk(format!("the flush thread: {e}")))?;
+    match result.recv_timeout(timeout) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(OTelSdkError::Timeout(_))) | Err(RecvTimeoutError::Timeout) => {
+            Err(OtelError::FlushTimeout { timeout })
+        }
+        Ok(Err(error)) => Err(OtelError::Sdk(error.to_string())),
+        Err(RecvTimeoutError::Disconnected) => {
+            Err(OtelError::Sdk("the flush thread panicked".into()))
+        }
     }
 }
 

@@ -483,3 +483,10 @@ pub(crate) fn journaled(span: &Span, journal: Option<&dyn Journal>) {
         }
     }
 }
+
+/// The run's span ends: its last journal write is done, and nothing more is recorded on it. It
+/// is exported now, not when the last handle to it is dropped (see `span::end`).
+#[inline(never)]
+pub(crate) fn ended(span: &Span) {
+    span::end(span);
+}

@@ -233,7 +233,9 @@ impl Runner {
         {
             Ok(accepted) => accepted,
             Err((error, events)) => {
-                observe::refused(&Span::current(), &error);
+                let span = Span::current();
+                observe::refused(&span, &error);
+                observe::ended(&span);
                 return Err(refuse(error, given.map(|state| *state), &events));
             }
         };
@@ -582,6 +584,7 @@ impl Runner {
             (result, _) => result,
         };
         observe::journaled(span, journal.as_deref());
+        observe::ended(span);
         match result {
             Ok(()) => {
                 // The last event carries a copy of the state: made only when someone listens.

@@ -168,6 +168,32 @@ pub(crate) fn fail(span: &Span, error_type: &str, detail: Option<&str>) {
     span.record("otel.status_description", detail.unwrap_or(error_type));
 }
 
+/// Ends `span` now, as OpenTelemetry sees it, whoever else still holds a handle to it.
+///
+/// A `tracing` span closes only when its last handle is dropped, and its OpenTelemetry span is
+/// exported then. Libraries the run calls keep handles to the span that was current when they
+/// were called: sqlx's SQLite driver hands `Span::current()` with each statement to its
+/// connection's thread, which drops it after it has answered. A process that returned from
+/// `main` right after its run could shut its exporter down before that thread let go, and the
+/// run's span was never exported. A span ended here is exported at once; closing it later does
+/// nothing more (what is recorded on it after is dropped). Without the feature `otel`, or for a
+/// span no OpenTelemetry layer knows, nothing happens.
+pub(crate) fn end(span: &Span) {
+    #[cfg(feature = "otel")]
+    if !span.is_disabled() {
+        use opentelemetry::trace::TraceContextExt;
+        use tracing_opentelemetry::OpenTelemetrySpanExt;
+        // The span's own context, never the current one: a span no layer knows gives an empty
+        // context, whose span is a no-op.
+        let context = span.context();
+        if context.span_context_valid() {
+            context.span().end();
+        }
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = span;
+}
+
 /// Records a list attribute (`gen_ai.response.finish_reasons`): as an array when spans go to
 /// OpenTelemetry, else as its items joined by commas.
 pub(crate) fn record_list(span: &Span, key: &'static str, items: &[&str]) {
