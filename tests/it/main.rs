@@ -48,6 +48,7 @@ mod otel_export;
 mod pause_matrix;
 mod pause_resume;
 mod progress_context;
+mod refusals;
 mod provider_anthropic;
 mod provider_http;
 mod provider_openai;
