@@ -1038,6 +1038,63 @@ async fn sqlite_conformance() {
     conformance(Arc::new(store), sqlite_raw(&file.0)).await;
 }
 
+/// Two runs of agent `nu` at version 3, each with a call that started waiting at version 2; the
+/// pending row of `nu-bad` has a tool name that is not UTF-8 (as another program may write).
+async fn not_utf8_runs(store: &SqliteStore, raw: &RawSql) {
+    for run_id in ["nu-bad", "nu-ok"] {
+        store.create(new_run(run_id, "nu", T0)).await.unwrap();
+        let mut a = append(run_id, 1, 1);
+        a.status = StoredStatus::Paused;
+        let mut call = waiting(run_id, "c1", T0);
+        call.version = 2;
+        a.pending = Some(vec![call]);
+        store.append(a).await.unwrap();
+        store.append(append(run_id, 2, 1)).await.unwrap();
+    }
+    raw("UPDATE phaseo_pending SET tool = CAST(x'ff74' AS TEXT) WHERE run_id = 'nu-bad'".into())
+        .await;
+}
+
+/// Text that is not UTF-8 in a SQLite file: loading the run names the damaged row's own version
+/// (read apart from the text), not 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_text_not_utf8_names_the_damaged_rows_version() {
+    let file = TempFile::new("not-utf8-version");
+    let store = SqliteStore::open(&file.0).await.unwrap();
+    let raw = sqlite_raw(&file.0);
+    not_utf8_runs(&store, &raw).await;
+    match store.load("nu-bad").await {
+        Err(StoreError::Corrupt {
+            run_id, version, ..
+        }) => assert_eq!((run_id.as_str(), version), ("nu-bad", 2)),
+        other => panic!("{other:?}"),
+    }
+
+    // A journal entry's body: its version, 2.
+    raw("UPDATE phaseo_pending SET tool = 'refund' WHERE run_id = 'nu-bad'".into()).await;
+    raw("UPDATE phaseo_journal SET body = CAST(x'7bff7d' AS TEXT) \
+         WHERE run_id = 'nu-bad' AND version = 2"
+        .into())
+    .await;
+    match store.load("nu-bad").await {
+        Err(StoreError::Corrupt {
+            run_id, version, ..
+        }) => assert_eq!((run_id.as_str(), version), ("nu-bad", 2)),
+        other => panic!("{other:?}"),
+    }
+
+    // The run's own row: the run's version, 3.
+    raw("UPDATE phaseo_runs SET agent_id = CAST(x'6eff' AS TEXT) WHERE run_id = 'nu-bad'".into())
+        .await;
+    match store.load("nu-bad").await {
+        Err(StoreError::Corrupt {
+            run_id, version, ..
+        }) => assert_eq!((run_id.as_str(), version), ("nu-bad", 3)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.load("nu-ok").await.unwrap().version, 3);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_bounded_reads() {
     let file = TempFile::new("bounded");

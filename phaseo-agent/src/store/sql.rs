@@ -1405,8 +1405,15 @@ macro_rules! impl_row_by_row {
                 .ok_or_else(|| $crate::error::StoreError::NotFound {
                     run_id: run_id.to_owned(),
                 })?;
-                let bad = |e: sqlx::Error| corrupt(run_id, 0, e.to_string());
-                let raw = Self::raw_run(&row).map_err(bad)?;
+                // A row that cannot be read names its own version, read apart from its texts.
+                let at = |r: &<$db as sqlx::Database>::Row| {
+                    r.try_get::<i64, _>("version")
+                        .ok()
+                        .and_then(|v| u64::try_from(v).ok())
+                        .unwrap_or(0)
+                };
+                let bad = |version: u64| move |e: sqlx::Error| corrupt(run_id, version, e.to_string());
+                let raw = Self::raw_run(&row).map_err(bad(at(&row)))?;
                 let snapshot = raw.snapshot_bytes.map(|b| (Part::Snapshot, b));
                 check_sizes(run_id, &limits, snapshot.clone())?;
                 let mut used = raw.snapshot_bytes.unwrap_or(0);
@@ -1427,17 +1434,19 @@ macro_rules! impl_row_by_row {
                 .map_err(database)?
                 .iter()
                 .map(|r| {
-                    Ok::<_, sqlx::Error>((
-                        r.try_get("version")?,
-                        r.try_get("kind")?,
-                        r.try_get("format")?,
-                        r.try_get("body")?,
-                        r.try_get("digest")?,
-                        r.try_get("bytes")?,
-                    ))
+                    let read = || {
+                        Ok::<_, sqlx::Error>((
+                            r.try_get("version")?,
+                            r.try_get("kind")?,
+                            r.try_get("format")?,
+                            r.try_get("body")?,
+                            r.try_get("digest")?,
+                            r.try_get("bytes")?,
+                        ))
+                    };
+                    read().map_err(bad(at(r)))
                 })
-                .collect::<Result<Vec<$crate::store::sql::RawJournal>, _>>()
-                .map_err(bad)?;
+                .collect::<Result<Vec<$crate::store::sql::RawJournal>, _>>()?;
                 let entries = || journal.iter().map(|j| (Part::Entry(j.0), j.5));
                 check_sizes(run_id, &limits, snapshot.clone().into_iter().chain(entries()))?;
                 used = used.saturating_add(journal.iter().map(|j| j.5).sum::<i64>());
@@ -1457,7 +1466,7 @@ macro_rules! impl_row_by_row {
                 .await
                 .map_err(database)?
                 .iter()
-                .map(|r| Self::raw_pending(r).map_err(bad))
+                .map(|r| Self::raw_pending(r).map_err(bad(at(r))))
                 .collect::<Result<Vec<_>, _>>()?;
                 tx.commit().await.map_err(database)?;
                 let calls = pending.iter().map(|p| (Part::Pending(&p.call_id), p.bytes));
