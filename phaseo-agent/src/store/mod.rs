@@ -105,9 +105,9 @@ pub(crate) mod runs;
 mod worker;
 
 pub use backend::{
-    Append, AuditFilter, ClaimRequest, Claimed, DecisionRow, JournalRow, Lease, LoadedRun, NewRun,
-    Page, PendingFilter, PendingRow, QueueCounts, ReadLimits, RunFilter, RunStore, RunSummary,
-    SnapshotRow, StoredStatus, Wakeups,
+    Append, AuditFilter, ClaimRequest, Claimed, DamagedRow, DecisionRow, JournalRow, Lease,
+    LoadedRun, NewRun, Page, PendingFilter, PendingRow, QueueCounts, ReadLimits, RunFilter,
+    RunStore, RunSummary, SnapshotRow, StoredStatus, Wakeups,
 };
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]

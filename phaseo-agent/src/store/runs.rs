@@ -323,29 +323,38 @@ impl Runs {
 
     /// The calls waiting for a person, across runs, newest first.
     ///
-    /// A row whose arguments do not match its digest (edited in the database) is left out of the
-    /// page and logged at `warn` with its run and call, and the other rows are listed: a damaged
-    /// row is its run's problem. Loading the run ([`load`](Self::load)) checks each row against
-    /// the run's journal besides, so an edited row is never decided, whatever its digest says.
+    /// A row that cannot be read back as written (an unknown kind, arguments that are not JSON,
+    /// text that is not UTF-8, a row over the store's [`ReadLimits`](crate::store::ReadLimits)),
+    /// or whose arguments do not match their digest (edited in the database), is named in the
+    /// page's [`damaged`](Page::damaged), with its run, call and version, and logged at `warn`;
+    /// the other rows are listed: a damaged row is its run's problem. Loading the run
+    /// ([`load`](Self::load)) checks each row against the run's journal besides, so an edited row
+    /// is never decided, whatever its digest says.
     pub async fn pending(&self, filter: &PendingFilter) -> Result<Page<PendingRow>, AgentError> {
         let mut page = self
             .store
             .pending(filter)
             .await
             .map_err(AgentError::Store)?;
-        page.items.retain(|row| {
-            let whole = row.digest == arguments_digest(&row.arguments);
-            if !whole {
-                tracing::warn!(
-                    run = %row.run_id,
-                    call = %row.call_id,
-                    version = row.version,
-                    "a waiting call's arguments do not match their digest: the row was changed \
-                     in the database, and is not listed"
-                );
-            }
-            whole
-        });
+        let (whole, edited) = std::mem::take(&mut page.items)
+            .into_iter()
+            .partition::<Vec<_>, _>(|row| row.digest == arguments_digest(&row.arguments));
+        page.items = whole;
+        page.damaged.extend(edited.iter().map(|row| {
+            row.damaged(
+                "its arguments do not match their digest: the row was changed in the database"
+                    .into(),
+            )
+        }));
+        for damaged in &page.damaged {
+            tracing::warn!(
+                run = %damaged.run_id,
+                call = damaged.call_id.as_deref().unwrap_or("?"),
+                version = damaged.version,
+                reason = %damaged.reason,
+                "a waiting call's row is damaged: it is not listed, and cannot be decided"
+            );
+        }
         Ok(page)
     }
 
