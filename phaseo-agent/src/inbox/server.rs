@@ -936,15 +936,7 @@ async fn list(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQuery
     };
     match app.inbox.runs.pending(&filter).await {
         Ok(page) => {
-            let body = pages::list(
-                &page.items,
-                page.next.as_deref(),
-                &query,
-                &ctx.base,
-                &csrf,
-                now_ms(),
-                may_decide,
-            );
+            let body = pages::list(&page, &query, &ctx.base, &csrf, now_ms(), may_decide);
             html(&ctx, StatusCode::OK, "Waiting for a decision", &body)
         }
         Err(error) => Refusal::store(error).page(&ctx, None),
