@@ -122,12 +122,7 @@ impl Served {
 }
 
 fn empty_page<'a, T: Send + 'a>() -> Boxed<'a, Page<T>> {
-    Box::pin(async {
-        Ok(Page {
-            items: Vec::new(),
-            next: None,
-        })
-    })
+    Box::pin(async { Ok(Page::new(Vec::new(), None)) })
 }
 
 impl RunStore for Served {

@@ -232,9 +232,11 @@ impl From<StoreError> for AgentError {
 #[non_exhaustive]
 pub enum StoreError {
     /// A write named the version of the run it read, and the run has moved on since: another
-    /// resumer, recoverer or decision came first. Nothing was written.
+    /// resumer, recoverer or decision came first. Nothing was written. A resumer that lost the
+    /// race has nothing to do; one who decides loads the run again and decides on its current
+    /// version.
     #[error(
-        "Run `{run_id}` is at version {found}, not {expected}: another process changed it first; nothing was written (load it again)"
+        "Run `{run_id}` is at version {found}, not {expected}: another process (a resume, a decision or a recovery) changed it first, and nothing was written. A resumer that lost this race has nothing to do; to decide, load the run again and decide on its current version"
     )]
     Conflict {
         /// The run.
@@ -245,13 +247,18 @@ pub enum StoreError {
         found: u64,
     },
     /// No run with this id is stored.
-    #[error("No run `{run_id}` in the store")]
+    #[error(
+        "No run `{run_id}` in the store: check the run id, and that this is the store the run was saved in (a completed or failed run may have been pruned)"
+    )]
     NotFound {
         /// The run.
         run_id: String,
     },
-    /// A run with this id is stored already.
-    #[error("Run `{run_id}` is already in the store")]
+    /// A run with this id is stored already (an enqueue or a save tried again finds its own
+    /// run: nothing to do).
+    #[error(
+        "Run `{run_id}` is already in the store: it was stored before (an enqueue or a save tried again), so there is nothing to do; to start another run, give it another id"
+    )]
     AlreadyExists {
         /// The run.
         run_id: String,
@@ -292,7 +299,9 @@ pub enum StoreError {
         supported: i64,
     },
     /// A decision does not fit the run as stored: its call is not waiting, or the arguments or
-    /// version it was made on are not the current ones. Nothing was recorded.
+    /// version it was made on are not the current ones. Nothing was recorded. The reason says
+    /// what to do: nothing (someone else decided the call, and when), or load the run again and
+    /// decide on its current version.
     #[error("Decision refused for call `{call_id}` of run `{run_id}`: {reason}")]
     StaleDecision {
         /// The run.
@@ -303,7 +312,9 @@ pub enum StoreError {
         reason: String,
     },
     /// A run is not in the state the operation needs (resuming a run that is not paused, say).
-    #[error("Run `{run_id}` is {status}; {needed}")]
+    /// The text ends with what to do, from the status: nothing for a run that finished, runs
+    /// elsewhere or waits for a worker; decide its calls for a run that waits for people.
+    #[error("Run `{run_id}` is {status}; {needed}: {}", status_advice(.status))]
     WrongStatus {
         /// The run.
         run_id: String,
@@ -355,7 +366,7 @@ pub enum StoreError {
     /// assert!(lost.to_string().contains("lease 3 on run `run_1` is over"));
     /// ```
     #[error(
-        "The lease {token} on run `{run_id}` is over (expired, or another worker took the run); nothing was written"
+        "The lease {token} on run `{run_id}` is over (expired, or another worker took the run); nothing was written: this worker stops the run, and the one that holds it now goes on with it"
     )]
     LeaseLost {
         /// The run.
@@ -516,6 +527,22 @@ impl AgentErrorKind {
 impl fmt::Display for AgentErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// What to do about a run found in `status` (as stored) when an operation needed another.
+fn status_advice(status: &str) -> &'static str {
+    match status {
+        "completed" | "failed" => "it has finished, so there is nothing to do",
+        "running" => {
+            "another process runs it, so a resumer that lost the race has nothing to do (a run \
+             whose process died is taken up with `recover`)"
+        }
+        "ready" => "a worker takes it, so there is nothing to do",
+        "paused" | "in_doubt" => {
+            "it waits for people's decisions; decide its waiting calls, then resume it"
+        }
+        _ => "load the run again to see where it stands",
     }
 }
 

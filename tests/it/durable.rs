@@ -1005,9 +1005,9 @@ fn a_waiting_row_edited_in_the_database_is_refused_never_decided() {
 }
 
 /// A waiting row whose arguments were changed in the database without its digest is left out of
-/// the listing; the other runs' rows are listed.
+/// the listing's items and named in its `damaged`; the other runs' rows are listed.
 #[test]
-fn a_listing_leaves_out_a_row_whose_digest_does_not_match() {
+fn a_listing_names_a_row_whose_digest_does_not_match() {
     use sqlx::{AssertSqlSafe, ConnectOptions, Connection};
     block(async {
         let dir = crate::durable_processes::scratch("edited-row");
@@ -1037,15 +1037,13 @@ fn a_listing_leaves_out_a_row_whose_digest_does_not_match() {
         .await
         .unwrap();
         conn.close().await.unwrap();
-        let listed: Vec<String> = runs
-            .pending(&PendingFilter::default())
-            .await
-            .unwrap()
-            .items
-            .into_iter()
-            .map(|row| row.run_id)
-            .collect();
+        let page = runs.pending(&PendingFilter::default()).await.unwrap();
+        let listed: Vec<&str> = page.items.iter().map(|row| row.run_id.as_str()).collect();
         assert_eq!(listed, ["intact"]);
+        assert_eq!(page.damaged.len(), 1);
+        assert_eq!(page.damaged[0].run_id, "edited");
+        assert_eq!(page.damaged[0].call_id.as_deref(), Some("call_1"));
+        assert!(page.damaged[0].reason.contains("digest"));
         assert!(matches!(
             runs.load("edited").await,
             Err(AgentError::Store(StoreError::Corrupt { .. }))

@@ -1321,3 +1321,57 @@ async fn runs_whose_process_stopped_are_taken_up_or_listed_as_stuck() {
         StoredStatus::Running
     );
 }
+
+/// A waiting row the store cannot read back as written (here an unknown kind) is listed as
+/// "damaged: run X", with no checkbox and no link, beside the other runs' calls; deciding it is
+/// refused and records nothing.
+#[tokio::test]
+async fn a_damaged_row_is_listed_as_damaged_and_cannot_be_decided() {
+    use phaseo_agent::store::{JournalRow, NewRun};
+    let f = fixture(one_deploy("staging"), |i| i).await;
+    f.start("Deploy").await;
+    let bad = PendingRow {
+        run_id: "run-bad".into(),
+        agent_id: "release".into(),
+        call_id: "call_9".into(),
+        tool: "deploy".into(),
+        kind: "approval_please".into(),
+        arguments: "{}".into(),
+        digest: "d".into(),
+        since_ms: 1,
+        version: 1,
+        decision: None,
+        decided_by: None,
+    };
+    f.runs
+        .store()
+        .create(NewRun {
+            run_id: "run-bad".into(),
+            agent_id: "release".into(),
+            status: StoredStatus::Paused,
+            row: JournalRow {
+                version: 1,
+                kind: "started".into(),
+                format: 1,
+                body: "{}".into(),
+                digest: "x".into(),
+            },
+            pending: vec![bad.clone()],
+            at_ms: 1,
+        })
+        .await
+        .unwrap();
+    let alice = f.sign_in("alice-token").await;
+    let list = f.get(&alice, "/").await.body;
+    assert_eq!(list.matches("<li class=\"item\"").count(), 1, "{list}");
+    assert!(list.contains("damaged: run run-bad"), "{list}");
+    assert!(list.contains("unknown kind `approval_please`"), "{list}");
+    assert!(!list.contains("value=\"run-bad/"), "no checkbox: {list}");
+    assert!(!list.contains("href=\"/runs/run-bad"), "no link: {list}");
+    assert!(!list.contains("id=\"empty\""));
+
+    let before = f.audit_len().await;
+    let refused = f.approve(&alice, &bad).await;
+    assert!(refused >= 400, "{refused}");
+    assert_eq!(f.audit_len().await, before);
+}

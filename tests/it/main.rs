@@ -50,6 +50,7 @@ mod otel_processes;
 mod pause_matrix;
 mod pause_resume;
 mod progress_context;
+mod refusals;
 mod provider_anthropic;
 mod provider_http;
 mod provider_openai;

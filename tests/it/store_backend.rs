@@ -105,6 +105,7 @@ pub(crate) async fn conformance(store: Arc<dyn RunStore>, raw: RawSql) {
     runs_listing(&*store).await;
     prune_keeps_unfinished_runs(&*store).await;
     damaged_row_fails_only_its_run(&*store, &raw).await;
+    damaged_pending_rows_are_named(&*store).await;
     broken_contract_refused(&*store).await;
 }
 
@@ -784,6 +785,82 @@ async fn damaged_row_fails_only_its_run(store: &dyn RunStore, raw: &RawSql) {
     ));
 }
 
+/// A waiting call of agent `dp`.
+fn dp_waiting(run_id: &str, call_id: &str, since_ms: i64) -> PendingRow {
+    PendingRow {
+        agent_id: "dp".into(),
+        ..waiting(run_id, call_id, since_ms)
+    }
+}
+
+/// Waiting rows that cannot be read back as written (a kind that is none of the four, arguments
+/// or a recorded decision that are not JSON) are their runs' problem: the listing serves the
+/// rows beside them and names each damaged one, with its run, call and version; following the
+/// cursors reaches every row once, damaged or not.
+pub(crate) async fn damaged_pending_rows_are_named(store: &dyn RunStore) {
+    let mut run = new_run("dp-1", "dp", T0);
+    run.status = StoredStatus::Paused;
+    let mut kind = dp_waiting("dp-1", "c-kind", T0 + 5);
+    kind.kind = "approval_please".into();
+    let mut args = dp_waiting("dp-1", "c-args", T0 + 4);
+    args.arguments = "{\"env\": ".into();
+    run.pending = vec![dp_waiting("dp-1", "c-ok", T0 + 6), kind, args];
+    store.create(run).await.unwrap();
+    let mut other = new_run("dp-2", "dp", T0);
+    other.status = StoredStatus::Paused;
+    let mut decided = dp_waiting("dp-2", "c-decision", T0 + 3);
+    decided.decision = Some("approve, I guess".into());
+    decided.decided_by = Some("ada".into());
+    other.pending = vec![dp_waiting("dp-2", "c-fine", T0 + 2), decided];
+    store.create(other).await.unwrap();
+
+    let filter = PendingFilter {
+        agent_id: Some("dp".into()),
+        ..PendingFilter::default()
+    };
+    let page = store.pending(&filter).await.expect("the listing is served");
+    let listed: Vec<&str> = page.items.iter().map(|p| p.call_id.as_str()).collect();
+    assert_eq!(listed, ["c-ok", "c-fine"]);
+    let named: Vec<(&str, Option<&str>, Option<u64>)> = page
+        .damaged
+        .iter()
+        .map(|d| (d.run_id.as_str(), d.call_id.as_deref(), d.version))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("dp-1", Some("c-kind"), Some(1)),
+            ("dp-1", Some("c-args"), Some(1)),
+            ("dp-2", Some("c-decision"), Some(1)),
+        ]
+    );
+    let reasons: Vec<&str> = page.damaged.iter().map(|d| d.reason.as_str()).collect();
+    assert!(
+        reasons[0].contains("unknown kind `approval_please`"),
+        "{reasons:?}"
+    );
+    assert!(reasons[1].contains("arguments are not JSON"), "{reasons:?}");
+    assert!(reasons[2].contains("decision is not JSON"), "{reasons:?}");
+    assert!(page.next.is_none());
+
+    // Two rows a page: every row once, in order, damaged or not, and the cursor moves past the
+    // damaged ones.
+    let mut paged = PendingFilter { limit: 2, ..filter };
+    let mut seen = Vec::new();
+    loop {
+        let page = store.pending(&paged).await.unwrap();
+        assert!(page.items.len() + page.damaged.len() <= 2);
+        seen.extend(page.items.iter().map(|p| p.call_id.clone()));
+        seen.extend(page.damaged.iter().filter_map(|d| d.call_id.clone()));
+        match page.next {
+            Some(next) => paged.after = Some(next),
+            None => break,
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, ["c-args", "c-decision", "c-fine", "c-kind", "c-ok"]);
+}
+
 async fn broken_contract_refused(store: &dyn RunStore) {
     store.create(new_run("bc-1", "bc", T0)).await.unwrap();
     let before = store.load("bc-1").await.unwrap();
@@ -914,7 +991,17 @@ pub(crate) async fn bounded_reads(store: &dyn RunStore) {
         agent_id: Some("rb-p".into()),
         ..PendingFilter::default()
     };
-    too_large(store.pending(&listing).await, "rb-pending", "`c-big`", ROW);
+    // The listing serves the small call and names the big one, with the setting.
+    let page = store.pending(&listing).await.unwrap();
+    assert_eq!(page.items.len(), 1);
+    assert_eq!(page.items[0].call_id, "c-small");
+    assert_eq!(page.damaged.len(), 1);
+    assert_eq!(page.damaged[0].call_id.as_deref(), Some("c-big"));
+    assert!(
+        page.damaged[0].reason.contains(ROW),
+        "{}",
+        page.damaged[0].reason
+    );
 
     // Rows each within the bound, together over the load's.
     store.create(new_run("rb-total", "rb", T0)).await.unwrap();
@@ -1036,6 +1123,97 @@ async fn sqlite_conformance() {
     let file = TempFile::new("conformance");
     let store = SqliteStore::open(&file.0).await.unwrap();
     conformance(Arc::new(store), sqlite_raw(&file.0)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_damaged_pending_rows_are_named() {
+    damaged_pending_rows_are_named(&phaseo_agent::store::MemoryStore::new()).await;
+}
+
+/// Two runs of agent `nu` at version 3, each with a call that started waiting at version 2; the
+/// pending row of `nu-bad` has a tool name that is not UTF-8 (as another program may write).
+async fn not_utf8_runs(store: &SqliteStore, raw: &RawSql) {
+    for run_id in ["nu-bad", "nu-ok"] {
+        store.create(new_run(run_id, "nu", T0)).await.unwrap();
+        let mut a = append(run_id, 1, 1);
+        a.status = StoredStatus::Paused;
+        let mut call = waiting(run_id, "c1", T0);
+        call.version = 2;
+        a.pending = Some(vec![call]);
+        store.append(a).await.unwrap();
+        store.append(append(run_id, 2, 1)).await.unwrap();
+    }
+    raw("UPDATE phaseo_pending SET tool = CAST(x'ff74' AS TEXT) WHERE run_id = 'nu-bad'".into())
+        .await;
+}
+
+/// Text that is not UTF-8 in a SQLite file (written by another program), in a pending row: the
+/// listing serves the rows beside it and names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_text_not_utf8_in_a_pending_row_is_named() {
+    let file = TempFile::new("not-utf8");
+    let store = SqliteStore::open(&file.0).await.unwrap();
+    let raw = sqlite_raw(&file.0);
+    not_utf8_runs(&store, &raw).await;
+    let filter = PendingFilter {
+        agent_id: Some("nu".into()),
+        ..PendingFilter::default()
+    };
+    let page = store.pending(&filter).await.expect("the listing is served");
+    let listed: Vec<&str> = page.items.iter().map(|p| p.run_id.as_str()).collect();
+    assert_eq!(listed, ["nu-ok"]);
+    assert_eq!(page.damaged.len(), 1, "{:?}", page.damaged);
+    let damaged = &page.damaged[0];
+    assert_eq!(
+        (
+            damaged.run_id.as_str(),
+            damaged.call_id.as_deref(),
+            damaged.version
+        ),
+        ("nu-bad", Some("c1"), Some(2))
+    );
+    assert!(damaged.reason.contains("\"tool\""), "{}", damaged.reason);
+    assert!(damaged.reason.contains("utf-8"), "{}", damaged.reason);
+}
+
+/// Text that is not UTF-8 in a SQLite file: loading the run names the damaged row's own version
+/// (read apart from the text), not 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_text_not_utf8_names_the_damaged_rows_version() {
+    let file = TempFile::new("not-utf8-version");
+    let store = SqliteStore::open(&file.0).await.unwrap();
+    let raw = sqlite_raw(&file.0);
+    not_utf8_runs(&store, &raw).await;
+    match store.load("nu-bad").await {
+        Err(StoreError::Corrupt {
+            run_id, version, ..
+        }) => assert_eq!((run_id.as_str(), version), ("nu-bad", 2)),
+        other => panic!("{other:?}"),
+    }
+
+    // A journal entry's body: its version, 2.
+    raw("UPDATE phaseo_pending SET tool = 'refund' WHERE run_id = 'nu-bad'".into()).await;
+    raw("UPDATE phaseo_journal SET body = CAST(x'7bff7d' AS TEXT) \
+         WHERE run_id = 'nu-bad' AND version = 2"
+        .into())
+    .await;
+    match store.load("nu-bad").await {
+        Err(StoreError::Corrupt {
+            run_id, version, ..
+        }) => assert_eq!((run_id.as_str(), version), ("nu-bad", 2)),
+        other => panic!("{other:?}"),
+    }
+
+    // The run's own row: the run's version, 3.
+    raw("UPDATE phaseo_runs SET agent_id = CAST(x'6eff' AS TEXT) WHERE run_id = 'nu-bad'".into())
+        .await;
+    match store.load("nu-bad").await {
+        Err(StoreError::Corrupt {
+            run_id, version, ..
+        }) => assert_eq!((run_id.as_str(), version), ("nu-bad", 3)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.load("nu-ok").await.unwrap().version, 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

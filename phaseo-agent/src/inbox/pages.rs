@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::inbox::html::{age, escape, home, pct, pretty, utc};
 use crate::model::message::Message;
 use crate::run::state::Decision;
-use crate::store::backend::{DecisionRow, PendingRow};
+use crate::store::backend::{DamagedRow, DecisionRow, Page, PendingRow};
 
 /// The forms' actions, and which kinds of waiting call each fits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +120,19 @@ pub(crate) fn item_li(row: &PendingRow, base: &str, now_ms: i64, selectable: boo
     )
 }
 
+/// One `<li>` of the list for a waiting row the store could not read back as written: "damaged:
+/// run X", with what is wrong. No checkbox and no link: it cannot be decided until someone
+/// repairs or removes it.
+pub(crate) fn damaged_li(row: &DamagedRow) -> String {
+    format!(
+        "<li class=\"item damaged\" data-run=\"{run}\" data-damaged=\"true\">\
+         <span class=\"kind\">damaged: run {run}</span> <span class=\"why\">{why}; it cannot \
+         be decided here until the row is repaired or removed</span></li>",
+        run = escape(&row.run_id),
+        why = escape(&row.to_string()),
+    )
+}
+
 /// The list's filters, as the query string carries them.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 pub(crate) struct ListQuery {
@@ -159,16 +172,16 @@ impl ListQuery {
     }
 }
 
-/// The list page's body.
+/// The list page's body: the page's items, and its damaged rows (which cannot be decided).
 pub(crate) fn list(
-    rows: &[PendingRow],
-    next: Option<&str>,
+    page: &Page<PendingRow>,
     query: &ListQuery,
     base: &str,
     csrf: &str,
     now_ms: i64,
     may_decide: bool,
 ) -> String {
+    let (rows, damaged, next) = (&page.items, &page.damaged, page.next.as_deref());
     let mut body = String::new();
     if let Some(flash) = ListQuery::get(&query.flash) {
         let text = match flash.as_str() {
@@ -211,12 +224,15 @@ pub(crate) fn list(
         value(&query.older_than),
         home = escape(&home(base)),
     );
-    if rows.is_empty() {
+    if rows.is_empty() && damaged.is_empty() {
         body.push_str("<p id=\"empty\">Nothing waits for a decision.</p>");
     }
     body.push_str("<ul id=\"items\">");
     for row in rows {
         body.push_str(&item_li(row, base, now_ms, may_decide));
+    }
+    for row in damaged {
+        body.push_str(&damaged_li(row));
     }
     body.push_str("</ul>");
     if let Some(next) = next {

@@ -1050,15 +1050,7 @@ async fn list(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQuery
     };
     match app.inbox.runs.pending(&filter).await {
         Ok(page) => {
-            let mut body = pages::list(
-                &page.items,
-                page.next.as_deref(),
-                &query,
-                &ctx.base,
-                &csrf,
-                now_ms(),
-                may_decide,
-            );
+            let mut body = pages::list(&page, &query, &ctx.base, &csrf, now_ms(), may_decide);
             // On the first page only: runs that need a person although no call of theirs waits.
             if query.after.as_deref().is_none_or(str::is_empty) {
                 body.push_str(&app.inbox.needing_a_person(&ctx.base).await);

@@ -68,8 +68,11 @@ pub enum RunStatus {
 /// assert_eq!(PendingKind::ExternalOutput.as_str(), "external_output");
 /// let kind: PendingKind = serde_json::from_str(r#""tool_approval""#).unwrap();
 /// assert_eq!(kind, PendingKind::ToolApproval);
+/// // It prints as stored, as `PendingRow::kind` is: in messages, logs and `{:?}` alike.
+/// assert_eq!(PendingKind::OutcomeUnknown.to_string(), "outcome_unknown");
+/// assert_eq!(format!("{kind:?}"), "tool_approval");
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum PendingKind {
@@ -100,6 +103,19 @@ impl PendingKind {
             PendingKind::Hitl => "hitl",
             PendingKind::OutcomeUnknown => "outcome_unknown",
         }
+    }
+}
+
+impl std::fmt::Display for PendingKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// As stored (`tool_approval`, ...), like [`PendingRow::kind`](crate::store::PendingRow::kind).
+impl std::fmt::Debug for PendingKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -1221,7 +1237,12 @@ impl RunState {
 /// assert_eq!(state.messages().len(), 1);                     // the user's input
 /// # }
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Its `{:?}` is short whatever the size of the state (under 1 KB: the error, cut; the run's
+/// id and status; how many messages, steps and pending calls it holds): a log line or a panic
+/// message never carries a whole conversation. The state is read through
+/// [`state`](Self::state) (or the field).
+#[derive(Clone, PartialEq)]
 pub struct RunError {
     /// What went wrong.
     pub error: AgentError,
@@ -1233,6 +1254,76 @@ impl RunError {
     /// An error before any run started (a refused resume or retry).
     pub(crate) fn refused(error: AgentError) -> Self {
         RunError { error, state: None }
+    }
+
+    /// What went wrong.
+    pub fn error(&self) -> &AgentError {
+        &self.error
+    }
+
+    /// The run's state at the failure, if the run had started.
+    ///
+    /// ```
+    /// use phaseo_agent::{Agent, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let agent = Agent::builder("t").model(ScriptedModel::new()).build().unwrap();
+    /// let failed = agent.run("hello").await.unwrap_err();
+    /// let state = failed.state().expect("the run had started");
+    /// assert!(format!("{failed:?}").contains(state.run_id()));
+    /// # }
+    /// ```
+    pub fn state(&self) -> Option<&RunState> {
+        self.state.as_deref()
+    }
+
+    /// The run's state at the failure, taken out of the error.
+    pub fn into_state(self) -> Option<RunState> {
+        self.state.map(|state| *state)
+    }
+}
+
+/// Short: the error's text (its first 400 bytes), the run's id and status, and how many
+/// messages, steps and pending calls its state holds, never the state itself.
+impl std::fmt::Debug for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const SHOWN: usize = 400;
+        let text = self.error.to_string();
+        let mut cut = SHOWN.min(text.len());
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let error = if cut < text.len() {
+            format!("{}… ({} bytes)", &text[..cut], text.len())
+        } else {
+            text
+        };
+        let mut out = f.debug_struct("RunError");
+        out.field("kind", &self.error.kind()).field("error", &error);
+        match &self.state {
+            Some(state) => out
+                .field("run_id", &Cut(&state.run_id))
+                .field("status", &state.status)
+                .field("messages", &state.messages.len())
+                .field("steps", &state.steps.len())
+                .field("pending", &state.pending.len())
+                .finish(),
+            None => out.field("state", &None::<()>).finish(),
+        }
+    }
+}
+
+/// An id in a `Debug`, cut to its first 100 bytes.
+struct Cut<'a>(&'a str);
+
+impl std::fmt::Debug for Cut<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut cut = 100.min(self.0.len());
+        while !self.0.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        std::fmt::Debug::fmt(&self.0[..cut], f)
     }
 }
 

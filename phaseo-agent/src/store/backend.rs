@@ -316,12 +316,118 @@ impl Default for AuditFilter {
 }
 
 /// One page of a listing, and the cursor of the next (`None` on the last page).
+///
+/// A listing of waiting calls names in [`damaged`](Self::damaged) the rows of this page that
+/// could not be read back as written, in place of leaving them out or failing the whole page: a
+/// damaged row is its run's problem, and the people who must decide the other runs' calls still
+/// see them.
+///
+/// ```
+/// use phaseo_agent::store::Page;
+///
+/// let page = Page::new(vec!["a", "b"], Some("cursor".to_owned()));
+/// assert_eq!(page.items.len(), 2);
+/// assert!(page.damaged.is_empty());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page<T> {
     /// The items.
     pub items: Vec<T>,
     /// Pass as `after` for the next page.
     pub next: Option<String>,
+    /// The rows of this page that could not be read back as written (listings of waiting calls;
+    /// empty elsewhere). They count towards the page's limit, and the cursor moves past them.
+    pub damaged: Vec<DamagedRow>,
+}
+
+impl<T> Page<T> {
+    /// A page of `items`, and the cursor of the next, with no damaged row: what a
+    /// [`RunStore`] of your own returns.
+    pub fn new(items: Vec<T>, next: Option<String>) -> Self {
+        Page {
+            items,
+            next,
+            damaged: Vec::new(),
+        }
+    }
+}
+
+/// A stored waiting call that a listing could not read back as written: its text is not valid
+/// (not UTF-8, in a SQLite file written by another program), its kind is none of the four, its
+/// arguments or recorded decision are not JSON, it is larger than the store reads
+/// ([`ReadLimits`]), or its arguments do not match their digest. It was changed in the database
+/// or written by a bug; it cannot be decided until someone repairs or removes it, and loading its
+/// run refuses it as [`StoreError::Corrupt`].
+///
+/// ```
+/// use phaseo_agent::store::DamagedRow;
+///
+/// let row = DamagedRow {
+///     run_id: "run_1".into(),
+///     call_id: Some("call_1".into()),
+///     version: Some(4),
+///     reason: "unknown kind `approval_please`".into(),
+/// };
+/// assert_eq!(
+///     row.to_string(),
+///     "run `run_1`, call `call_1` at version 4: unknown kind `approval_please`"
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DamagedRow {
+    /// The run (any bytes of it that are not UTF-8 shown as U+FFFD).
+    pub run_id: String,
+    /// The call, if its id could be read.
+    pub call_id: Option<String>,
+    /// The run's version when the call started waiting, if it could be read.
+    pub version: Option<u64>,
+    /// What is wrong with the row.
+    pub reason: String,
+}
+
+impl std::fmt::Display for DamagedRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "run `{}`", self.run_id)?;
+        if let Some(call) = &self.call_id {
+            write!(f, ", call `{call}`")?;
+        }
+        if let Some(version) = self.version {
+            write!(f, " at version {version}")?;
+        }
+        write!(f, ": {}", self.reason)
+    }
+}
+
+impl PendingRow {
+    /// This row, named as damaged for `reason`.
+    pub(crate) fn damaged(&self, reason: String) -> DamagedRow {
+        DamagedRow {
+            run_id: self.run_id.clone(),
+            call_id: Some(self.call_id.clone()),
+            version: Some(self.version),
+            reason,
+        }
+    }
+}
+
+/// What is wrong with a waiting call's row as read back, if anything: a kind that is none of the
+/// four, arguments or a recorded decision that are not JSON (the checks every store makes before
+/// listing a row; its size and text are the SQL stores' own).
+pub(crate) fn damage(row: &PendingRow) -> Option<String> {
+    let json = |text: &str| serde_json::from_str::<serde::de::IgnoredAny>(text).err();
+    if !matches!(
+        row.kind.as_str(),
+        "tool_approval" | "external_output" | "hitl" | "outcome_unknown"
+    ) {
+        return Some(format!("unknown kind `{}`", row.kind));
+    }
+    if let Some(e) = json(&row.arguments) {
+        return Some(format!("its arguments are not JSON ({e})"));
+    }
+    if let Some(e) = row.decision.as_deref().and_then(json) {
+        return Some(format!("its recorded decision is not JSON ({e})"));
+    }
+    None
 }
 
 /// How many bytes a store reads from its database at most, so that a row grown by a bug or by
@@ -331,8 +437,9 @@ pub struct Page<T> {
 ///
 /// A row's size is its text: a journal entry's or snapshot's body, a pending call's arguments and
 /// decision together, an audit row's decision. The listings (`pending`, `audit`) bound each row by
-/// `max_row_bytes`: a page holding a larger row fails with the error naming it (rather than
-/// leaving the row out, which would hide a waiting call from the people who must decide it).
+/// `max_row_bytes`: a page of waiting calls names a larger row in [`Page::damaged`], with the
+/// error's text (it is not left out, which would hide a waiting call from the people who must
+/// decide it); a page of the audit log holding one fails with the error naming it.
 ///
 /// ```
 /// use phaseo_agent::store::ReadLimits;
@@ -486,7 +593,8 @@ pub trait RunStore: Send + Sync + 'static {
     /// The run's latest snapshot, the entries after it, and its waiting calls.
     fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<LoadedRun, StoreError>>;
 
-    /// Calls waiting for a person, across runs, newest first.
+    /// Calls waiting for a person, across runs, newest first. A row that cannot be read back as
+    /// written is named in the page's [`damaged`](Page::damaged), and the others are listed.
     fn pending<'a>(
         &'a self,
         filter: &'a PendingFilter,

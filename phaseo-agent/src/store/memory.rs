@@ -9,7 +9,8 @@ use crate::error::StoreError;
 use crate::store::backend::{
     AbandonedRun, Append, AuditFilter, Bell, ClaimRequest, Claimed, DecisionRow, JournalRow, Lease,
     LeaseRequest, LoadedRun, NewRun, Page, PendingFilter, PendingRow, QueueCounts, RunFilter,
-    RunStore, RunSummary, SnapshotRow, StoredStatus, Wakeups, clock_ms, hands_over, lease_ms,
+    RunStore, RunSummary, SnapshotRow, StoredStatus, Wakeups, clock_ms, damage, hands_over,
+    lease_ms,
 };
 
 /// A run store in memory: what the databases do, for tests and examples, lost when the process
@@ -165,10 +166,10 @@ fn page<T: Clone>(items: Vec<T>, after: Option<&str>, limit: usize) -> Page<T> {
     let limit = limit.clamp(1, 1000);
     let end = (start + limit).min(items.len());
     let next = (end < items.len()).then(|| end.to_string());
-    Page {
-        items: items.get(start..end).map(<[T]>::to_vec).unwrap_or_default(),
+    Page::new(
+        items.get(start..end).map(<[T]>::to_vec).unwrap_or_default(),
         next,
-    }
+    )
 }
 
 impl RunStore for MemoryStore {
@@ -291,7 +292,16 @@ impl RunStore for MemoryStore {
         rows.sort_by(|a, b| {
             (b.since_ms, &b.run_id, &b.call_id).cmp(&(a.since_ms, &a.run_id, &a.call_id))
         });
-        let result = page(rows, filter.after.as_deref(), filter.limit);
+        let mut result = page(rows, filter.after.as_deref(), filter.limit);
+        // A row written damaged (through this trait, by a bug) is named, not listed.
+        let (items, damaged) = std::mem::take(&mut result.items)
+            .into_iter()
+            .partition::<Vec<_>, _>(|row| damage(row).is_none());
+        result.items = items;
+        result.damaged = damaged
+            .iter()
+            .map(|row| row.damaged(damage(row).unwrap_or_default()))
+            .collect();
         Box::pin(async move { Ok(result) })
     }
 

@@ -106,9 +106,9 @@ mod lease;
 mod worker;
 
 pub use backend::{
-    AbandonedRun, Append, AuditFilter, ClaimRequest, Claimed, DecisionRow, JournalRow, Lease,
-    LeaseRequest, LoadedRun, NewRun, Page, PendingFilter, PendingRow, QueueCounts, ReadLimits,
-    RunFilter, RunStore, RunSummary, SnapshotRow, StoredStatus, Wakeups,
+    AbandonedRun, Append, AuditFilter, ClaimRequest, Claimed, DamagedRow, DecisionRow, JournalRow,
+    Lease, LeaseRequest, LoadedRun, NewRun, Page, PendingFilter, PendingRow, QueueCounts,
+    ReadLimits, RunFilter, RunStore, RunSummary, SnapshotRow, StoredStatus, Wakeups,
 };
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]

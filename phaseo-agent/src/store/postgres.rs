@@ -906,7 +906,13 @@ impl PostgresStore {
                 run_id: run_id.to_owned(),
             })?;
         session.finish().await?;
-        let bad = |e: sqlx::Error| corrupt(run_id, 0, e.to_string());
+        // What cannot be read names the run's version, read apart from the texts.
+        let at = row
+            .try_get::<i64, _>("version")
+            .ok()
+            .and_then(|v| u64::try_from(v).ok())
+            .unwrap_or(0);
+        let bad = |e: sqlx::Error| corrupt(run_id, at, e.to_string());
         Self::check_load_sizes(run_id, &self.limits, &row).map_err(|e| e.either(bad))?;
         let raw = Self::raw_run(&row).map_err(bad)?;
         let checked = raw.check(run_id)?;

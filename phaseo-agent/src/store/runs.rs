@@ -455,29 +455,38 @@ impl Runs {
 
     /// The calls waiting for a person, across runs, newest first.
     ///
-    /// A row whose arguments do not match its digest (edited in the database) is left out of the
-    /// page and logged at `warn` with its run and call, and the other rows are listed: a damaged
-    /// row is its run's problem. Loading the run ([`load`](Self::load)) checks each row against
-    /// the run's journal besides, so an edited row is never decided, whatever its digest says.
+    /// A row that cannot be read back as written (an unknown kind, arguments that are not JSON,
+    /// text that is not UTF-8, a row over the store's [`ReadLimits`](crate::store::ReadLimits)),
+    /// or whose arguments do not match their digest (edited in the database), is named in the
+    /// page's [`damaged`](Page::damaged), with its run, call and version, and logged at `warn`;
+    /// the other rows are listed: a damaged row is its run's problem. Loading the run
+    /// ([`load`](Self::load)) checks each row against the run's journal besides, so an edited row
+    /// is never decided, whatever its digest says.
     pub async fn pending(&self, filter: &PendingFilter) -> Result<Page<PendingRow>, AgentError> {
         let mut page = self
             .store
             .pending(filter)
             .await
             .map_err(AgentError::Store)?;
-        page.items.retain(|row| {
-            let whole = row.digest == arguments_digest(&row.arguments);
-            if !whole {
-                tracing::warn!(
-                    run = %row.run_id,
-                    call = %row.call_id,
-                    version = row.version,
-                    "a waiting call's arguments do not match their digest: the row was changed \
-                     in the database, and is not listed"
-                );
-            }
-            whole
-        });
+        let (whole, edited) = std::mem::take(&mut page.items)
+            .into_iter()
+            .partition::<Vec<_>, _>(|row| row.digest == arguments_digest(&row.arguments));
+        page.items = whole;
+        page.damaged.extend(edited.iter().map(|row| {
+            row.damaged(
+                "its arguments do not match their digest: the row was changed in the database"
+                    .into(),
+            )
+        }));
+        for damaged in &page.damaged {
+            tracing::warn!(
+                run = %damaged.run_id,
+                call = damaged.call_id.as_deref().unwrap_or("?"),
+                version = damaged.version,
+                reason = %damaged.reason,
+                "a waiting call's row is damaged: it is not listed, and cannot be decided"
+            );
+        }
         Ok(page)
     }
 
@@ -505,7 +514,8 @@ impl Runs {
     /// a decision on other arguments, on a call no longer waiting, or on one already decided is
     /// refused with [`StoreError::StaleDecision`], and nothing is recorded. Two people deciding
     /// the same call: exactly one is recorded, and the other gets `StaleDecision` naming who
-    /// decided.
+    /// decided and when. Each refusal's reason ends with what to do: nothing, or load the run
+    /// again and decide on its current version.
     ///
     /// A decision that does not fit the call's kind is refused with
     /// [`AgentError::DecisionMismatch`] before anything is recorded: above all an approval of a
@@ -529,15 +539,16 @@ impl Runs {
             })
         };
         let Some(row) = stored.pending.iter().find(|p| p.call_id == call_id) else {
-            return Err(stale("the call is not waiting for a decision"));
+            return Err(stale(NOT_WAITING));
         };
         if row.version != shown.version || row.digest != shown.digest {
             return Err(stale(
-                "the call's arguments or the run's version changed since it was shown",
+                "the call's arguments or the run's version changed since it was shown: load the \
+                 run again and decide on its current version",
             ));
         }
         if let Some(by) = &row.decided_by {
-            return Err(stale(&format!("it was already decided by {by}")));
+            return Err(stale(&self.decided_already(run_id, call_id, by).await));
         }
         // A decision the run would refuse on resume is refused now: once recorded, it cannot be
         // taken back. An approval of a call in doubt is one (it would repeat a side effect that
@@ -597,14 +608,12 @@ impl Runs {
                     Some(PendingRow {
                         decided_by: Some(by),
                         ..
-                    }) => Err(stale(&format!("it was already decided by {by}"))),
+                    }) => Err(stale(&self.decided_already(run_id, call_id, by).await)),
                     Some(_) => Err(stale(
-                        "the run moved on while the decision was recorded: show it again",
+                        "the run moved on while the decision was recorded: load the run again \
+                         and decide on its current version",
                     )),
-                    None => Err(stale(
-                        "the call no longer waits for a decision (it was decided, and the run \
-                         resumed)",
-                    )),
+                    None => Err(stale(NOT_WAITING)),
                 }
             }
             Err(other) => Err(AgentError::Store(other)),
@@ -623,6 +632,32 @@ impl Runs {
         match lease {
             Some(lease) => journal.held(lease, &self.holding),
             None => journal.fenced(fence),
+        }
+    }
+
+    /// Why a decision on a call someone decided already is refused: who, when (the audit log's
+    /// latest decision on the call, if its first page of the run's decisions holds it), and that
+    /// there is nothing to do.
+    async fn decided_already(&self, run_id: &str, call_id: &str, by: &str) -> String {
+        let filter = AuditFilter {
+            run_id: Some(run_id.to_owned()),
+            after: None,
+            limit: 1_000,
+        };
+        let at = self.audit(&filter).await.ok().and_then(|page| {
+            let last = page
+                .items
+                .into_iter()
+                .rev()
+                .find(|d| d.call_id == call_id)?;
+            Some(last.at_ms)
+        });
+        match at {
+            Some(ms) => format!(
+                "it was already decided by {by} at {}: nothing to do",
+                utc(ms)
+            ),
+            None => format!("it was already decided by {by}: nothing to do"),
         }
     }
 
@@ -1123,6 +1158,32 @@ fn check_pending(rows: &[PendingRow], state: &RunState) -> Result<(), StoreError
         }
     }
     Ok(())
+}
+
+/// A decision's refusal when its call waits no more.
+const NOT_WAITING: &str =
+    "the call no longer waits for a decision (it was decided, and the run went on): nothing to do";
+
+/// A time in milliseconds since the Unix epoch, as `2026-12-05 20:40:01 UTC`.
+fn utc(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Days to a civil date (proleptic Gregorian), after Howard Hinnant's `civil_from_days`.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
 }
 
 /// Who made an audited decision, and when.

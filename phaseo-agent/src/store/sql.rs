@@ -25,8 +25,9 @@ use std::fmt::Write as _;
 
 use crate::error::StoreError;
 use crate::store::backend::{
-    Append, AuditFilter, DecisionRow, JournalRow, LoadedRun, NewRun, PendingFilter, PendingRow,
-    QueueCounts, ReadLimits, RunFilter, RunSummary, SnapshotRow, StoredStatus,
+    Append, AuditFilter, DamagedRow, DecisionRow, JournalRow, LoadedRun, NewRun, Page,
+    PendingFilter, PendingRow, QueueCounts, ReadLimits, RunFilter, RunSummary, SnapshotRow,
+    StoredStatus, damage,
 };
 
 /// One agent's row of a queue count (`agent_id`, the counts `ready` to `completed`, and
@@ -609,9 +610,133 @@ pub(crate) fn pending_statement(
     ))
 }
 
-/// The cursor after a waiting call.
-pub(crate) fn pending_cursor(row: &PendingRow) -> String {
-    encode("p1", row.since_ms, &[&row.run_id, &row.call_id])
+/// A row's columns read one at a time, so that one that cannot be read (text that is not UTF-8,
+/// in a SQLite file another program wrote) is named, and the others are still read.
+pub(crate) struct Columns<'r, R> {
+    row: &'r R,
+    /// The columns that could not be read, and why.
+    wrong: Vec<String>,
+}
+
+impl<'r, R: sqlx::Row> Columns<'r, R>
+where
+    for<'a> &'a str: sqlx::ColumnIndex<R>,
+    for<'x> i64: sqlx::Decode<'x, R::Database> + sqlx::Type<R::Database>,
+    for<'x> String: sqlx::Decode<'x, R::Database> + sqlx::Type<R::Database>,
+    for<'x> Vec<u8>: sqlx::Decode<'x, R::Database> + sqlx::Type<R::Database>,
+{
+    fn new(row: &'r R) -> Self {
+        Columns {
+            row,
+            wrong: Vec::new(),
+        }
+    }
+
+    /// A text column (`None` for NULL). One that cannot be read is noted, and read as bytes with
+    /// what is not UTF-8 replaced, where the database sends it so.
+    fn text(&mut self, name: &str) -> Option<String> {
+        match self.row.try_get::<Option<String>, _>(name) {
+            Ok(text) => text,
+            Err(e) => {
+                self.wrong.push(e.to_string());
+                let bytes = self.row.try_get::<Option<Vec<u8>>, _>(name).ok()??;
+                Some(String::from_utf8_lossy(&bytes).into_owned())
+            }
+        }
+    }
+
+    /// An integer column (`None` for NULL, or noted if it cannot be read).
+    fn int(&mut self, name: &str) -> Option<i64> {
+        self.row
+            .try_get::<Option<i64>, _>(name)
+            .map_err(|e| self.wrong.push(e.to_string()))
+            .ok()
+            .flatten()
+    }
+}
+
+/// A row of a listing of waiting calls as read: where it stands (for the cursor), and the row,
+/// or what is wrong with it.
+pub(crate) struct Listed {
+    since_ms: i64,
+    run_id: String,
+    call_id: String,
+    row: Result<PendingRow, DamagedRow>,
+}
+
+/// Reads a row of a listing of waiting calls (the columns of [`pending_columns`]). A row that
+/// cannot be read back as written is named, with its run, and its call and version where they can
+/// be read: a damaged row is its run's problem, never the listing's.
+pub(crate) fn listed_pending<R: sqlx::Row>(r: &R, limits: &ReadLimits) -> Listed
+where
+    for<'a> &'a str: sqlx::ColumnIndex<R>,
+    for<'x> i64: sqlx::Decode<'x, R::Database> + sqlx::Type<R::Database>,
+    for<'x> String: sqlx::Decode<'x, R::Database> + sqlx::Type<R::Database>,
+    for<'x> Vec<u8>: sqlx::Decode<'x, R::Database> + sqlx::Type<R::Database>,
+{
+    let mut c = Columns::new(r);
+    let run_id = c.text("run_id").unwrap_or_default();
+    let before = c.wrong.len();
+    let call_id = c.text("call_id").unwrap_or_default();
+    let call_readable = c.wrong.len() == before;
+    let since_ms = c.int("since_ms").unwrap_or(0);
+    let version = c.int("version");
+    let raw = RawPending {
+        run_id: run_id.clone(),
+        agent_id: c.text("agent_id").unwrap_or_default(),
+        call_id: call_id.clone(),
+        tool: c.text("tool").unwrap_or_default(),
+        kind: c.text("kind").unwrap_or_default(),
+        arguments: c.text("arguments"),
+        digest: c.text("digest").unwrap_or_default(),
+        since_ms,
+        version: version.unwrap_or(-1),
+        decision: c.text("decision"),
+        decided_by: c.text("decided_by"),
+        bytes: c.int("bytes").unwrap_or(0),
+    };
+    let damaged = |reason: String| DamagedRow {
+        run_id: run_id.clone(),
+        call_id: call_readable.then(|| call_id.clone()),
+        version: version.and_then(|v| u64::try_from(v).ok()),
+        reason,
+    };
+    let row = if !c.wrong.is_empty() {
+        Err(damaged(format!(
+            "it cannot be read: {}",
+            c.wrong.join("; ")
+        )))
+    } else {
+        match raw.check_listed(limits) {
+            Err(e) => Err(damaged(e.to_string())),
+            Ok(row) => match damage(&row) {
+                Some(reason) => Err(row.damaged(reason)),
+                None => Ok(row),
+            },
+        }
+    };
+    Listed {
+        since_ms,
+        run_id,
+        call_id,
+        row,
+    }
+}
+
+/// A page of waiting calls from the `limit + 1` rows read: the cursor moves past the damaged
+/// rows too, and they are named apart.
+pub(crate) fn pending_page(rows: Vec<Listed>, limit: usize) -> Page<PendingRow> {
+    let read = page(rows, limit, |l| {
+        encode("p1", l.since_ms, &[&l.run_id, &l.call_id])
+    });
+    let mut out = Page::new(Vec::with_capacity(read.items.len()), read.next);
+    for listed in read.items {
+        match listed.row {
+            Ok(row) => out.items.push(row),
+            Err(damaged) => out.damaged.push(damaged),
+        }
+    }
+    out
 }
 
 /// The statement listing runs, last written first.
@@ -715,16 +840,12 @@ impl RawPending {
 
 /// A page from `limit + 1` rows read: the first `limit`, and the cursor after the last of them if
 /// a row was left over.
-pub(crate) fn page<T>(
-    mut items: Vec<T>,
-    limit: usize,
-    cursor: impl Fn(&T) -> String,
-) -> crate::store::backend::Page<T> {
+pub(crate) fn page<T>(mut items: Vec<T>, limit: usize, cursor: impl Fn(&T) -> String) -> Page<T> {
     let limit = cap(limit);
     let more = items.len() > limit;
     items.truncate(limit);
     let next = if more { items.last().map(cursor) } else { None };
-    crate::store::backend::Page { items, next }
+    Page::new(items, next)
 }
 
 /// The numbered migrations of a backend: each one's version and SQL, applied in order in one
@@ -908,6 +1029,9 @@ macro_rules! impl_run_store {
                 })
             }
 
+            /// A pending row as `load` reads it (SQLite's, from `impl_row_by_row!`; PostgreSQL
+            /// reads its pending rows from arrays, and the listings column by column).
+            #[allow(dead_code)]
             fn raw_pending(
                 r: &<$db as sqlx::Database>::Row,
             ) -> Result<$crate::store::sql::RawPending, sqlx::Error> {
@@ -935,22 +1059,13 @@ macro_rules! impl_run_store {
                 $crate::store::backend::Page<$crate::store::backend::PendingRow>,
                 $crate::error::StoreError,
             > {
-                use $crate::store::sql::database;
                 let statement = $crate::store::sql::pending_statement(filter, &self.limits)?;
                 let rows = self.read_rows(statement).await?;
-                let items = rows
+                let listed = rows
                     .iter()
-                    .map(|r| {
-                        Self::raw_pending(r)
-                            .map_err(database)?
-                            .check_listed(&self.limits)
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok($crate::store::sql::page(
-                    items,
-                    filter.limit,
-                    $crate::store::sql::pending_cursor,
-                ))
+                    .map(|r| $crate::store::sql::listed_pending(r, &self.limits))
+                    .collect();
+                Ok($crate::store::sql::pending_page(listed, filter.limit))
             }
 
             async fn list_runs(
@@ -1022,10 +1137,10 @@ macro_rules! impl_run_store {
                 let page = $crate::store::sql::page(items, filter.limit, |(id, _)| {
                     $crate::store::sql::audit_cursor(*id)
                 });
-                Ok($crate::store::backend::Page {
-                    items: page.items.into_iter().map(|(_, row)| row).collect(),
-                    next: page.next,
-                })
+                Ok($crate::store::backend::Page::new(
+                    page.items.into_iter().map(|(_, row)| row).collect(),
+                    page.next,
+                ))
             }
 
             async fn prune_runs(&self, before_ms: i64) -> Result<u64, $crate::error::StoreError> {
@@ -1480,8 +1595,15 @@ macro_rules! impl_row_by_row {
                 .ok_or_else(|| $crate::error::StoreError::NotFound {
                     run_id: run_id.to_owned(),
                 })?;
-                let bad = |e: sqlx::Error| corrupt(run_id, 0, e.to_string());
-                let raw = Self::raw_run(&row).map_err(bad)?;
+                // A row that cannot be read names its own version, read apart from its texts.
+                let at = |r: &<$db as sqlx::Database>::Row| {
+                    r.try_get::<i64, _>("version")
+                        .ok()
+                        .and_then(|v| u64::try_from(v).ok())
+                        .unwrap_or(0)
+                };
+                let bad = |version: u64| move |e: sqlx::Error| corrupt(run_id, version, e.to_string());
+                let raw = Self::raw_run(&row).map_err(bad(at(&row)))?;
                 let snapshot = raw.snapshot_bytes.map(|b| (Part::Snapshot, b));
                 check_sizes(run_id, &limits, snapshot.clone())?;
                 let mut used = raw.snapshot_bytes.unwrap_or(0);
@@ -1502,17 +1624,19 @@ macro_rules! impl_row_by_row {
                 .map_err(database)?
                 .iter()
                 .map(|r| {
-                    Ok::<_, sqlx::Error>((
-                        r.try_get("version")?,
-                        r.try_get("kind")?,
-                        r.try_get("format")?,
-                        r.try_get("body")?,
-                        r.try_get("digest")?,
-                        r.try_get("bytes")?,
-                    ))
+                    let read = || {
+                        Ok::<_, sqlx::Error>((
+                            r.try_get("version")?,
+                            r.try_get("kind")?,
+                            r.try_get("format")?,
+                            r.try_get("body")?,
+                            r.try_get("digest")?,
+                            r.try_get("bytes")?,
+                        ))
+                    };
+                    read().map_err(bad(at(r)))
                 })
-                .collect::<Result<Vec<$crate::store::sql::RawJournal>, _>>()
-                .map_err(bad)?;
+                .collect::<Result<Vec<$crate::store::sql::RawJournal>, _>>()?;
                 let entries = || journal.iter().map(|j| (Part::Entry(j.0), j.5));
                 check_sizes(run_id, &limits, snapshot.clone().into_iter().chain(entries()))?;
                 used = used.saturating_add(journal.iter().map(|j| j.5).sum::<i64>());
@@ -1532,7 +1656,7 @@ macro_rules! impl_row_by_row {
                 .await
                 .map_err(database)?
                 .iter()
-                .map(|r| Self::raw_pending(r).map_err(bad))
+                .map(|r| Self::raw_pending(r).map_err(bad(at(r))))
                 .collect::<Result<Vec<_>, _>>()?;
                 tx.commit().await.map_err(database)?;
                 let calls = pending.iter().map(|p| (Part::Pending(&p.call_id), p.bytes));
