@@ -68,7 +68,8 @@ async fn open(store: &str) -> Result<Arc<dyn RunStore>, AgentError> {
 }
 
 async fn run(store: &str, command: &str, run_id: &str) -> Result<(), AgentError> {
-    let runs = Runs::from_arc(open(store).await?);
+    // A short lease: a `crash` process's run may be recovered soon after it died.
+    let runs = Runs::from_arc(open(store).await?).lease(std::time::Duration::from_millis(200));
     let lookup = || ScriptedModel::new().tool_call("call_1", "lookup", json!({"service": "api"}));
     match command {
         "run" => {
@@ -97,6 +98,8 @@ async fn run(store: &str, command: &str, run_id: &str) -> Result<(), AgentError>
         }
         "recover" => {
             let durable = runs.attach(agent(ScriptedModel::new().text("All green."), false));
+            // The dead process's lease runs out first.
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
             durable.recover(run_id).await?;
         }
         other => return Err(AgentError::InvalidAgent(format!("unknown command {other}"))),
