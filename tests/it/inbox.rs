@@ -1111,3 +1111,59 @@ async fn a_call_in_doubt_is_settled_on_its_page_only_after_a_check() {
     let page = f.get(&alice, "/audit").await;
     assert!(page.body.contains("rerun_after_doubt"), "{}", page.body);
 }
+
+/// A paging cursor or a filter the inbox did not make is the person's mistake, not the server's:
+/// 400, naming the parameter, on the list and the audit page, over the memory store and SQLite.
+#[tokio::test]
+async fn a_malformed_cursor_or_filter_is_a_400_naming_the_parameter() {
+    let dir = crate::durable_processes::scratch("inbox-cursor");
+    let sqlite = phaseo_agent::store::SqliteStore::open(dir.join("runs.db"))
+        .await
+        .unwrap();
+    for runs in [Runs::new(MemoryStore::new()), Runs::new(sqlite)] {
+        let model = one_deploy("staging");
+        let agent = runs.attach(
+            Agent::builder("release")
+                .model(model.clone())
+                .tool(deploy())
+                .build()
+                .unwrap(),
+        );
+        // The store says which mistake it is, with a type of its own.
+        let filter = PendingFilter {
+            after: Some("x".into()),
+            ..PendingFilter::default()
+        };
+        let error = runs.pending(&filter).await.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                phaseo_agent::AgentError::Store(phaseo_agent::StoreError::InvalidCursor { .. })
+            ),
+            "{error:?}"
+        );
+        let f = serve(runs, agent, model, |i| i).await;
+        f.start("Deploy").await;
+        let alice = f.sign_in("alice-token").await;
+        for (path, parameter) in [
+            ("/?after=x", "after"),
+            ("/?after=p1.x", "after"),
+            ("/?after=99999999999999999999", "after"),
+            ("/audit?after=x", "after"),
+            ("/?older_than=soon", "older_than"),
+            ("/?older_than=-5", "older_than"),
+            ("/?kind=tool_aproval", "kind"),
+        ] {
+            let reply = f.get(&alice, path).await;
+            assert_eq!(reply.status, 400, "{path}: {}", reply.body);
+            assert!(
+                reply.body.contains(&format!("`{parameter}`")),
+                "{path} does not name {parameter}: {}",
+                reply.body
+            );
+        }
+        // A kind the inbox knows still lists.
+        assert_eq!(f.get(&alice, "/?kind=tool_approval").await.status, 200);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -63,6 +63,14 @@ pub(crate) fn item_value(row: &PendingRow) -> String {
     )
 }
 
+/// Every kind of waiting call, as stored: what the list's filter takes.
+pub(crate) const KINDS: [&str; 4] = [
+    "tool_approval",
+    "external_output",
+    "hitl",
+    "outcome_unknown",
+];
+
 /// Why a call waits, in words for people (`kind` as stored); an unknown kind as it is.
 pub(crate) fn kind_words(kind: &str) -> &str {
     match kind {
@@ -182,16 +190,9 @@ pub(crate) fn list(
         );
     }
     let value = |v: &Option<String>| escape(&ListQuery::get(v).unwrap_or_default());
-    let kinds = [
-        "",
-        "tool_approval",
-        "external_output",
-        "hitl",
-        "outcome_unknown",
-    ];
     let kind = ListQuery::get(&query.kind).unwrap_or_default();
-    let options: String = kinds
-        .iter()
+    let options: String = std::iter::once(&"")
+        .chain(KINDS.iter())
         .map(|k| {
             let selected = if *k == kind { " selected" } else { "" };
             let label = if k.is_empty() { "any" } else { kind_words(k) };

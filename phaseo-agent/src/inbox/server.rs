@@ -636,6 +636,18 @@ impl Refusal {
             "The run store failed; try again.",
         )
     }
+    /// A listing's failure: a paging cursor the store did not make is the request's mistake
+    /// (400, naming the parameter); anything else, the store's.
+    fn listing(error: AgentError) -> Self {
+        match error {
+            AgentError::Store(StoreError::InvalidCursor { .. }) => Refusal::new(
+                StatusCode::BAD_REQUEST,
+                "The query parameter `after` is not a paging cursor this inbox made: start again \
+                 from the first page.",
+            ),
+            other => Refusal::store(other),
+        }
+    }
     fn page(&self, ctx: &Ctx, back: Option<&str>) -> Response {
         let body = pages::refused(&self.message, back);
         let title = if self.status.is_server_error() {
@@ -903,20 +915,33 @@ async fn logout(State(app): State<Shared>, ctx: Ctx, Form(fields): Form<Fields>)
 fn filter_of(app: &App, query: &ListQuery) -> Result<PendingFilter, Refusal> {
     let older_than_ms = match ListQuery::get(&query.older_than) {
         Some(secs) => {
-            let secs: i64 = secs.parse().map_err(|_| {
+            let secs: u32 = secs.parse().map_err(|_| {
                 Refusal::new(
                     StatusCode::BAD_REQUEST,
-                    "\"Waiting more than\" takes a whole number of seconds.",
+                    "The query parameter `older_than` (\u{201c}Waiting more than\u{201d}) takes \
+                     a whole number of seconds, 0 or more.",
                 )
             })?;
-            Some(now_ms().saturating_sub(secs.saturating_mul(1000)))
+            Some(now_ms().saturating_sub(i64::from(secs).saturating_mul(1000)))
         }
         None => None,
     };
+    let kind = ListQuery::get(&query.kind);
+    if let Some(kind) = &kind
+        && !pages::KINDS.contains(&kind.as_str())
+    {
+        return Err(Refusal::new(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "The query parameter `kind` takes one of {}, not {kind:?}.",
+                pages::KINDS.join(", ")
+            ),
+        ));
+    }
     Ok(PendingFilter {
         agent_id: ListQuery::get(&query.agent),
         tool: ListQuery::get(&query.tool),
-        kind: ListQuery::get(&query.kind),
+        kind,
         older_than_ms,
         undecided_only: true,
         after: ListQuery::get(&query.after),
@@ -947,7 +972,7 @@ async fn list(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQuery
             );
             html(&ctx, StatusCode::OK, "Waiting for a decision", &body)
         }
-        Err(error) => Refusal::store(error).page(&ctx, None),
+        Err(error) => Refusal::listing(error).page(&ctx, Some(&home(&ctx.base))),
     }
 }
 
@@ -1204,7 +1229,10 @@ async fn audit(State(app): State<Shared>, ctx: Ctx, Query(query): Query<AuditQue
     };
     let page = match app.inbox.runs.audit(&filter).await {
         Ok(page) => page,
-        Err(error) => return Refusal::store(error).page(&ctx, None),
+        Err(error) => {
+            let back = format!("{}/audit", ctx.base);
+            return Refusal::listing(error).page(&ctx, Some(&back));
+        }
     };
     let mut views = Vec::with_capacity(page.items.len());
     let mut journals = HashMap::new();
