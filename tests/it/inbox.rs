@@ -1167,3 +1167,67 @@ async fn a_malformed_cursor_or_filter_is_a_400_naming_the_parameter() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Signing out ends the session on the server: its cookie, kept by someone, opens nothing any
+/// more; the same person's other sessions go on.
+#[tokio::test]
+async fn signing_out_ends_the_session_on_the_server() {
+    let f = fixture(one_deploy("staging"), |i| i).await;
+    f.start("Deploy").await;
+    let laptop = f.sign_in("alice-token").await;
+    let phone = f.sign_in("alice-token").await;
+    let out = f.post(&laptop, "/logout", &[("csrf", &laptop.csrf)]).await;
+    assert_eq!((out.status, out.location.as_deref()), (303, Some("/login")));
+    for path in ["/", "/audit", "/events"] {
+        let reply = f.get(&laptop, path).await;
+        assert!(
+            reply.status == 303 || reply.status == 401,
+            "{path} after sign-out: {} {}",
+            reply.status,
+            reply.body
+        );
+    }
+    let row = f.waiting().await.remove(0);
+    assert_eq!(f.approve(&laptop, &row).await, 303);
+    assert_eq!(f.audit_len().await, 0, "an ended session decided");
+    assert_eq!(f.get(&phone, "/").await.status, 200);
+    assert_eq!(f.approve(&phone, &row).await, 303);
+    assert_eq!(f.audit_len().await, 1);
+}
+
+/// When the record of signed-out sessions is full (`max_ended_sessions`) of sessions not yet
+/// expired, signing out ends every session the person had until then: a signed-out cookie is
+/// never let back in. A new sign-in works.
+#[tokio::test]
+async fn a_full_record_of_signed_out_sessions_signs_the_person_out_everywhere() {
+    let f = fixture(one_deploy("staging"), |i| i.max_ended_sessions(1)).await;
+    let first = f.sign_in("alice-token").await;
+    let second = f.sign_in("alice-token").await;
+    let third = f.sign_in("alice-token").await;
+    let bob = f.sign_in("bob-token").await;
+    assert_eq!(
+        f.post(&first, "/logout", &[("csrf", &first.csrf)])
+            .await
+            .status,
+        303
+    );
+    assert_eq!(f.get(&first, "/").await.status, 303);
+    assert_eq!(f.get(&third, "/").await.status, 200);
+    // The record holds `first`: ending `second` ends every session of alice's.
+    assert_eq!(
+        f.post(&second, "/logout", &[("csrf", &second.csrf)])
+            .await
+            .status,
+        303
+    );
+    for (name, session) in [("first", &first), ("second", &second), ("third", &third)] {
+        assert_eq!(f.get(session, "/").await.status, 303, "{name}");
+    }
+    assert_eq!(
+        f.get(&bob, "/").await.status,
+        200,
+        "bob's session is his own"
+    );
+    let again = f.sign_in("alice-token").await;
+    assert_eq!(f.get(&again, "/").await.status, 200);
+}

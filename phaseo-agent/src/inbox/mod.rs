@@ -51,5 +51,6 @@ mod server;
 
 pub use auth::{LinkAction, Role, User};
 pub use server::{
-    DEFAULT_MAX_EVENT_STREAMS, DEFAULT_POLL_INTERVAL, DEFAULT_SESSION_TTL, Inbox, InboxError,
+    DEFAULT_MAX_ENDED_SESSIONS, DEFAULT_MAX_EVENT_STREAMS, DEFAULT_POLL_INTERVAL,
+    DEFAULT_SESSION_TTL, Inbox, InboxError,
 };

@@ -18,7 +18,9 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::error::{AgentError, StoreError};
-use crate::inbox::auth::{Keys, Link, LinkAction, Role, Session, User, random_bytes, token_key};
+use crate::inbox::auth::{
+    Ended, EndedWhat, Keys, Link, LinkAction, Role, Session, User, random_bytes, token_key,
+};
 use crate::inbox::html::{SCRIPT, STYLE, escape, home, page, unpct};
 use crate::inbox::pages::{self, Action, AuditView, InDoubtView, ItemView, ListQuery};
 use crate::run::state::{Decision, PendingKind};
@@ -123,6 +125,8 @@ pub struct Inbox {
     session_ttl: Duration,
     page_size: usize,
     secure_cookie: bool,
+    ended: Arc<Ended>,
+    max_ended_sessions: usize,
 }
 
 impl std::fmt::Debug for Inbox {
@@ -134,6 +138,7 @@ impl std::fmt::Debug for Inbox {
             .field("max_event_streams", &self.max_event_streams)
             .field("session_ttl", &self.session_ttl)
             .field("page_size", &self.page_size)
+            .field("max_ended_sessions", &self.max_ended_sessions)
             .finish_non_exhaustive()
     }
 }
@@ -144,6 +149,9 @@ pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(2);
 pub const DEFAULT_MAX_EVENT_STREAMS: usize = 64;
 /// The default lifetime of a session.
 pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
+/// The default bound on signed-out sessions the inbox remembers
+/// ([`Inbox::max_ended_sessions`]).
+pub const DEFAULT_MAX_ENDED_SESSIONS: usize = 10_000;
 
 impl Inbox {
     /// An inbox over a store, with no users yet and a secret drawn at random (sessions and links
@@ -162,6 +170,8 @@ impl Inbox {
             session_ttl: DEFAULT_SESSION_TTL,
             page_size: 50,
             secure_cookie: false,
+            ended: Arc::default(),
+            max_ended_sessions: DEFAULT_MAX_ENDED_SESSIONS,
         }
     }
 
@@ -219,6 +229,22 @@ impl Inbox {
     /// How long a session lasts. Default: [`DEFAULT_SESSION_TTL`].
     pub fn session_ttl(mut self, ttl: Duration) -> Self {
         self.session_ttl = ttl;
+        self
+    }
+
+    /// How many signed-out sessions the inbox remembers at once (at least 1). Signing out ends
+    /// the session on the server: its cookie, kept or copied, is refused from then on. A cookie
+    /// is signed, not stored, so the inbox keeps each ended session's id until the session would
+    /// have expired ([`session_ttl`](Self::session_ttl)); when this many are kept and none has
+    /// expired, signing out ends every session of that person made until then, on every device,
+    /// instead of only the one (logged as a warning naming this setting). Default:
+    /// [`DEFAULT_MAX_ENDED_SESSIONS`].
+    ///
+    /// The record is kept in this process, shared by every router of this inbox and its clones:
+    /// with several processes behind one address, a session signed out in one is refused by the
+    /// others only once it expires.
+    pub fn max_ended_sessions(mut self, sessions: usize) -> Self {
+        self.max_ended_sessions = sessions.max(1);
         self
     }
 
@@ -743,7 +769,8 @@ impl FromRequestParts<Shared> for Ctx {
         let base = base.trim_end_matches('/').to_owned();
         let now = now_secs();
         let signed_in = cookies(&parts.headers, COOKIE)
-            .find_map(|value| Session::read(&app.inbox.keys, value, now))
+            .filter_map(|value| Session::read(&app.inbox.keys, value, now))
+            .find(|session| !app.inbox.ended.is_ended(session))
             .and_then(|session| {
                 let user = app.inbox.names.get(&session.user)?.clone();
                 let csrf = app.inbox.keys.csrf(&session.id);
@@ -904,6 +931,17 @@ async fn login(
 async fn logout(State(app): State<Shared>, ctx: Ctx, Form(fields): Form<Fields>) -> Response {
     if let Err(response) = ctx.posted(&app, &fields) {
         return response;
+    }
+    if let Some((session, user, _)) = &ctx.signed_in {
+        let max = app.inbox.max_ended_sessions;
+        if app.inbox.ended.end(session, now_secs(), max) == EndedWhat::EveryDevice {
+            tracing::warn!(
+                user = %user.name(),
+                max_ended_sessions = max,
+                "the inbox's record of signed-out sessions is full (`max_ended_sessions`): \
+                 signing out ended every session of this person"
+            );
+        }
     }
     let cookie = format!(
         "{COOKIE}=; Path={}; Max-Age=0; HttpOnly; SameSite=Strict",
