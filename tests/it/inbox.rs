@@ -1231,3 +1231,38 @@ async fn a_full_record_of_signed_out_sessions_signs_the_person_out_everywhere() 
     let again = f.sign_in("alice-token").await;
     assert_eq!(f.get(&again, "/").await.status, 200);
 }
+
+/// A refused edit (not JSON, or arguments the schema refuses) shows the form again, 422, with
+/// the text the person typed and why it was refused, so nothing they typed is lost.
+#[tokio::test]
+async fn a_refused_edit_shows_the_form_again_with_the_text_typed() {
+    let f = fixture(one_deploy("production"), |i| i).await;
+    f.start("Deploy").await;
+    let alice = f.sign_in("alice-token").await;
+    let row = f.waiting().await.remove(0);
+    for (typed, why) in [
+        ("{\"environment\": \"moon\"\n}", "$.environment"),
+        ("{\"environment\": \"staging\",", "not JSON"),
+    ] {
+        let reply = f
+            .decide(&alice, &row, &[("action", "edit"), ("arguments", typed)])
+            .await;
+        assert_eq!(reply.status, 422, "{}", reply.body);
+        let shown = between(
+            &reply.body,
+            "<textarea id=\"edited\" name=\"arguments\">",
+            "</textarea>",
+        );
+        assert_eq!(
+            shown.replace("&quot;", "\""),
+            typed,
+            "the edit box holds what was typed"
+        );
+        let error = between(&reply.body, "id=\"edit-error\"", "</p>");
+        assert!(error.contains(why), "{error}");
+        // The form is whole again: it decides with what the page shows.
+        assert!(reply.body.contains("id=\"approve\""), "{}", reply.body);
+        assert!(reply.body.contains(&row.digest), "{}", reply.body);
+    }
+    assert_eq!(f.audit_len().await, 0);
+}

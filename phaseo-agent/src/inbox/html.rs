@@ -177,7 +177,7 @@ form.inline{display:inline}
 pre,code{white-space:pre-wrap;word-break:break-word;background:#f4f4f4;padding:0.2rem}
 ul#items{list-style:none;padding:0}
 li.item{border-bottom:1px solid #ddd;padding:0.5rem 0;display:flex;gap:0.5rem;flex-wrap:wrap;align-items:baseline}
-.error{color:#a00;border-left:4px solid #a00;padding-left:0.5rem}
+.error{color:#a00;border-left:4px solid #a00;padding-left:0.5rem;white-space:pre-line}
 .ok{color:#060;border-left:4px solid #060;padding-left:0.5rem}
 textarea{width:100%;min-height:5rem;font-family:monospace}
 button{padding:0.4rem 0.8rem;margin:0.2rem 0}

@@ -253,6 +253,15 @@ pub(crate) struct ItemView<'a> {
     pub(crate) messages: Option<&'a [Message]>,
     /// For a call in doubt: what the run's journal says of the attempt that was in flight.
     pub(crate) in_doubt: Option<InDoubtView>,
+    /// An edit refused, to show again in the edit box.
+    pub(crate) edit: Option<EditAgain<'a>>,
+}
+
+/// An edit the inbox refused: the text the person typed, and why.
+#[derive(Clone, Copy)]
+pub(crate) struct EditAgain<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) error: &'a str,
 }
 
 /// The attempt of a call in doubt that was in flight when its process died.
@@ -354,7 +363,7 @@ pub(crate) fn item(
             escape(by)
         );
     } else if may_decide {
-        body.push_str(&decide_form(row, base, csrf));
+        body.push_str(&decide_form(row, base, csrf, view.edit));
     } else {
         body.push_str("<p class=\"viewer\">You may look, not decide.</p>");
     }
@@ -371,7 +380,7 @@ pub(crate) fn item(
     body
 }
 
-fn decide_form(row: &PendingRow, base: &str, csrf: &str) -> String {
+fn decide_form(row: &PendingRow, base: &str, csrf: &str, edit: Option<EditAgain<'_>>) -> String {
     let fits = |a: Action| Action::fits(a, &row.kind);
     let mut form = format!(
         "<form class=\"decide\" method=\"post\" action=\"{}\">\
@@ -401,13 +410,25 @@ fn decide_form(row: &PendingRow, base: &str, csrf: &str) -> String {
         );
     }
     if fits(Action::Edit) {
+        let (text, error) = match edit {
+            Some(edit) => (
+                edit.text.to_owned(),
+                format!(
+                    "<p class=\"error\" role=\"alert\" id=\"edit-error\">{}</p>",
+                    escape(edit.error)
+                ),
+            ),
+            None => (pretty(&row.arguments), String::new()),
+        };
         let _ = write!(
             form,
-            "<fieldset><legend>Edit the arguments</legend><label for=\"edited\">Arguments (JSON, \
-             checked against the tool's schema)</label><textarea id=\"edited\" name=\"arguments\">\
-             {}</textarea><button id=\"edit\" name=\"action\" value=\"edit\">Approve as edited\
-             </button></fieldset>",
-            escape(&pretty(&row.arguments))
+            "<fieldset><legend>Edit the arguments</legend>{error}<label for=\"edited\">Arguments \
+             (JSON, checked against the tool's schema)</label><textarea id=\"edited\" \
+             name=\"arguments\">{}{}</textarea><button id=\"edit\" name=\"action\" \
+             value=\"edit\">Approve as edited</button></fieldset>",
+            // A textarea drops one newline at its start: one more keeps the text's own.
+            if text.starts_with('\n') { "\n" } else { "" },
+            escape(&text)
         );
     }
     if fits(Action::Output) {

@@ -1097,6 +1097,20 @@ async fn item(
     ctx: Ctx,
     Path((run, call)): Path<(String, String)>,
 ) -> Response {
+    item_page(&app, &ctx, &run, &call, StatusCode::OK, None).await
+}
+
+/// An item's page, answered with `status`; `edit`: an edit refused, shown again in the form
+/// with why.
+async fn item_page(
+    app: &App,
+    ctx: &Ctx,
+    run: &str,
+    call: &str,
+    status: StatusCode,
+    edit: Option<pages::EditAgain<'_>>,
+) -> Response {
+    let (run, call) = (run.to_owned(), call.to_owned());
     let (user, csrf) = match ctx.user() {
         Ok((_, user, csrf)) => (user.clone(), csrf.to_owned()),
         Err(response) => return response,
@@ -1106,9 +1120,9 @@ async fn item(
         Ok(None) => {
             let mut refusal = app.inbox.gone(&run, &call).await;
             refusal.status = StatusCode::NOT_FOUND;
-            return refusal.page(&ctx, Some(&home(&ctx.base)));
+            return refusal.page(ctx, Some(&home(&ctx.base)));
         }
-        Err(refusal) => return refusal.page(&ctx, None),
+        Err(refusal) => return refusal.page(ctx, None),
     };
     // The row is shown only if it is what the run's journal says waits: a row edited in the
     // database would show one thing and run another.
@@ -1120,7 +1134,7 @@ async fn item(
                 "This run's stored data is damaged, so its calls are not shown or decided here: \
                  {error}"
             ))
-            .page(&ctx, Some(&home(&ctx.base)));
+            .page(ctx, Some(&home(&ctx.base)));
         }
         Err(_) => None,
     };
@@ -1147,10 +1161,11 @@ async fn item(
         description: description.as_deref(),
         messages: stored.as_ref().map(|s| s.state.messages()),
         in_doubt,
+        edit,
     };
     let may = app.inbox.may_decide(&user, &row.tool);
     let body = pages::item(&view, &ctx.base, &csrf, may, now_ms());
-    html(&ctx, StatusCode::OK, &format!("{} waits", row.tool), &body)
+    html(ctx, status, &format!("{} waits", row.tool), &body)
 }
 
 async fn decide_form(
@@ -1173,13 +1188,28 @@ async fn decide_form(
             .unwrap_or(0),
         digest: fields.get("digest").unwrap_or_default().to_owned(),
     };
-    let result = match Choice::from_form(&fields) {
+    let (run, call) = (shown.run.clone(), shown.call.clone());
+    let choice = Choice::from_form(&fields);
+    // What the person typed into the edit box, to show again if the edit is refused.
+    let typed = match &choice {
+        Ok(Choice::Edit(text)) => Some(text.clone()),
+        _ => None,
+    };
+    let result = match choice {
         Ok(choice) => app.inbox.decide(&user, shown, choice, false).await,
         Err(refusal) => Err(refusal),
     };
-    match result {
-        Ok(()) => see_other(&format!("{}?flash=decided", home(&ctx.base)), None),
-        Err(refusal) => refusal.page(&ctx, Some(&back)),
+    match (result, typed) {
+        (Ok(()), _) => see_other(&format!("{}?flash=decided", home(&ctx.base)), None),
+        // An edit refused for what it holds: the form again, with the text and why.
+        (Err(refusal), Some(text)) if refusal.status == StatusCode::UNPROCESSABLE_ENTITY => {
+            let edit = pages::EditAgain {
+                text: &text,
+                error: &refusal.message,
+            };
+            item_page(&app, &ctx, &run, &call, refusal.status, Some(edit)).await
+        }
+        (Err(refusal), _) => refusal.page(&ctx, Some(&back)),
     }
 }
 
