@@ -385,12 +385,12 @@ async fn the_list_shows_what_waits_filters_and_pages() {
     }
     let alice = f.sign_in("alice-token").await;
     let list = f.get(&alice, "/").await.body;
-    assert_eq!(list.matches("<li class=\"item\"").count(), 2);
+    assert_eq!(list.matches("<tr class=\"item\"").count(), 2);
     assert!(list.contains("data-kind=\"tool_approval\""));
     assert!(list.contains("class=\"open\""));
     let next = between(&list, "id=\"next\" href=\"", "\"").replace("&amp;", "&");
     let rest = f.get(&alice, &next).await.body;
-    assert_eq!(rest.matches("<li class=\"item\"").count(), 1);
+    assert_eq!(rest.matches("<tr class=\"item\"").count(), 1);
     assert!(!rest.contains("id=\"next\""));
 
     let deploys = f.get(&alice, "/?tool=deploy").await.body;
@@ -1265,4 +1265,54 @@ async fn a_refused_edit_shows_the_form_again_with_the_text_typed() {
         assert!(reply.body.contains(&row.digest), "{}", reply.body);
     }
     assert_eq!(f.audit_len().await, 0);
+}
+
+/// Why a call waits, in words a person reads, on the list and the item; the list's columns have
+/// headers.
+#[tokio::test]
+async fn every_kind_of_pause_is_named_in_words_and_the_list_has_headers() {
+    let lookup = Tool::external("lookup", "Look up a customer", json!({"type": "object"}));
+    let runs = Runs::new(MemoryStore::new());
+    let model = ScriptedModel::new()
+        .tool_call("call_1", "lookup", json!({"id": 7}))
+        .tool_call("call_1", "deploy", json!({"environment": "staging"}));
+    let agent = runs.attach(
+        Agent::builder("crm")
+            .model(model.clone())
+            .tool(lookup)
+            .tool(deploy())
+            .build()
+            .unwrap(),
+    );
+    agent.run("one").await.unwrap();
+    agent.run("two").await.unwrap();
+    let f = serve(runs, agent, model, |i| i).await;
+    let alice = f.sign_in("alice-token").await;
+    let list = f.get(&alice, "/").await.body;
+    let head = between(&list, "<thead>", "</thead>");
+    for column in ["Tool", "What", "Why it waits", "Agent", "Waiting"] {
+        assert!(head.contains(column), "{column} in {head}");
+    }
+    assert!(head.matches("<th").count() >= 5, "{head}");
+    for words in ["Needs approval", "Waiting for an outside result"] {
+        assert!(list.contains(words), "{words} in {list}");
+    }
+    for stored in [">tool_approval<", ">external_output<"] {
+        assert!(!list.contains(stored), "{stored} in {list}");
+    }
+    for row in f.waiting().await {
+        let item = f.get(&alice, &item_path(&row)).await.body;
+        let kind = between(&item, "<dd id=\"kind\">", "</dd>");
+        let expected = if row.tool == "lookup" {
+            "Waiting for an outside result"
+        } else {
+            "Needs approval"
+        };
+        assert_eq!(kind, expected);
+    }
+    let filter = between(&list, "<select name=\"kind\">", "</select>");
+    assert!(
+        filter.contains("Outcome unknown: may or may not have happened"),
+        "{filter}"
+    );
 }

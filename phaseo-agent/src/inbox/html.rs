@@ -149,8 +149,9 @@ pub(crate) fn page(title: &str, base: &str, user: Option<(&str, &str)>, body: &s
 /// the batch buttons enabled only with a selection. Served at `static/inbox.js`.
 pub(crate) const SCRIPT: &str = r#""use strict";
 (function () {
-  var list = document.getElementById("items");
-  if (!list || !window.EventSource) { return; }
+  var table = document.getElementById("items");
+  if (!table || !window.EventSource) { return; }
+  var list = table.tBodies[0] || table;
   var base = document.body.getAttribute("data-base") || "";
   var events = new EventSource(base + "/events" + window.location.search);
   events.addEventListener("pending", function (event) {
@@ -158,7 +159,7 @@ pub(crate) const SCRIPT: &str = r#""use strict";
     holder.innerHTML = event.data.trim();
     var item = holder.content.firstElementChild;
     if (!item) { return; }
-    var known = list.querySelectorAll("li.item");
+    var known = list.querySelectorAll("tr.item");
     for (var i = 0; i < known.length; i++) {
       if (known[i].dataset.run === item.dataset.run && known[i].dataset.call === item.dataset.call) { return; }
     }
@@ -175,8 +176,8 @@ pub(crate) const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:0 a
 nav{display:flex;gap:1rem;align-items:center;flex-wrap:wrap;border-bottom:1px solid #ccc;padding-bottom:0.5rem}
 form.inline{display:inline}
 pre,code{white-space:pre-wrap;word-break:break-word;background:#f4f4f4;padding:0.2rem}
-ul#items{list-style:none;padding:0}
-li.item{border-bottom:1px solid #ddd;padding:0.5rem 0;display:flex;gap:0.5rem;flex-wrap:wrap;align-items:baseline}
+#items th{background:#f4f4f4}
+#items .run{display:block;font-size:0.85em;color:#555;word-break:break-all}
 .error{color:#a00;border-left:4px solid #a00;padding-left:0.5rem;white-space:pre-line}
 .ok{color:#060;border-left:4px solid #060;padding-left:0.5rem}
 textarea{width:100%;min-height:5rem;font-family:monospace}
@@ -185,7 +186,7 @@ button{padding:0.4rem 0.8rem;margin:0.2rem 0}
 table{border-collapse:collapse;width:100%}td,th{border:1px solid #ddd;padding:0.3rem;vertical-align:top;text-align:left}
 .message{border-left:3px solid #ccc;padding-left:0.5rem;margin:0.3rem 0}
 fieldset{border:1px solid #ccc;margin:0.5rem 0}
-@media (max-width:40rem){table,tbody,tr,td,th{display:block}}
+@media (max-width:40rem){table,tbody,tr,td,th{display:block}thead{position:absolute;left:-9999px}}
 ";
 
 #[cfg(test)]

@@ -74,10 +74,10 @@ pub(crate) const KINDS: [&str; 4] = [
 /// Why a call waits, in words for people (`kind` as stored); an unknown kind as it is.
 pub(crate) fn kind_words(kind: &str) -> &str {
     match kind {
-        "tool_approval" => "needs approval before it runs",
-        "external_output" => "waits for its output from outside",
-        "hitl" => "was handed to a person",
-        "outcome_unknown" => "in doubt: its process died while it ran",
+        "tool_approval" => "Needs approval",
+        "external_output" => "Waiting for an outside result",
+        "hitl" => "Handed to a person",
+        "outcome_unknown" => "Outcome unknown: may or may not have happened",
         other => other,
     }
 }
@@ -87,22 +87,23 @@ pub(crate) fn item_path(base: &str, run: &str, call: &str) -> String {
     format!("{base}/runs/{}/calls/{}", pct(run), pct(call))
 }
 
-/// One `<li>` of the list (also what the event stream sends), on one line; with a checkbox for
-/// the batch form when `selectable` (a viewer decides nothing, so sees none).
-pub(crate) fn item_li(row: &PendingRow, base: &str, now_ms: i64, selectable: bool) -> String {
+/// One row of the list's table (also what the event stream sends), on one line; with a
+/// checkbox for the batch form when `selectable` (a viewer decides nothing, so sees none; the
+/// table then has no column for it).
+pub(crate) fn item_row(row: &PendingRow, base: &str, now_ms: i64, selectable: bool) -> String {
     let mut args: String = row.arguments.chars().take(160).collect();
     if args.len() < row.arguments.len() {
         args.push('…');
     }
     // A call in doubt is settled on its own page, never in a batch: it has no checkbox.
     let select = if selectable && row.kind == "outcome_unknown" {
-        "<span class=\"no-batch\" title=\"Settled on its own page, never in a batch\">\
-         &#9888;</span> "
+        "<td class=\"select-cell\"><span class=\"no-batch\" title=\"Settled on its own page, \
+         never in a batch\">&#9888;</span></td>"
             .to_owned()
     } else if selectable {
         format!(
-            "<input type=\"checkbox\" class=\"select\" name=\"item\" form=\"batch\" \
-             value=\"{value}\" aria-label=\"Select {tool} {call}\"> ",
+            "<td class=\"select-cell\"><input type=\"checkbox\" class=\"select\" name=\"item\" \
+             form=\"batch\" value=\"{value}\" aria-label=\"Select {tool} {call}\"></td>",
             value = escape(&item_value(row)),
             tool = escape(&row.tool),
             call = escape(&row.call_id),
@@ -111,10 +112,11 @@ pub(crate) fn item_li(row: &PendingRow, base: &str, now_ms: i64, selectable: boo
         String::new()
     };
     format!(
-        "<li class=\"item\" data-run=\"{run}\" data-call=\"{call}\" data-kind=\"{kind}\" \
-         data-tool=\"{tool}\">{select}<a class=\"open\" href=\"{href}\">{tool}</a> <span class=\"kind\">{words}</span> \
-         <span class=\"agent\">{agent}</span> <span class=\"since\" title=\"{at}\">{ago} ago</span> \
-         <code class=\"args\">{args}</code></li>",
+        "<tr class=\"item\" data-run=\"{run}\" data-call=\"{call}\" data-kind=\"{kind}\" \
+         data-tool=\"{tool}\">{select}<td class=\"tool\"><a class=\"open\" href=\"{href}\">{tool}</a>\
+         </td><td class=\"what\"><code class=\"args\">{args}</code></td><td class=\"kind\">{words}\
+         </td><td class=\"agent\">{agent} <span class=\"run\">{run}</span></td><td class=\"since\" \
+         title=\"{at}\">{ago} ago</td></tr>",
         run = escape(&row.run_id),
         call = escape(&row.call_id),
         kind = escape(&row.kind),
@@ -215,11 +217,20 @@ pub(crate) fn list(
     if rows.is_empty() {
         body.push_str("<p id=\"empty\">Nothing waits for a decision.</p>");
     }
-    body.push_str("<ul id=\"items\">");
-    for row in rows {
-        body.push_str(&item_li(row, base, now_ms, may_decide));
+    // Column headers; the rows' cells in the same order (`item_row`).
+    body.push_str("<table id=\"items\"><thead><tr>");
+    if may_decide {
+        body.push_str("<th scope=\"col\">Select</th>");
     }
-    body.push_str("</ul>");
+    body.push_str(
+        "<th scope=\"col\">Tool</th><th scope=\"col\">What it would do</th>\
+         <th scope=\"col\">Why it waits</th><th scope=\"col\">Agent and run</th>\
+         <th scope=\"col\">Waiting for</th></tr></thead><tbody>",
+    );
+    for row in rows {
+        body.push_str(&item_row(row, base, now_ms, may_decide));
+    }
+    body.push_str("</tbody></table>");
     if let Some(next) = next {
         let _ = write!(
             body,

@@ -481,7 +481,7 @@ impl Inbox {
                 ""
             };
             return Err(Refusal::unprocessable(format!(
-                "A call waiting as {} cannot be decided that way.{why}",
+                "This call cannot be decided that way (why it waits: {}).{why}",
                 pages::kind_words(&row.kind)
             )));
         }
@@ -1078,9 +1078,9 @@ async fn events(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQue
             for row in page.items.iter().rev() {
                 let key = (row.run_id.clone(), row.call_id.clone(), row.version);
                 if !poll.seen.contains(&key) {
-                    let li = pages::item_li(row, &poll.base, now, poll.may_decide);
+                    let tr = pages::item_row(row, &poll.base, now, poll.may_decide);
                     poll.queue
-                        .push_back(Event::default().event("pending").data(li));
+                        .push_back(Event::default().event("pending").data(tr));
                 }
                 seen.insert(key);
             }

@@ -275,7 +275,7 @@ async fn sign_in(client: &Client, world: &World, token: &str) {
         .await
         .unwrap();
     find(client, "button#sign-in").await.click().await.unwrap();
-    find(client, "ul#items, p#empty").await;
+    find(client, "table#items").await;
     assert_eq!(
         url(client).await.trim_end_matches('/'),
         world.base,
@@ -296,7 +296,7 @@ async fn click(client: &Client, css: &str) {
 
 /// The list's item for a run's call.
 fn item_css(run_id: &str, call_id: &str) -> String {
-    format!("li.item[data-run=\"{run_id}\"][data-call=\"{call_id}\"]")
+    format!("tr.item[data-run=\"{run_id}\"][data-call=\"{call_id}\"]")
 }
 
 /// The message the page shows for a refused decision, and its status.
@@ -407,7 +407,7 @@ async fn inbox_approve() {
         &inputs,
         |client, world, runs| async move {
             let (client, staging) = (&client, runs[0].clone());
-            let items = find_all(client, "ul#items > li.item").await;
+            let items = find_all(client, "#items tr.item").await;
             assert_eq!(
                 items.len(),
                 3,
@@ -469,13 +469,13 @@ async fn inbox_approve() {
             );
             // The decided item has left the list.
             goto(client, &world.url("/")).await;
-            find(client, "ul#items").await;
+            find(client, "table#items").await;
             assert!(
                 find_all(client, &item_css(&staging, "call_1"))
                     .await
                     .is_empty()
             );
-            assert_eq!(find_all(client, "ul#items > li.item").await.len(), 2);
+            assert_eq!(find_all(client, "#items tr.item").await.len(), 2);
         },
     )
     .await;
@@ -768,7 +768,7 @@ async fn inbox_viewer_sees_no_buttons_and_a_forged_post_is_forbidden() {
             let item_path = format!("/runs/{run}/calls/call_1");
             let item_value = format!("{run}/call_1/{}/{}", row.version, row.digest);
             goto(client, &world.url("/")).await;
-            find(client, "ul#items").await;
+            find(client, "table#items").await;
             let answer = client
                 .execute_async(
                     "const [path, version, digest, item, done] = arguments; \
@@ -809,7 +809,7 @@ async fn inbox_viewer_sees_no_buttons_and_a_forged_post_is_forbidden() {
 
             // Nor batch buttons on the list.
             goto(client, &world.url("/")).await;
-            find(client, "ul#items").await;
+            find(client, "table#items").await;
             assert!(
                 find_all(client, "button#batch-approve, button#batch-reject")
                     .await
@@ -929,7 +929,7 @@ async fn inbox_new_items_appear_without_a_reload() {
 
             let second = world.start("deploy staging").await;
             find(client, &item_css(&second, "call_1")).await;
-            let items = find_all(client, "ul#items > li.item").await;
+            let items = find_all(client, "#items tr.item").await;
             assert_eq!(items.len(), 2);
             assert_eq!(
                 items[0].attr("data-run").await.unwrap().as_deref(),
@@ -1020,7 +1020,7 @@ async fn inbox_a_call_in_doubt_needs_a_check_and_is_refused_from_a_batch() {
             assert!(
                 text(client, &format!("{item} .kind"))
                     .await
-                    .contains("in doubt")
+                    .contains("Outcome unknown")
             );
             // A forged batch form carries it anyway: skipped, and named.
             let value = format!("{run}/call_1/{}/{}", row.version, row.digest);
