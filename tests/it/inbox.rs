@@ -1316,3 +1316,104 @@ async fn every_kind_of_pause_is_named_in_words_and_the_list_has_headers() {
         "{filter}"
     );
 }
+
+/// A tool's summary renders its calls for people, on the list, the item and a signed link's
+/// page, with the arguments beside it. A summary that gives `None` or panics, and a typed one
+/// whose type the arguments do not read as, fall back to the arguments alone.
+#[tokio::test]
+async fn a_tools_summary_renders_its_calls_and_falls_back_to_the_arguments() {
+    #[derive(serde::Deserialize)]
+    struct Notice {
+        text: String,
+    }
+    let refund = Tool::new(
+        "refund",
+        "Refund an order",
+        json!({"type": "object"}),
+        |v, _| Ok(v),
+    )
+    .require_approval();
+    let refund_1003 = json!({"order": "A-1003", "amount_cents": 4250, "currency": "EUR",
+        "customer": "Jane Doe"});
+    let model = ScriptedModel::new().tool_calls([
+        phaseo_agent::ToolCall::new("call_1", "refund", refund_1003),
+        phaseo_agent::ToolCall::new("call_2", "refund", json!({"order": "A-1004"})),
+        phaseo_agent::ToolCall::new("call_3", "deploy", json!({"environment": "staging"})),
+        phaseo_agent::ToolCall::new("call_4", "notify", json!({"text": "hello"})),
+        phaseo_agent::ToolCall::new("call_5", "notify", json!({"other": 1})),
+    ]);
+    let runs = Runs::new(MemoryStore::new());
+    let agent = runs.attach(
+        Agent::builder("payments")
+            .model(model.clone())
+            .tool(refund)
+            .tool(deploy())
+            .tool(notify())
+            .build()
+            .unwrap(),
+    );
+    agent.run("Refund").await.unwrap();
+    let f = serve(runs, agent, model, |i| {
+        i.summary("refund", |args| {
+            let cents = args["amount_cents"].as_u64()?;
+            Some(format!(
+                "{} {}.{:02} to {} for {}",
+                args["currency"].as_str()?,
+                cents / 100,
+                cents % 100,
+                args["customer"].as_str()?,
+                args["order"].as_str()?
+            ))
+        })
+        .summary("deploy", |_| panic!("a summary with a bug"))
+        .summary_as("notify", |n: &Notice| format!("Tell the team: {}", n.text))
+    })
+    .await;
+    let alice = f.sign_in("alice-token").await;
+    let list = f.get(&alice, "/").await.body;
+    let refund_line = "EUR 42.50 to Jane Doe for A-1003";
+    assert!(list.contains(refund_line), "{list}");
+    assert!(list.contains("Tell the team: hello"), "{list}");
+    assert_eq!(list.matches("class=\"summary\"").count(), 2, "{list}");
+    assert!(
+        list.contains("A-1004") && list.contains("staging"),
+        "{list}"
+    );
+
+    let rows = f.waiting().await;
+    for row in &rows {
+        let page = f.get(&alice, &item_path(row)).await;
+        assert_eq!(page.status, 200, "{}", page.body);
+        assert!(page.body.contains("id=\"arguments\""));
+        let summary = match row.call_id.as_str() {
+            "call_1" => Some(refund_line),
+            "call_4" => Some("Tell the team: hello"),
+            _ => None,
+        };
+        match summary {
+            Some(text) => assert_eq!(
+                between(&page.body, "id=\"summary\">", "</p>"),
+                text,
+                "{}",
+                row.call_id
+            ),
+            None => assert!(!page.body.contains("id=\"summary\""), "{}", row.call_id),
+        }
+    }
+    let call_1 = rows.iter().find(|r| r.call_id == "call_1").unwrap();
+    let link = f
+        .inbox
+        .signed_link(
+            call_1,
+            LinkAction::Approve,
+            "alice",
+            Duration::from_secs(60),
+        )
+        .unwrap();
+    let anonymous = Session {
+        cookie: String::new(),
+        csrf: String::new(),
+    };
+    let confirm = f.get(&anonymous, &link).await.body;
+    assert_eq!(between(&confirm, "id=\"summary\">", "</p>"), refund_line);
+}

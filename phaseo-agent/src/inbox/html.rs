@@ -177,6 +177,7 @@ nav{display:flex;gap:1rem;align-items:center;flex-wrap:wrap;border-bottom:1px so
 form.inline{display:inline}
 pre,code{white-space:pre-wrap;word-break:break-word;background:#f4f4f4;padding:0.2rem}
 #items th{background:#f4f4f4}
+.summary{font-weight:600}
 #items .run{display:block;font-size:0.85em;color:#555;word-break:break-all}
 .error{color:#a00;border-left:4px solid #a00;padding-left:0.5rem;white-space:pre-line}
 .ok{color:#060;border-left:4px solid #060;padding-left:0.5rem}

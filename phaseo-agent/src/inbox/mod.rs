@@ -52,5 +52,5 @@ mod server;
 pub use auth::{LinkAction, Role, User};
 pub use server::{
     DEFAULT_MAX_ENDED_SESSIONS, DEFAULT_MAX_EVENT_STREAMS, DEFAULT_POLL_INTERVAL,
-    DEFAULT_SESSION_TTL, Inbox, InboxError,
+    DEFAULT_SESSION_TTL, Inbox, InboxError, MAX_SUMMARY_CHARS,
 };

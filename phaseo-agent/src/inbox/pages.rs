@@ -90,7 +90,13 @@ pub(crate) fn item_path(base: &str, run: &str, call: &str) -> String {
 /// One row of the list's table (also what the event stream sends), on one line; with a
 /// checkbox for the batch form when `selectable` (a viewer decides nothing, so sees none; the
 /// table then has no column for it).
-pub(crate) fn item_row(row: &PendingRow, base: &str, now_ms: i64, selectable: bool) -> String {
+pub(crate) fn item_row(
+    row: &PendingRow,
+    summary: Option<&str>,
+    base: &str,
+    now_ms: i64,
+    selectable: bool,
+) -> String {
     let mut args: String = row.arguments.chars().take(160).collect();
     if args.len() < row.arguments.len() {
         args.push('…');
@@ -114,7 +120,7 @@ pub(crate) fn item_row(row: &PendingRow, base: &str, now_ms: i64, selectable: bo
     format!(
         "<tr class=\"item\" data-run=\"{run}\" data-call=\"{call}\" data-kind=\"{kind}\" \
          data-tool=\"{tool}\">{select}<td class=\"tool\"><a class=\"open\" href=\"{href}\">{tool}</a>\
-         </td><td class=\"what\"><code class=\"args\">{args}</code></td><td class=\"kind\">{words}\
+         </td><td class=\"what\">{summary}<code class=\"args\">{args}</code></td><td class=\"kind\">{words}\
          </td><td class=\"agent\">{agent} <span class=\"run\">{run}</span></td><td class=\"since\" \
          title=\"{at}\">{ago} ago</td></tr>",
         run = escape(&row.run_id),
@@ -127,6 +133,9 @@ pub(crate) fn item_row(row: &PendingRow, base: &str, now_ms: i64, selectable: bo
         at = utc(row.since_ms),
         ago = age(row.since_ms, now_ms),
         args = escape(&args),
+        summary = summary
+            .map(|s| format!("<span class=\"summary\">{}</span> ", escape(s)))
+            .unwrap_or_default(),
     )
 }
 
@@ -172,6 +181,7 @@ impl ListQuery {
 /// The list page's body.
 pub(crate) fn list(
     rows: &[PendingRow],
+    summaries: &[Option<String>],
     next: Option<&str>,
     query: &ListQuery,
     base: &str,
@@ -227,8 +237,9 @@ pub(crate) fn list(
          <th scope=\"col\">Why it waits</th><th scope=\"col\">Agent and run</th>\
          <th scope=\"col\">Waiting for</th></tr></thead><tbody>",
     );
-    for row in rows {
-        body.push_str(&item_row(row, base, now_ms, may_decide));
+    for (i, row) in rows.iter().enumerate() {
+        let summary = summaries.get(i).and_then(Option::as_deref);
+        body.push_str(&item_row(row, summary, base, now_ms, may_decide));
     }
     body.push_str("</tbody></table>");
     if let Some(next) = next {
@@ -260,6 +271,8 @@ pub(crate) fn list(
 /// What the item page shows about a call beside its row.
 pub(crate) struct ItemView<'a> {
     pub(crate) row: &'a PendingRow,
+    /// The tool's summary of the call, if it has one ([`Inbox::summary`](crate::inbox::Inbox::summary)).
+    pub(crate) summary: Option<String>,
     pub(crate) description: Option<&'a str>,
     pub(crate) messages: Option<&'a [Message]>,
     /// For a call in doubt: what the run's journal says of the attempt that was in flight.
@@ -343,6 +356,13 @@ pub(crate) fn item(
 ) -> String {
     let row = view.row;
     let mut body = String::new();
+    if let Some(summary) = &view.summary {
+        let _ = write!(
+            body,
+            "<p class=\"summary\" id=\"summary\">{}</p>",
+            escape(summary)
+        );
+    }
     let _ = write!(
         body,
         "<dl><dt>Tool</dt><dd id=\"tool\">{}</dd><dt>What it does</dt><dd id=\"description\">{}</dd>\
@@ -638,10 +658,16 @@ fn pretty_value(value: &Value) -> String {
 }
 
 /// A signed link's confirmation page body: what the link does, and the one button that does it.
-pub(crate) fn confirm(row: &PendingRow, action: &str, user: &str, action_url: &str) -> String {
+pub(crate) fn confirm(
+    row: &PendingRow,
+    summary: Option<&str>,
+    action: &str,
+    user: &str,
+    action_url: &str,
+) -> String {
     format!(
         "<p>{} is about to <strong id=\"link-action\">{}</strong> this call of <code id=\"tool\">{}\
-         </code> (run {}, call {}):</p><pre id=\"arguments\">{}</pre>\
+         </code> (run {}, call {}):</p>{}<pre id=\"arguments\">{}</pre>\
          <form id=\"confirm\" method=\"post\" action=\"{}\"><button id=\"confirm\">Confirm: {}\
          </button></form>",
         escape(user),
@@ -649,6 +675,9 @@ pub(crate) fn confirm(row: &PendingRow, action: &str, user: &str, action_url: &s
         escape(&row.tool),
         escape(&row.run_id),
         escape(&row.call_id),
+        summary
+            .map(|s| format!("<p class=\"summary\" id=\"summary\">{}</p>", escape(s)))
+            .unwrap_or_default(),
         escape(&pretty(&row.arguments)),
         escape(action_url),
         escape(action),

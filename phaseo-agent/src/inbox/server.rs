@@ -127,7 +127,14 @@ pub struct Inbox {
     secure_cookie: bool,
     ended: Arc<Ended>,
     max_ended_sessions: usize,
+    summaries: HashMap<String, Arc<SummaryFn>>,
 }
+
+/// A tool's summary of a call, from its arguments (see [`Inbox::summary`]).
+type SummaryFn = dyn Fn(&Value) -> Option<String> + Send + Sync;
+
+/// The most characters of a summary shown; a longer one is cut there, with `…`.
+pub const MAX_SUMMARY_CHARS: usize = 500;
 
 impl std::fmt::Debug for Inbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -139,6 +146,7 @@ impl std::fmt::Debug for Inbox {
             .field("session_ttl", &self.session_ttl)
             .field("page_size", &self.page_size)
             .field("max_ended_sessions", &self.max_ended_sessions)
+            .field("summaries", &self.summaries.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -172,6 +180,7 @@ impl Inbox {
             secure_cookie: false,
             ended: Arc::default(),
             max_ended_sessions: DEFAULT_MAX_ENDED_SESSIONS,
+            summaries: HashMap::new(),
         }
     }
 
@@ -210,6 +219,103 @@ impl Inbox {
         self.approvers
             .insert(tool.to_owned(), names.into_iter().map(Into::into).collect());
         self
+    }
+
+    /// How calls of `tool` read for people: `summary` turns a call's arguments into a line such
+    /// as "EUR 42.50 to Jane Doe for A-1003", which the list, the item's page and a signed link's
+    /// page show above the arguments (the arguments are always shown too: a summary can leave
+    /// something out). It applies to the tool of that name of every agent. When it returns
+    /// `None` or blank text, or panics (logged as a warning), the arguments are shown alone;
+    /// a summary longer than [`MAX_SUMMARY_CHARS`] is cut there. Invisible and
+    /// direction-changing characters in it are shown as escapes, as in the arguments. Default:
+    /// none, every tool's calls shown by their arguments. A second summary for a tool replaces
+    /// the first.
+    ///
+    /// ```
+    /// use phaseo_agent::inbox::Inbox;
+    /// use phaseo_agent::store::{MemoryStore, Runs};
+    ///
+    /// let inbox = Inbox::new(Runs::new(MemoryStore::new())).summary("refund", |args| {
+    ///     let cents = args["amount_cents"].as_u64()?;
+    ///     Some(format!(
+    ///         "{} {}.{:02} to {} for {}",
+    ///         args["currency"].as_str()?,
+    ///         cents / 100,
+    ///         cents % 100,
+    ///         args["customer"].as_str()?,
+    ///         args["order"].as_str()?,
+    ///     ))
+    /// });
+    /// # drop(inbox);
+    /// ```
+    pub fn summary<F>(mut self, tool: &str, summary: F) -> Self
+    where
+        F: Fn(&Value) -> Option<String> + Send + Sync + 'static,
+    {
+        self.summaries.insert(tool.to_owned(), Arc::new(summary));
+        self
+    }
+
+    /// [`summary`](Self::summary) from the tool's input type: the call's arguments are read as
+    /// `T` (the type a typed tool takes), and a call whose arguments do not read as `T` is shown
+    /// by its arguments.
+    ///
+    /// ```
+    /// use phaseo_agent::inbox::Inbox;
+    /// use phaseo_agent::store::{MemoryStore, Runs};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Refund {
+    ///     order: String,
+    ///     amount_cents: u64,
+    ///     currency: String,
+    ///     customer: String,
+    /// }
+    ///
+    /// let inbox = Inbox::new(Runs::new(MemoryStore::new())).summary_as("refund", |r: &Refund| {
+    ///     let (units, cents) = (r.amount_cents / 100, r.amount_cents % 100);
+    ///     format!("{} {units}.{cents:02} to {} for {}", r.currency, r.customer, r.order)
+    /// });
+    /// # drop(inbox);
+    /// ```
+    pub fn summary_as<T, F>(self, tool: &str, summary: F) -> Self
+    where
+        T: serde::de::DeserializeOwned,
+        F: Fn(&T) -> String + Send + Sync + 'static,
+    {
+        self.summary(tool, move |arguments| {
+            let input = T::deserialize(arguments).ok()?;
+            Some(summary(&input))
+        })
+    }
+
+    /// The summary of a waiting call, if its tool has one that gives one (see
+    /// [`summary`](Self::summary)).
+    fn summary_of(&self, row: &PendingRow) -> Option<String> {
+        let summary = self.summaries.get(&row.tool)?;
+        let arguments: Value = serde_json::from_str(&row.arguments).ok()?;
+        let text =
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| summary(&arguments))) {
+                Ok(text) => text?,
+                Err(_) => {
+                    tracing::warn!(
+                        tool = %row.tool,
+                        run = %row.run_id,
+                        call = %row.call_id,
+                        "a tool's summary panicked; the inbox shows the call's arguments instead"
+                    );
+                    return None;
+                }
+            };
+        let text = text.trim();
+        if text.is_empty() {
+            return None;
+        }
+        let mut cut: String = text.chars().take(MAX_SUMMARY_CHARS).collect();
+        if cut.len() < text.len() {
+            cut.push('…');
+        }
+        Some(cut)
     }
 
     /// How often an open event stream reads the store for new items. Default:
@@ -999,8 +1105,14 @@ async fn list(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQuery
     };
     match app.inbox.runs.pending(&filter).await {
         Ok(page) => {
+            let summaries: Vec<Option<String>> = page
+                .items
+                .iter()
+                .map(|row| app.inbox.summary_of(row))
+                .collect();
             let body = pages::list(
                 &page.items,
+                &summaries,
                 page.next.as_deref(),
                 &query,
                 &ctx.base,
@@ -1078,7 +1190,9 @@ async fn events(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQue
             for row in page.items.iter().rev() {
                 let key = (row.run_id.clone(), row.call_id.clone(), row.version);
                 if !poll.seen.contains(&key) {
-                    let tr = pages::item_row(row, &poll.base, now, poll.may_decide);
+                    let summary = poll.app.inbox.summary_of(row);
+                    let tr =
+                        pages::item_row(row, summary.as_deref(), &poll.base, now, poll.may_decide);
                     poll.queue
                         .push_back(Event::default().event("pending").data(tr));
                 }
@@ -1158,6 +1272,7 @@ async fn item_page(
     });
     let view = ItemView {
         row: &row,
+        summary: app.inbox.summary_of(&row),
         description: description.as_deref(),
         messages: stored.as_ref().map(|s| s.state.messages()),
         in_doubt,
@@ -1391,7 +1506,14 @@ async fn link_page(State(app): State<Shared>, ctx: Ctx, Path(token): Path<String
     match checked_link(&app, &token).await {
         Ok((link, row)) => {
             let url = format!("{}/link/{token}", ctx.base);
-            let body = pages::confirm(&row, link.action.as_str(), &link.user, &url);
+            let summary = app.inbox.summary_of(&row);
+            let body = pages::confirm(
+                &row,
+                summary.as_deref(),
+                link.action.as_str(),
+                &link.user,
+                &url,
+            );
             html(&ctx, StatusCode::OK, "Confirm", &body)
         }
         Err(refusal) => refusal.page(&ctx, None),
