@@ -1417,3 +1417,31 @@ async fn a_tools_summary_renders_its_calls_and_falls_back_to_the_arguments() {
     let confirm = f.get(&anonymous, &link).await.body;
     assert_eq!(between(&confirm, "id=\"summary\">", "</p>"), refund_line);
 }
+
+/// Each checkbox of the list is labelled with what tells its item apart (the tool, the run, what
+/// the call does), not only the tool and the call's id, which repeat from run to run.
+#[tokio::test]
+async fn each_checkbox_is_labelled_with_what_tells_its_item_apart() {
+    let model = ScriptedModel::new()
+        .tool_call("call_1", "deploy", json!({"environment": "staging"}))
+        .tool_call("call_1", "deploy", json!({"environment": "production"}));
+    let f = fixture(model, |i| i).await;
+    let first = f.start("one").await;
+    let second = f.start("two").await;
+    let alice = f.sign_in("alice-token").await;
+    let list = f.get(&alice, "/").await.body;
+    let labels: Vec<&str> = list
+        .split("class=\"select\"")
+        .skip(1)
+        .map(|rest| between(rest, "aria-label=\"", "\""))
+        .collect();
+    assert_eq!(labels.len(), 2, "{list}");
+    assert_ne!(labels[0], labels[1]);
+    for label in &labels {
+        assert!(label.contains("deploy"), "{label}");
+    }
+    let staging = labels.iter().find(|l| l.contains("staging")).unwrap();
+    let production = labels.iter().find(|l| l.contains("production")).unwrap();
+    assert!(staging.contains(&first), "{staging}");
+    assert!(production.contains(&second), "{production}");
+}

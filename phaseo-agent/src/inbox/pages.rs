@@ -107,12 +107,20 @@ pub(crate) fn item_row(
          never in a batch\">&#9888;</span></td>"
             .to_owned()
     } else if selectable {
+        // What tells this item from the others: the tool, the run, and what the call does (its
+        // summary, else the start of its arguments); the call's id repeats from run to run.
+        let what = summary.unwrap_or(&row.arguments);
+        let mut what_short: String = what.chars().take(80).collect();
+        if what_short.len() < what.len() {
+            what_short.push('…');
+        }
         format!(
             "<td class=\"select-cell\"><input type=\"checkbox\" class=\"select\" name=\"item\" \
-             form=\"batch\" value=\"{value}\" aria-label=\"Select {tool} {call}\"></td>",
+             form=\"batch\" value=\"{value}\" aria-label=\"Select {tool} in run {run}: {what}\"></td>",
             value = escape(&item_value(row)),
             tool = escape(&row.tool),
-            call = escape(&row.call_id),
+            run = escape(&row.run_id),
+            what = escape(&what_short),
         )
     } else {
         String::new()
