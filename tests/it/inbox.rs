@@ -1445,3 +1445,96 @@ async fn each_checkbox_is_labelled_with_what_tells_its_item_apart() {
     assert!(staging.contains(&first), "{staging}");
     assert!(production.contains(&second), "{production}");
 }
+
+/// "Approve for the rest of the run" is not offered, and a forged form asking for it is refused,
+/// for a tool marked destructive and for a tool of an agent the inbox does not know.
+#[tokio::test]
+async fn approve_always_is_refused_for_destructive_tools_and_unknown_agents() {
+    let wipe = Tool::new("wipe", "Wipe a disk", json!({"type": "object"}), |v, _| {
+        Ok(v)
+    })
+    .require_approval()
+    .destructive(true);
+    let model = ScriptedModel::new().tool_call("call_1", "wipe", json!({"disk": "sda"}));
+    let runs = Runs::new(MemoryStore::new());
+    let agent = runs.attach(
+        Agent::builder("ops")
+            .model(model.clone())
+            .tool(wipe)
+            .build()
+            .unwrap(),
+    );
+    agent.run("Wipe").await.unwrap();
+    // A run of an agent the inbox is not given.
+    let stranger = runs.attach(
+        Agent::builder("stranger")
+            .model(one_deploy("staging"))
+            .tool(deploy())
+            .build()
+            .unwrap(),
+    );
+    stranger.run("Deploy").await.unwrap();
+    let f = serve(runs, agent, model, |i| i).await;
+    let alice = f.sign_in("alice-token").await;
+    let rows = f.waiting().await;
+    assert_eq!(rows.len(), 2);
+    for row in &rows {
+        let page = f.get(&alice, &item_path(row)).await.body;
+        assert!(page.contains("id=\"approve\""), "{page}");
+        assert!(!page.contains("approve_always"), "{}: {page}", row.tool);
+        let forged = f.decide(&alice, row, &[("action", "approve_always")]).await;
+        assert_eq!(forged.status, 403, "{}: {}", row.tool, forged.body);
+        assert!(forged.body.contains("rest of the run"), "{}", forged.body);
+    }
+    assert_eq!(f.audit_len().await, 0);
+    // A plain approval still works.
+    assert_eq!(f.approve(&alice, &rows[0]).await, 303);
+}
+
+/// `Inbox::approve_always(tool, on)` overrides the default both ways: off for a tool that is
+/// not destructive (no button, a forged form refused), on for one that is.
+#[tokio::test]
+async fn the_approve_always_switch_overrides_the_default_per_tool() {
+    let wipe = Tool::new("wipe", "Wipe a disk", json!({"type": "object"}), |v, _| {
+        Ok(v)
+    })
+    .require_approval()
+    .destructive(true);
+    let model = ScriptedModel::new().tool_calls([
+        phaseo_agent::ToolCall::new("call_1", "wipe", json!({"disk": "sdb"})),
+        phaseo_agent::ToolCall::new("call_2", "deploy", json!({"environment": "staging"})),
+    ]);
+    let runs = Runs::new(MemoryStore::new());
+    let agent = runs.attach(
+        Agent::builder("ops")
+            .model(model.clone())
+            .tool(wipe)
+            .tool(deploy())
+            .build()
+            .unwrap(),
+    );
+    agent.run("Wipe and deploy").await.unwrap();
+    let f = serve(runs, agent, model, |i| {
+        i.approve_always("wipe", true)
+            .approve_always("deploy", false)
+    })
+    .await;
+    let alice = f.sign_in("alice-token").await;
+    let rows = f.waiting().await;
+    let wipe = rows.iter().find(|r| r.tool == "wipe").unwrap();
+    let deploy = rows.iter().find(|r| r.tool == "deploy").unwrap();
+    let page = f.get(&alice, &item_path(deploy)).await.body;
+    assert!(!page.contains("approve_always"), "{page}");
+    let forged = f
+        .decide(&alice, deploy, &[("action", "approve_always")])
+        .await;
+    assert_eq!(forged.status, 403, "{}", forged.body);
+    assert_eq!(f.audit_len().await, 0);
+    let page = f.get(&alice, &item_path(wipe)).await.body;
+    assert!(page.contains("id=\"approve-always\""), "{page}");
+    let allowed = f
+        .decide(&alice, wipe, &[("action", "approve_always")])
+        .await;
+    assert_eq!(allowed.status, 303, "{}", allowed.body);
+    assert_eq!(f.audit_len().await, 1);
+}

@@ -287,6 +287,8 @@ pub(crate) struct ItemView<'a> {
     pub(crate) in_doubt: Option<InDoubtView>,
     /// An edit refused, to show again in the edit box.
     pub(crate) edit: Option<EditAgain<'a>>,
+    /// Whether the call's tool may be approved for the rest of the run.
+    pub(crate) approve_always: bool,
 }
 
 /// An edit the inbox refused: the text the person typed, and why.
@@ -402,7 +404,13 @@ pub(crate) fn item(
             escape(by)
         );
     } else if may_decide {
-        body.push_str(&decide_form(row, base, csrf, view.edit));
+        body.push_str(&decide_form(
+            row,
+            base,
+            csrf,
+            view.edit,
+            view.approve_always,
+        ));
     } else {
         body.push_str("<p class=\"viewer\">You may look, not decide.</p>");
     }
@@ -419,7 +427,13 @@ pub(crate) fn item(
     body
 }
 
-fn decide_form(row: &PendingRow, base: &str, csrf: &str, edit: Option<EditAgain<'_>>) -> String {
+fn decide_form(
+    row: &PendingRow,
+    base: &str,
+    csrf: &str,
+    edit: Option<EditAgain<'_>>,
+    approve_always: bool,
+) -> String {
     let fits = |a: Action| Action::fits(a, &row.kind);
     let mut form = format!(
         "<form class=\"decide\" method=\"post\" action=\"{}\">\
@@ -442,7 +456,7 @@ fn decide_form(row: &PendingRow, base: &str, csrf: &str, edit: Option<EditAgain<
              value=\"rerun_after_doubt\">Run it again as a new attempt</button></fieldset>",
         );
     }
-    if fits(Action::ApproveAlways) {
+    if approve_always && fits(Action::ApproveAlways) {
         form.push_str(
             "<button id=\"approve-always\" name=\"action\" value=\"approve_always\">\
              Approve this tool for the rest of the run</button>",

@@ -128,6 +128,7 @@ pub struct Inbox {
     ended: Arc<Ended>,
     max_ended_sessions: usize,
     summaries: HashMap<String, Arc<SummaryFn>>,
+    approve_always: HashMap<String, bool>,
 }
 
 /// A tool's summary of a call, from its arguments (see [`Inbox::summary`]).
@@ -181,6 +182,7 @@ impl Inbox {
             ended: Arc::default(),
             max_ended_sessions: DEFAULT_MAX_ENDED_SESSIONS,
             summaries: HashMap::new(),
+            approve_always: HashMap::new(),
         }
     }
 
@@ -316,6 +318,38 @@ impl Inbox {
             cut.push('…');
         }
         Some(cut)
+    }
+
+    /// Whether people may approve `tool` "for the rest of the run" (its later calls in that run
+    /// then run without asking). Off, the item's page offers no such button, and a form that asks
+    /// for it anyway is refused (403) and records nothing. Default: on, except for a tool marked
+    /// destructive ([`Tool::destructive`](crate::Tool::destructive)`(true)`) and for the tools of
+    /// agents the inbox is not given ([`agent`](Self::agent)), whose hints it cannot read; this
+    /// setting overrides both, for the tool of that name of every agent.
+    ///
+    /// ```
+    /// use phaseo_agent::inbox::Inbox;
+    /// use phaseo_agent::store::{MemoryStore, Runs};
+    ///
+    /// // Every refund is looked at, one by one.
+    /// let inbox = Inbox::new(Runs::new(MemoryStore::new())).approve_always("refund", false);
+    /// # drop(inbox);
+    /// ```
+    pub fn approve_always(mut self, tool: &str, allowed: bool) -> Self {
+        self.approve_always.insert(tool.to_owned(), allowed);
+        self
+    }
+
+    /// Whether a call's tool may be approved for the rest of its run (see
+    /// [`approve_always`](Self::approve_always)).
+    fn may_approve_always(&self, row: &PendingRow) -> bool {
+        if let Some(&allowed) = self.approve_always.get(&row.tool) {
+            return allowed;
+        }
+        self.agents
+            .get(&row.agent_id)
+            .and_then(|a| a.agent().tools().iter().find(|t| t.id() == row.tool))
+            .is_some_and(|tool| tool.hints().destructive != Some(true))
     }
 
     /// How often an open event stream reads the store for new items. Default:
@@ -603,6 +637,13 @@ impl Inbox {
                     "Not recorded: to run a call in doubt again, tick \u{201c}I checked: it did \
                      not happen\u{201d} first. If it did happen, supply its outcome instead.",
                 ));
+            }
+            Choice::ApproveAlways if !self.may_approve_always(row) => {
+                return Err(Refusal::forbidden(format!(
+                    "Not recorded: {} may not be approved for the rest of the run here; approve \
+                     this call alone.",
+                    row.tool
+                )));
             }
             Choice::ApproveAlways => Decision::ApproveAlways,
             Choice::Reject(message) => Decision::Reject {
@@ -1277,6 +1318,7 @@ async fn item_page(
         messages: stored.as_ref().map(|s| s.state.messages()),
         in_doubt,
         edit,
+        approve_always: app.inbox.may_approve_always(&row),
     };
     let may = app.inbox.may_decide(&user, &row.tool);
     let body = pages::item(&view, &ctx.base, &csrf, may, now_ms());
