@@ -1538,3 +1538,87 @@ async fn the_approve_always_switch_overrides_the_default_per_tool() {
     assert_eq!(allowed.status, 303, "{}", allowed.body);
     assert_eq!(f.audit_len().await, 1);
 }
+
+/// Characters a person cannot see, or that turn the text around them (bidirectional controls,
+/// zero-width ones, a soft hyphen), are shown as visible escapes on every page that shows what a
+/// call does, with a note that the text holds them; the edit box holds the same JSON value with
+/// `\uXXXX` escapes.
+#[tokio::test]
+async fn invisible_and_direction_changing_characters_are_shown_as_escapes() {
+    let hidden = [
+        '\u{202E}',
+        '\u{2066}',
+        '\u{200F}',
+        '\u{061C}',
+        '\u{200B}',
+        '\u{FEFF}',
+        '\u{2060}',
+        '\u{00AD}',
+        '\u{0007}',
+        '\u{E0041}',
+    ];
+    let text: String = hidden.iter().map(|c| format!("x{c}")).collect::<String>();
+    let model = ScriptedModel::new()
+        .tool_call(
+            "call_1",
+            "notify",
+            json!({"file": "invoice\u{202E}fdp.exe", "text": text}),
+        )
+        .text("Sent.");
+    let f = fixture(model, |i| i).await;
+    let run_id = f.start("Send").await;
+    let alice = f.sign_in("alice-token").await;
+    let row = f.waiting().await.remove(0);
+    let link = f
+        .inbox
+        .signed_link(&row, LinkAction::Reject, "alice", Duration::from_secs(60))
+        .unwrap();
+    let anonymous = Session {
+        cookie: String::new(),
+        csrf: String::new(),
+    };
+    let list = f.get(&alice, "/").await.body;
+    let item = f.get(&alice, &item_path(&row)).await.body;
+    let confirm = f.get(&anonymous, &link).await.body;
+    for (name, page) in [("list", &list), ("item", &item), ("link", &confirm)] {
+        for c in hidden {
+            assert!(!page.contains(c), "{name} holds U+{:04X}: {page}", c as u32);
+        }
+        assert!(page.contains("\\u{202E}"), "{name}: {page}");
+        assert!(
+            page.contains("invisible or direction-changing characters"),
+            "{name} has no note: {page}"
+        );
+    }
+    assert!(
+        item.contains("\\u{E0041}") && item.contains("\\u{00AD}"),
+        "{item}"
+    );
+    // The edit box: the same JSON value, its hidden characters as JSON escapes.
+    let edit = between(
+        &item,
+        "<textarea id=\"edited\" name=\"arguments\">",
+        "</textarea>",
+    )
+    .replace("&quot;", "\"");
+    assert!(edit.contains("invoice\\u202Efdp.exe"), "{edit}");
+    let value: Value = serde_json::from_str(&edit).unwrap();
+    assert_eq!(value.to_string(), row.arguments);
+
+    // Edited as shown, approved: the audit page shows the arguments before and after, escaped.
+    let reply = f
+        .decide(&alice, &row, &[("action", "edit"), ("arguments", &edit)])
+        .await;
+    assert_eq!(reply.status, 303, "{}", reply.body);
+    f.finished(&run_id).await;
+    let audit = f.get(&alice, "/audit").await.body;
+    for c in hidden {
+        assert!(
+            !audit.contains(c),
+            "the audit page holds U+{:04X}",
+            c as u32
+        );
+    }
+    assert!(audit.contains("\\u{202E}"), "{audit}");
+    assert!(audit.contains("invisible or direction-changing characters"));
+}

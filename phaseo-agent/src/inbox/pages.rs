@@ -6,7 +6,10 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use crate::inbox::html::{age, escape, home, pct, pretty, utc};
+use crate::inbox::html::{
+    HIDDEN_NOTE, age, escape, has_hidden, hidden_note, home, json_visible, pct, pretty, show,
+    show_attr, utc,
+};
 use crate::model::message::Message;
 use crate::run::state::Decision;
 use crate::store::backend::{DecisionRow, PendingRow};
@@ -118,9 +121,9 @@ pub(crate) fn item_row(
             "<td class=\"select-cell\"><input type=\"checkbox\" class=\"select\" name=\"item\" \
              form=\"batch\" value=\"{value}\" aria-label=\"Select {tool} in run {run}: {what}\"></td>",
             value = escape(&item_value(row)),
-            tool = escape(&row.tool),
-            run = escape(&row.run_id),
-            what = escape(&what_short),
+            tool = show_attr(&row.tool),
+            run = show_attr(&row.run_id),
+            what = show_attr(&what_short),
         )
     } else {
         String::new()
@@ -128,22 +131,28 @@ pub(crate) fn item_row(
     format!(
         "<tr class=\"item\" data-run=\"{run}\" data-call=\"{call}\" data-kind=\"{kind}\" \
          data-tool=\"{tool}\">{select}<td class=\"tool\"><a class=\"open\" href=\"{href}\">{tool}</a>\
-         </td><td class=\"what\">{summary}<code class=\"args\">{args}</code></td><td class=\"kind\">{words}\
-         </td><td class=\"agent\">{agent} <span class=\"run\">{run}</span></td><td class=\"since\" \
+         </td><td class=\"what\">{summary}<code class=\"args\">{args}</code>{note}</td><td class=\"kind\">{words}\
+         </td><td class=\"agent\">{agent} <span class=\"run\">{run_text}</span></td><td class=\"since\" \
          title=\"{at}\">{ago} ago</td></tr>",
         run = escape(&row.run_id),
         call = escape(&row.call_id),
         kind = escape(&row.kind),
         words = escape(kind_words(&row.kind)),
         tool = escape(&row.tool),
-        agent = escape(&row.agent_id),
+        agent = show(&row.agent_id),
+        run_text = show(&row.run_id),
         href = escape(&item_path(base, &row.run_id, &row.call_id)),
         at = utc(row.since_ms),
         ago = age(row.since_ms, now_ms),
-        args = escape(&args),
+        args = show(&args),
         summary = summary
-            .map(|s| format!("<span class=\"summary\">{}</span> ", escape(s)))
+            .map(|s| format!("<span class=\"summary\">{}</span> ", show(s)))
             .unwrap_or_default(),
+        note = if has_hidden(&args) || summary.is_some_and(has_hidden) {
+            format!("<span class=\"hidden-note\" role=\"note\">{HIDDEN_NOTE}</span>")
+        } else {
+            String::new()
+        },
     )
 }
 
@@ -370,9 +379,14 @@ pub(crate) fn item(
         let _ = write!(
             body,
             "<p class=\"summary\" id=\"summary\">{}</p>",
-            escape(summary)
+            show(summary)
         );
     }
+    body.push_str(&hidden_note(
+        [row.arguments.as_str()]
+            .into_iter()
+            .chain(view.summary.as_deref()),
+    ));
     let _ = write!(
         body,
         "<dl><dt>Tool</dt><dd id=\"tool\">{}</dd><dt>What it does</dt><dd id=\"description\">{}</dd>\
@@ -380,18 +394,18 @@ pub(crate) fn item(
          ({} ago)</dd><dt>Run</dt><dd id=\"run\">{} (agent {}, version {})</dd><dt>Call</dt>\
          <dd id=\"call\">{}</dd></dl><h2>Arguments</h2><pre id=\"arguments\">{}</pre>",
         escape(&row.tool),
-        escape(
+        show(
             view.description
                 .unwrap_or("(this tool's agent is not known to the inbox)")
         ),
         escape(kind_words(&row.kind)),
         utc(row.since_ms),
         age(row.since_ms, now_ms),
-        escape(&row.run_id),
-        escape(&row.agent_id),
+        show(&row.run_id),
+        show(&row.agent_id),
         row.version,
-        escape(&row.call_id),
-        escape(&pretty(&row.arguments)),
+        show(&row.call_id),
+        show(&pretty(&row.arguments)),
     );
     if row.kind == "outcome_unknown" {
         body.push_str(&in_doubt_html(row, view.in_doubt.as_ref()));
@@ -401,7 +415,7 @@ pub(crate) fn item(
             body,
             "<p class=\"decided\">Already decided by {}; the run resumes once every call it \
              waits on is decided.</p>",
-            escape(by)
+            show(by)
         );
     } else if may_decide {
         body.push_str(&decide_form(
@@ -468,14 +482,18 @@ fn decide_form(
                 edit.text.to_owned(),
                 format!(
                     "<p class=\"error\" role=\"alert\" id=\"edit-error\">{}</p>",
-                    escape(edit.error)
+                    show(edit.error)
                 ),
             ),
             None => (pretty(&row.arguments), String::new()),
         };
+        // The edit box holds JSON as it is sent back: its hidden characters as JSON escapes
+        // (`\u202E`), the same value, visible.
+        let note = hidden_note([text.as_str()]);
+        let text = json_visible(&text);
         let _ = write!(
             form,
-            "<fieldset><legend>Edit the arguments</legend>{error}<label for=\"edited\">Arguments \
+            "<fieldset><legend>Edit the arguments</legend>{error}{note}<label for=\"edited\">Arguments \
              (JSON, checked against the tool's schema)</label><textarea id=\"edited\" \
              name=\"arguments\">{}{}</textarea><button id=\"edit\" name=\"action\" \
              value=\"edit\">Approve as edited</button></fieldset>",
@@ -510,7 +528,7 @@ fn message_html(message: &Message) -> String {
     match message {
         Message::User { content } => format!(
             "<div class=\"message user\"><b>User</b><p>{}</p></div>",
-            escape(content)
+            show(content)
         ),
         Message::Assistant {
             content,
@@ -518,15 +536,15 @@ fn message_html(message: &Message) -> String {
         } => {
             let mut out = String::from("<div class=\"message assistant\"><b>Model</b>");
             if let Some(content) = content {
-                let _ = write!(out, "<p>{}</p>", escape(content));
+                let _ = write!(out, "<p>{}</p>", show(content));
             }
             for call in tool_calls {
                 let _ = write!(
                     out,
                     "<p>calls <code>{}</code> ({}) with <code>{}</code></p>",
-                    escape(&call.name),
-                    escape(&call.id),
-                    escape(&call.arguments)
+                    show(&call.name),
+                    show(&call.id),
+                    show(&call.arguments)
                 );
             }
             out.push_str("</div>");
@@ -538,9 +556,9 @@ fn message_html(message: &Message) -> String {
             content,
         } => format!(
             "<div class=\"message tool\"><b>Result of {} ({})</b><pre>{}</pre></div>",
-            escape(name),
-            escape(call_id),
-            escape(content)
+            show(name),
+            show(call_id),
+            show(content)
         ),
     }
 }
@@ -574,7 +592,7 @@ pub(crate) fn diff_list(before: &Value, after: &Value) -> String {
     if changes.is_empty() {
         return "<p class=\"diff\">No change.</p>".into();
     }
-    let value = |v: &Value| escape(&v.to_string());
+    let value = |v: &Value| show(&v.to_string());
     let mut out = String::from("<ul class=\"diff\">");
     for (path, b, a) in changes.iter().take(MAX_CHANGES) {
         let path = if path.is_empty() { "(all)" } else { path };
@@ -584,7 +602,7 @@ pub(crate) fn diff_list(before: &Value, after: &Value) -> String {
             (Some(b), None) => format!("removed <del>{}</del>", value(b)),
             (None, None) => continue,
         };
-        let _ = write!(out, "<li><code>{}</code>: {change}</li>", escape(path));
+        let _ = write!(out, "<li><code>{}</code>: {change}</li>", show(path));
     }
     if changes.len() > MAX_CHANGES {
         let _ = write!(out, "<li>and {} more</li>", changes.len() - MAX_CHANGES);
@@ -645,19 +663,20 @@ pub(crate) fn audit(rows: &[AuditView<'_>], next: Option<&str>, base: &str) -> S
             body,
             "<tr class=\"decision {what}\"><td class=\"when\">{}</td><td class=\"who\">{}</td>\
              <td class=\"what\">{what}{}</td><td class=\"tool\">{}</td><td class=\"ids\">{} / {}\
-             </td><td><pre class=\"before\">{}</pre></td><td><pre class=\"after\">{}</pre>{changes}</td></tr>",
+             </td><td>{note}<pre class=\"before\">{}</pre></td><td><pre class=\"after\">{}</pre>{changes}</td></tr>",
             utc(row.at_ms),
-            escape(&row.by),
+            show(&row.by),
             if detail.is_empty() {
                 String::new()
             } else {
-                format!(": <span class=\"detail\">{}</span>", escape(&detail))
+                format!(": <span class=\"detail\">{}</span>", show(&detail))
             },
-            escape(&row.tool),
-            escape(&row.run_id),
-            escape(&row.call_id),
-            escape(&before),
-            escape(&after),
+            show(&row.tool),
+            show(&row.run_id),
+            show(&row.call_id),
+            show(&before),
+            show(&after),
+            note = hidden_note([before.as_str(), after.as_str(), detail.as_str()]),
         );
     }
     body.push_str("</tbody></table>");
@@ -692,15 +711,16 @@ pub(crate) fn confirm(
          </code> (run {}, call {}):</p>{}<pre id=\"arguments\">{}</pre>\
          <form id=\"confirm\" method=\"post\" action=\"{}\"><button id=\"confirm\">Confirm: {}\
          </button></form>",
-        escape(user),
+        show(user),
         escape(action),
-        escape(&row.tool),
-        escape(&row.run_id),
-        escape(&row.call_id),
+        show(&row.tool),
+        show(&row.run_id),
+        show(&row.call_id),
         summary
-            .map(|s| format!("<p class=\"summary\" id=\"summary\">{}</p>", escape(s)))
-            .unwrap_or_default(),
-        escape(&pretty(&row.arguments)),
+            .map(|s| format!("<p class=\"summary\" id=\"summary\">{}</p>", show(s)))
+            .unwrap_or_default()
+            + &hidden_note([row.arguments.as_str()].into_iter().chain(summary)),
+        show(&pretty(&row.arguments)),
         escape(action_url),
         escape(action),
     )
@@ -728,7 +748,7 @@ pub(crate) fn refused(message: &str, back: Option<&str>) -> String {
         .unwrap_or_default();
     format!(
         "<p class=\"error\" role=\"alert\">{}</p>{back}",
-        escape(message)
+        show(message)
     )
 }
 

@@ -21,7 +21,7 @@ use crate::error::{AgentError, StoreError};
 use crate::inbox::auth::{
     Ended, EndedWhat, Keys, Link, LinkAction, Role, Session, User, random_bytes, token_key,
 };
-use crate::inbox::html::{SCRIPT, STYLE, escape, home, page, unpct};
+use crate::inbox::html::{SCRIPT, STYLE, escape, home, page, show, unpct};
 use crate::inbox::pages::{self, Action, AuditView, InDoubtView, ItemView, ListQuery};
 use crate::run::state::{Decision, PendingKind};
 use crate::store::backend::{AuditFilter, LoadedRun, PendingFilter, PendingRow};
@@ -1424,8 +1424,8 @@ async fn batch(State(app): State<Shared>, ctx: Ctx, Form(fields): Form<Fields>) 
         };
         body.push_str(&format!(
             "<li class=\"batch-result {class}\"><code>{}</code>: {}</li>",
-            escape(&label),
-            escape(&text)
+            show(&label),
+            show(&text)
         ));
     }
     if !any {
