@@ -195,10 +195,9 @@ impl ListQuery {
     }
 }
 
-/// The list page's body.
+/// The list page's body: `rows`, each with its tool's summary if it has one.
 pub(crate) fn list(
-    rows: &[PendingRow],
-    summaries: &[Option<String>],
+    rows: &[(PendingRow, Option<String>)],
     next: Option<&str>,
     query: &ListQuery,
     base: &str,
@@ -254,9 +253,8 @@ pub(crate) fn list(
          <th scope=\"col\">Why it waits</th><th scope=\"col\">Agent and run</th>\
          <th scope=\"col\">Waiting for</th></tr></thead><tbody>",
     );
-    for (i, row) in rows.iter().enumerate() {
-        let summary = summaries.get(i).and_then(Option::as_deref);
-        body.push_str(&item_row(row, summary, base, now_ms, may_decide));
+    for (row, summary) in rows {
+        body.push_str(&item_row(row, summary.as_deref(), base, now_ms, may_decide));
     }
     body.push_str("</tbody></table>");
     if let Some(next) = next {

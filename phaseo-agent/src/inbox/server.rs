@@ -1146,14 +1146,16 @@ async fn list(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQuery
     };
     match app.inbox.runs.pending(&filter).await {
         Ok(page) => {
-            let summaries: Vec<Option<String>> = page
+            let rows: Vec<(PendingRow, Option<String>)> = page
                 .items
-                .iter()
-                .map(|row| app.inbox.summary_of(row))
+                .into_iter()
+                .map(|row| {
+                    let summary = app.inbox.summary_of(&row);
+                    (row, summary)
+                })
                 .collect();
             let body = pages::list(
-                &page.items,
-                &summaries,
+                &rows,
                 page.next.as_deref(),
                 &query,
                 &ctx.base,
