@@ -1195,6 +1195,49 @@ async fn signing_out_ends_the_session_on_the_server() {
     assert_eq!(f.audit_len().await, 1);
 }
 
+/// An event stream opened by a session ends once that session signs out: no more rows reach a
+/// browser that signed out, or a copy of its cookie.
+#[tokio::test]
+async fn an_open_event_stream_ends_when_its_session_signs_out() {
+    let f = fixture(one_deploy("staging"), |i| i).await;
+    f.start("Deploy").await;
+    let alice = f.sign_in("alice-token").await;
+    let mut events = f
+        .client
+        .get(format!("{}/events", f.url))
+        .header("cookie", &alice.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), 200);
+    let mut seen = String::new();
+    while !seen.contains("data-call=\"call_1\"") {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), events.chunk())
+            .await
+            .expect("an event in time")
+            .unwrap()
+            .expect("the stream stays open");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let out = f.post(&alice, "/logout", &[("csrf", &alice.csrf)]).await;
+    assert_eq!(out.status, 303);
+    // The stream ends (within a few of the fixture's 20 ms polls); until then it may only send
+    // what it had.
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match events.chunk().await {
+                Ok(Some(_)) => continue,
+                _ => return,
+            }
+        }
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "the stream is still open after its session signed out"
+    );
+}
+
 /// When the record of signed-out sessions is full (`max_ended_sessions`) of sessions not yet
 /// expired, signing out ends every session the person had until then: a signed-out cookie is
 /// never let back in. A new sign-in works.

@@ -1170,9 +1170,10 @@ async fn list(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQuery
 }
 
 async fn events(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQuery>) -> Response {
-    if ctx.signed_in.is_none() {
+    let Some((session, _, _)) = &ctx.signed_in else {
         return StatusCode::UNAUTHORIZED.into_response();
-    }
+    };
+    let session = session.clone();
     let Ok(permit) = app.streams.clone().try_acquire_owned() else {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -1200,6 +1201,8 @@ async fn events(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQue
         seen: HashSet<(String, String, u64)>,
         queue: std::collections::VecDeque<Event>,
         first: bool,
+        /// The session that opened the stream: it ends when the session does.
+        session: Session,
         _permit: tokio::sync::OwnedSemaphorePermit,
     }
     let state = Poll {
@@ -1213,6 +1216,7 @@ async fn events(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQue
         seen: HashSet::new(),
         queue: Default::default(),
         first: true,
+        session,
         _permit: permit,
     };
     let stream = futures::stream::unfold(state, |mut poll| async move {
@@ -1224,6 +1228,10 @@ async fn events(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQue
                 tokio::time::sleep(poll.app.inbox.poll_interval).await;
             }
             poll.first = false;
+            // Signed out or expired since the stream opened: it ends, and sends nothing more.
+            if poll.session.expires <= now_secs() || poll.app.inbox.ended.is_ended(&poll.session) {
+                return None;
+            }
             let Ok(page) = poll.app.inbox.runs.pending(&poll.filter).await else {
                 continue;
             };
