@@ -408,6 +408,24 @@ pub enum StoreError {
         /// What was asked: `queued runs`, say.
         operation: &'static str,
     },
+    /// A listing's paging cursor (`after` of a [`PendingFilter`](crate::store::PendingFilter),
+    /// [`RunFilter`](crate::store::RunFilter) or [`AuditFilter`](crate::store::AuditFilter)) is
+    /// not one this store made for that listing: pass the `next` of a page it returned, or none
+    /// for the first page. Nothing was read.
+    ///
+    /// ```
+    /// use phaseo_agent::StoreError;
+    ///
+    /// let error = StoreError::InvalidCursor { cursor: "x".into() };
+    /// assert!(error.to_string().contains("paging cursor `x`"));
+    /// ```
+    #[error(
+        "The paging cursor `{cursor}` is not one this store made for this listing (pass a page's `next`, or none for the first page)"
+    )]
+    InvalidCursor {
+        /// The cursor as given.
+        cursor: String,
+    },
     /// The database failed (unreachable, a constraint, an I/O error), with the driver's message.
     #[error("Run store error: {0}")]
     Database(String),

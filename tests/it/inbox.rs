@@ -385,12 +385,12 @@ async fn the_list_shows_what_waits_filters_and_pages() {
     }
     let alice = f.sign_in("alice-token").await;
     let list = f.get(&alice, "/").await.body;
-    assert_eq!(list.matches("<li class=\"item\"").count(), 2);
+    assert_eq!(list.matches("<tr class=\"item\"").count(), 2);
     assert!(list.contains("data-kind=\"tool_approval\""));
     assert!(list.contains("class=\"open\""));
     let next = between(&list, "id=\"next\" href=\"", "\"").replace("&amp;", "&");
     let rest = f.get(&alice, &next).await.body;
-    assert_eq!(rest.matches("<li class=\"item\"").count(), 1);
+    assert_eq!(rest.matches("<tr class=\"item\"").count(), 1);
     assert!(!rest.contains("id=\"next\""));
 
     let deploys = f.get(&alice, "/?tool=deploy").await.body;
@@ -1363,7 +1363,7 @@ async fn a_damaged_row_is_listed_as_damaged_and_cannot_be_decided() {
         .unwrap();
     let alice = f.sign_in("alice-token").await;
     let list = f.get(&alice, "/").await.body;
-    assert_eq!(list.matches("<li class=\"item\"").count(), 1, "{list}");
+    assert_eq!(list.matches("<tr class=\"item\"").count(), 1, "{list}");
     assert!(list.contains("damaged: run run-bad"), "{list}");
     assert!(list.contains("unknown kind `approval_please`"), "{list}");
     assert!(!list.contains("value=\"run-bad/"), "no checkbox: {list}");
@@ -1374,4 +1374,558 @@ async fn a_damaged_row_is_listed_as_damaged_and_cannot_be_decided() {
     let refused = f.approve(&alice, &bad).await;
     assert!(refused >= 400, "{refused}");
     assert_eq!(f.audit_len().await, before);
+}
+
+/// A paging cursor or a filter the inbox did not make is the person's mistake, not the server's:
+/// 400, naming the parameter, on the list and the audit page, over the memory store and SQLite.
+#[tokio::test]
+async fn a_malformed_cursor_or_filter_is_a_400_naming_the_parameter() {
+    let dir = crate::durable_processes::scratch("inbox-cursor");
+    let sqlite = phaseo_agent::store::SqliteStore::open(dir.join("runs.db"))
+        .await
+        .unwrap();
+    for runs in [Runs::new(MemoryStore::new()), Runs::new(sqlite)] {
+        let model = one_deploy("staging");
+        let agent = runs.attach(
+            Agent::builder("release")
+                .model(model.clone())
+                .tool(deploy())
+                .build()
+                .unwrap(),
+        );
+        // The store says which mistake it is, with a type of its own.
+        let filter = PendingFilter {
+            after: Some("x".into()),
+            ..PendingFilter::default()
+        };
+        let error = runs.pending(&filter).await.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                phaseo_agent::AgentError::Store(phaseo_agent::StoreError::InvalidCursor { .. })
+            ),
+            "{error:?}"
+        );
+        let f = serve(runs, agent, model, |i| i).await;
+        f.start("Deploy").await;
+        let alice = f.sign_in("alice-token").await;
+        for (path, parameter) in [
+            ("/?after=x", "after"),
+            ("/?after=p1.x", "after"),
+            ("/?after=99999999999999999999", "after"),
+            ("/audit?after=x", "after"),
+            ("/?older_than=soon", "older_than"),
+            ("/?older_than=-5", "older_than"),
+            ("/?kind=tool_aproval", "kind"),
+        ] {
+            let reply = f.get(&alice, path).await;
+            assert_eq!(reply.status, 400, "{path}: {}", reply.body);
+            assert!(
+                reply.body.contains(&format!("`{parameter}`")),
+                "{path} does not name {parameter}: {}",
+                reply.body
+            );
+        }
+        // A kind the inbox knows still lists.
+        assert_eq!(f.get(&alice, "/?kind=tool_approval").await.status, 200);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Signing out ends the session on the server: its cookie, kept by someone, opens nothing any
+/// more; the same person's other sessions go on.
+#[tokio::test]
+async fn signing_out_ends_the_session_on_the_server() {
+    let f = fixture(one_deploy("staging"), |i| i).await;
+    f.start("Deploy").await;
+    let laptop = f.sign_in("alice-token").await;
+    let phone = f.sign_in("alice-token").await;
+    let out = f.post(&laptop, "/logout", &[("csrf", &laptop.csrf)]).await;
+    assert_eq!((out.status, out.location.as_deref()), (303, Some("/login")));
+    for path in ["/", "/audit", "/events"] {
+        let reply = f.get(&laptop, path).await;
+        assert!(
+            reply.status == 303 || reply.status == 401,
+            "{path} after sign-out: {} {}",
+            reply.status,
+            reply.body
+        );
+    }
+    let row = f.waiting().await.remove(0);
+    assert_eq!(f.approve(&laptop, &row).await, 303);
+    assert_eq!(f.audit_len().await, 0, "an ended session decided");
+    assert_eq!(f.get(&phone, "/").await.status, 200);
+    assert_eq!(f.approve(&phone, &row).await, 303);
+    assert_eq!(f.audit_len().await, 1);
+}
+
+/// An event stream opened by a session ends once that session signs out: no more rows reach a
+/// browser that signed out, or a copy of its cookie.
+#[tokio::test]
+async fn an_open_event_stream_ends_when_its_session_signs_out() {
+    let f = fixture(one_deploy("staging"), |i| i).await;
+    f.start("Deploy").await;
+    let alice = f.sign_in("alice-token").await;
+    let mut events = f
+        .client
+        .get(format!("{}/events", f.url))
+        .header("cookie", &alice.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), 200);
+    let mut seen = String::new();
+    while !seen.contains("data-call=\"call_1\"") {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), events.chunk())
+            .await
+            .expect("an event in time")
+            .unwrap()
+            .expect("the stream stays open");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let out = f.post(&alice, "/logout", &[("csrf", &alice.csrf)]).await;
+    assert_eq!(out.status, 303);
+    // The stream ends (within a few of the fixture's 20 ms polls); until then it may only send
+    // what it had.
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match events.chunk().await {
+                Ok(Some(_)) => continue,
+                _ => return,
+            }
+        }
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "the stream is still open after its session signed out"
+    );
+}
+
+/// When the record of signed-out sessions is full (`max_ended_sessions`) of sessions not yet
+/// expired, signing out ends every session the person had until then: a signed-out cookie is
+/// never let back in. A new sign-in works.
+#[tokio::test]
+async fn a_full_record_of_signed_out_sessions_signs_the_person_out_everywhere() {
+    let f = fixture(one_deploy("staging"), |i| i.max_ended_sessions(1)).await;
+    let first = f.sign_in("alice-token").await;
+    let second = f.sign_in("alice-token").await;
+    let third = f.sign_in("alice-token").await;
+    let bob = f.sign_in("bob-token").await;
+    assert_eq!(
+        f.post(&first, "/logout", &[("csrf", &first.csrf)])
+            .await
+            .status,
+        303
+    );
+    assert_eq!(f.get(&first, "/").await.status, 303);
+    assert_eq!(f.get(&third, "/").await.status, 200);
+    // The record holds `first`: ending `second` ends every session of alice's.
+    assert_eq!(
+        f.post(&second, "/logout", &[("csrf", &second.csrf)])
+            .await
+            .status,
+        303
+    );
+    for (name, session) in [("first", &first), ("second", &second), ("third", &third)] {
+        assert_eq!(f.get(session, "/").await.status, 303, "{name}");
+    }
+    assert_eq!(
+        f.get(&bob, "/").await.status,
+        200,
+        "bob's session is his own"
+    );
+    let again = f.sign_in("alice-token").await;
+    assert_eq!(f.get(&again, "/").await.status, 200);
+}
+
+/// A refused edit (not JSON, or arguments the schema refuses) shows the form again, 422, with
+/// the text the person typed and why it was refused, so nothing they typed is lost.
+#[tokio::test]
+async fn a_refused_edit_shows_the_form_again_with_the_text_typed() {
+    let f = fixture(one_deploy("production"), |i| i).await;
+    f.start("Deploy").await;
+    let alice = f.sign_in("alice-token").await;
+    let row = f.waiting().await.remove(0);
+    for (typed, why) in [
+        ("{\"environment\": \"moon\"\n}", "$.environment"),
+        ("{\"environment\": \"staging\",", "not JSON"),
+    ] {
+        let reply = f
+            .decide(&alice, &row, &[("action", "edit"), ("arguments", typed)])
+            .await;
+        assert_eq!(reply.status, 422, "{}", reply.body);
+        let shown = between(
+            &reply.body,
+            "<textarea id=\"edited\" name=\"arguments\">",
+            "</textarea>",
+        );
+        assert_eq!(
+            shown.replace("&quot;", "\""),
+            typed,
+            "the edit box holds what was typed"
+        );
+        let error = between(&reply.body, "id=\"edit-error\"", "</p>");
+        assert!(error.contains(why), "{error}");
+        // The form is whole again: it decides with what the page shows.
+        assert!(reply.body.contains("id=\"approve\""), "{}", reply.body);
+        assert!(reply.body.contains(&row.digest), "{}", reply.body);
+    }
+    assert_eq!(f.audit_len().await, 0);
+}
+
+/// Why a call waits, in words a person reads, on the list and the item; the list's columns have
+/// headers.
+#[tokio::test]
+async fn every_kind_of_pause_is_named_in_words_and_the_list_has_headers() {
+    let lookup = Tool::external("lookup", "Look up a customer", json!({"type": "object"}));
+    let runs = Runs::new(MemoryStore::new());
+    let model = ScriptedModel::new()
+        .tool_call("call_1", "lookup", json!({"id": 7}))
+        .tool_call("call_1", "deploy", json!({"environment": "staging"}));
+    let agent = runs.attach(
+        Agent::builder("crm")
+            .model(model.clone())
+            .tool(lookup)
+            .tool(deploy())
+            .build()
+            .unwrap(),
+    );
+    agent.run("one").await.unwrap();
+    agent.run("two").await.unwrap();
+    let f = serve(runs, agent, model, |i| i).await;
+    let alice = f.sign_in("alice-token").await;
+    let list = f.get(&alice, "/").await.body;
+    let head = between(&list, "<thead>", "</thead>");
+    for column in ["Tool", "What", "Why it waits", "Agent", "Waiting"] {
+        assert!(head.contains(column), "{column} in {head}");
+    }
+    assert!(head.matches("<th").count() >= 5, "{head}");
+    for words in ["Needs approval", "Waiting for an outside result"] {
+        assert!(list.contains(words), "{words} in {list}");
+    }
+    for stored in [">tool_approval<", ">external_output<"] {
+        assert!(!list.contains(stored), "{stored} in {list}");
+    }
+    for row in f.waiting().await {
+        let item = f.get(&alice, &item_path(&row)).await.body;
+        let kind = between(&item, "<dd id=\"kind\">", "</dd>");
+        let expected = if row.tool == "lookup" {
+            "Waiting for an outside result"
+        } else {
+            "Needs approval"
+        };
+        assert_eq!(kind, expected);
+    }
+    let filter = between(&list, "<select name=\"kind\">", "</select>");
+    assert!(
+        filter.contains("Outcome unknown: may or may not have happened"),
+        "{filter}"
+    );
+}
+
+/// A tool's summary renders its calls for people, on the list, the item and a signed link's
+/// page, with the arguments beside it. A summary that gives `None` or panics, and a typed one
+/// whose type the arguments do not read as, fall back to the arguments alone.
+#[tokio::test]
+async fn a_tools_summary_renders_its_calls_and_falls_back_to_the_arguments() {
+    #[derive(serde::Deserialize)]
+    struct Notice {
+        text: String,
+    }
+    let refund = Tool::new(
+        "refund",
+        "Refund an order",
+        json!({"type": "object"}),
+        |v, _| Ok(v),
+    )
+    .require_approval();
+    let refund_1003 = json!({"order": "A-1003", "amount_cents": 4250, "currency": "EUR",
+        "customer": "Jane Doe"});
+    let model = ScriptedModel::new().tool_calls([
+        phaseo_agent::ToolCall::new("call_1", "refund", refund_1003),
+        phaseo_agent::ToolCall::new("call_2", "refund", json!({"order": "A-1004"})),
+        phaseo_agent::ToolCall::new("call_3", "deploy", json!({"environment": "staging"})),
+        phaseo_agent::ToolCall::new("call_4", "notify", json!({"text": "hello"})),
+        phaseo_agent::ToolCall::new("call_5", "notify", json!({"other": 1})),
+    ]);
+    let runs = Runs::new(MemoryStore::new());
+    let agent = runs.attach(
+        Agent::builder("payments")
+            .model(model.clone())
+            .tool(refund)
+            .tool(deploy())
+            .tool(notify())
+            .build()
+            .unwrap(),
+    );
+    agent.run("Refund").await.unwrap();
+    let f = serve(runs, agent, model, |i| {
+        i.summary("refund", |args| {
+            let cents = args["amount_cents"].as_u64()?;
+            Some(format!(
+                "{} {}.{:02} to {} for {}",
+                args["currency"].as_str()?,
+                cents / 100,
+                cents % 100,
+                args["customer"].as_str()?,
+                args["order"].as_str()?
+            ))
+        })
+        .summary("deploy", |_| panic!("a summary with a bug"))
+        .summary_as("notify", |n: &Notice| format!("Tell the team: {}", n.text))
+    })
+    .await;
+    let alice = f.sign_in("alice-token").await;
+    let list = f.get(&alice, "/").await.body;
+    let refund_line = "EUR 42.50 to Jane Doe for A-1003";
+    assert!(list.contains(refund_line), "{list}");
+    assert!(list.contains("Tell the team: hello"), "{list}");
+    assert_eq!(list.matches("class=\"summary\"").count(), 2, "{list}");
+    assert!(
+        list.contains("A-1004") && list.contains("staging"),
+        "{list}"
+    );
+
+    let rows = f.waiting().await;
+    for row in &rows {
+        let page = f.get(&alice, &item_path(row)).await;
+        assert_eq!(page.status, 200, "{}", page.body);
+        assert!(page.body.contains("id=\"arguments\""));
+        let summary = match row.call_id.as_str() {
+            "call_1" => Some(refund_line),
+            "call_4" => Some("Tell the team: hello"),
+            _ => None,
+        };
+        match summary {
+            Some(text) => assert_eq!(
+                between(&page.body, "id=\"summary\">", "</p>"),
+                text,
+                "{}",
+                row.call_id
+            ),
+            None => assert!(!page.body.contains("id=\"summary\""), "{}", row.call_id),
+        }
+    }
+    let call_1 = rows.iter().find(|r| r.call_id == "call_1").unwrap();
+    let link = f
+        .inbox
+        .signed_link(
+            call_1,
+            LinkAction::Approve,
+            "alice",
+            Duration::from_secs(60),
+        )
+        .unwrap();
+    let anonymous = Session {
+        cookie: String::new(),
+        csrf: String::new(),
+    };
+    let confirm = f.get(&anonymous, &link).await.body;
+    assert_eq!(between(&confirm, "id=\"summary\">", "</p>"), refund_line);
+}
+
+/// Each checkbox of the list is labelled with what tells its item apart (the tool, the run, what
+/// the call does), not only the tool and the call's id, which repeat from run to run.
+#[tokio::test]
+async fn each_checkbox_is_labelled_with_what_tells_its_item_apart() {
+    let model = ScriptedModel::new()
+        .tool_call("call_1", "deploy", json!({"environment": "staging"}))
+        .tool_call("call_1", "deploy", json!({"environment": "production"}));
+    let f = fixture(model, |i| i).await;
+    let first = f.start("one").await;
+    let second = f.start("two").await;
+    let alice = f.sign_in("alice-token").await;
+    let list = f.get(&alice, "/").await.body;
+    let labels: Vec<&str> = list
+        .split("class=\"select\"")
+        .skip(1)
+        .map(|rest| between(rest, "aria-label=\"", "\""))
+        .collect();
+    assert_eq!(labels.len(), 2, "{list}");
+    assert_ne!(labels[0], labels[1]);
+    for label in &labels {
+        assert!(label.contains("deploy"), "{label}");
+    }
+    let staging = labels.iter().find(|l| l.contains("staging")).unwrap();
+    let production = labels.iter().find(|l| l.contains("production")).unwrap();
+    assert!(staging.contains(&first), "{staging}");
+    assert!(production.contains(&second), "{production}");
+}
+
+/// "Approve for the rest of the run" is not offered, and a forged form asking for it is refused,
+/// for a tool marked destructive and for a tool of an agent the inbox does not know.
+#[tokio::test]
+async fn approve_always_is_refused_for_destructive_tools_and_unknown_agents() {
+    let wipe = Tool::new("wipe", "Wipe a disk", json!({"type": "object"}), |v, _| {
+        Ok(v)
+    })
+    .require_approval()
+    .destructive(true);
+    let model = ScriptedModel::new().tool_call("call_1", "wipe", json!({"disk": "sda"}));
+    let runs = Runs::new(MemoryStore::new());
+    let agent = runs.attach(
+        Agent::builder("ops")
+            .model(model.clone())
+            .tool(wipe)
+            .build()
+            .unwrap(),
+    );
+    agent.run("Wipe").await.unwrap();
+    // A run of an agent the inbox is not given.
+    let stranger = runs.attach(
+        Agent::builder("stranger")
+            .model(one_deploy("staging"))
+            .tool(deploy())
+            .build()
+            .unwrap(),
+    );
+    stranger.run("Deploy").await.unwrap();
+    let f = serve(runs, agent, model, |i| i).await;
+    let alice = f.sign_in("alice-token").await;
+    let rows = f.waiting().await;
+    assert_eq!(rows.len(), 2);
+    for row in &rows {
+        let page = f.get(&alice, &item_path(row)).await.body;
+        assert!(page.contains("id=\"approve\""), "{page}");
+        assert!(!page.contains("approve_always"), "{}: {page}", row.tool);
+        let forged = f.decide(&alice, row, &[("action", "approve_always")]).await;
+        assert_eq!(forged.status, 403, "{}: {}", row.tool, forged.body);
+        assert!(forged.body.contains("rest of the run"), "{}", forged.body);
+    }
+    assert_eq!(f.audit_len().await, 0);
+    // A plain approval still works.
+    assert_eq!(f.approve(&alice, &rows[0]).await, 303);
+}
+
+/// `Inbox::approve_always(tool, on)` overrides the default both ways: off for a tool that is
+/// not destructive (no button, a forged form refused), on for one that is.
+#[tokio::test]
+async fn the_approve_always_switch_overrides_the_default_per_tool() {
+    let wipe = Tool::new("wipe", "Wipe a disk", json!({"type": "object"}), |v, _| {
+        Ok(v)
+    })
+    .require_approval()
+    .destructive(true);
+    let model = ScriptedModel::new().tool_calls([
+        phaseo_agent::ToolCall::new("call_1", "wipe", json!({"disk": "sdb"})),
+        phaseo_agent::ToolCall::new("call_2", "deploy", json!({"environment": "staging"})),
+    ]);
+    let runs = Runs::new(MemoryStore::new());
+    let agent = runs.attach(
+        Agent::builder("ops")
+            .model(model.clone())
+            .tool(wipe)
+            .tool(deploy())
+            .build()
+            .unwrap(),
+    );
+    agent.run("Wipe and deploy").await.unwrap();
+    let f = serve(runs, agent, model, |i| {
+        i.approve_always("wipe", true)
+            .approve_always("deploy", false)
+    })
+    .await;
+    let alice = f.sign_in("alice-token").await;
+    let rows = f.waiting().await;
+    let wipe = rows.iter().find(|r| r.tool == "wipe").unwrap();
+    let deploy = rows.iter().find(|r| r.tool == "deploy").unwrap();
+    let page = f.get(&alice, &item_path(deploy)).await.body;
+    assert!(!page.contains("approve_always"), "{page}");
+    let forged = f
+        .decide(&alice, deploy, &[("action", "approve_always")])
+        .await;
+    assert_eq!(forged.status, 403, "{}", forged.body);
+    assert_eq!(f.audit_len().await, 0);
+    let page = f.get(&alice, &item_path(wipe)).await.body;
+    assert!(page.contains("id=\"approve-always\""), "{page}");
+    let allowed = f
+        .decide(&alice, wipe, &[("action", "approve_always")])
+        .await;
+    assert_eq!(allowed.status, 303, "{}", allowed.body);
+    assert_eq!(f.audit_len().await, 1);
+}
+
+/// Characters a person cannot see, or that turn the text around them (bidirectional controls,
+/// zero-width ones, a soft hyphen), are shown as visible escapes on every page that shows what a
+/// call does, with a note that the text holds them; the edit box holds the same JSON value with
+/// `\uXXXX` escapes.
+#[tokio::test]
+async fn invisible_and_direction_changing_characters_are_shown_as_escapes() {
+    let hidden = [
+        '\u{202E}',
+        '\u{2066}',
+        '\u{200F}',
+        '\u{061C}',
+        '\u{200B}',
+        '\u{FEFF}',
+        '\u{2060}',
+        '\u{00AD}',
+        '\u{0007}',
+        '\u{E0041}',
+    ];
+    let text: String = hidden.iter().map(|c| format!("x{c}")).collect::<String>();
+    let model = ScriptedModel::new()
+        .tool_call(
+            "call_1",
+            "notify",
+            json!({"file": "invoice\u{202E}fdp.exe", "text": text}),
+        )
+        .text("Sent.");
+    let f = fixture(model, |i| i).await;
+    let run_id = f.start("Send").await;
+    let alice = f.sign_in("alice-token").await;
+    let row = f.waiting().await.remove(0);
+    let link = f
+        .inbox
+        .signed_link(&row, LinkAction::Reject, "alice", Duration::from_secs(60))
+        .unwrap();
+    let anonymous = Session {
+        cookie: String::new(),
+        csrf: String::new(),
+    };
+    let list = f.get(&alice, "/").await.body;
+    let item = f.get(&alice, &item_path(&row)).await.body;
+    let confirm = f.get(&anonymous, &link).await.body;
+    for (name, page) in [("list", &list), ("item", &item), ("link", &confirm)] {
+        for c in hidden {
+            assert!(!page.contains(c), "{name} holds U+{:04X}: {page}", c as u32);
+        }
+        assert!(page.contains("\\u{202E}"), "{name}: {page}");
+        assert!(
+            page.contains("invisible or direction-changing characters"),
+            "{name} has no note: {page}"
+        );
+    }
+    assert!(
+        item.contains("\\u{E0041}") && item.contains("\\u{00AD}"),
+        "{item}"
+    );
+    // The edit box: the same JSON value, its hidden characters as JSON escapes.
+    let edit = between(
+        &item,
+        "<textarea id=\"edited\" name=\"arguments\">",
+        "</textarea>",
+    )
+    .replace("&quot;", "\"");
+    assert!(edit.contains("invoice\\u202Efdp.exe"), "{edit}");
+    let value: Value = serde_json::from_str(&edit).unwrap();
+    assert_eq!(value.to_string(), row.arguments);
+
+    // Edited as shown, approved: the audit page shows the arguments before and after, escaped.
+    let reply = f
+        .decide(&alice, &row, &[("action", "edit"), ("arguments", &edit)])
+        .await;
+    assert_eq!(reply.status, 303, "{}", reply.body);
+    f.finished(&run_id).await;
+    let audit = f.get(&alice, "/audit").await.body;
+    for c in hidden {
+        assert!(
+            !audit.contains(c),
+            "the audit page holds U+{:04X}",
+            c as u32
+        );
+    }
+    assert!(audit.contains("\\u{202E}"), "{audit}");
+    assert!(audit.contains("invisible or direction-changing characters"));
 }

@@ -199,6 +199,10 @@ pub(crate) struct Session {
     pub(crate) expires: u64,
     /// A random id, which the CSRF token is derived from.
     pub(crate) id: String,
+    /// When it was made, in microseconds since the Unix epoch (0 in a cookie made before it was
+    /// recorded): what a person's "every session until now" cut-off compares.
+    #[serde(default)]
+    pub(crate) issued_us: u64,
 }
 
 impl Session {
@@ -207,6 +211,7 @@ impl Session {
             user: user.to_owned(),
             expires,
             id: hex(&random_bytes::<16>()),
+            issued_us: now_us(),
         }
     }
 
@@ -220,6 +225,83 @@ impl Session {
         let payload = keys.open("session", value)?;
         let session: Session = serde_json::from_slice(&payload).ok()?;
         (session.expires > now).then_some(session)
+    }
+}
+
+/// Microseconds since the Unix epoch, strictly increasing within the process: a session made
+/// after a cut-off is always after it, even within one microsecond, or with the clock set back.
+pub(crate) fn now_us() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let clock = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+    let mut last = LAST.load(Ordering::Relaxed);
+    loop {
+        let next = clock.max(last.saturating_add(1));
+        match LAST.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return next,
+            Err(seen) => last = seen,
+        }
+    }
+}
+
+/// The sessions signed out before they expired, whose cookies are refused from then on (a
+/// cookie is signed, not stored, so the server keeps what it must refuse): each by its id until
+/// it would have expired, at most `max` at once. When that many are still live, signing out
+/// ends every session of that person made until then instead (one cut-off per person, and the
+/// people are the operator's), so a full record never lets a signed-out cookie back in.
+#[derive(Debug, Default)]
+pub(crate) struct Ended {
+    inner: std::sync::Mutex<EndedInner>,
+}
+
+#[derive(Debug, Default)]
+struct EndedInner {
+    /// Session id → when it expires (seconds since the Unix epoch).
+    ids: std::collections::HashMap<String, u64>,
+    /// Person → every session of theirs made at or before this (microseconds) is ended.
+    cut_offs: std::collections::HashMap<String, u64>,
+}
+
+/// What signing out ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EndedWhat {
+    /// This session.
+    Session,
+    /// Every session of the person made until now: the record of ended sessions was full.
+    EveryDevice,
+}
+
+impl Ended {
+    fn lock(&self) -> std::sync::MutexGuard<'_, EndedInner> {
+        // The maps hold no invariant a panic could break half-way.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Ends `session` at `now` (seconds), keeping at most `max` ended sessions by id.
+    pub(crate) fn end(&self, session: &Session, now: u64, max: usize) -> EndedWhat {
+        let mut inner = self.lock();
+        if inner.ids.len() >= max {
+            inner.ids.retain(|_, expires| *expires > now);
+        }
+        if inner.ids.len() < max {
+            inner.ids.insert(session.id.clone(), session.expires);
+            EndedWhat::Session
+        } else {
+            inner.cut_offs.insert(session.user.clone(), now_us());
+            EndedWhat::EveryDevice
+        }
+    }
+
+    /// Whether `session` was signed out.
+    pub(crate) fn is_ended(&self, session: &Session) -> bool {
+        let inner = self.lock();
+        inner.ids.contains_key(&session.id)
+            || inner
+                .cut_offs
+                .get(&session.user)
+                .is_some_and(|cut_off| session.issued_us <= *cut_off)
     }
 }
 
@@ -298,5 +380,25 @@ mod tests {
         assert!(keys.csrf_ok(&session.id, &csrf));
         assert!(!keys.csrf_ok(&other.id, &csrf));
         assert!(!keys.csrf_ok(&session.id, ""));
+    }
+
+    #[test]
+    fn ended_sessions_are_kept_until_they_expire_and_a_full_record_ends_every_device() {
+        let ended = Ended::default();
+        let (a, b, c) = (
+            Session::new("alice", 100),
+            Session::new("alice", 200),
+            Session::new("alice", 300),
+        );
+        assert_eq!(ended.end(&a, 50, 1), EndedWhat::Session);
+        assert!(ended.is_ended(&a) && !ended.is_ended(&b));
+        // Full of live sessions: every session of alice's until now ends.
+        assert_eq!(ended.end(&b, 50, 1), EndedWhat::EveryDevice);
+        assert!(ended.is_ended(&a) && ended.is_ended(&b) && ended.is_ended(&c));
+        let later = Session::new("alice", 300);
+        assert!(!ended.is_ended(&later));
+        // Once `a` would have expired, its place is taken by the next one signed out.
+        assert_eq!(ended.end(&later, 150, 1), EndedWhat::Session);
+        assert!(ended.is_ended(&later));
     }
 }

@@ -21,6 +21,132 @@ pub(crate) fn escape(text: &str) -> String {
     out
 }
 
+/// Whether a person could not see `c`, or it would change how the text around it reads:
+/// controls (but tab and line ends), bidirectional controls (U+202A–202E, U+2066–2069, the marks
+/// U+200E, U+200F and U+061C), zero-width and other format characters (U+200B–200D, U+2060–2064,
+/// U+FEFF, the soft hyphen U+00AD, every other character of Unicode's category Cf), the line and
+/// paragraph separators, and the blank fillers (U+034F, U+115F, U+1160, U+17B4, U+17B5,
+/// U+3164, U+FFA0).
+pub(crate) fn is_hidden(c: char) -> bool {
+    match c {
+        '\n' | '\r' | '\t' => false,
+        c if c.is_control() => true,
+        // Category Cf (Unicode 15.1), then separators and fillers that show as nothing.
+        '\u{00AD}'
+        | '\u{0600}'..='\u{0605}'
+        | '\u{061C}'
+        | '\u{06DD}'
+        | '\u{070F}'
+        | '\u{0890}'..='\u{0891}'
+        | '\u{08E2}'
+        | '\u{180E}'
+        | '\u{200B}'..='\u{200F}'
+        | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{206F}'
+        | '\u{FEFF}'
+        | '\u{FFF9}'..='\u{FFFB}'
+        | '\u{110BD}'
+        | '\u{110CD}'
+        | '\u{13430}'..='\u{1343F}'
+        | '\u{1BCA0}'..='\u{1BCA3}'
+        | '\u{1D173}'..='\u{1D17A}'
+        | '\u{E0001}'
+        | '\u{E0020}'..='\u{E007F}'
+        | '\u{2028}'
+        | '\u{2029}'
+        | '\u{034F}'
+        | '\u{115F}'
+        | '\u{1160}'
+        | '\u{17B4}'
+        | '\u{17B5}'
+        | '\u{3164}'
+        | '\u{FFA0}' => true,
+        _ => false,
+    }
+}
+
+/// Whether `text` holds a character [`is_hidden`] names.
+pub(crate) fn has_hidden(text: &str) -> bool {
+    text.chars().any(is_hidden)
+}
+
+/// How a hidden character reads: `\u{202E}`.
+fn visible_escape(c: char) -> String {
+    format!("\\u{{{:04X}}}", c as u32)
+}
+
+/// Text a person reads, as HTML text: [`escape`]d, and each character [`is_hidden`] names shown
+/// as a visible escape (`\u{202E}`) in a styled `<span class="hidden-char">`, so that nothing
+/// in it is invisible or turns the text around it.
+pub(crate) fn show(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if is_hidden(c) => {
+                let _ = write!(
+                    out,
+                    "<span class=\"hidden-char\" title=\"an invisible or direction-changing \
+                     character\">{}</span>",
+                    visible_escape(c)
+                );
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text a person reads in an attribute (a label, a title): [`escape`]d, each hidden character
+/// as a visible escape (no markup is possible there).
+pub(crate) fn show_attr(text: &str) -> String {
+    let mut visible = String::with_capacity(text.len());
+    for c in text.chars() {
+        if is_hidden(c) {
+            visible.push_str(&visible_escape(c));
+        } else {
+            visible.push(c);
+        }
+    }
+    escape(&visible)
+}
+
+/// JSON text with each hidden character written as a JSON escape (`\u202E`; a pair of them
+/// above U+FFFF): inside a string, the same JSON value, now visible in an edit box. (Outside a
+/// string such a character was not JSON to begin with, and the escape shows where it was.)
+pub(crate) fn json_visible(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if is_hidden(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{:04X}", unit);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The note beside a text that holds hidden characters.
+pub(crate) const HIDDEN_NOTE: &str =
+    "This text holds invisible or direction-changing characters, shown as escapes (\\u{…}).";
+
+/// [`HIDDEN_NOTE`] as a paragraph when any of `texts` holds a hidden character, else nothing.
+pub(crate) fn hidden_note<'t>(texts: impl IntoIterator<Item = &'t str>) -> String {
+    if texts.into_iter().any(has_hidden) {
+        format!("<p class=\"hidden-note\" role=\"note\">{HIDDEN_NOTE}</p>")
+    } else {
+        String::new()
+    }
+}
+
 /// An id as one URL path segment (or one part of a batch item): every byte but the unreserved
 /// ones (`A-Z a-z 0-9 - . _ ~`) percent-encoded, so a `/`, `?` or `#` in a run or call id stays
 /// inside its segment.
@@ -149,8 +275,9 @@ pub(crate) fn page(title: &str, base: &str, user: Option<(&str, &str)>, body: &s
 /// the batch buttons enabled only with a selection. Served at `static/inbox.js`.
 pub(crate) const SCRIPT: &str = r#""use strict";
 (function () {
-  var list = document.getElementById("items");
-  if (!list || !window.EventSource) { return; }
+  var table = document.getElementById("items");
+  if (!table || !window.EventSource) { return; }
+  var list = table.tBodies[0] || table;
   var base = document.body.getAttribute("data-base") || "";
   var events = new EventSource(base + "/events" + window.location.search);
   events.addEventListener("pending", function (event) {
@@ -158,7 +285,7 @@ pub(crate) const SCRIPT: &str = r#""use strict";
     holder.innerHTML = event.data.trim();
     var item = holder.content.firstElementChild;
     if (!item) { return; }
-    var known = list.querySelectorAll("li.item");
+    var known = list.querySelectorAll("tr.item");
     for (var i = 0; i < known.length; i++) {
       if (known[i].dataset.run === item.dataset.run && known[i].dataset.call === item.dataset.call) { return; }
     }
@@ -175,9 +302,12 @@ pub(crate) const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:0 a
 nav{display:flex;gap:1rem;align-items:center;flex-wrap:wrap;border-bottom:1px solid #ccc;padding-bottom:0.5rem}
 form.inline{display:inline}
 pre,code{white-space:pre-wrap;word-break:break-word;background:#f4f4f4;padding:0.2rem}
-ul#items{list-style:none;padding:0}
-li.item{border-bottom:1px solid #ddd;padding:0.5rem 0;display:flex;gap:0.5rem;flex-wrap:wrap;align-items:baseline}
-.error{color:#a00;border-left:4px solid #a00;padding-left:0.5rem}
+#items th{background:#f4f4f4}
+.summary{font-weight:600}
+.hidden-char{background:#fde68a;color:#7a2e00;outline:1px dashed #b45309;font-family:monospace;font-weight:normal}
+.hidden-note{display:block;color:#7a2e00;background:#fff7e0;border-left:4px solid #b45309;padding-left:0.5rem;font-size:0.9em}
+#items .run{display:block;font-size:0.85em;color:#555;word-break:break-all}
+.error{color:#a00;border-left:4px solid #a00;padding-left:0.5rem;white-space:pre-line}
 .ok{color:#060;border-left:4px solid #060;padding-left:0.5rem}
 textarea{width:100%;min-height:5rem;font-family:monospace}
 button{padding:0.4rem 0.8rem;margin:0.2rem 0}
@@ -185,7 +315,7 @@ button{padding:0.4rem 0.8rem;margin:0.2rem 0}
 table{border-collapse:collapse;width:100%}td,th{border:1px solid #ddd;padding:0.3rem;vertical-align:top;text-align:left}
 .message{border-left:3px solid #ccc;padding-left:0.5rem;margin:0.3rem 0}
 fieldset{border:1px solid #ccc;margin:0.5rem 0}
-@media (max-width:40rem){table,tbody,tr,td,th{display:block}}
+@media (max-width:40rem){table,tbody,tr,td,th{display:block}thead{position:absolute;left:-9999px}}
 ";
 
 #[cfg(test)]
@@ -199,6 +329,36 @@ mod tests {
             "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;y&#39;"
         );
         assert_eq!(escape("plain ünïcode"), "plain ünïcode");
+    }
+
+    #[test]
+    fn hidden_characters_are_shown_as_escapes_and_stay_the_same_json() {
+        let text = "invoice\u{202E}fdp.exe a\u{200B}b \u{E0041}\u{AD}\u{7F} tab\tline\n";
+        assert!(has_hidden(text));
+        assert!(!has_hidden(
+            "plain ünïcode, an emoji 🙂, tab\tand lines\r\n"
+        ));
+        let shown = show(text);
+        assert!(shown.contains(">\\u{202E}</span>fdp.exe"), "{shown}");
+        for c in ["\u{202E}", "\u{200B}", "\u{E0041}", "\u{AD}", "\u{7F}"] {
+            assert!(!shown.contains(c), "{shown}");
+        }
+        assert!(
+            shown.contains("\\u{E0041}") && shown.contains("\\u{00AD}"),
+            "{shown}"
+        );
+        assert!(shown.contains("tab\tline\n"));
+        assert_eq!(show_attr("a\u{2066}<b"), "a\\u{2066}&lt;b");
+        // Hidden characters of a JSON text become JSON escapes: the same value.
+        let json = serde_json::json!({"file": text, "k\u{200F}": 1}).to_string();
+        let visible = json_visible(&json);
+        assert!(!has_hidden(&visible), "{visible}");
+        assert!(visible.contains("invoice\\u202Efdp.exe"), "{visible}");
+        assert!(visible.contains("\\uDB40\\uDC41"), "{visible}");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&visible).unwrap(),
+            serde_json::from_str::<serde_json::Value>(&json).unwrap()
+        );
     }
 
     #[test]

@@ -5,16 +5,20 @@
 //! - **The list**: every call waiting in the store, of every run (several per run), newest first,
 //!   with filters (agent, tool, kind, age) and paging; new items appear without a reload
 //!   (server-sent events, the store read on an interval). Each item shows its tool and what it
-//!   does, the arguments, the conversation so far, and since when it waits.
+//!   does, the tool's summary of the call when it has one ([`Inbox::summary`]), the arguments,
+//!   the conversation so far, and since when it waits. Invisible and direction-changing
+//!   characters in anything a run holds are shown as visible escapes (`\u{202E}`), with a note.
 //! - **Decisions**: approve; reject with a message the model reads; edit the arguments (checked
 //!   against the tool's schema and input validators on the server before anything is saved);
-//!   supply an output; approve a tool for the rest of the run; approve or reject a batch. Each
+//!   supply an output; approve a tool for the rest of the run (per tool, off for destructive
+//!   tools: [`Inbox::approve_always`]); approve or reject a batch. Each
 //!   decision names the arguments' digest and the run's version the person was shown, and is
 //!   recorded once by the store's compare-and-swap ([`Runs::decide`](crate::store::Runs::decide)):
 //!   a double click, two people or a stale page give one outcome, and the others are told who
 //!   decided. The browser never sends the call itself, only which call it was shown.
 //! - **Who may decide**: sign-in with tokens the operator issues; roles ([`Role`]) and per-tool
-//!   approvers; a CSRF token in every form; an audit page (who, what, when, the arguments before
+//!   approvers; signing out ends the session on the server ([`Inbox::max_ended_sessions`]); a
+//!   CSRF token in every form; an audit page (who, what, when, the arguments before
 //!   and after an edit); signed one-time links ([`Inbox::signed_link`]) for deciding from an email
 //!   or a chat message, without a session, that a GET never uses up.
 //! - **No build step**: server-rendered HTML, one small script and style sheet served by the
@@ -59,6 +63,6 @@ mod server;
 
 pub use auth::{LinkAction, Role, User};
 pub use server::{
-    DEFAULT_MAX_EVENT_STREAMS, DEFAULT_POLL_INTERVAL, DEFAULT_RECOVER_EVERY, DEFAULT_SESSION_TTL,
-    Inbox, InboxError,
+    DEFAULT_MAX_ENDED_SESSIONS, DEFAULT_MAX_EVENT_STREAMS, DEFAULT_POLL_INTERVAL,
+    DEFAULT_RECOVER_EVERY, DEFAULT_SESSION_TTL, Inbox, InboxError, MAX_SUMMARY_CHARS,
 };

@@ -6,7 +6,10 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use crate::inbox::html::{age, escape, home, pct, pretty, utc};
+use crate::inbox::html::{
+    HIDDEN_NOTE, age, escape, has_hidden, hidden_note, home, json_visible, pct, pretty, show,
+    show_attr, utc,
+};
 use crate::model::message::Message;
 use crate::run::state::Decision;
 use crate::store::backend::{DamagedRow, DecisionRow, Page, PendingRow};
@@ -63,13 +66,21 @@ pub(crate) fn item_value(row: &PendingRow) -> String {
     )
 }
 
+/// Every kind of waiting call, as stored: what the list's filter takes.
+pub(crate) const KINDS: [&str; 4] = [
+    "tool_approval",
+    "external_output",
+    "hitl",
+    "outcome_unknown",
+];
+
 /// Why a call waits, in words for people (`kind` as stored); an unknown kind as it is.
 pub(crate) fn kind_words(kind: &str) -> &str {
     match kind {
-        "tool_approval" => "needs approval before it runs",
-        "external_output" => "waits for its output from outside",
-        "hitl" => "was handed to a person",
-        "outcome_unknown" => "in doubt: its process died while it ran",
+        "tool_approval" => "Needs approval",
+        "external_output" => "Waiting for an outside result",
+        "hitl" => "Handed to a person",
+        "outcome_unknown" => "Outcome unknown: may or may not have happened",
         other => other,
     }
 }
@@ -79,57 +90,85 @@ pub(crate) fn item_path(base: &str, run: &str, call: &str) -> String {
     format!("{base}/runs/{}/calls/{}", pct(run), pct(call))
 }
 
-/// One `<li>` of the list (also what the event stream sends), on one line; with a checkbox for
-/// the batch form when `selectable` (a viewer decides nothing, so sees none).
-pub(crate) fn item_li(row: &PendingRow, base: &str, now_ms: i64, selectable: bool) -> String {
+/// One row of the list's table (also what the event stream sends), on one line; with a
+/// checkbox for the batch form when `selectable` (a viewer decides nothing, so sees none; the
+/// table then has no column for it).
+pub(crate) fn item_row(
+    row: &PendingRow,
+    summary: Option<&str>,
+    base: &str,
+    now_ms: i64,
+    selectable: bool,
+) -> String {
     let mut args: String = row.arguments.chars().take(160).collect();
     if args.len() < row.arguments.len() {
         args.push('…');
     }
     // A call in doubt is settled on its own page, never in a batch: it has no checkbox.
     let select = if selectable && row.kind == "outcome_unknown" {
-        "<span class=\"no-batch\" title=\"Settled on its own page, never in a batch\">\
-         &#9888;</span> "
+        "<td class=\"select-cell\"><span class=\"no-batch\" title=\"Settled on its own page, \
+         never in a batch\">&#9888;</span></td>"
             .to_owned()
     } else if selectable {
+        // What tells this item from the others: the tool, the run, and what the call does (its
+        // summary, else the start of its arguments); the call's id repeats from run to run.
+        let what = summary.unwrap_or(&row.arguments);
+        let mut what_short: String = what.chars().take(80).collect();
+        if what_short.len() < what.len() {
+            what_short.push('…');
+        }
         format!(
-            "<input type=\"checkbox\" class=\"select\" name=\"item\" form=\"batch\" \
-             value=\"{value}\" aria-label=\"Select {tool} {call}\"> ",
+            "<td class=\"select-cell\"><input type=\"checkbox\" class=\"select\" name=\"item\" \
+             form=\"batch\" value=\"{value}\" aria-label=\"Select {tool} in run {run}: {what}\"></td>",
             value = escape(&item_value(row)),
-            tool = escape(&row.tool),
-            call = escape(&row.call_id),
+            tool = show_attr(&row.tool),
+            run = show_attr(&row.run_id),
+            what = show_attr(&what_short),
         )
     } else {
         String::new()
     };
     format!(
-        "<li class=\"item\" data-run=\"{run}\" data-call=\"{call}\" data-kind=\"{kind}\" \
-         data-tool=\"{tool}\">{select}<a class=\"open\" href=\"{href}\">{tool}</a> <span class=\"kind\">{words}</span> \
-         <span class=\"agent\">{agent}</span> <span class=\"since\" title=\"{at}\">{ago} ago</span> \
-         <code class=\"args\">{args}</code></li>",
+        "<tr class=\"item\" data-run=\"{run}\" data-call=\"{call}\" data-kind=\"{kind}\" \
+         data-tool=\"{tool}\">{select}<td class=\"tool\"><a class=\"open\" href=\"{href}\">{tool}</a>\
+         </td><td class=\"what\">{summary}<code class=\"args\">{args}</code>{note}</td><td class=\"kind\">{words}\
+         </td><td class=\"agent\">{agent} <span class=\"run\">{run_text}</span></td><td class=\"since\" \
+         title=\"{at}\">{ago} ago</td></tr>",
         run = escape(&row.run_id),
         call = escape(&row.call_id),
         kind = escape(&row.kind),
         words = escape(kind_words(&row.kind)),
         tool = escape(&row.tool),
-        agent = escape(&row.agent_id),
+        agent = show(&row.agent_id),
+        run_text = show(&row.run_id),
         href = escape(&item_path(base, &row.run_id, &row.call_id)),
         at = utc(row.since_ms),
         ago = age(row.since_ms, now_ms),
-        args = escape(&args),
+        args = show(&args),
+        summary = summary
+            .map(|s| format!("<span class=\"summary\">{}</span> ", show(s)))
+            .unwrap_or_default(),
+        note = if has_hidden(&args) || summary.is_some_and(has_hidden) {
+            format!("<span class=\"hidden-note\" role=\"note\">{HIDDEN_NOTE}</span>")
+        } else {
+            String::new()
+        },
     )
 }
 
-/// One `<li>` of the list for a waiting row the store could not read back as written: "damaged:
+/// One row of the list for a waiting row the store could not read back as written: "damaged:
 /// run X", with what is wrong. No checkbox and no link: it cannot be decided until someone
 /// repairs or removes it.
-pub(crate) fn damaged_li(row: &DamagedRow) -> String {
+pub(crate) fn damaged_row(row: &DamagedRow, selectable: bool) -> String {
     format!(
-        "<li class=\"item damaged\" data-run=\"{run}\" data-damaged=\"true\">\
-         <span class=\"kind\">damaged: run {run}</span> <span class=\"why\">{why}; it cannot \
-         be decided here until the row is repaired or removed</span></li>",
-        run = escape(&row.run_id),
-        why = escape(&row.to_string()),
+        "<tr class=\"item damaged\" data-run=\"{run_attr}\" data-damaged=\"true\">\
+         <td colspan=\"{span}\"><span class=\"kind\">damaged: run {run}</span> \
+         <span class=\"why\">{why}; it cannot be decided here until the row is repaired or \
+         removed</span></td></tr>",
+        run = show(&row.run_id),
+        run_attr = show_attr(&row.run_id),
+        why = show(&row.to_string()),
+        span = if selectable { 6 } else { 5 },
     )
 }
 
@@ -172,9 +211,10 @@ impl ListQuery {
     }
 }
 
-/// The list page's body: the page's items, and its damaged rows (which cannot be decided).
+/// The list page's body: the page's items, each with its tool's summary if it has one, and its
+/// damaged rows (which cannot be decided).
 pub(crate) fn list(
-    page: &Page<PendingRow>,
+    page: &Page<(PendingRow, Option<String>)>,
     query: &ListQuery,
     base: &str,
     csrf: &str,
@@ -195,16 +235,9 @@ pub(crate) fn list(
         );
     }
     let value = |v: &Option<String>| escape(&ListQuery::get(v).unwrap_or_default());
-    let kinds = [
-        "",
-        "tool_approval",
-        "external_output",
-        "hitl",
-        "outcome_unknown",
-    ];
     let kind = ListQuery::get(&query.kind).unwrap_or_default();
-    let options: String = kinds
-        .iter()
+    let options: String = std::iter::once(&"")
+        .chain(KINDS.iter())
         .map(|k| {
             let selected = if *k == kind { " selected" } else { "" };
             let label = if k.is_empty() { "any" } else { kind_words(k) };
@@ -227,14 +260,23 @@ pub(crate) fn list(
     if rows.is_empty() && damaged.is_empty() {
         body.push_str("<p id=\"empty\">Nothing waits for a decision.</p>");
     }
-    body.push_str("<ul id=\"items\">");
-    for row in rows {
-        body.push_str(&item_li(row, base, now_ms, may_decide));
+    // Column headers; the rows' cells in the same order (`item_row`).
+    body.push_str("<table id=\"items\"><thead><tr>");
+    if may_decide {
+        body.push_str("<th scope=\"col\">Select</th>");
+    }
+    body.push_str(
+        "<th scope=\"col\">Tool</th><th scope=\"col\">What it would do</th>\
+         <th scope=\"col\">Why it waits</th><th scope=\"col\">Agent and run</th>\
+         <th scope=\"col\">Waiting for</th></tr></thead><tbody>",
+    );
+    for (row, summary) in rows {
+        body.push_str(&item_row(row, summary.as_deref(), base, now_ms, may_decide));
     }
     for row in damaged {
-        body.push_str(&damaged_li(row));
+        body.push_str(&damaged_row(row, may_decide));
     }
-    body.push_str("</ul>");
+    body.push_str("</tbody></table>");
     if let Some(next) = next {
         let _ = write!(
             body,
@@ -264,10 +306,23 @@ pub(crate) fn list(
 /// What the item page shows about a call beside its row.
 pub(crate) struct ItemView<'a> {
     pub(crate) row: &'a PendingRow,
+    /// The tool's summary of the call, if it has one ([`Inbox::summary`](crate::inbox::Inbox::summary)).
+    pub(crate) summary: Option<String>,
     pub(crate) description: Option<&'a str>,
     pub(crate) messages: Option<&'a [Message]>,
     /// For a call in doubt: what the run's journal says of the attempt that was in flight.
     pub(crate) in_doubt: Option<InDoubtView>,
+    /// An edit refused, to show again in the edit box.
+    pub(crate) edit: Option<EditAgain<'a>>,
+    /// Whether the call's tool may be approved for the rest of the run.
+    pub(crate) approve_always: bool,
+}
+
+/// An edit the inbox refused: the text the person typed, and why.
+#[derive(Clone, Copy)]
+pub(crate) struct EditAgain<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) error: &'a str,
 }
 
 /// The attempt of a call in doubt that was in flight when its process died.
@@ -338,6 +393,18 @@ pub(crate) fn item(
 ) -> String {
     let row = view.row;
     let mut body = String::new();
+    if let Some(summary) = &view.summary {
+        let _ = write!(
+            body,
+            "<p class=\"summary\" id=\"summary\">{}</p>",
+            show(summary)
+        );
+    }
+    body.push_str(&hidden_note(
+        [row.arguments.as_str()]
+            .into_iter()
+            .chain(view.summary.as_deref()),
+    ));
     let _ = write!(
         body,
         "<dl><dt>Tool</dt><dd id=\"tool\">{}</dd><dt>What it does</dt><dd id=\"description\">{}</dd>\
@@ -345,18 +412,18 @@ pub(crate) fn item(
          ({} ago)</dd><dt>Run</dt><dd id=\"run\">{} (agent {}, version {})</dd><dt>Call</dt>\
          <dd id=\"call\">{}</dd></dl><h2>Arguments</h2><pre id=\"arguments\">{}</pre>",
         escape(&row.tool),
-        escape(
+        show(
             view.description
                 .unwrap_or("(this tool's agent is not known to the inbox)")
         ),
         escape(kind_words(&row.kind)),
         utc(row.since_ms),
         age(row.since_ms, now_ms),
-        escape(&row.run_id),
-        escape(&row.agent_id),
+        show(&row.run_id),
+        show(&row.agent_id),
         row.version,
-        escape(&row.call_id),
-        escape(&pretty(&row.arguments)),
+        show(&row.call_id),
+        show(&pretty(&row.arguments)),
     );
     if row.kind == "outcome_unknown" {
         body.push_str(&in_doubt_html(row, view.in_doubt.as_ref()));
@@ -366,10 +433,16 @@ pub(crate) fn item(
             body,
             "<p class=\"decided\">Already decided by {}; the run resumes once every call it \
              waits on is decided.</p>",
-            escape(by)
+            show(by)
         );
     } else if may_decide {
-        body.push_str(&decide_form(row, base, csrf));
+        body.push_str(&decide_form(
+            row,
+            base,
+            csrf,
+            view.edit,
+            view.approve_always,
+        ));
     } else {
         body.push_str("<p class=\"viewer\">You may look, not decide.</p>");
     }
@@ -386,7 +459,13 @@ pub(crate) fn item(
     body
 }
 
-fn decide_form(row: &PendingRow, base: &str, csrf: &str) -> String {
+fn decide_form(
+    row: &PendingRow,
+    base: &str,
+    csrf: &str,
+    edit: Option<EditAgain<'_>>,
+    approve_always: bool,
+) -> String {
     let fits = |a: Action| Action::fits(a, &row.kind);
     let mut form = format!(
         "<form class=\"decide\" method=\"post\" action=\"{}\">\
@@ -409,20 +488,36 @@ fn decide_form(row: &PendingRow, base: &str, csrf: &str) -> String {
              value=\"rerun_after_doubt\">Run it again as a new attempt</button></fieldset>",
         );
     }
-    if fits(Action::ApproveAlways) {
+    if approve_always && fits(Action::ApproveAlways) {
         form.push_str(
             "<button id=\"approve-always\" name=\"action\" value=\"approve_always\">\
              Approve this tool for the rest of the run</button>",
         );
     }
     if fits(Action::Edit) {
+        let (text, error) = match edit {
+            Some(edit) => (
+                edit.text.to_owned(),
+                format!(
+                    "<p class=\"error\" role=\"alert\" id=\"edit-error\">{}</p>",
+                    show(edit.error)
+                ),
+            ),
+            None => (pretty(&row.arguments), String::new()),
+        };
+        // The edit box holds JSON as it is sent back: its hidden characters as JSON escapes
+        // (`\u202E`), the same value, visible.
+        let note = hidden_note([text.as_str()]);
+        let text = json_visible(&text);
         let _ = write!(
             form,
-            "<fieldset><legend>Edit the arguments</legend><label for=\"edited\">Arguments (JSON, \
-             checked against the tool's schema)</label><textarea id=\"edited\" name=\"arguments\">\
-             {}</textarea><button id=\"edit\" name=\"action\" value=\"edit\">Approve as edited\
-             </button></fieldset>",
-            escape(&pretty(&row.arguments))
+            "<fieldset><legend>Edit the arguments</legend>{error}{note}<label for=\"edited\">Arguments \
+             (JSON, checked against the tool's schema)</label><textarea id=\"edited\" \
+             name=\"arguments\">{}{}</textarea><button id=\"edit\" name=\"action\" \
+             value=\"edit\">Approve as edited</button></fieldset>",
+            // A textarea drops one newline at its start: one more keeps the text's own.
+            if text.starts_with('\n') { "\n" } else { "" },
+            escape(&text)
         );
     }
     if fits(Action::Output) {
@@ -451,7 +546,7 @@ fn message_html(message: &Message) -> String {
     match message {
         Message::User { content } => format!(
             "<div class=\"message user\"><b>User</b><p>{}</p></div>",
-            escape(content)
+            show(content)
         ),
         Message::Assistant {
             content,
@@ -459,15 +554,15 @@ fn message_html(message: &Message) -> String {
         } => {
             let mut out = String::from("<div class=\"message assistant\"><b>Model</b>");
             if let Some(content) = content {
-                let _ = write!(out, "<p>{}</p>", escape(content));
+                let _ = write!(out, "<p>{}</p>", show(content));
             }
             for call in tool_calls {
                 let _ = write!(
                     out,
                     "<p>calls <code>{}</code> ({}) with <code>{}</code></p>",
-                    escape(&call.name),
-                    escape(&call.id),
-                    escape(&call.arguments)
+                    show(&call.name),
+                    show(&call.id),
+                    show(&call.arguments)
                 );
             }
             out.push_str("</div>");
@@ -479,9 +574,9 @@ fn message_html(message: &Message) -> String {
             content,
         } => format!(
             "<div class=\"message tool\"><b>Result of {} ({})</b><pre>{}</pre></div>",
-            escape(name),
-            escape(call_id),
-            escape(content)
+            show(name),
+            show(call_id),
+            show(content)
         ),
     }
 }
@@ -515,7 +610,7 @@ pub(crate) fn diff_list(before: &Value, after: &Value) -> String {
     if changes.is_empty() {
         return "<p class=\"diff\">No change.</p>".into();
     }
-    let value = |v: &Value| escape(&v.to_string());
+    let value = |v: &Value| show(&v.to_string());
     let mut out = String::from("<ul class=\"diff\">");
     for (path, b, a) in changes.iter().take(MAX_CHANGES) {
         let path = if path.is_empty() { "(all)" } else { path };
@@ -525,7 +620,7 @@ pub(crate) fn diff_list(before: &Value, after: &Value) -> String {
             (Some(b), None) => format!("removed <del>{}</del>", value(b)),
             (None, None) => continue,
         };
-        let _ = write!(out, "<li><code>{}</code>: {change}</li>", escape(path));
+        let _ = write!(out, "<li><code>{}</code>: {change}</li>", show(path));
     }
     if changes.len() > MAX_CHANGES {
         let _ = write!(out, "<li>and {} more</li>", changes.len() - MAX_CHANGES);
@@ -586,19 +681,20 @@ pub(crate) fn audit(rows: &[AuditView<'_>], next: Option<&str>, base: &str) -> S
             body,
             "<tr class=\"decision {what}\"><td class=\"when\">{}</td><td class=\"who\">{}</td>\
              <td class=\"what\">{what}{}</td><td class=\"tool\">{}</td><td class=\"ids\">{} / {}\
-             </td><td><pre class=\"before\">{}</pre></td><td><pre class=\"after\">{}</pre>{changes}</td></tr>",
+             </td><td>{note}<pre class=\"before\">{}</pre></td><td><pre class=\"after\">{}</pre>{changes}</td></tr>",
             utc(row.at_ms),
-            escape(&row.by),
+            show(&row.by),
             if detail.is_empty() {
                 String::new()
             } else {
-                format!(": <span class=\"detail\">{}</span>", escape(&detail))
+                format!(": <span class=\"detail\">{}</span>", show(&detail))
             },
-            escape(&row.tool),
-            escape(&row.run_id),
-            escape(&row.call_id),
-            escape(&before),
-            escape(&after),
+            show(&row.tool),
+            show(&row.run_id),
+            show(&row.call_id),
+            show(&before),
+            show(&after),
+            note = hidden_note([before.as_str(), after.as_str(), detail.as_str()]),
         );
     }
     body.push_str("</tbody></table>");
@@ -621,18 +717,28 @@ fn pretty_value(value: &Value) -> String {
 }
 
 /// A signed link's confirmation page body: what the link does, and the one button that does it.
-pub(crate) fn confirm(row: &PendingRow, action: &str, user: &str, action_url: &str) -> String {
+pub(crate) fn confirm(
+    row: &PendingRow,
+    summary: Option<&str>,
+    action: &str,
+    user: &str,
+    action_url: &str,
+) -> String {
     format!(
         "<p>{} is about to <strong id=\"link-action\">{}</strong> this call of <code id=\"tool\">{}\
-         </code> (run {}, call {}):</p><pre id=\"arguments\">{}</pre>\
+         </code> (run {}, call {}):</p>{}<pre id=\"arguments\">{}</pre>\
          <form id=\"confirm\" method=\"post\" action=\"{}\"><button id=\"confirm\">Confirm: {}\
          </button></form>",
-        escape(user),
+        show(user),
         escape(action),
-        escape(&row.tool),
-        escape(&row.run_id),
-        escape(&row.call_id),
-        escape(&pretty(&row.arguments)),
+        show(&row.tool),
+        show(&row.run_id),
+        show(&row.call_id),
+        summary
+            .map(|s| format!("<p class=\"summary\" id=\"summary\">{}</p>", show(s)))
+            .unwrap_or_default()
+            + &hidden_note([row.arguments.as_str()].into_iter().chain(summary)),
+        show(&pretty(&row.arguments)),
         escape(action_url),
         escape(action),
     )
@@ -660,7 +766,7 @@ pub(crate) fn refused(message: &str, back: Option<&str>) -> String {
         .unwrap_or_default();
     format!(
         "<p class=\"error\" role=\"alert\">{}</p>{back}",
-        escape(message)
+        show(message)
     )
 }
 

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use crate::store::{AbandonedRun, StoredRun, StoredStatus};
 
-use super::html::{escape, pct, utc};
+use super::html::{escape, pct, show, utc};
 use super::pages::{item_path, kind_words};
 
 /// The most of a call's result the run page shows; the rest is cut, with a note.
@@ -76,8 +76,8 @@ pub(crate) fn run(view: &RunView<'_>, base: &str, csrf: &str) -> String {
         body,
         "<dl id=\"run\"><dt>Run</dt><dd id=\"run-id\">{}</dd><dt>Agent</dt><dd>{}</dd>\
          <dt>Status</dt><dd id=\"run-status\" data-status=\"{}\">{}</dd></dl>",
-        escape(run_id),
-        escape(state.agent_id()),
+        show(run_id),
+        show(state.agent_id()),
         stored.status.as_str(),
         status_words(stored.status),
     );
@@ -89,7 +89,7 @@ pub(crate) fn run(view: &RunView<'_>, base: &str, csrf: &str) -> String {
              <pre>{}</pre><p>The decisions are recorded. A process with this run's agent resumes \
              it; if this persists, tell whoever runs the service.</p></section>",
             utc(*at_ms),
-            escape(error)
+            show(error)
         );
     }
     match stored.status {
@@ -101,7 +101,7 @@ pub(crate) fn run(view: &RunView<'_>, base: &str, csrf: &str) -> String {
             let _ = write!(
                 body,
                 "<section id=\"failure\" class=\"error\"><h2>The run failed</h2><pre>{}</pre>",
-                escape(why)
+                show(why)
             );
             if view.may_decide && view.attached {
                 let _ = write!(
@@ -130,7 +130,7 @@ pub(crate) fn run(view: &RunView<'_>, base: &str, csrf: &str) -> String {
             let _ = write!(
                 body,
                 "<section id=\"answer\"><h2>Final answer</h2><pre>{}</pre></section>",
-                escape(state.output().unwrap_or_default())
+                show(state.output().unwrap_or_default())
             );
         }
         StoredStatus::Running | StoredStatus::Ready => {
@@ -153,9 +153,9 @@ pub(crate) fn run(view: &RunView<'_>, base: &str, csrf: &str) -> String {
                 body,
                 "<li><a href=\"{}\">{} ({})</a>: {}</li>",
                 escape(&item_path(base, &row.run_id, &row.call_id)),
-                escape(&row.tool),
-                escape(&row.call_id),
-                escape(kind_words(&row.kind)),
+                show(&row.tool),
+                show(&row.call_id),
+                show(kind_words(&row.kind)),
             );
         }
         body.push_str("</ul></section>");
@@ -177,10 +177,10 @@ pub(crate) fn run(view: &RunView<'_>, base: &str, csrf: &str) -> String {
             let _ = write!(
                 body,
                 "<tr{class}><td>{}</td><td>{}</td><td><pre>{}{}</pre></td></tr>",
-                escape(&step.tool),
-                escape(&step.call_id),
+                show(&step.tool),
+                show(&step.call_id),
                 if step.is_error { "error: " } else { "" },
-                escape(&cut(&step.content, MAX_RESULT_SHOWN)),
+                show(&cut(&step.content, MAX_RESULT_SHOWN)),
             );
         }
         body.push_str("</tbody></table>");
@@ -225,10 +225,10 @@ pub(crate) fn needing_a_person(
                 "<tr class=\"failed-run\"><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td>\
                  <td>{}</td></tr>",
                 escape(&run_path(base, &run.run_id)),
-                escape(&run.run_id),
-                escape(&run.agent_id),
+                show(&run.run_id),
+                show(&run.agent_id),
                 utc(run.updated_ms),
-                escape(&cut(why, 300)),
+                show(&cut(why, 300)),
             );
         }
         body.push_str("</tbody></table></section>");
@@ -252,8 +252,8 @@ pub(crate) fn needing_a_person(
                 "<tr class=\"stuck-run\"><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td>\
                  <td>{what}</td></tr>",
                 escape(&run_path(base, &run.run_id)),
-                escape(&run.run_id),
-                escape(&run.agent_id),
+                show(&run.run_id),
+                show(&run.agent_id),
                 utc(run.updated_ms),
             );
         }

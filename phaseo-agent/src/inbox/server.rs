@@ -18,12 +18,14 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::error::{AgentError, StoreError};
-use crate::inbox::auth::{Keys, Link, LinkAction, Role, Session, User, random_bytes, token_key};
-use crate::inbox::html::{SCRIPT, STYLE, escape, home, page, unpct};
+use crate::inbox::auth::{
+    Ended, EndedWhat, Keys, Link, LinkAction, Role, Session, User, random_bytes, token_key,
+};
+use crate::inbox::html::{SCRIPT, STYLE, escape, home, page, show, unpct};
 use crate::inbox::pages::{self, Action, AuditView, InDoubtView, ItemView, ListQuery};
 use crate::inbox::runs::{self as run_pages, FailedView, RunView};
 use crate::run::state::{Decision, PendingKind};
-use crate::store::backend::{AuditFilter, LoadedRun, PendingFilter, PendingRow};
+use crate::store::backend::{AuditFilter, LoadedRun, Page, PendingFilter, PendingRow};
 use crate::store::journal::{arguments_digest, hex, now_ms};
 use crate::store::runs::{DurableAgent, Recovery, Runs};
 use crate::store::{RunFilter, StoredStatus};
@@ -125,6 +127,10 @@ pub struct Inbox {
     session_ttl: Duration,
     page_size: usize,
     secure_cookie: bool,
+    ended: Arc<Ended>,
+    max_ended_sessions: usize,
+    summaries: HashMap<String, Arc<SummaryFn>>,
+    approve_always: HashMap<String, bool>,
     recover_every: Duration,
     /// The inbox's own background resumes that failed, by run: when, and why (at most
     /// [`MAX_RESUME_FAILURES`] runs, the oldest forgotten first).
@@ -158,6 +164,12 @@ impl ResumeFailures {
     }
 }
 
+/// A tool's summary of a call, from its arguments (see [`Inbox::summary`]).
+type SummaryFn = dyn Fn(&Value) -> Option<String> + Send + Sync;
+
+/// The most characters of a summary shown; a longer one is cut there, with `…`.
+pub const MAX_SUMMARY_CHARS: usize = 500;
+
 impl std::fmt::Debug for Inbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Inbox")
@@ -167,6 +179,8 @@ impl std::fmt::Debug for Inbox {
             .field("max_event_streams", &self.max_event_streams)
             .field("session_ttl", &self.session_ttl)
             .field("page_size", &self.page_size)
+            .field("max_ended_sessions", &self.max_ended_sessions)
+            .field("summaries", &self.summaries.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -180,6 +194,9 @@ pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
 /// The default interval between two looks for runs whose process stopped
 /// ([`Inbox::recover_every`]).
 pub const DEFAULT_RECOVER_EVERY: Duration = Duration::from_secs(30);
+/// The default bound on signed-out sessions the inbox remembers
+/// ([`Inbox::max_ended_sessions`]).
+pub const DEFAULT_MAX_ENDED_SESSIONS: usize = 10_000;
 
 impl Inbox {
     /// An inbox over a store, with no users yet and a secret drawn at random (sessions and links
@@ -200,6 +217,10 @@ impl Inbox {
             secure_cookie: false,
             recover_every: DEFAULT_RECOVER_EVERY,
             resume_failures: Arc::default(),
+            ended: Arc::default(),
+            max_ended_sessions: DEFAULT_MAX_ENDED_SESSIONS,
+            summaries: HashMap::new(),
+            approve_always: HashMap::new(),
         }
     }
 
@@ -305,6 +326,135 @@ impl Inbox {
         self
     }
 
+    /// How calls of `tool` read for people: `summary` turns a call's arguments into a line such
+    /// as "EUR 42.50 to Jane Doe for A-1003", which the list, the item's page and a signed link's
+    /// page show above the arguments (the arguments are always shown too: a summary can leave
+    /// something out). It applies to the tool of that name of every agent. When it returns
+    /// `None` or blank text, or panics (logged as a warning), the arguments are shown alone;
+    /// a summary longer than [`MAX_SUMMARY_CHARS`] is cut there. Invisible and
+    /// direction-changing characters in it are shown as escapes, as in the arguments. Default:
+    /// none, every tool's calls shown by their arguments. A second summary for a tool replaces
+    /// the first.
+    ///
+    /// ```
+    /// use phaseo_agent::inbox::Inbox;
+    /// use phaseo_agent::store::{MemoryStore, Runs};
+    ///
+    /// let inbox = Inbox::new(Runs::new(MemoryStore::new())).summary("refund", |args| {
+    ///     let cents = args["amount_cents"].as_u64()?;
+    ///     Some(format!(
+    ///         "{} {}.{:02} to {} for {}",
+    ///         args["currency"].as_str()?,
+    ///         cents / 100,
+    ///         cents % 100,
+    ///         args["customer"].as_str()?,
+    ///         args["order"].as_str()?,
+    ///     ))
+    /// });
+    /// # drop(inbox);
+    /// ```
+    pub fn summary<F>(mut self, tool: &str, summary: F) -> Self
+    where
+        F: Fn(&Value) -> Option<String> + Send + Sync + 'static,
+    {
+        self.summaries.insert(tool.to_owned(), Arc::new(summary));
+        self
+    }
+
+    /// [`summary`](Self::summary) from the tool's input type: the call's arguments are read as
+    /// `T` (the type a typed tool takes), and a call whose arguments do not read as `T` is shown
+    /// by its arguments.
+    ///
+    /// ```
+    /// use phaseo_agent::inbox::Inbox;
+    /// use phaseo_agent::store::{MemoryStore, Runs};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Refund {
+    ///     order: String,
+    ///     amount_cents: u64,
+    ///     currency: String,
+    ///     customer: String,
+    /// }
+    ///
+    /// let inbox = Inbox::new(Runs::new(MemoryStore::new())).summary_as("refund", |r: &Refund| {
+    ///     let (units, cents) = (r.amount_cents / 100, r.amount_cents % 100);
+    ///     format!("{} {units}.{cents:02} to {} for {}", r.currency, r.customer, r.order)
+    /// });
+    /// # drop(inbox);
+    /// ```
+    pub fn summary_as<T, F>(self, tool: &str, summary: F) -> Self
+    where
+        T: serde::de::DeserializeOwned,
+        F: Fn(&T) -> String + Send + Sync + 'static,
+    {
+        self.summary(tool, move |arguments| {
+            let input = T::deserialize(arguments).ok()?;
+            Some(summary(&input))
+        })
+    }
+
+    /// The summary of a waiting call, if its tool has one that gives one (see
+    /// [`summary`](Self::summary)).
+    fn summary_of(&self, row: &PendingRow) -> Option<String> {
+        let summary = self.summaries.get(&row.tool)?;
+        let arguments: Value = serde_json::from_str(&row.arguments).ok()?;
+        let text =
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| summary(&arguments))) {
+                Ok(text) => text?,
+                Err(_) => {
+                    tracing::warn!(
+                        tool = %row.tool,
+                        run = %row.run_id,
+                        call = %row.call_id,
+                        "a tool's summary panicked; the inbox shows the call's arguments instead"
+                    );
+                    return None;
+                }
+            };
+        let text = text.trim();
+        if text.is_empty() {
+            return None;
+        }
+        let mut cut: String = text.chars().take(MAX_SUMMARY_CHARS).collect();
+        if cut.len() < text.len() {
+            cut.push('…');
+        }
+        Some(cut)
+    }
+
+    /// Whether people may approve `tool` "for the rest of the run" (its later calls in that run
+    /// then run without asking). Off, the item's page offers no such button, and a form that asks
+    /// for it anyway is refused (403) and records nothing. Default: on, except for a tool marked
+    /// destructive ([`Tool::destructive`](crate::Tool::destructive)`(true)`) and for the tools of
+    /// agents the inbox is not given ([`agent`](Self::agent)), whose hints it cannot read; this
+    /// setting overrides both, for the tool of that name of every agent.
+    ///
+    /// ```
+    /// use phaseo_agent::inbox::Inbox;
+    /// use phaseo_agent::store::{MemoryStore, Runs};
+    ///
+    /// // Every refund is looked at, one by one.
+    /// let inbox = Inbox::new(Runs::new(MemoryStore::new())).approve_always("refund", false);
+    /// # drop(inbox);
+    /// ```
+    pub fn approve_always(mut self, tool: &str, allowed: bool) -> Self {
+        self.approve_always.insert(tool.to_owned(), allowed);
+        self
+    }
+
+    /// Whether a call's tool may be approved for the rest of its run (see
+    /// [`approve_always`](Self::approve_always)).
+    fn may_approve_always(&self, row: &PendingRow) -> bool {
+        if let Some(&allowed) = self.approve_always.get(&row.tool) {
+            return allowed;
+        }
+        self.agents
+            .get(&row.agent_id)
+            .and_then(|a| a.agent().tools().iter().find(|t| t.id() == row.tool))
+            .is_some_and(|tool| tool.hints().destructive != Some(true))
+    }
+
     /// How often an open event stream reads the store for new items. Default:
     /// [`DEFAULT_POLL_INTERVAL`].
     pub fn poll_interval(mut self, every: Duration) -> Self {
@@ -322,6 +472,22 @@ impl Inbox {
     /// How long a session lasts. Default: [`DEFAULT_SESSION_TTL`].
     pub fn session_ttl(mut self, ttl: Duration) -> Self {
         self.session_ttl = ttl;
+        self
+    }
+
+    /// How many signed-out sessions the inbox remembers at once (at least 1). Signing out ends
+    /// the session on the server: its cookie, kept or copied, is refused from then on. A cookie
+    /// is signed, not stored, so the inbox keeps each ended session's id until the session would
+    /// have expired ([`session_ttl`](Self::session_ttl)); when this many are kept and none has
+    /// expired, signing out ends every session of that person made until then, on every device,
+    /// instead of only the one (logged as a warning naming this setting). Default:
+    /// [`DEFAULT_MAX_ENDED_SESSIONS`].
+    ///
+    /// The record is kept in this process, shared by every router of this inbox and its clones:
+    /// with several processes behind one address, a session signed out in one is refused by the
+    /// others only once it expires.
+    pub fn max_ended_sessions(mut self, sessions: usize) -> Self {
+        self.max_ended_sessions = sessions.max(1);
         self
     }
 
@@ -568,7 +734,7 @@ impl Inbox {
                 ""
             };
             return Err(Refusal::unprocessable(format!(
-                "A call waiting as {} cannot be decided that way.{why}",
+                "This call cannot be decided that way (why it waits: {}).{why}",
                 pages::kind_words(&row.kind)
             )));
         }
@@ -584,6 +750,13 @@ impl Inbox {
                     "Not recorded: to run a call in doubt again, tick \u{201c}I checked: it did \
                      not happen\u{201d} first. If it did happen, supply its outcome instead.",
                 ));
+            }
+            Choice::ApproveAlways if !self.may_approve_always(row) => {
+                return Err(Refusal::forbidden(format!(
+                    "Not recorded: {} may not be approved for the rest of the run here; approve \
+                     this call alone.",
+                    row.tool
+                )));
             }
             Choice::ApproveAlways => Decision::ApproveAlways,
             Choice::Reject(message) => Decision::Reject {
@@ -750,6 +923,18 @@ impl Refusal {
             "The run store failed; try again.",
         )
     }
+    /// A listing's failure: a paging cursor the store did not make is the request's mistake
+    /// (400, naming the parameter); anything else, the store's.
+    fn listing(error: AgentError) -> Self {
+        match error {
+            AgentError::Store(StoreError::InvalidCursor { .. }) => Refusal::new(
+                StatusCode::BAD_REQUEST,
+                "The query parameter `after` is not a paging cursor this inbox made: start again \
+                 from the first page.",
+            ),
+            other => Refusal::store(other),
+        }
+    }
     fn page(&self, ctx: &Ctx, back: Option<&str>) -> Response {
         let body = pages::refused(&self.message, back);
         let title = if self.status.is_server_error() {
@@ -845,7 +1030,8 @@ impl FromRequestParts<Shared> for Ctx {
         let base = base.trim_end_matches('/').to_owned();
         let now = now_secs();
         let signed_in = cookies(&parts.headers, COOKIE)
-            .find_map(|value| Session::read(&app.inbox.keys, value, now))
+            .filter_map(|value| Session::read(&app.inbox.keys, value, now))
+            .find(|session| !app.inbox.ended.is_ended(session))
             .and_then(|session| {
                 let user = app.inbox.names.get(&session.user)?.clone();
                 let csrf = app.inbox.keys.csrf(&session.id);
@@ -1007,6 +1193,17 @@ async fn logout(State(app): State<Shared>, ctx: Ctx, Form(fields): Form<Fields>)
     if let Err(response) = ctx.posted(&app, &fields) {
         return response;
     }
+    if let Some((session, user, _)) = &ctx.signed_in {
+        let max = app.inbox.max_ended_sessions;
+        if app.inbox.ended.end(session, now_secs(), max) == EndedWhat::EveryDevice {
+            tracing::warn!(
+                user = %user.name(),
+                max_ended_sessions = max,
+                "the inbox's record of signed-out sessions is full (`max_ended_sessions`): \
+                 signing out ended every session of this person"
+            );
+        }
+    }
     let cookie = format!(
         "{COOKIE}=; Path={}; Max-Age=0; HttpOnly; SameSite=Strict",
         home(&ctx.base)
@@ -1017,20 +1214,33 @@ async fn logout(State(app): State<Shared>, ctx: Ctx, Form(fields): Form<Fields>)
 fn filter_of(app: &App, query: &ListQuery) -> Result<PendingFilter, Refusal> {
     let older_than_ms = match ListQuery::get(&query.older_than) {
         Some(secs) => {
-            let secs: i64 = secs.parse().map_err(|_| {
+            let secs: u32 = secs.parse().map_err(|_| {
                 Refusal::new(
                     StatusCode::BAD_REQUEST,
-                    "\"Waiting more than\" takes a whole number of seconds.",
+                    "The query parameter `older_than` (\u{201c}Waiting more than\u{201d}) takes \
+                     a whole number of seconds, 0 or more.",
                 )
             })?;
-            Some(now_ms().saturating_sub(secs.saturating_mul(1000)))
+            Some(now_ms().saturating_sub(i64::from(secs).saturating_mul(1000)))
         }
         None => None,
     };
+    let kind = ListQuery::get(&query.kind);
+    if let Some(kind) = &kind
+        && !pages::KINDS.contains(&kind.as_str())
+    {
+        return Err(Refusal::new(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "The query parameter `kind` takes one of {}, not {kind:?}.",
+                pages::KINDS.join(", ")
+            ),
+        ));
+    }
     Ok(PendingFilter {
         agent_id: ListQuery::get(&query.agent),
         tool: ListQuery::get(&query.tool),
-        kind: ListQuery::get(&query.kind),
+        kind,
         older_than_ms,
         undecided_only: true,
         after: ListQuery::get(&query.after),
@@ -1050,14 +1260,24 @@ async fn list(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQuery
     };
     match app.inbox.runs.pending(&filter).await {
         Ok(page) => {
-            let mut body = pages::list(&page, &query, &ctx.base, &csrf, now_ms(), may_decide);
+            let rows: Vec<(PendingRow, Option<String>)> = page
+                .items
+                .into_iter()
+                .map(|row| {
+                    let summary = app.inbox.summary_of(&row);
+                    (row, summary)
+                })
+                .collect();
+            let mut rows_page = Page::new(rows, page.next);
+            rows_page.damaged = page.damaged;
+            let mut body = pages::list(&rows_page, &query, &ctx.base, &csrf, now_ms(), may_decide);
             // On the first page only: runs that need a person although no call of theirs waits.
             if query.after.as_deref().is_none_or(str::is_empty) {
                 body.push_str(&app.inbox.needing_a_person(&ctx.base).await);
             }
             html(&ctx, StatusCode::OK, "Waiting for a decision", &body)
         }
-        Err(error) => Refusal::store(error).page(&ctx, None),
+        Err(error) => Refusal::listing(error).page(&ctx, Some(&home(&ctx.base))),
     }
 }
 
@@ -1224,9 +1444,10 @@ async fn retry(
 }
 
 async fn events(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQuery>) -> Response {
-    if ctx.signed_in.is_none() {
+    let Some((session, _, _)) = &ctx.signed_in else {
         return StatusCode::UNAUTHORIZED.into_response();
-    }
+    };
+    let session = session.clone();
     let Ok(permit) = app.streams.clone().try_acquire_owned() else {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -1254,6 +1475,8 @@ async fn events(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQue
         seen: HashSet<(String, String, u64)>,
         queue: std::collections::VecDeque<Event>,
         first: bool,
+        /// The session that opened the stream: it ends when the session does.
+        session: Session,
         _permit: tokio::sync::OwnedSemaphorePermit,
     }
     let state = Poll {
@@ -1267,6 +1490,7 @@ async fn events(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQue
         seen: HashSet::new(),
         queue: Default::default(),
         first: true,
+        session,
         _permit: permit,
     };
     let stream = futures::stream::unfold(state, |mut poll| async move {
@@ -1278,6 +1502,10 @@ async fn events(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQue
                 tokio::time::sleep(poll.app.inbox.poll_interval).await;
             }
             poll.first = false;
+            // Signed out or expired since the stream opened: it ends, and sends nothing more.
+            if poll.session.expires <= now_secs() || poll.app.inbox.ended.is_ended(&poll.session) {
+                return None;
+            }
             let Ok(page) = poll.app.inbox.runs.pending(&poll.filter).await else {
                 continue;
             };
@@ -1287,9 +1515,11 @@ async fn events(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQue
             for row in page.items.iter().rev() {
                 let key = (row.run_id.clone(), row.call_id.clone(), row.version);
                 if !poll.seen.contains(&key) {
-                    let li = pages::item_li(row, &poll.base, now, poll.may_decide);
+                    let summary = poll.app.inbox.summary_of(row);
+                    let tr =
+                        pages::item_row(row, summary.as_deref(), &poll.base, now, poll.may_decide);
                     poll.queue
-                        .push_back(Event::default().event("pending").data(li));
+                        .push_back(Event::default().event("pending").data(tr));
                 }
                 seen.insert(key);
             }
@@ -1306,6 +1536,20 @@ async fn item(
     ctx: Ctx,
     Path((run, call)): Path<(String, String)>,
 ) -> Response {
+    item_page(&app, &ctx, &run, &call, StatusCode::OK, None).await
+}
+
+/// An item's page, answered with `status`; `edit`: an edit refused, shown again in the form
+/// with why.
+async fn item_page(
+    app: &App,
+    ctx: &Ctx,
+    run: &str,
+    call: &str,
+    status: StatusCode,
+    edit: Option<pages::EditAgain<'_>>,
+) -> Response {
+    let (run, call) = (run.to_owned(), call.to_owned());
     let (user, csrf) = match ctx.user() {
         Ok((_, user, csrf)) => (user.clone(), csrf.to_owned()),
         Err(response) => return response,
@@ -1315,9 +1559,9 @@ async fn item(
         Ok(None) => {
             let mut refusal = app.inbox.gone(&run, &call).await;
             refusal.status = StatusCode::NOT_FOUND;
-            return refusal.page(&ctx, Some(&home(&ctx.base)));
+            return refusal.page(ctx, Some(&home(&ctx.base)));
         }
-        Err(refusal) => return refusal.page(&ctx, None),
+        Err(refusal) => return refusal.page(ctx, None),
     };
     // The row is shown only if it is what the run's journal says waits: a row edited in the
     // database would show one thing and run another.
@@ -1329,7 +1573,7 @@ async fn item(
                 "This run's stored data is damaged, so its calls are not shown or decided here: \
                  {error}"
             ))
-            .page(&ctx, Some(&home(&ctx.base)));
+            .page(ctx, Some(&home(&ctx.base)));
         }
         Err(_) => None,
     };
@@ -1353,13 +1597,16 @@ async fn item(
     });
     let view = ItemView {
         row: &row,
+        summary: app.inbox.summary_of(&row),
         description: description.as_deref(),
         messages: stored.as_ref().map(|s| s.state.messages()),
         in_doubt,
+        edit,
+        approve_always: app.inbox.may_approve_always(&row),
     };
     let may = app.inbox.may_decide(&user, &row.tool);
     let body = pages::item(&view, &ctx.base, &csrf, may, now_ms());
-    html(&ctx, StatusCode::OK, &format!("{} waits", row.tool), &body)
+    html(ctx, status, &format!("{} waits", row.tool), &body)
 }
 
 async fn decide_form(
@@ -1373,7 +1620,6 @@ async fn decide_form(
         Err(response) => return response,
     };
     let back = pages::item_path(&ctx.base, &run, &call);
-    let shown_run = run.clone();
     let shown = Shown {
         run,
         call,
@@ -1383,19 +1629,31 @@ async fn decide_form(
             .unwrap_or(0),
         digest: fields.get("digest").unwrap_or_default().to_owned(),
     };
-    let result = match Choice::from_form(&fields) {
+    let (run, call) = (shown.run.clone(), shown.call.clone());
+    let choice = Choice::from_form(&fields);
+    // What the person typed into the edit box, to show again if the edit is refused.
+    let typed = match &choice {
+        Ok(Choice::Edit(text)) => Some(text.clone()),
+        _ => None,
+    };
+    let result = match choice {
         Ok(choice) => app.inbox.decide(&user, shown, choice, false).await,
         Err(refusal) => Err(refusal),
     };
-    match result {
-        Ok(()) => see_other(
-            &format!(
-                "{}?flash=decided",
-                run_pages::run_path(&ctx.base, &shown_run)
-            ),
+    match (result, typed) {
+        (Ok(()), _) => see_other(
+            &format!("{}?flash=decided", run_pages::run_path(&ctx.base, &run)),
             None,
         ),
-        Err(refusal) => refusal.page(&ctx, Some(&back)),
+        // An edit refused for what it holds: the form again, with the text and why.
+        (Err(refusal), Some(text)) if refusal.status == StatusCode::UNPROCESSABLE_ENTITY => {
+            let edit = pages::EditAgain {
+                text: &text,
+                error: &refusal.message,
+            };
+            item_page(&app, &ctx, &run, &call, refusal.status, Some(edit)).await
+        }
+        (Err(refusal), _) => refusal.page(&ctx, Some(&back)),
     }
 }
 
@@ -1453,8 +1711,8 @@ async fn batch(State(app): State<Shared>, ctx: Ctx, Form(fields): Form<Fields>) 
         };
         body.push_str(&format!(
             "<li class=\"batch-result {class}\"><code>{}</code>: {}</li>",
-            escape(&label),
-            escape(&text)
+            show(&label),
+            show(&text)
         ));
     }
     if !any {
@@ -1484,7 +1742,10 @@ async fn audit(State(app): State<Shared>, ctx: Ctx, Query(query): Query<AuditQue
     };
     let page = match app.inbox.runs.audit(&filter).await {
         Ok(page) => page,
-        Err(error) => return Refusal::store(error).page(&ctx, None),
+        Err(error) => {
+            let back = format!("{}/audit", ctx.base);
+            return Refusal::listing(error).page(&ctx, Some(&back));
+        }
     };
     let mut views = Vec::with_capacity(page.items.len());
     let mut journals = HashMap::new();
@@ -1575,7 +1836,14 @@ async fn link_page(State(app): State<Shared>, ctx: Ctx, Path(token): Path<String
     match checked_link(&app, &token).await {
         Ok((link, row)) => {
             let url = format!("{}/link/{token}", ctx.base);
-            let body = pages::confirm(&row, link.action.as_str(), &link.user, &url);
+            let summary = app.inbox.summary_of(&row);
+            let body = pages::confirm(
+                &row,
+                summary.as_deref(),
+                link.action.as_str(),
+                &link.user,
+                &url,
+            );
             html(&ctx, StatusCode::OK, "Confirm", &body)
         }
         Err(refusal) => refusal.page(&ctx, None),

@@ -161,15 +161,24 @@ impl MemoryStore {
     }
 }
 
-fn page<T: Clone>(items: Vec<T>, after: Option<&str>, limit: usize) -> Page<T> {
-    let start = after.and_then(|a| a.parse::<usize>().ok()).unwrap_or(0);
+/// A page of `items` from the cursor `after` (an index this function made), or
+/// [`StoreError::InvalidCursor`] for any other text.
+fn page<T: Clone>(items: Vec<T>, after: Option<&str>, limit: usize) -> Result<Page<T>, StoreError> {
+    let start = match after {
+        Some(cursor) => cursor
+            .parse::<usize>()
+            .map_err(|_| StoreError::InvalidCursor {
+                cursor: cursor.to_owned(),
+            })?,
+        None => 0,
+    };
     let limit = limit.clamp(1, 1000);
-    let end = (start + limit).min(items.len());
+    let end = start.saturating_add(limit).min(items.len());
     let next = (end < items.len()).then(|| end.to_string());
-    Page::new(
+    Ok(Page::new(
         items.get(start..end).map(<[T]>::to_vec).unwrap_or_default(),
         next,
-    )
+    ))
 }
 
 impl RunStore for MemoryStore {
@@ -292,7 +301,10 @@ impl RunStore for MemoryStore {
         rows.sort_by(|a, b| {
             (b.since_ms, &b.run_id, &b.call_id).cmp(&(a.since_ms, &a.run_id, &a.call_id))
         });
-        let mut result = page(rows, filter.after.as_deref(), filter.limit);
+        let mut result = match page(rows, filter.after.as_deref(), filter.limit) {
+            Ok(result) => result,
+            Err(error) => return Box::pin(async move { Err(error) }),
+        };
         // A row written damaged (through this trait, by a bug) is named, not listed.
         let (items, damaged) = std::mem::take(&mut result.items)
             .into_iter()
@@ -326,7 +338,7 @@ impl RunStore for MemoryStore {
             .collect();
         runs.sort_by(|a, b| (b.updated_ms, &b.run_id).cmp(&(a.updated_ms, &a.run_id)));
         let result = page(runs, filter.after.as_deref(), filter.limit);
-        Box::pin(async move { Ok(result) })
+        Box::pin(async move { result })
     }
 
     fn audit<'a>(
@@ -341,7 +353,7 @@ impl RunStore for MemoryStore {
             .cloned()
             .collect();
         let result = page(rows, filter.after.as_deref(), filter.limit);
-        Box::pin(async move { Ok(result) })
+        Box::pin(async move { result })
     }
 
     fn prune(&self, before_ms: i64) -> BoxFuture<'_, Result<u64, StoreError>> {

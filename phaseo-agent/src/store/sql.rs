@@ -509,7 +509,9 @@ fn encode(prefix: &str, number: i64, texts: &[&str]) -> String {
 
 /// A cursor's number and texts, if it is one of this listing's with `texts` texts.
 fn decode(prefix: &str, texts: usize, cursor: &str) -> Result<(i64, Vec<String>), StoreError> {
-    let invalid = || StoreError::Database(format!("invalid paging cursor `{cursor}`"));
+    let invalid = || StoreError::InvalidCursor {
+        cursor: cursor.to_owned(),
+    };
     let mut parts = cursor.split('.');
     if parts.next() != Some(prefix) {
         return Err(invalid());

@@ -275,7 +275,7 @@ async fn sign_in(client: &Client, world: &World, token: &str) {
         .await
         .unwrap();
     find(client, "button#sign-in").await.click().await.unwrap();
-    find(client, "ul#items, p#empty").await;
+    find(client, "table#items").await;
     assert_eq!(
         url(client).await.trim_end_matches('/'),
         world.base,
@@ -296,7 +296,7 @@ async fn click(client: &Client, css: &str) {
 
 /// The list's item for a run's call.
 fn item_css(run_id: &str, call_id: &str) -> String {
-    format!("li.item[data-run=\"{run_id}\"][data-call=\"{call_id}\"]")
+    format!("tr.item[data-run=\"{run_id}\"][data-call=\"{call_id}\"]")
 }
 
 /// The message the page shows for a refused decision, and its status.
@@ -407,7 +407,7 @@ async fn inbox_approve() {
         &inputs,
         |client, world, runs| async move {
             let (client, staging) = (&client, runs[0].clone());
-            let items = find_all(client, "ul#items > li.item").await;
+            let items = find_all(client, "#items tr.item").await;
             assert_eq!(
                 items.len(),
                 3,
@@ -469,13 +469,13 @@ async fn inbox_approve() {
             );
             // The decided item has left the list.
             goto(client, &world.url("/")).await;
-            find(client, "ul#items").await;
+            find(client, "table#items").await;
             assert!(
                 find_all(client, &item_css(&staging, "call_1"))
                     .await
                     .is_empty()
             );
-            assert_eq!(find_all(client, "ul#items > li.item").await.len(), 2);
+            assert_eq!(find_all(client, "#items tr.item").await.len(), 2);
         },
     )
     .await;
@@ -768,7 +768,7 @@ async fn inbox_viewer_sees_no_buttons_and_a_forged_post_is_forbidden() {
             let item_path = format!("/runs/{run}/calls/call_1");
             let item_value = format!("{run}/call_1/{}/{}", row.version, row.digest);
             goto(client, &world.url("/")).await;
-            find(client, "ul#items").await;
+            find(client, "table#items").await;
             let answer = client
                 .execute_async(
                     "const [path, version, digest, item, done] = arguments; \
@@ -809,7 +809,7 @@ async fn inbox_viewer_sees_no_buttons_and_a_forged_post_is_forbidden() {
 
             // Nor batch buttons on the list.
             goto(client, &world.url("/")).await;
-            find(client, "ul#items").await;
+            find(client, "table#items").await;
             assert!(
                 find_all(client, "button#batch-approve, button#batch-reject")
                     .await
@@ -929,7 +929,7 @@ async fn inbox_new_items_appear_without_a_reload() {
 
             let second = world.start("deploy staging").await;
             find(client, &item_css(&second, "call_1")).await;
-            let items = find_all(client, "ul#items > li.item").await;
+            let items = find_all(client, "#items tr.item").await;
             assert_eq!(items.len(), 2);
             assert_eq!(
                 items[0].attr("data-run").await.unwrap().as_deref(),
@@ -1020,7 +1020,7 @@ async fn inbox_a_call_in_doubt_needs_a_check_and_is_refused_from_a_batch() {
             assert!(
                 text(client, &format!("{item} .kind"))
                     .await
-                    .contains("in doubt")
+                    .contains("Outcome unknown")
             );
             // A forged batch form carries it anyway: skipped, and named.
             let value = format!("{run}/call_1/{}/{}", row.version, row.digest);
@@ -1086,4 +1086,147 @@ async fn inbox_a_call_in_doubt_needs_a_check_and_is_refused_from_a_batch() {
         },
     )
     .await;
+}
+
+/// A call as a person reads it in the browser: its tool's summary on the list and the item, and
+/// an argument holding a right-to-left override (`invoice\u{202E}fdp.exe`, which a browser draws
+/// as "invoiceexe.pdf") shown as the visible escape `\u{202E}` on the list, the item and, as the
+/// JSON escape `\u202E`, in the edit box, with a note that the text holds such characters; the
+/// rendered text never holds the raw character. Approved as edited without a change, the tool
+/// gets the very same value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromedriver: run by interop/run.sh"]
+async fn inbox_a_summary_and_a_hidden_character_as_a_person_reads_them() {
+    const RLO: char = '\u{202E}';
+    let file = format!("invoice{RLO}fdp.exe");
+    let dir = scratch("inbox-hidden");
+    let store = SqliteStore::open(dir.join("runs.db"))
+        .await
+        .expect("a SQLite store");
+    let runs = Runs::new(store);
+    let send = Tool::new(
+        "send_invoice",
+        "Send an invoice file to a customer.",
+        json!({
+            "type": "object",
+            "properties": {
+                "file": {"type": "string"},
+                "customer": {"type": "string"},
+                "amount_cents": {"type": "integer"}
+            },
+            "required": ["file", "customer", "amount_cents"]
+        }),
+        |args: Value, _| Ok(json!({"sent": args["file"]})),
+    )
+    .require_approval();
+    let arguments = json!({"file": file, "customer": "Jane Doe", "amount_cents": 4250});
+    let model = phaseo_agent::ScriptedModel::new()
+        .tool_call("call_1", "send_invoice", arguments.clone())
+        .text("Sent.");
+    let agent = runs.attach(
+        Agent::builder("billing")
+            .model(model)
+            .tool(send)
+            .build()
+            .expect("the agent"),
+    );
+    let run = agent
+        .run("Send the invoice")
+        .await
+        .expect("the run pauses")
+        .state
+        .run_id()
+        .to_owned();
+    let inbox = Inbox::new(runs.clone())
+        .agent(agent)
+        .secret(b"interop-inbox-secret-0123456789abcdef")
+        .user("alice-token", User::approver("alice"))
+        .summary("send_invoice", |args| {
+            let cents = args["amount_cents"].as_u64()?;
+            Some(format!(
+                "EUR {}.{:02} to {}: {}",
+                cents / 100,
+                cents % 100,
+                args["customer"].as_str()?,
+                args["file"].as_str()?
+            ))
+        });
+    let base = serve(inbox.router()).await;
+
+    with_browsers(1, |clients| async move {
+        let client = &clients[0];
+        goto(client, &format!("{base}/login")).await;
+        find(client, "input[name=token]")
+            .await
+            .send_keys("alice-token")
+            .await
+            .unwrap();
+        click(client, "button#sign-in").await;
+        let item = item_css(&run, "call_1");
+        find(client, &item).await;
+        let visible = "invoice\\u{202E}fdp.exe";
+
+        // The list: the summary, the arguments, the note; the raw character nowhere.
+        let summary = text(client, &format!("{item} .summary")).await;
+        assert_eq!(summary, format!("EUR 42.50 to Jane Doe: {visible}"));
+        let args = text(client, &format!("{item} .args")).await;
+        assert!(args.contains(visible), "{args}");
+        let note = text(client, &format!("{item} .hidden-note")).await;
+        assert!(
+            note.contains("invisible or direction-changing characters"),
+            "{note}"
+        );
+        let page = body_text(client).await;
+        assert!(
+            !page.contains(RLO),
+            "the list shows the raw character: {page}"
+        );
+        save_screenshot(&client.screenshot().await.unwrap(), "inbox-hidden-list.png");
+
+        // The item: the same, and the edit box holds JSON escapes, the same value.
+        click(client, &format!("{item} a.open")).await;
+        let shown = text(client, "#summary").await;
+        assert_eq!(shown, format!("EUR 42.50 to Jane Doe: {visible}"));
+        let pre = text(client, "#arguments").await;
+        assert!(pre.contains(visible), "{pre}");
+        find(client, ".hidden-note").await;
+        let edit = find(client, "textarea#edited")
+            .await
+            .prop("value")
+            .await
+            .unwrap()
+            .expect("the edit box's value");
+        assert!(
+            !edit.contains(RLO),
+            "the edit box holds the raw character: {edit}"
+        );
+        assert!(edit.contains("invoice\\u202Efdp.exe"), "{edit}");
+        let value: Value = serde_json::from_str(&edit).expect("the edit box holds JSON");
+        assert_eq!(value, arguments);
+        let page = body_text(client).await;
+        assert!(
+            !page.contains(RLO),
+            "the item shows the raw character: {page}"
+        );
+        save_screenshot(&client.screenshot().await.unwrap(), "inbox-hidden-item.png");
+
+        // Approved as edited, unchanged: the tool gets the very same file name.
+        click(client, "button#edit").await;
+        find(client, "#flash.ok").await;
+        eventually("the run to complete", || async {
+            runs.load(&run).await.unwrap().status == StoredStatus::Completed
+        })
+        .await;
+        let result = runs
+            .load(&run)
+            .await
+            .unwrap()
+            .state
+            .tool_result("call_1")
+            .map(str::to_owned);
+        let result: Value = serde_json::from_str(&result.expect("a result")).unwrap();
+        assert_eq!(result, json!({"sent": file}));
+    })
+    .await;
+    let _ = std::fs::remove_dir_all(&dir);
 }
