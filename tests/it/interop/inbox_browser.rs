@@ -61,6 +61,8 @@ fn deploy() -> Tool {
 #[derive(Clone, Default)]
 struct Release {
     asked: Arc<Mutex<Vec<Vec<Message>>>>,
+    /// When set, the next final answer fails instead (an unreachable model), once.
+    fail_once: Arc<Mutex<bool>>,
 }
 
 impl Release {
@@ -107,6 +109,11 @@ impl Model for Release {
                 "deploy",
                 json!({"env": env}),
             )]),
+            None if std::mem::take(&mut *self.fail_once.lock().unwrap()) => {
+                return Box::pin(async {
+                    Err(ModelError::from_status(401, "the model's key was revoked"))
+                });
+            }
             None => {
                 let results: Vec<&str> = request
                     .messages
@@ -448,7 +455,8 @@ async fn inbox_approve() {
 
             click(client, "#approve").await;
             find(client, "#flash.ok").await;
-            assert_eq!(path(client).await, "/");
+            // A decision leads to the run's page.
+            assert_eq!(path(client).await, format!("/runs/{staging}"));
 
             let done = world.completed(&staging).await;
             assert_eq!(
@@ -964,7 +972,7 @@ async fn inbox_mounted_under_a_prefix() {
         );
         click(client, "#approve").await;
         find(client, "#flash.ok").await;
-        assert_eq!(path(client).await.trim_end_matches('/'), "/ops/inbox");
+        assert_eq!(path(client).await, format!("/ops/inbox/runs/{run}"));
         let done = world.completed(&run).await;
         assert_eq!(done.state.output(), Some(r#"Done: {"deployed":"staging"}"#));
     })
@@ -991,7 +999,10 @@ async fn inbox_a_call_in_doubt_needs_a_check_and_is_refused_from_a_batch() {
             // Approved, and its process dies once the call has started: the deploy ran, its
             // result was never recorded. Another process recovers the run: in doubt.
             let version = world.load(&run).await.version;
-            let dying = Runs::new(Hooked::dies_after(world.runs.store().clone(), 2));
+            // Its lease (taken first, then the decision and the call's start are written) is
+            // short, and runs out before the recovery.
+            let dying = Runs::new(Hooked::dies_after(world.runs.store().clone(), 3))
+                .lease(std::time::Duration::from_millis(100));
             let _ = dying
                 .attach(world.agent.agent().clone())
                 .resume(
@@ -1001,6 +1012,7 @@ async fn inbox_a_call_in_doubt_needs_a_check_and_is_refused_from_a_batch() {
                     "alice",
                 )
                 .await;
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
             world.agent.recover(&run).await.expect("recovered");
             let row = world.row(&run, "call_1").await;
             assert_eq!(row.kind, "outcome_unknown");
@@ -1229,4 +1241,50 @@ async fn inbox_a_summary_and_a_hidden_character_as_a_person_reads_them() {
     })
     .await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The model fails after the person's approval (the deploy ran): the decision leads to the run's
+/// page, which shows the failure and why; an approver retries it there, and the run completes
+/// without deploying again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromedriver: run by interop/run.sh"]
+async fn inbox_the_run_page_shows_a_failure_after_a_decision() {
+    signed_in(
+        "failure",
+        "alice-token",
+        &["deploy staging"],
+        |client, world, runs| async move {
+            let (client, run) = (&client, runs[0].clone());
+            *world.model.fail_once.lock().unwrap() = true;
+            goto(client, &world.item(&run, "call_1")).await;
+            click(client, "#approve").await;
+            find(client, "#flash.ok").await;
+            assert_eq!(path(client).await, format!("/runs/{run}"));
+            eventually("the run page to show the failure", || async {
+                goto(client, &world.url(&format!("/runs/{run}"))).await;
+                find_all(client, "#run-status[data-status=failed]")
+                    .await
+                    .len()
+                    == 1
+            })
+            .await;
+            let failure = text(client, "#failure").await;
+            assert!(failure.contains("the model's key was revoked"), "{failure}");
+            assert!(
+                text(client, "#calls").await.contains("staging"),
+                "the deploy's result is shown"
+            );
+            // The list shows it too, with why.
+            goto(client, &world.url("/")).await;
+            assert!(text(client, "#failed").await.contains("key was revoked"));
+            goto(client, &world.url(&format!("/runs/{run}"))).await;
+            click(client, "#retry-run").await;
+            find(client, "#flash.ok").await;
+            let done = world.completed(&run).await;
+            assert_eq!(done.state.output(), Some(r#"Done: {"deployed":"staging"}"#));
+            // The deploy ran once: the retry asked the model again, and did not re-run it.
+            assert_eq!(done.state.steps().len(), 1);
+        },
+    )
+    .await;
 }
