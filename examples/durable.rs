@@ -100,11 +100,20 @@ async fn decide(db: &Path) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Process three: resumes every paused run whose calls are all decided.
+/// Process three: at start-up, takes up the runs whose process died mid-run; then resumes every
+/// paused run whose calls are all decided.
 async fn resume(db: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let runs = runs(db).await?;
     let model = ScriptedModel::new().text("v2.1.0 is live in production.");
     let agent = runs.attach(agent(model)?);
+    // A process that runs agents starts by taking up what a dead process left running (its
+    // lease expired); a run another process is running is left alone.
+    let recovery = runs.recover_abandoned(&[agent.agent().clone()]).await?;
+    println!(
+        "at start-up: {} abandoned run(s) taken up, {} of other agents",
+        recovery.recovered.len(),
+        recovery.stuck.len()
+    );
     let waiting = runs.pending(&PendingFilter::default()).await?;
     let mut run_ids: Vec<&str> = waiting.items.iter().map(|p| p.run_id.as_str()).collect();
     run_ids.dedup();
@@ -146,6 +155,7 @@ fn all_in_child_processes() -> Result<(), Box<dyn std::error::Error>> {
     assert!(second.contains("(tool_approval)"), "{second}");
     assert!(second.contains("approved by ada"), "{second}");
     let third = run(&["resume", db])?;
+    assert!(third.contains("at start-up: 0 abandoned run(s)"), "{third}");
     assert!(third.contains("v2.1.0 is live in production."), "{third}");
     assert!(third.contains("stored: completed"), "{third}");
     // Nothing waits any more.

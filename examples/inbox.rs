@@ -4,16 +4,27 @@
 //! ```text
 //! cargo run --example inbox --features "inbox sqlite" -- serve          # open the printed URL
 //! cargo run --example inbox --features "inbox sqlite" -- serve --once   # exits once the run is done
-//! cargo run --example inbox --features "inbox sqlite"                   # a scripted person decides
+//! cargo run --example inbox --features "inbox sqlite" -- replica DB ADDR  # one replica of a service
+//! cargo run --example inbox --features "inbox sqlite"                   # two replicas, one killed
 //! ```
 //!
 //! `serve` prints the inbox's address, a token to sign in with, and a signed link that approves
 //! the waiting call from an email; it keeps serving until Ctrl-C (with `--once`, or
-//! `PHASEO_INBOX_ONCE=1`, it exits once the run completes). Without arguments (as `cargo test`
-//! runs it) it is its own person: it signs in over HTTP, reads the call's page, approves it with
-//! the form's CSRF token, version and digest, and checks that the run completed. The model is
-//! scripted, so it runs offline.
+//! `PHASEO_INBOX_ONCE=1`, it exits once the run completes).
+//!
+//! `replica` is one process of a service run as several replicas on one database: it serves the
+//! inbox at `ADDR` (`127.0.0.1:0` picks a port; it prints the address), and, as `Inbox::serve`
+//! does, takes up the runs whose process died when it starts and every `recover_every`, leaving
+//! alone the runs another replica is running (their lease is live).
+//!
+//! Without arguments (as `cargo test` runs it) it shows two replicas on one database, with a
+//! scripted person signing in over HTTP: replica A serves the approval, and dies (SIGKILL) in the
+//! middle of the deploy; replica B, started while A was in the deploy, took over nothing then; once
+//! A's lease expires, B takes the run up, and the deploy is in doubt: the person checks, and runs
+//! it again on B, which finishes the run. The model is scripted, so it runs offline.
 
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use phaseo_agent::inbox::{Inbox, LinkAction, User};
@@ -47,6 +58,12 @@ struct Deployed {
 /// Deploy a release to an environment.
 #[tool(require_approval)]
 async fn deploy(input: Deploy) -> Result<Deployed, String> {
+    // For the two-replica demonstration: this replica "dies in the deploy" (it is killed while
+    // the call runs).
+    if std::env::var("PHASEO_EXAMPLE_HANG_IN_DEPLOY").is_ok_and(|v| v == "1") {
+        println!("in-deploy");
+        std::future::pending::<()>().await;
+    }
     Ok(Deployed {
         environment: input.environment,
         release: input.release,
@@ -72,10 +89,224 @@ fn fresh_token() -> String {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let serve = args.first().map(String::as_str) == Some("serve");
-    let once = !serve
-        || args.iter().any(|a| a == "--once")
-        || std::env::var("PHASEO_INBOX_ONCE").is_ok_and(|v| v == "1");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match args.as_slice() {
+        ["serve", rest @ ..] => serve(rest.contains(&"--once")).await,
+        ["replica", db, addr] => replica(db, addr).await,
+        [] => two_replicas().await,
+        _ => Err("usage: inbox [serve [--once] | replica DB ADDR]".into()),
+    }
+}
+
+/// The lease of a run a replica runs: short here, so that the demonstration is quick (a killed
+/// replica's run is taken up a second or two later); the default is 30 seconds.
+const LEASE: Duration = Duration::from_secs(1);
+
+/// One replica of a service: the inbox over a shared database, resuming and recovering runs.
+async fn replica(db: &str, addr: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let runs = Runs::new(SqliteStore::open(db).await?)
+        .lease(LEASE)
+        .holder(format!("replica-{}", std::process::id()));
+    let model = ScriptedModel::new().text("v2.1.0 is live in production.");
+    let token = std::env::var("PHASEO_EXAMPLE_TOKEN")?;
+    let inbox = Inbox::new(runs.clone())
+        .agent(runs.attach(agent(model)?))
+        .user(&token, User::approver("alice"))
+        .recover_every(LEASE);
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    println!("serving http://{}", listener.local_addr()?);
+    // Takes up abandoned runs at start and every `recover_every`, beside serving.
+    inbox.serve_listener(listener).await?;
+    Ok(())
+}
+
+/// A replica's process, killed when dropped (so that a failed check leaves none behind).
+struct Replica(Child);
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A replica in a process of its own; its first line (`serving URL`) read, the rest sent to
+/// `lines`.
+fn start_replica(
+    db: &str,
+    token: &str,
+    hang_in_deploy: bool,
+    lines: std::sync::mpsc::Sender<String>,
+) -> Result<(Replica, String), Box<dyn std::error::Error>> {
+    let mut child = Replica(
+        Command::new(std::env::current_exe()?)
+            .args(["replica", db, "127.0.0.1:0"])
+            .env("PHASEO_EXAMPLE_TOKEN", token)
+            .env(
+                "PHASEO_EXAMPLE_HANG_IN_DEPLOY",
+                if hang_in_deploy { "1" } else { "0" },
+            )
+            .stdout(Stdio::piped())
+            .spawn()?,
+    );
+    let mut out = std::io::BufReader::new(child.0.stdout.take().ok_or("no stdout")?);
+    let mut first = String::new();
+    out.read_line(&mut first)?;
+    let url = first
+        .trim()
+        .strip_prefix("serving ")
+        .ok_or_else(|| format!("the replica said {first:?}"))?
+        .to_owned();
+    std::thread::spawn(move || {
+        for line in out.lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    Ok((child, url))
+}
+
+/// Waits until the run is in `status`, for at most 20 seconds.
+async fn wait_for(
+    runs: &Runs,
+    run_id: &str,
+    status: StoredStatus,
+) -> Result<(), Box<dyn std::error::Error>> {
+    for _ in 0..400 {
+        if runs.load(run_id).await?.status == status {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Err(format!("run {run_id} never became {}", status.as_str()).into())
+}
+
+/// Two replicas on one database; one dies in the middle of the deploy, the other finishes.
+async fn two_replicas() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = std::env::temp_dir().join(format!("inbox-replicas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let db = dir.join("runs.db");
+    let db = db
+        .to_str()
+        .ok_or("a temporary path that is not UTF-8")?
+        .to_owned();
+    let runs = Runs::new(SqliteStore::open(&db).await?);
+    let model = ScriptedModel::new().tool_call(
+        "call_1",
+        "deploy",
+        json!({"environment": "production", "release": "v2.1.0"}),
+    );
+    let paused = runs
+        .attach(agent(model)?)
+        .run("Ship v2.1.0 to production.")
+        .await?;
+    let run_id = paused.state.run_id().to_owned();
+    println!("run {run_id} waits for a person");
+
+    let token = fresh_token();
+    let (a_lines, from_a) = std::sync::mpsc::channel();
+    let (mut a, a_url) = start_replica(&db, &token, true, a_lines)?;
+    println!("replica A: {a_url}");
+    be_the_person(&a_url, &token, &runs, &run_id).await?;
+    // A resumes the run and is now in the middle of the deploy.
+    let line = from_a.recv_timeout(Duration::from_secs(20))?;
+    assert_eq!(line, "in-deploy");
+    println!("replica A is in the middle of the deploy");
+
+    // B starts while A is in the deploy: it takes over nothing, now or at its later checks.
+    let (b_lines, _from_b) = std::sync::mpsc::channel();
+    let (b, b_url) = start_replica(&db, &token, false, b_lines)?;
+    println!("replica B: {b_url}");
+    tokio::time::sleep(LEASE * 3).await;
+    assert_eq!(runs.load(&run_id).await?.status, StoredStatus::Running);
+    assert!(runs.abandoned(10).await?.is_empty(), "A's lease is live");
+    println!("replica B took over nothing: A is alive and holds the run");
+
+    // A dies (SIGKILL) in the middle of the deploy. Once its lease expires, B takes the run up:
+    // the deploy may or may not have happened, and waits for a person.
+    a.0.kill()?;
+    a.0.wait()?;
+    println!("replica A was killed in the middle of the deploy");
+    wait_for(&runs, &run_id, StoredStatus::InDoubt).await?;
+    println!("replica B took the run up: the deploy is in doubt");
+    settle_in_doubt(&b_url, &token).await?;
+    wait_for(&runs, &run_id, StoredStatus::Completed).await?;
+    let done = runs.load(&run_id).await?;
+    println!(
+        "run {run_id}, finished by replica B: {}",
+        done.state.output().unwrap_or_default()
+    );
+    drop(b);
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
+
+/// The person, at replica B: the call in doubt says what happened; they check (here: the deploy
+/// API has no deployment under the call's idempotency key) and run it again, ticking "I checked".
+async fn settle_in_doubt(url: &str, token: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let (client, cookie) = sign_in(url, token).await?;
+    let get = async |path: &str| -> reqwest::Result<String> {
+        let page = client.get(format!("{url}{path}")).header("cookie", &cookie);
+        page.send().await?.text().await
+    };
+    let list = get("/").await?;
+    let item = value_after(&list, "class=\"open\" href=\"").ok_or("no item in the list")?;
+    let page = get(&item).await?;
+    assert!(page.contains("may or may not have happened"), "{page}");
+    let key = page
+        .split_once("id=\"idempotency-key\">")
+        .and_then(|(_, rest)| rest.split_once('<'))
+        .map(|(key, _)| key)
+        .ok_or("no idempotency key on the page")?;
+    println!("the person checks the deploy API for key {key}: no deployment; runs it again");
+    let field = |name: &str| value_after(&page, &format!("name=\"{name}\" value=\""));
+    let (csrf, version, digest) = (
+        field("csrf").ok_or("no csrf")?,
+        field("version").ok_or("no version")?,
+        field("digest").ok_or("no digest")?,
+    );
+    let rerun = client
+        .post(format!("{url}{item}"))
+        .header("cookie", &cookie)
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("version", version.as_str()),
+            ("digest", digest.as_str()),
+            ("action", "rerun_after_doubt"),
+            ("checked", "yes"),
+        ])
+        .send()
+        .await?;
+    assert_eq!(rerun.status(), 303);
+    Ok(())
+}
+
+/// The sign-in form, then the sign-in: a client and the session's cookie.
+async fn sign_in(
+    url: &str,
+    token: &str,
+) -> Result<(reqwest::Client, String), Box<dyn std::error::Error>> {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    // The sign-in form sets a cookie and carries a token bound to it, as every form does.
+    let form = client.get(format!("{url}/login")).send().await?;
+    let form_cookie = cookie_of(&form)?;
+    let form = form.text().await?;
+    let form_csrf = value_after(&form, "name=\"csrf\" value=\"").ok_or("no csrf")?;
+    let signed_in = client
+        .post(format!("{url}/login"))
+        .header("cookie", &form_cookie)
+        .form(&[("token", token), ("csrf", form_csrf.as_str())])
+        .send()
+        .await?;
+    assert_eq!(signed_in.status(), 303);
+    let cookie = cookie_of(&signed_in)?;
+    Ok((client, cookie))
+}
+
+/// One process: the run and the inbox, until Ctrl-C (or the run's end, with `once`).
+async fn serve(once: bool) -> Result<(), Box<dyn std::error::Error>> {
+    let once = once || std::env::var("PHASEO_INBOX_ONCE").is_ok_and(|v| v == "1");
 
     let dir = std::env::temp_dir().join(format!("inbox-example-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
@@ -94,12 +325,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .agent(agent.clone())
         .user(&token, User::approver("alice"))
         .tool_approvers("deploy", ["alice"]);
-    let listener = tokio::net::TcpListener::bind(if serve {
-        "127.0.0.1:8080"
-    } else {
-        "127.0.0.1:0"
-    })
-    .await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
     let url = format!("http://{}", listener.local_addr()?);
     let served = inbox.clone();
     tokio::spawn(async move { served.serve_listener(listener).await });
@@ -123,9 +349,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     println!("Or approve from an email (once, within the hour): {url}{link}");
 
-    if !serve {
-        be_the_person(&url, &token, &runs, &run_id).await?;
-    }
     // The inbox resumes the run once its call is decided; wait for the model's last turn.
     loop {
         let stored = runs.load(&run_id).await?;
@@ -159,22 +382,7 @@ async fn be_the_person(
     runs: &Runs,
     run_id: &str,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()?;
-    // The sign-in form sets a cookie and carries a token bound to it, as every form does.
-    let form = client.get(format!("{url}/login")).send().await?;
-    let form_cookie = cookie_of(&form)?;
-    let form = form.text().await?;
-    let form_csrf = value_after(&form, "name=\"csrf\" value=\"").ok_or("no csrf")?;
-    let signed_in = client
-        .post(format!("{url}/login"))
-        .header("cookie", &form_cookie)
-        .form(&[("token", token), ("csrf", form_csrf.as_str())])
-        .send()
-        .await?;
-    assert_eq!(signed_in.status(), 303);
-    let cookie = cookie_of(&signed_in)?;
+    let (client, cookie) = sign_in(url, token).await?;
     let get = async |path: &str| -> reqwest::Result<String> {
         let page = client.get(format!("{url}{path}")).header("cookie", &cookie);
         page.send().await?.text().await
