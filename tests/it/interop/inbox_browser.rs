@@ -1002,7 +1002,7 @@ async fn inbox_a_call_in_doubt_needs_a_check_and_is_refused_from_a_batch() {
             // Its lease (taken first, then the decision and the call's start are written) is
             // short, and runs out before the recovery.
             let dying = Runs::new(Hooked::dies_after(world.runs.store().clone(), 3))
-                .lease(std::time::Duration::from_millis(100));
+                .lease(Duration::from_millis(100));
             let _ = dying
                 .attach(world.agent.agent().clone())
                 .resume(
@@ -1012,7 +1012,7 @@ async fn inbox_a_call_in_doubt_needs_a_check_and_is_refused_from_a_batch() {
                     "alice",
                 )
                 .await;
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
             world.agent.recover(&run).await.expect("recovered");
             let row = world.row(&run, "call_1").await;
             assert_eq!(row.kind, "outcome_unknown");
