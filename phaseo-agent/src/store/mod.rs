@@ -82,6 +82,7 @@
 //
 // - `backend`: `RunStore`, what a database does (rows and a compare-and-swap on a run's
 //   version), and the rows it keeps;
+// - `lease`: how a process holds a run while it runs it (renewals), for workers and plain runs;
 // - `journal`: what the rows mean: entries that carry deltas, their checksum chain, snapshots
 //   every few entries, and a run rebuilt from them; the loop's journal written to a store;
 // - `memory`: `MemoryStore`, a store in memory for tests and examples;
@@ -93,6 +94,7 @@
 // - `worker`: `Worker`, which takes queued runs from a store and runs them under leases.
 
 pub(crate) mod backend;
+mod lease;
 pub(crate) mod journal;
 pub(crate) mod memory;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -102,7 +104,6 @@ mod sqlite;
 #[cfg(feature = "postgres")]
 mod postgres;
 pub(crate) mod runs;
-mod lease;
 mod worker;
 
 pub use backend::{
