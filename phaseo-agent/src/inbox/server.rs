@@ -1430,9 +1430,14 @@ async fn retry(
         Err(error) => {
             let text = match &error.error {
                 AgentError::Store(StoreError::Conflict { .. }) => {
-                    "Not retried: the run changed since this page was shown (someone else may                      have retried it). Reload the run's page."
+                    "Not retried: the run changed since this page was shown (someone else may \
+                     have retried it). Reload the run's page."
                         .to_owned()
                 }
+                AgentError::Store(StoreError::LeaseHeld { owner, .. }) => format!(
+                    "Not retried: {owner} is running this run now (someone else retried it, or \
+                     it is being recovered). Reload the run's page."
+                ),
                 AgentError::Store(StoreError::WrongStatus { .. }) => {
                     "Not retried: the run is no longer failed. Reload the run's page.".to_owned()
                 }

@@ -74,8 +74,11 @@
 //!   and a paused or finished state is stored signed.
 //! - **Retention** ([`Runs::prune`]) deletes completed and failed runs only; the audit log of
 //!   decisions is kept.
-//! - A failed run in a store is not retried through it yet: load its state and use
-//!   [`Agent::retry`](crate::Agent::retry), then [`Runs::save`] the result under a new run id.
+//! - **Leases**: every run being executed is held under a lease its process renews; a recovery
+//!   refuses a live run ([`StoreError::LeaseHeld`](crate::StoreError::LeaseHeld)), and
+//!   [`Runs::recover_abandoned`] takes up exactly the runs whose process died.
+//! - **A failed run** is retried in place with [`DurableAgent::retry`], a compare-and-swap on
+//!   the version read; why it failed is [`StoredRun::failure`].
 
 // The stage after `run`: it stores what the run stage hands it (the run reports its transitions
 // to a `run::journal::Journal`) and never reaches into the loop. Its files, lowest first:

@@ -101,7 +101,14 @@ pub struct Recovery {
 
 /// The default name of this process's leases: the host's name and the process's id.
 fn default_holder() -> String {
-    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "process".to_owned());
+    // `HOSTNAME` is a shell variable that few processes are given; Linux and most Unix systems
+    // keep the name in a file.
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty() && name.len() <= 255)
+        .unwrap_or_else(|| "process".to_owned());
     format!("{host}-{}", std::process::id())
 }
 
@@ -727,7 +734,8 @@ impl DurableAgent {
     /// Taking the run and recording the decisions (in the audit log, with who made them) is one
     /// compare-and-swap on the version: if another resumer, a decision or a recovery moved the
     /// run on since `version`, this fails with [`StoreError::Conflict`] naming the run and the
-    /// version, and nothing runs. Decisions the run refuses (a missing one, arguments that fail
+    /// version (or, while another process runs it, [`StoreError::LeaseHeld`] naming that
+    /// process), and nothing runs. Decisions the run refuses (a missing one, arguments that fail
     /// validation) leave it waiting again, with its decisions refused.
     pub async fn resume(
         &self,
@@ -963,8 +971,8 @@ impl DurableAgent {
     ///
     /// `version` is the version the caller read (a person looking at the failure, say): taking
     /// the run is a compare-and-swap on it, as a resume is, so a second retry of the same
-    /// version, in this process or another, is refused with [`StoreError::Conflict`] and runs
-    /// nothing. A run that is not failed is refused with [`StoreError::WrongStatus`]. Who
+    /// version, in this process or another, is refused with [`StoreError::Conflict`] (or
+    /// [`StoreError::LeaseHeld`] while the first retry runs) and runs nothing. A run that is not failed is refused with [`StoreError::WrongStatus`]. Who
     /// retried (`by`) is journaled.
     ///
     /// ```
