@@ -243,14 +243,8 @@ async fn two_replicas() -> Result<(), Box<dyn std::error::Error>> {
 /// The person, at replica B: the call in doubt says what happened; they check (here: the deploy
 /// API has no deployment under the call's idempotency key) and run it again, ticking "I checked".
 async fn settle_in_doubt(url: &str, token: &str) -> Result<(), Box<dyn std::error::Error>> {
-    let (client, cookie) = sign_in(url, token).await?;
-    let get = async |path: &str| -> reqwest::Result<String> {
-        let page = client.get(format!("{url}{path}")).header("cookie", &cookie);
-        page.send().await?.text().await
-    };
-    let list = get("/").await?;
-    let item = value_after(&list, "class=\"open\" href=\"").ok_or("no item in the list")?;
-    let page = get(&item).await?;
+    let person = Person::sign_in(url, token).await?;
+    let (item, page) = person.first_item().await?;
     assert!(page.contains("may or may not have happened"), "{page}");
     let key = page
         .split_once("id=\"idempotency-key\">")
@@ -258,26 +252,78 @@ async fn settle_in_doubt(url: &str, token: &str) -> Result<(), Box<dyn std::erro
         .map(|(key, _)| key)
         .ok_or("no idempotency key on the page")?;
     println!("the person checks the deploy API for key {key}: no deployment; runs it again");
-    let field = |name: &str| value_after(&page, &format!("name=\"{name}\" value=\""));
-    let (csrf, version, digest) = (
-        field("csrf").ok_or("no csrf")?,
-        field("version").ok_or("no version")?,
-        field("digest").ok_or("no digest")?,
-    );
-    let rerun = client
-        .post(format!("{url}{item}"))
-        .header("cookie", &cookie)
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("version", version.as_str()),
-            ("digest", digest.as_str()),
-            ("action", "rerun_after_doubt"),
-            ("checked", "yes"),
-        ])
-        .send()
+    let rerun = person
+        .decide(
+            &item,
+            &page,
+            &[("action", "rerun_after_doubt"), ("checked", "yes")],
+        )
         .await?;
     assert_eq!(rerun.status(), 303);
     Ok(())
+}
+
+/// A person signed in to an inbox, over plain HTTP, as a browser would be.
+struct Person {
+    url: String,
+    client: reqwest::Client,
+    cookie: String,
+}
+
+impl Person {
+    async fn sign_in(url: &str, token: &str) -> Result<Person, Box<dyn std::error::Error>> {
+        let (client, cookie) = sign_in(url, token).await?;
+        Ok(Person {
+            url: url.to_owned(),
+            client,
+            cookie,
+        })
+    }
+
+    async fn get(&self, path: &str) -> reqwest::Result<String> {
+        let page = self.client.get(format!("{}{path}", self.url));
+        page.header("cookie", &self.cookie)
+            .send()
+            .await?
+            .text()
+            .await
+    }
+
+    /// The list's first item: its path and its page.
+    async fn first_item(&self) -> Result<(String, String), Box<dyn std::error::Error>> {
+        let list = self.get("/").await?;
+        let item = value_after(&list, "class=\"open\" href=\"").ok_or("no item in the list")?;
+        let page = self.get(&item).await?;
+        Ok((item, page))
+    }
+
+    /// Posts the item's form with `fields`. The form carries what the person was shown: the
+    /// run's version and the arguments' digest, with the CSRF token.
+    async fn decide(
+        &self,
+        item: &str,
+        page: &str,
+        fields: &[(&str, &str)],
+    ) -> Result<reqwest::Response, Box<dyn std::error::Error>> {
+        let field = |name: &str| value_after(page, &format!("name=\"{name}\" value=\""));
+        let (csrf, version, digest) = (
+            field("csrf").ok_or("no csrf")?,
+            field("version").ok_or("no version")?,
+            field("digest").ok_or("no digest")?,
+        );
+        let mut form = vec![
+            ("csrf", csrf.as_str()),
+            ("version", version.as_str()),
+            ("digest", digest.as_str()),
+        ];
+        form.extend_from_slice(fields);
+        let post = self.client.post(format!("{}{item}", self.url));
+        Ok(post
+            .header("cookie", &self.cookie)
+            .form(&form)
+            .send()
+            .await?)
+    }
 }
 
 /// The sign-in form, then the sign-in: a client and the session's cookie.
@@ -382,35 +428,10 @@ async fn be_the_person(
     runs: &Runs,
     run_id: &str,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let (client, cookie) = sign_in(url, token).await?;
-    let get = async |path: &str| -> reqwest::Result<String> {
-        let page = client.get(format!("{url}{path}")).header("cookie", &cookie);
-        page.send().await?.text().await
-    };
-
-    let list = get("/").await?;
-    let item = value_after(&list, "class=\"open\" href=\"").ok_or("no item in the list")?;
-    let page = get(&item).await?;
+    let person = Person::sign_in(url, token).await?;
+    let (item, page) = person.first_item().await?;
     assert!(page.contains("v2.1.0"), "{page}");
-    // The form carries what the person was shown: the run's version and the arguments' digest.
-    let field = |name: &str| value_after(&page, &format!("name=\"{name}\" value=\""));
-    let (csrf, version, digest) = (
-        field("csrf").ok_or("no csrf")?,
-        field("version").ok_or("no version")?,
-        field("digest").ok_or("no digest")?,
-    );
-    let approve = || {
-        client
-            .post(format!("{url}{item}"))
-            .header("cookie", &cookie)
-            .form(&[
-                ("csrf", csrf.as_str()),
-                ("version", version.as_str()),
-                ("digest", digest.as_str()),
-                ("action", "approve"),
-            ])
-            .send()
-    };
+    let approve = || person.decide(&item, &page, &[("action", "approve")]);
     assert_eq!(approve().await?.status(), 303);
     println!("alice approved it in the inbox");
 

@@ -19,7 +19,7 @@ use crate::run::runner::{RunOptions, Runner};
 use crate::run::state::{Decision, Decisions, RunError, RunResult, RunState, RunStatus};
 use crate::store::backend::{
     AbandonedRun, AuditFilter, DecisionRow, Lease, NewRun, Page, PendingFilter, PendingRow,
-    QueueCounts, RunFilter, RunStore, RunSummary, StoredStatus,
+    QueueCounts, RunFilter, RunStore, RunSummary, StoredStatus, utc,
 };
 use crate::store::journal::{
     Entry, Extra, Holding, Replayed, StoreJournal, arguments_digest, first_row, now_ms,
@@ -744,14 +744,7 @@ impl DurableAgent {
         decisions: Decisions,
         by: &str,
     ) -> Result<RunResult, RunError> {
-        let stored = self.runs.load(run_id).await.map_err(RunError::refused)?;
-        if stored.version != version {
-            return Err(RunError::refused(AgentError::Store(StoreError::Conflict {
-                run_id: run_id.to_owned(),
-                expected: version,
-                found: stored.version,
-            })));
-        }
+        let stored = self.load_at(run_id, version).await?;
         // A decision that does not fit its call's kind (an approval of a call in doubt, above
         // all) is refused before the run is taken, so the audit log never records it.
         if let Some(refused) = decisions
@@ -1000,6 +993,20 @@ impl DurableAgent {
         self.begin_retry(run_id, version, by).await?.await
     }
 
+    /// Loads a run that a caller read at `version`: [`StoreError::Conflict`] if it moved on since
+    /// (the compare-and-swap of the write that takes it checks again).
+    async fn load_at(&self, run_id: &str, version: u64) -> Result<StoredRun, RunError> {
+        let stored = self.runs.load(run_id).await.map_err(RunError::refused)?;
+        if stored.version != version {
+            return Err(RunError::refused(AgentError::Store(StoreError::Conflict {
+                run_id: run_id.to_owned(),
+                expected: version,
+                found: stored.version,
+            })));
+        }
+        Ok(stored)
+    }
+
     /// Takes a failed run to retry it (the compare-and-swap, journaled) and returns the retry
     /// itself, to await here or in the background: a caller learns at once whether the run was
     /// taken.
@@ -1009,14 +1016,7 @@ impl DurableAgent {
         version: u64,
         by: &str,
     ) -> Result<impl Future<Output = Result<RunResult, RunError>> + Send + 'static, RunError> {
-        let stored = self.runs.load(run_id).await.map_err(RunError::refused)?;
-        if stored.version != version {
-            return Err(RunError::refused(AgentError::Store(StoreError::Conflict {
-                run_id: run_id.to_owned(),
-                expected: version,
-                found: stored.version,
-            })));
-        }
+        let stored = self.load_at(run_id, version).await?;
         if stored.status != StoredStatus::Failed {
             return Err(RunError::refused(AgentError::Store(
                 StoreError::WrongStatus {
@@ -1171,28 +1171,6 @@ fn check_pending(rows: &[PendingRow], state: &RunState) -> Result<(), StoreError
 /// A decision's refusal when its call waits no more.
 const NOT_WAITING: &str =
     "the call no longer waits for a decision (it was decided, and the run went on): nothing to do";
-
-/// A time in milliseconds since the Unix epoch, as `2026-12-05 20:40:01 UTC`.
-fn utc(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Days to a civil date (proleptic Gregorian), after Howard Hinnant's `civil_from_days`.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
-}
 
 /// Who made an audited decision, and when.
 fn decider(row: &DecisionRow) -> Decider {
