@@ -71,6 +71,18 @@ fn release_agent(model: impl Model + 'static, effects: &Effects) -> Agent {
 /// after, as a crashed process's run is once its lease expires.
 const DEAD_LEASE: Duration = Duration::from_millis(100);
 
+/// Counts the `warn` events of the store's durable-run service.
+struct CountWarnings(Arc<AtomicUsize>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for CountWarnings {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        let meta = event.metadata();
+        if *meta.level() == tracing::Level::WARN && meta.target() == "phaseo_agent::store::runs" {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
 fn block<F: Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -1037,6 +1049,22 @@ fn a_listing_names_a_row_whose_digest_does_not_match() {
         .await
         .unwrap();
         conn.close().await.unwrap();
+        // Listed again and again (the inbox polls), the damaged row is logged at warn once.
+        let warned = Arc::new(AtomicUsize::new(0));
+        let _logs = {
+            use tracing_subscriber::layer::SubscriberExt as _;
+            tracing::subscriber::set_default(
+                tracing_subscriber::registry().with(CountWarnings(warned.clone())),
+            )
+        };
+        for _ in 0..3 {
+            runs.pending(&PendingFilter::default()).await.unwrap();
+        }
+        assert_eq!(
+            warned.load(Ordering::SeqCst),
+            1,
+            "logged once, not at every listing"
+        );
         let page = runs.pending(&PendingFilter::default()).await.unwrap();
         let listed: Vec<&str> = page.items.iter().map(|row| row.run_id.as_str()).collect();
         assert_eq!(listed, ["intact"]);

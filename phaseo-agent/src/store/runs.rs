@@ -73,7 +73,17 @@ pub struct Runs {
     store: Arc<dyn RunStore>,
     snapshot_every: u32,
     holding: Holding,
+    /// The damaged rows already logged (a listing polled every few seconds names them every
+    /// time): each is logged at `warn` once, up to [`MAX_DAMAGED_LOGGED`].
+    logged: Arc<std::sync::Mutex<std::collections::HashSet<DamagedKey>>>,
 }
+
+/// A damaged row, as [`Runs::pending`] remembers having logged it: run, call, version.
+type DamagedKey = (String, Option<String>, Option<u64>);
+
+/// How many damaged rows a [`Runs`] remembers having logged; past that, they are logged at
+/// `debug`.
+const MAX_DAMAGED_LOGGED: usize = 10_000;
 
 impl std::fmt::Debug for Runs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -197,6 +207,7 @@ impl Runs {
     pub fn from_arc(store: Arc<dyn RunStore>) -> Self {
         Runs {
             store,
+            logged: Arc::default(),
             snapshot_every: DEFAULT_SNAPSHOT_EVERY,
             holding: Holding {
                 owner: default_holder(),
@@ -486,13 +497,27 @@ impl Runs {
             )
         }));
         for damaged in &page.damaged {
-            tracing::warn!(
-                run = %damaged.run_id,
-                call = damaged.call_id.as_deref().unwrap_or("?"),
-                version = damaged.version,
-                reason = %damaged.reason,
-                "a waiting call's row is damaged: it is not listed, and cannot be decided"
+            let key = (
+                damaged.run_id.clone(),
+                damaged.call_id.clone(),
+                damaged.version,
             );
+            let first = {
+                let mut logged = self.logged.lock().unwrap_or_else(|e| e.into_inner());
+                logged.len() < MAX_DAMAGED_LOGGED && logged.insert(key)
+            };
+            let (run, call) = (&damaged.run_id, damaged.call_id.as_deref().unwrap_or("?"));
+            if first {
+                tracing::warn!(
+                    run = %run, call, version = damaged.version, reason = %damaged.reason,
+                    "a waiting call's row is damaged: it is not listed, and cannot be decided"
+                );
+            } else {
+                tracing::debug!(
+                    run = %run, call, version = damaged.version, reason = %damaged.reason,
+                    "a waiting call's row is damaged (logged before)"
+                );
+            }
         }
         Ok(page)
     }
