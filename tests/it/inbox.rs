@@ -1929,3 +1929,96 @@ async fn invisible_and_direction_changing_characters_are_shown_as_escapes() {
     assert!(audit.contains("\\u{202E}"), "{audit}");
     assert!(audit.contains("invisible or direction-changing characters"));
 }
+
+/// A recovered run that takes long (its tool waits) does not hold up the inbox's next looks: a
+/// run abandoned while it runs is taken up too.
+#[tokio::test]
+async fn a_long_recovered_run_does_not_hold_up_the_next_recovery() {
+    let memory = std::sync::Arc::new(MemoryStore::new());
+    let release = tokio::sync::Semaphore::new(0);
+    let release = std::sync::Arc::new(release);
+    let waits = {
+        let release = release.clone();
+        Tool::new(
+            "wait",
+            "Waits, when asked to, until the test lets it go",
+            json!({"type": "object"}),
+            move |args: Value, _| {
+                if args["block"] == json!(true) {
+                    // Blocks this call's thread until released (the tool is synchronous).
+                    while release.try_acquire().is_err() {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                }
+                Ok(json!("waited"))
+            },
+        )
+    };
+    let agent = |model: ScriptedModel| {
+        Agent::builder("release")
+            .model(model)
+            .tool(waits.clone())
+            .build()
+            .unwrap()
+    };
+    // A process dies after the model's turn (started, turn) with a short lease.
+    let die_after_turn = |run_id: &'static str, block: bool| {
+        let (memory, agent) = (memory.clone(), agent);
+        async move {
+            let model = ScriptedModel::new().tool_call("c1", "wait", json!({"block": block}));
+            let _ = Runs::new(crate::support::durable::Hooked::dies_after(memory, 2))
+                .lease(Duration::from_millis(100))
+                .attach(agent(model))
+                .run("Go")
+                .run_id(run_id)
+                .await;
+        }
+    };
+    die_after_turn("slow", true).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let runs = Runs::from_arc(memory.clone());
+    let model = ScriptedModel::new().text("Done.").text("Done.");
+    let _f = serve(
+        runs.clone(),
+        runs.attach(agent(model.clone())),
+        model,
+        |i| i.recover_every(Duration::from_millis(100)),
+    )
+    .await;
+    // The inbox takes up "slow", whose tool now waits; then another process dies.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    die_after_turn("quick", false).await;
+    // However this test ends, the waiting tool is let go (a runtime waits for it to end).
+    struct LetGo(std::sync::Arc<tokio::sync::Semaphore>);
+    impl Drop for LetGo {
+        fn drop(&mut self) {
+            self.0.add_permits(1);
+        }
+    }
+    let let_go = LetGo(release.clone());
+    let mut status = StoredStatus::Running;
+    for _ in 0..300 {
+        status = runs.load("quick").await.unwrap().status;
+        if status == StoredStatus::Completed {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        status,
+        StoredStatus::Completed,
+        "the second run was never taken up"
+    );
+    assert_eq!(
+        runs.load("slow").await.unwrap().status,
+        StoredStatus::Running
+    );
+    drop(let_go);
+    for _ in 0..300 {
+        if runs.load("slow").await.unwrap().status == StoredStatus::Completed {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the slow run did not complete once let go");
+}

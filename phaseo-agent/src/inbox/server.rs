@@ -135,6 +135,29 @@ pub struct Inbox {
     /// The inbox's own background resumes that failed, by run: when, and why (at most
     /// [`MAX_RESUME_FAILURES`] runs, the oldest forgotten first).
     resume_failures: Arc<std::sync::Mutex<ResumeFailures>>,
+    /// The runs [`keep_recovering`](Self::keep_recovering) is taking up now, and the bound on
+    /// how many it takes up at once.
+    recovering: Arc<std::sync::Mutex<HashSet<String>>>,
+    recovery_slots: Arc<Semaphore>,
+}
+
+/// How many abandoned runs an inbox takes up at once.
+const RECOVERING_AT_ONCE: usize = 8;
+
+/// A run [`Inbox::keep_recovering`] is taking up: forgotten when the recovery ends, however it
+/// ends.
+struct Recovering {
+    runs: Arc<std::sync::Mutex<HashSet<String>>>,
+    run_id: String,
+}
+
+impl Drop for Recovering {
+    fn drop(&mut self) {
+        self.runs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.run_id);
+    }
 }
 
 /// How many runs' failed background resumes the inbox remembers for their run pages.
@@ -217,6 +240,8 @@ impl Inbox {
             secure_cookie: false,
             recover_every: DEFAULT_RECOVER_EVERY,
             resume_failures: Arc::default(),
+            recovering: Arc::default(),
+            recovery_slots: Arc::new(Semaphore::new(RECOVERING_AT_ONCE)),
             ended: Arc::default(),
             max_ended_sessions: DEFAULT_MAX_ENDED_SESSIONS,
             summaries: HashMap::new(),
@@ -271,13 +296,52 @@ impl Inbox {
     /// # drop(app);
     /// # }
     /// ```
+    ///
+    /// Each run it takes up is recovered in a task of its own (8 at once), so a recovered run
+    /// that takes long does not hold up the next look: a run abandoned meanwhile is taken up at
+    /// the next one.
     pub async fn keep_recovering(&self) {
         loop {
-            if let Err(error) = self.recover_abandoned().await {
+            if let Err(error) = self.take_up_abandoned().await {
                 tracing::warn!(target: "phaseo_agent::inbox", %error, "looking for abandoned runs failed");
             }
             tokio::time::sleep(self.recover_every).await;
         }
+    }
+
+    /// One look of [`keep_recovering`](Self::keep_recovering): starts the recovery of each
+    /// abandoned run of this inbox's agents that it is not recovering already.
+    async fn take_up_abandoned(&self) -> Result<(), AgentError> {
+        for run in self.runs.abandoned(1_000).await? {
+            let Some(agent) = self.agents.get(&run.agent_id).cloned() else {
+                continue;
+            };
+            if !self
+                .recovering
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(run.run_id.clone())
+            {
+                continue;
+            }
+            let taken = Recovering {
+                runs: self.recovering.clone(),
+                run_id: run.run_id,
+            };
+            let (inbox, slots) = (self.clone(), self.recovery_slots.clone());
+            tokio::spawn(async move {
+                let Ok(_slot) = slots.acquire_owned().await else {
+                    return;
+                };
+                if let Err(error) = agent.recover(&taken.run_id).await {
+                    // Another process took it up first: it runs there.
+                    if !matches!(error.error, AgentError::Store(StoreError::LeaseHeld { .. })) {
+                        inbox.note_failure(&taken.run_id, &error.error);
+                    }
+                }
+            });
+        }
+        Ok(())
     }
 
     /// Remembers a failed background resume for the run's page, and logs it.
