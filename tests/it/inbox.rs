@@ -2022,3 +2022,39 @@ async fn a_long_recovered_run_does_not_hold_up_the_next_recovery() {
     }
     panic!("the slow run did not complete once let go");
 }
+
+/// The list reads a failed run's failure once, not at every render: a failed run changes only
+/// when retried.
+#[tokio::test]
+async fn the_list_reads_a_failed_runs_failure_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let memory = std::sync::Arc::new(MemoryStore::new());
+    let loads = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = loads.clone();
+    let runs = Runs::new(
+        crate::support::durable::Hooked::new(memory.clone()).on_load(move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    let model = ScriptedModel::new().error(phaseo_agent::ModelError::other("the model is down"));
+    let agent = runs.attach(
+        Agent::builder("release")
+            .model(model.clone())
+            .tool(deploy())
+            .build()
+            .unwrap(),
+    );
+    assert!(agent.run("Deploy").await.is_err());
+    let f = serve(runs.clone(), agent, model, |i| i).await;
+    let alice = f.sign_in("alice-token").await;
+    let before = loads.load(Ordering::SeqCst);
+    for _ in 0..3 {
+        let list = f.get(&alice, "/").await;
+        assert!(list.body.contains("the model is down"), "{}", list.body);
+    }
+    assert_eq!(
+        loads.load(Ordering::SeqCst),
+        before,
+        "read at sign-in's list, then kept"
+    );
+}

@@ -53,12 +53,15 @@
 // - `auth`: users and roles, and what the secret signs (sessions, CSRF tokens, links);
 // - `pages`: each page's HTML from store rows;
 // - `runs`: the pages of whole runs (a run's page, failed and stuck runs in the list);
+// - `recovery`: what the inbox does in the background (taking up abandoned runs) and
+//   remembers of it (failed background resumes, failed runs' texts);
 // - `server`: `Inbox`, its router and handlers, and the one path every decision takes.
 
 mod html;
 mod auth;
 mod pages;
 mod runs;
+mod recovery;
 mod server;
 
 pub use auth::{LinkAction, Role, User};

@@ -23,12 +23,12 @@ use crate::inbox::auth::{
 };
 use crate::inbox::html::{SCRIPT, STYLE, escape, home, page, show, unpct};
 use crate::inbox::pages::{self, Action, AuditView, InDoubtView, ItemView, ListQuery};
-use crate::inbox::runs::{self as run_pages, FailedView, RunView};
+use crate::inbox::recovery::Background;
+use crate::inbox::runs::{self as run_pages, RunView};
 use crate::run::state::{Decision, PendingKind};
 use crate::store::backend::{AuditFilter, LoadedRun, Page, PendingFilter, PendingRow};
 use crate::store::journal::{arguments_digest, hex, now_ms};
 use crate::store::runs::{DurableAgent, Recovery, Runs};
-use crate::store::{RunFilter, StoredStatus};
 
 /// The cookie that carries a session.
 const COOKIE: &str = "phaseo_inbox";
@@ -132,59 +132,8 @@ pub struct Inbox {
     summaries: HashMap<String, Arc<SummaryFn>>,
     approve_always: HashMap<String, bool>,
     recover_every: Duration,
-    /// The inbox's own background resumes that failed, by run: when, and why (at most
-    /// [`MAX_RESUME_FAILURES`] runs, the oldest forgotten first).
-    resume_failures: Arc<std::sync::Mutex<ResumeFailures>>,
-    /// The runs [`keep_recovering`](Self::keep_recovering) is taking up now, and the bound on
-    /// how many it takes up at once.
-    recovering: Arc<std::sync::Mutex<HashSet<String>>>,
-    recovery_slots: Arc<Semaphore>,
-}
-
-/// How many abandoned runs an inbox takes up at once.
-const RECOVERING_AT_ONCE: usize = 8;
-
-/// A run [`Inbox::keep_recovering`] is taking up: forgotten when the recovery ends, however it
-/// ends.
-struct Recovering {
-    runs: Arc<std::sync::Mutex<HashSet<String>>>,
-    run_id: String,
-}
-
-impl Drop for Recovering {
-    fn drop(&mut self) {
-        self.runs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.run_id);
-    }
-}
-
-/// How many runs' failed background resumes the inbox remembers for their run pages.
-const MAX_RESUME_FAILURES: usize = 1000;
-
-/// Failed background resumes: run id to (when, why), and the order they came in.
-#[derive(Default)]
-struct ResumeFailures {
-    by_run: HashMap<String, (i64, String)>,
-    order: std::collections::VecDeque<String>,
-}
-
-impl ResumeFailures {
-    fn note(&mut self, run: &str, error: String) {
-        if self
-            .by_run
-            .insert(run.to_owned(), (now_ms(), error))
-            .is_none()
-        {
-            self.order.push_back(run.to_owned());
-        }
-        while self.order.len() > MAX_RESUME_FAILURES {
-            if let Some(old) = self.order.pop_front() {
-                self.by_run.remove(&old);
-            }
-        }
-    }
+    /// What the inbox does in the background and remembers of it (shared by its clones).
+    background: Arc<Background>,
 }
 
 /// A tool's summary of a call, from its arguments (see [`Inbox::summary`]).
@@ -239,9 +188,7 @@ impl Inbox {
             page_size: 50,
             secure_cookie: false,
             recover_every: DEFAULT_RECOVER_EVERY,
-            resume_failures: Arc::default(),
-            recovering: Arc::default(),
-            recovery_slots: Arc::new(Semaphore::new(RECOVERING_AT_ONCE)),
+            background: Arc::default(),
             ended: Arc::default(),
             max_ended_sessions: DEFAULT_MAX_ENDED_SESSIONS,
             summaries: HashMap::new(),
@@ -260,27 +207,23 @@ impl Inbox {
     /// (their lease expired), with [`Runs::recover_abandoned`]: each is recovered here, and runs
     /// of other agents are returned as [`Recovery::stuck`] (the list shows them as stuck). A run
     /// whose process is alive is left alone, so every replica of a service may call it at once.
+    /// It waits for each run it took up to end or pause.
     ///
-    /// [`serve`](Self::serve) calls it when it starts and then every
+    /// [`serve`](Self::serve) takes up abandoned runs itself, when it starts and then every
     /// [`recover_every`](Self::recover_every); an inbox mounted in your own server runs
     /// [`keep_recovering`](Self::keep_recovering) beside it.
     pub async fn recover_abandoned(&self) -> Result<Recovery, AgentError> {
-        let agents: Vec<_> = self.agents.values().map(|a| a.agent().clone()).collect();
-        let recovery = self.runs.recover_abandoned(&agents).await?;
-        for (run, result) in &recovery.recovered {
-            if let Err(error) = result {
-                if !matches!(error.error, AgentError::Store(StoreError::LeaseHeld { .. })) {
-                    self.note_failure(run, &error.error);
-                }
-            }
-        }
-        Ok(recovery)
+        self.background
+            .recover_abandoned(&self.runs, &self.agents)
+            .await
     }
 
-    /// Recovers abandoned runs ([`recover_abandoned`](Self::recover_abandoned)) now and then
-    /// every [`recover_every`](Self::recover_every), for as long as the future runs: spawn it
-    /// beside an inbox mounted in your own server ([`serve`](Self::serve) runs it itself). A
-    /// failed look is logged at `warn` and tried again at the next.
+    /// Takes up abandoned runs now and then every [`recover_every`](Self::recover_every), for
+    /// as long as the future runs: spawn it beside an inbox mounted in your own server
+    /// ([`serve`](Self::serve) runs it itself). Each run is recovered in a task of its own (8 at
+    /// once), so a recovered run that takes long does not hold up the next look, and a run
+    /// abandoned meanwhile is taken up then. A failed look is logged at `warn` and tried again
+    /// at the next.
     ///
     /// ```no_run
     /// # use phaseo_agent::inbox::{Inbox, User};
@@ -296,61 +239,14 @@ impl Inbox {
     /// # drop(app);
     /// # }
     /// ```
-    ///
-    /// Each run it takes up is recovered in a task of its own (8 at once), so a recovered run
-    /// that takes long does not hold up the next look: a run abandoned meanwhile is taken up at
-    /// the next one.
     pub async fn keep_recovering(&self) {
         loop {
-            if let Err(error) = self.take_up_abandoned().await {
+            let look = self.background.take_up_abandoned(&self.runs, &self.agents);
+            if let Err(error) = look.await {
                 tracing::warn!(target: "phaseo_agent::inbox", %error, "looking for abandoned runs failed");
             }
             tokio::time::sleep(self.recover_every).await;
         }
-    }
-
-    /// One look of [`keep_recovering`](Self::keep_recovering): starts the recovery of each
-    /// abandoned run of this inbox's agents that it is not recovering already.
-    async fn take_up_abandoned(&self) -> Result<(), AgentError> {
-        for run in self.runs.abandoned(1_000).await? {
-            let Some(agent) = self.agents.get(&run.agent_id).cloned() else {
-                continue;
-            };
-            if !self
-                .recovering
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(run.run_id.clone())
-            {
-                continue;
-            }
-            let taken = Recovering {
-                runs: self.recovering.clone(),
-                run_id: run.run_id,
-            };
-            let (inbox, slots) = (self.clone(), self.recovery_slots.clone());
-            tokio::spawn(async move {
-                let Ok(_slot) = slots.acquire_owned().await else {
-                    return;
-                };
-                if let Err(error) = agent.recover(&taken.run_id).await {
-                    // Another process took it up first: it runs there.
-                    if !matches!(error.error, AgentError::Store(StoreError::LeaseHeld { .. })) {
-                        inbox.note_failure(&taken.run_id, &error.error);
-                    }
-                }
-            });
-        }
-        Ok(())
-    }
-
-    /// Remembers a failed background resume for the run's page, and logs it.
-    fn note_failure(&self, run: &str, error: &AgentError) {
-        tracing::warn!(target: "phaseo_agent::inbox", run_id = %run, %error, "the inbox could not resume a run in the background");
-        self.resume_failures
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .note(run, error.to_string());
     }
 
     /// An agent whose runs the inbox resumes once decided, and whose tools' descriptions it shows
@@ -878,7 +774,7 @@ impl Inbox {
             let inbox = self.clone();
             tokio::spawn(async move {
                 if let Err(error) = agent.resume_decided(&run).await {
-                    inbox.note_failure(&run, &error.error);
+                    inbox.background.note_failure(&run, &error.error);
                 }
             });
         }
@@ -1337,62 +1233,16 @@ async fn list(State(app): State<Shared>, ctx: Ctx, Query(query): Query<ListQuery
             let mut body = pages::list(&rows_page, &query, &ctx.base, &csrf, now_ms(), may_decide);
             // On the first page only: runs that need a person although no call of theirs waits.
             if query.after.as_deref().is_none_or(str::is_empty) {
-                body.push_str(&app.inbox.needing_a_person(&ctx.base).await);
+                body.push_str(
+                    &app.inbox
+                        .background
+                        .needing_a_person(&app.inbox.runs, &app.inbox.agents, &ctx.base)
+                        .await,
+                );
             }
             html(&ctx, StatusCode::OK, "Waiting for a decision", &body)
         }
         Err(error) => Refusal::listing(error).page(&ctx, Some(&home(&ctx.base))),
-    }
-}
-
-/// The most failed runs, and runs whose process stopped, the list shows.
-const MAX_RUNS_LISTED: usize = 20;
-
-impl Inbox {
-    /// The list's sections of failed runs and of runs whose process stopped; a store that
-    /// cannot list them leaves them out (logged).
-    async fn needing_a_person(&self, base: &str) -> String {
-        let filter = RunFilter {
-            status: Some(StoredStatus::Failed),
-            limit: MAX_RUNS_LISTED,
-            ..RunFilter::default()
-        };
-        let mut failed = Vec::new();
-        match self.runs.runs(&filter).await {
-            Ok(page) => {
-                for run in page.items {
-                    let failure = match self.runs.load(&run.run_id).await {
-                        Ok(stored) => stored.failure,
-                        Err(error) => Some(format!("(the run could not be loaded: {error})")),
-                    };
-                    failed.push(FailedView {
-                        run_id: run.run_id,
-                        agent_id: run.agent_id,
-                        updated_ms: run.updated_ms,
-                        failure,
-                    });
-                }
-            }
-            Err(error) => {
-                tracing::warn!(target: "phaseo_agent::inbox", %error, "listing failed runs failed");
-            }
-        }
-        let stuck = match self.runs.abandoned(MAX_RUNS_LISTED).await {
-            Ok(runs) => runs
-                .into_iter()
-                .map(|run| {
-                    let attached = self.agents.contains_key(&run.agent_id);
-                    (run, attached)
-                })
-                .collect(),
-            // A store of one's own without leases lists none.
-            Err(AgentError::Store(StoreError::Unsupported { .. })) => Vec::new(),
-            Err(error) => {
-                tracing::warn!(target: "phaseo_agent::inbox", %error, "listing abandoned runs failed");
-                Vec::new()
-            }
-        };
-        run_pages::needing_a_person(&failed, &stuck, base)
     }
 }
 
@@ -1422,14 +1272,7 @@ async fn run_page(
         }
         Err(error) => return Refusal::store(error).page(&ctx, Some(&home(&ctx.base))),
     };
-    let background_failure = app
-        .inbox
-        .resume_failures
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .by_run
-        .get(&run)
-        .cloned();
+    let background_failure = app.inbox.background.failure_of(&run);
     let flash = match query.flash.as_deref() {
         Some("decided") => Some("Decision recorded."),
         Some("retried") => Some("Retry started."),
@@ -1486,7 +1329,7 @@ async fn retry(
             let run_id = run.clone();
             tokio::spawn(async move {
                 if let Err(error) = retrying.await {
-                    inbox.note_failure(&run_id, &error.error);
+                    inbox.background.note_failure(&run_id, &error.error);
                 }
             });
             see_other(&format!("{back}?flash=retried"), None)
