@@ -1079,3 +1079,72 @@ fn a_listing_names_a_row_whose_digest_does_not_match() {
         let _ = std::fs::remove_dir_all(&dir);
     });
 }
+
+/// A failed run is retried under its own id, once per version read, and its failure is stored
+/// until then; a retry whose process dies before the model's answer is recorded is taken up by a
+/// recovery and completes, and the call that finished before the failure never runs again.
+#[test]
+fn a_failed_run_is_retried_once_and_a_dead_retry_is_taken_up() {
+    block(async {
+        let effects = Effects::default();
+        let memory = Arc::new(MemoryStore::new());
+        let runs = Runs::from_arc(memory.clone());
+        let model = ScriptedModel::new()
+            .tool_call("call_1", "notify", json!({}))
+            .error(phaseo_agent::ModelError::other("the model is down"))
+            .text("Sent.")
+            .text("Sent.");
+        let agent = runs.attach(release_agent(model.clone(), &effects));
+        assert!(agent.run("Notify").run_id("r").await.is_err());
+        let failed = runs.load("r").await.unwrap();
+        assert_eq!(failed.status, StoredStatus::Failed);
+        assert!(
+            failed
+                .failure
+                .as_deref()
+                .unwrap()
+                .contains("the model is down"),
+            "{:?}",
+            failed.failure
+        );
+        // A retry of a run that is not failed, or of another version, is refused.
+        let refused = agent
+            .retry("r", failed.version + 1, "ada")
+            .await
+            .unwrap_err();
+        assert!(matches!(
+            refused.error,
+            AgentError::Store(StoreError::Conflict { .. })
+        ));
+
+        // The retry takes the run (its lease, then `retried`), and its process dies before the
+        // model's answer is written.
+        let dying = Runs::new(Hooked::dies_after(memory.clone(), 2)).lease(DEAD_LEASE);
+        let _ = dying
+            .attach(release_agent(model.clone(), &effects))
+            .retry("r", failed.version, "ada")
+            .await;
+        let taken = runs.load("r").await.unwrap();
+        assert_eq!(taken.status, StoredStatus::Running);
+        assert_eq!(taken.failure, None);
+        // The same version again: the run moved on.
+        let again = agent.retry("r", failed.version, "bob").await.unwrap_err();
+        assert!(matches!(
+            again.error,
+            AgentError::Store(StoreError::Conflict { .. } | StoreError::LeaseHeld { .. })
+        ));
+        tokio::time::sleep(DEAD_LEASE * 2).await;
+        let done = agent.recover("r").await.unwrap();
+        assert_eq!(done.output(), Some("Sent."));
+        assert_eq!(effects.of("call_1").len(), 1, "the finished call ran once");
+        let wrong = agent.retry("r", done_version(&runs).await, "ada").await;
+        assert!(matches!(
+            wrong.unwrap_err().error,
+            AgentError::Store(StoreError::WrongStatus { .. })
+        ));
+    });
+}
+
+async fn done_version(runs: &Runs) -> u64 {
+    runs.load("r").await.unwrap().version
+}
