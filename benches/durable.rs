@@ -18,10 +18,11 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use phaseo_agent::durable::Runs;
 use phaseo_agent::serde_json::{self, json};
 use phaseo_agent::store::{
     Append, AuditFilter, DecisionRow, LoadedRun, MemoryStore, NewRun, Page, PendingFilter,
-    PendingRow, PostgresStore, RunFilter, RunStore, RunSummary, Runs, SqliteStore,
+    PendingRow, PostgresStore, RunFilter, RunStore, RunSummary, SqliteStore,
 };
 use phaseo_agent::{
     Agent, AgentError, Decisions, ModelResponse, RunState, StoreError, Tool, ToolCall,

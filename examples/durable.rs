@@ -19,7 +19,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use phaseo_agent::store::{PendingFilter, Runs, SqliteStore, StoredStatus};
+use phaseo_agent::durable::Runs;
+use phaseo_agent::store::{PendingFilter, SqliteStore, StoredStatus};
 use phaseo_agent::{Agent, AgentError, Decision, IntoTool, ScriptedModel, ToolContext, tool};
 use serde::{Deserialize, Serialize};
 use serde_json::json;

@@ -27,8 +27,9 @@ use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use phaseo_agent::durable::Runs;
 use phaseo_agent::inbox::{Inbox, LinkAction, User};
-use phaseo_agent::store::{PendingFilter, Runs, SqliteStore, StoredStatus};
+use phaseo_agent::store::{PendingFilter, SqliteStore, StoredStatus};
 use phaseo_agent::{Agent, AgentError, IntoTool, ScriptedModel, tool};
 use serde::{Deserialize, Serialize};
 use serde_json::json;

@@ -26,9 +26,9 @@ use std::error::Error;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use phaseo_agent::store::{
-    EnqueueOptions, PendingFilter, PostgresStore, QueueCounts, Runs, Worker,
-};
+use phaseo_agent::durable::{EnqueueOptions, Runs};
+use phaseo_agent::store::{PendingFilter, PostgresStore, QueueCounts};
+use phaseo_agent::worker::Worker;
 use phaseo_agent::{
     Agent, AgentError, Decision, IntoTool, Message, Model, ModelError, ModelRequest, ModelResponse,
     StoreError, ToolCall, ToolContext, tool,

@@ -58,17 +58,7 @@ fn read_crate(crate_dir: &str) -> Files {
 
 /// Every layering violation of a crate (empty when it is layered), as readable lines.
 fn check(files: &Files) -> Vec<String> {
-    let mut modules = BTreeMap::new();
-    let mut errors = Vec::new();
-    load(
-        files,
-        Path::new("lib.rs"),
-        Vec::new(),
-        0,
-        false,
-        &mut modules,
-        &mut errors,
-    );
+    let (modules, mut errors) = modules(files);
     for file in files.keys() {
         if !modules.values().any(|m: &Module| &m.file == file) {
             errors.push(format!(
@@ -92,6 +82,22 @@ fn check(files: &Files) -> Vec<String> {
         }
     }
     errors
+}
+
+/// Every module of a crate, by path, and the errors met while reading them.
+fn modules(files: &Files) -> (BTreeMap<ModPath, Module>, Vec<String>) {
+    let mut modules = BTreeMap::new();
+    let mut errors = Vec::new();
+    load(
+        files,
+        Path::new("lib.rs"),
+        Vec::new(),
+        0,
+        false,
+        &mut modules,
+        &mut errors,
+    );
+    (modules, errors)
 }
 
 /// Parses the file of module `name` and registers it and its submodules.
@@ -435,6 +441,88 @@ fn the_runtime_has_the_stages_the_architecture_names() {
         documented,
         "lib.rs declares these stages, in this order; ARCHITECTURE.md's table must list the same"
     );
+}
+
+/// The rows of the stage table: each stage and the stages its "may use" cell names (`None` for
+/// "everything below").
+fn documented_uses() -> Vec<(String, Option<BTreeSet<String>>)> {
+    let page = architecture_page();
+    section(&page, "Bird's eye view")
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `"))
+        .map(|row| {
+            let cells: Vec<&str> = row.split(" | ").collect();
+            let stage = cells[0].split('`').next().unwrap_or_default();
+            let stage = stage.trim_end_matches(".rs").trim_end_matches('/');
+            let may_use = cells.last().unwrap_or(&"").trim_end_matches('|').trim();
+            let uses = (!may_use.starts_with("everything below")).then(|| {
+                may_use
+                    .split('`')
+                    .skip(1)
+                    .step_by(2)
+                    .map(|name| {
+                        name.trim_end_matches(".rs")
+                            .trim_end_matches('/')
+                            .to_string()
+                    })
+                    .collect()
+            });
+            (stage.to_string(), uses)
+        })
+        .collect()
+}
+
+#[test]
+fn each_stage_uses_only_the_stages_the_architecture_allows_it() {
+    // The order of `mod` declarations says what a stage may not use (anything later); the
+    // table's "may use" column says more where it lists stages: the run stores, for one, know
+    // rows and errors, not runs, so `store/` naming `run` is refused here although `run` is
+    // declared before it.
+    let (modules, _) = modules(&read_crate("phaseo-agent"));
+    let mut errors = Vec::new();
+    for (stage, uses) in documented_uses() {
+        let Some(uses) = uses else { continue };
+        for (name, module) in modules
+            .iter()
+            .filter(|(name, _)| name.first() == Some(&stage))
+        {
+            if module.test {
+                continue;
+            }
+            for (path, line) in &module.paths {
+                let Some(target) = resolve(&modules, name, path) else {
+                    continue;
+                };
+                let Some(top) = target.first() else { continue };
+                if *top != stage && !uses.contains(top) {
+                    errors.push(format!(
+                        "{}:{line}: `{stage}` uses `{top}`, which ARCHITECTURE.md's table does not \
+                         allow (it may use {uses:?})",
+                        module.file.display()
+                    ));
+                }
+            }
+        }
+    }
+    errors.dedup();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+#[test]
+fn the_durable_layer_has_its_rooms_in_order() {
+    // Drivers, then what their rows mean, then the processes that serve queued runs, then the
+    // people's pages: each room builds on the one before and never reaches up.
+    let stages = declared_stages();
+    let at = |name: &str| {
+        stages
+            .iter()
+            .position(|s| s == name)
+            .unwrap_or_else(|| panic!("lib.rs declares no `{name}` stage"))
+    };
+    assert!(at("run") < at("store"));
+    assert!(at("store") < at("durable"));
+    assert!(at("durable") < at("worker"));
+    assert!(at("worker") < at("inbox"));
 }
 
 /// The public methods of `Agent` (in `impl Agent` blocks of the run stage).

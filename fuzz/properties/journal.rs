@@ -28,9 +28,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::OnceLock;
 
+use phaseo_agent::durable::Runs;
 use phaseo_agent::store::{
     Append, AuditFilter, DecisionRow, JournalRow, LoadedRun, NewRun, Page, PendingFilter,
-    PendingRow, RunFilter, RunStore, RunSummary, Runs, SnapshotRow, StoredStatus,
+    PendingRow, RunFilter, RunStore, RunSummary, SnapshotRow, StoredStatus,
 };
 use phaseo_agent::{
     Agent, Decision, Decisions, PendingKind, RunState, ScriptedModel, StoreError, Tool,

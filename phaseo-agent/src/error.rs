@@ -356,7 +356,7 @@ pub enum StoreError {
         setting: &'static str,
     },
     /// A worker's write was refused because its lease on the run is over: it expired (the
-    /// worker was paused, cut off or slow past [`Worker::lease`](crate::store::Worker::lease)) or
+    /// worker was paused, cut off or slow past [`Worker::lease`](crate::worker::Worker::lease)) or
     /// another worker took the run. Nothing was written; the worker stops the run at once.
     ///
     /// ```

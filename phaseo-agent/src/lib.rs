@@ -166,8 +166,14 @@
 //!   what `#[tool]` expands to. Uses the stages above.
 //! - `run`: [`Agent`], the loop, pausing and resuming ([`RunState`], [`Decisions`]), signed states,
 //!   [`Event`]s. Uses every stage above.
+//! - [`store`]: run stores, the drivers of durable runs ([`store::RunStore`], SQLite and
+//!   PostgreSQL behind features). Uses `error`.
+//! - [`durable`]: durable runs, journaled as they happen ([`durable::Runs`],
+//!   [`durable::DurableAgent`]). Uses `run` and [`store`].
+//! - [`worker`]: processes that take queued runs from a store and run them under leases
+//!   ([`worker::Worker`]). Uses [`durable`].
 //! - [`inbox`] (feature `inbox`): the approval inbox, web pages where people decide what stored
-//!   runs wait for ([`inbox::Inbox`]). Uses [`store`] and `run`.
+//!   runs wait for ([`inbox::Inbox`]). Uses [`durable`] and `run`.
 //! - [`mcp`] (feature `mcp`): serving tools over MCP ([`mcp::McpServer`]) and using MCP
 //!   servers' tools ([`mcp::McpClient`]). Uses every stage above.
 //! - `otel` (feature `otel`): the spans and metrics of [`telemetry`] exported over OTLP
@@ -187,6 +193,8 @@ mod decode;
 mod tool;
 mod run;
 pub mod store;
+pub mod durable;
+pub mod worker;
 #[cfg(feature = "inbox")]
 #[cfg_attr(docsrs, doc(cfg(feature = "inbox")))]
 pub mod inbox;

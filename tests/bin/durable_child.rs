@@ -30,8 +30,9 @@ use std::future::Future;
 use std::io::Write;
 use std::sync::Arc;
 
+use phaseo_agent::durable::Runs;
 use phaseo_agent::serde_json::{Value, json};
-use phaseo_agent::store::{PostgresStore, RunStore, Runs, SqliteStore, StoredStatus};
+use phaseo_agent::store::{PostgresStore, RunStore, SqliteStore, StoredStatus};
 use phaseo_agent::{
     Agent, AgentError, Decisions, ModelResponse, PendingKind, StoreError, Tool, ToolCall,
 };

@@ -19,9 +19,10 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use phaseo_agent::durable::Runs;
 use phaseo_agent::otel::Telemetry;
 use phaseo_agent::serde_json::json;
-use phaseo_agent::store::{MemoryStore, RunStore, Runs, SqliteStore};
+use phaseo_agent::store::{MemoryStore, RunStore, SqliteStore};
 use phaseo_agent::{Agent, AgentError, Decisions, ScriptedModel, Tool};
 
 /// The exit code of a process its tool ended.

@@ -40,12 +40,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use phaseo_agent::durable::Runs;
 use phaseo_agent::serde_json::json;
 use phaseo_agent::store::{
     Append, AuditFilter, ClaimRequest, Claimed, DecisionRow, Lease, LoadedRun, NewRun, Page,
-    PendingFilter, PendingRow, PostgresStore, QueueCounts, RunFilter, RunStore, RunSummary, Runs,
-    Wakeups, Worker,
+    PendingFilter, PendingRow, PostgresStore, QueueCounts, RunFilter, RunStore, RunSummary,
+    Wakeups,
 };
+use phaseo_agent::worker::Worker;
 use phaseo_agent::{Agent, AgentError, Decision, ModelResponse, StoreError, Tool, ToolCall};
 
 // Shared with the tests and the durable bench; not every item is used here.

@@ -8,9 +8,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use phaseo_agent::durable::Runs;
 use phaseo_agent::serde_json::json;
 use phaseo_agent::store::{
-    AuditFilter, LoadedRun, MemoryStore, PendingFilter, RunFilter, RunStore, Runs, SqliteStore,
+    AuditFilter, LoadedRun, MemoryStore, PendingFilter, RunFilter, RunStore, SqliteStore,
     StoredStatus,
 };
 use phaseo_agent::{

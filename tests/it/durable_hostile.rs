@@ -1,8 +1,9 @@
 //! Durable runs loaded from rows a store damaged, with checksums that match: what the `journal`
 //! fuzz target found, one test each. A damaged run is refused as corrupt, never loaded.
 
+use phaseo_agent::durable::Runs;
 use phaseo_agent::serde_json::json;
-use phaseo_agent::store::{LoadedRun, MemoryStore, RunStore, Runs};
+use phaseo_agent::store::{LoadedRun, MemoryStore, RunStore};
 use phaseo_agent::{AgentError, RunState, ScriptedModel, StoreError};
 
 use crate::fuzz_corpus::journal;

@@ -6,11 +6,10 @@
 
 use std::time::Duration;
 
+use phaseo_agent::durable::{DurableAgent, Runs};
 use phaseo_agent::inbox::{Inbox, LinkAction, User};
 use phaseo_agent::serde_json::{Value, json};
-use phaseo_agent::store::{
-    AuditFilter, DurableAgent, MemoryStore, PendingFilter, PendingRow, Runs, StoredStatus,
-};
+use phaseo_agent::store::{AuditFilter, MemoryStore, PendingFilter, PendingRow, StoredStatus};
 use phaseo_agent::{Agent, Message, ScriptedModel, Tool};
 use reqwest::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, LOCATION, SET_COOKIE};
 

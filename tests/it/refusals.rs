@@ -6,8 +6,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use phaseo_agent::durable::Runs;
 use phaseo_agent::serde_json::json;
-use phaseo_agent::store::{MemoryStore, PendingFilter, Runs};
+use phaseo_agent::store::{MemoryStore, PendingFilter};
 use phaseo_agent::{
     Agent, AgentError, Decision, Decisions, ModelError, ModelErrorKind, PendingKind, ScriptedModel,
     StoreError, Tool,

@@ -7,8 +7,10 @@
 use std::time::Duration;
 
 use opentelemetry::trace::{SpanKind, Status};
-use phaseo_agent::store::{EnqueueOptions, MemoryStore, PendingFilter, Runs, StoredStatus, Worker};
+use phaseo_agent::durable::{EnqueueOptions, Runs};
+use phaseo_agent::store::{MemoryStore, PendingFilter, StoredStatus};
 use phaseo_agent::telemetry::{CaptureContent, semconv};
+use phaseo_agent::worker::Worker;
 use phaseo_agent::{
     Agent, Decisions, ModelError, ModelErrorKind, ModelResponse, RetryPolicy, RunState,
     ScriptedModel, Tool, ToolCall, Usage,

@@ -7,11 +7,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt as _;
+use phaseo_agent::durable::{EnqueueOptions, Runs};
 use phaseo_agent::serde_json::json;
 use phaseo_agent::store::{
-    Append, ClaimRequest, EnqueueOptions, Lease, MemoryStore, PendingFilter, PendingRow, RunStore,
-    Runs, SqliteStore, StoredStatus, Worker,
+    Append, ClaimRequest, Lease, MemoryStore, PendingFilter, PendingRow, RunStore, SqliteStore,
+    StoredStatus,
 };
+use phaseo_agent::worker::Worker;
 use phaseo_agent::{Agent, AgentError, Decision, ModelResponse, StoreError, Tool, ToolCall};
 
 use crate::store_backend::{entry, new_run};

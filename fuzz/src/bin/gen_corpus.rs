@@ -21,7 +21,8 @@ use std::future::IntoFuture;
 use std::path::Path;
 use std::sync::Arc;
 
-use phaseo_agent::store::{Append, LoadedRun, MemoryStore, NewRun, RunStore, Runs, StoredStatus};
+use phaseo_agent::durable::Runs;
+use phaseo_agent::store::{Append, LoadedRun, MemoryStore, NewRun, RunStore, StoredStatus};
 use phaseo_agent::{Decision, Decisions, RunState, RunStatus};
 use serde_json::{Value, json};
 

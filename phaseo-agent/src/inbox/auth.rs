@@ -6,8 +6,8 @@ use hmac::{KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::durable::journal::hex;
 use crate::inbox::html::unhex;
-use crate::store::journal::hex;
 
 type HmacSha256 = hmac::Hmac<Sha256>;
 

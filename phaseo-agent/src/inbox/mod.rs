@@ -13,7 +13,7 @@
 //!   supply an output; approve a tool for the rest of the run (per tool, off for destructive
 //!   tools: [`Inbox::approve_always`]); approve or reject a batch. Each
 //!   decision names the arguments' digest and the run's version the person was shown, and is
-//!   recorded once by the store's compare-and-swap ([`Runs::decide`](crate::store::Runs::decide)):
+//!   recorded once by the store's compare-and-swap ([`Runs::decide`](crate::durable::Runs::decide)):
 //!   a double click, two people or a stale page give one outcome, and the others are told who
 //!   decided. The browser never sends the call itself, only which call it was shown.
 //! - **Who may decide**: sign-in with tokens the operator issues; roles ([`Role`]) and per-tool
@@ -29,14 +29,15 @@
 //!   process stopped.
 //!
 //! Once every call a run waits on is decided, the inbox resumes it in the background
-//! ([`DurableAgent::resume_decided`](crate::store::DurableAgent::resume_decided)), if it was given
+//! ([`DurableAgent::resume_decided`](crate::durable::DurableAgent::resume_decided)), if it was given
 //! the run's agent ([`Inbox::agent`]). [`Inbox::serve`] also takes up its agents' runs whose
 //! process stopped, at start and then now and then ([`Inbox::keep_recovering`]); a failed
 //! background resume is logged at `warn` and shown on the run's page.
 //!
 //! ```
 //! use phaseo_agent::inbox::{Inbox, User};
-//! use phaseo_agent::store::{MemoryStore, Runs};
+//! use phaseo_agent::durable::Runs;
+//! use phaseo_agent::store::MemoryStore;
 //!
 //! let runs = Runs::new(MemoryStore::new());
 //! let inbox = Inbox::new(runs)

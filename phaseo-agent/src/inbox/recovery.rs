@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Semaphore;
 
+use crate::durable::journal::now_ms;
+use crate::durable::runs::{DurableAgent, Recovery, Runs};
 use crate::error::{AgentError, StoreError};
 use crate::inbox::runs::{self as run_pages, FailedView};
 use crate::store::backend::{RunFilter, StoredStatus};
-use crate::store::journal::now_ms;
-use crate::store::runs::{DurableAgent, Recovery, Runs};
 
 /// How many abandoned runs an inbox takes up at once.
 const RECOVERING_AT_ONCE: usize = 8;

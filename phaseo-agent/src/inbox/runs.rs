@@ -5,7 +5,8 @@
 
 use std::fmt::Write;
 
-use crate::store::{AbandonedRun, StoredRun, StoredStatus};
+use crate::durable::StoredRun;
+use crate::store::{AbandonedRun, StoredStatus};
 
 use super::html::{escape, pct, show, utc};
 use super::pages::{item_path, kind_words};

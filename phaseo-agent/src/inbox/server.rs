@@ -17,6 +17,8 @@ use axum::routing::{get, post};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
+use crate::durable::journal::{arguments_digest, hex, now_ms};
+use crate::durable::runs::{DurableAgent, Recovery, Runs};
 use crate::error::{AgentError, StoreError};
 use crate::inbox::auth::{
     Ended, EndedWhat, Keys, Link, LinkAction, Role, Session, User, random_bytes, token_key,
@@ -27,8 +29,6 @@ use crate::inbox::recovery::Background;
 use crate::inbox::runs::{self as run_pages, RunView};
 use crate::run::state::{Decision, PendingKind};
 use crate::store::backend::{AuditFilter, LoadedRun, Page, PendingFilter, PendingRow};
-use crate::store::journal::{arguments_digest, hex, now_ms};
-use crate::store::runs::{DurableAgent, Recovery, Runs};
 
 /// The cookie that carries a session.
 const COOKIE: &str = "phaseo_inbox";
@@ -85,7 +85,8 @@ pub enum InboxError {
 /// use std::time::Duration;
 ///
 /// use phaseo_agent::inbox::{Inbox, LinkAction, User};
-/// use phaseo_agent::store::{MemoryStore, PendingFilter, Runs};
+/// use phaseo_agent::durable::Runs;
+/// use phaseo_agent::store::{MemoryStore, PendingFilter};
 /// use phaseo_agent::{Agent, ScriptedModel, Tool};
 /// use phaseo_agent::serde_json::json;
 ///
@@ -227,7 +228,8 @@ impl Inbox {
     ///
     /// ```no_run
     /// # use phaseo_agent::inbox::{Inbox, User};
-    /// # use phaseo_agent::store::{MemoryStore, Runs};
+    /// # use phaseo_agent::durable::Runs;
+    /// # use phaseo_agent::store::MemoryStore;
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// let inbox = Inbox::new(Runs::new(MemoryStore::new())).user("alice-token", User::admin("alice"));
@@ -298,7 +300,8 @@ impl Inbox {
     ///
     /// ```
     /// use phaseo_agent::inbox::Inbox;
-    /// use phaseo_agent::store::{MemoryStore, Runs};
+    /// use phaseo_agent::durable::Runs;
+    /// use phaseo_agent::store::MemoryStore;
     ///
     /// let inbox = Inbox::new(Runs::new(MemoryStore::new())).summary("refund", |args| {
     ///     let cents = args["amount_cents"].as_u64()?;
@@ -327,7 +330,8 @@ impl Inbox {
     ///
     /// ```
     /// use phaseo_agent::inbox::Inbox;
-    /// use phaseo_agent::store::{MemoryStore, Runs};
+    /// use phaseo_agent::durable::Runs;
+    /// use phaseo_agent::store::MemoryStore;
     ///
     /// #[derive(serde::Deserialize)]
     /// struct Refund {
@@ -392,7 +396,8 @@ impl Inbox {
     ///
     /// ```
     /// use phaseo_agent::inbox::Inbox;
-    /// use phaseo_agent::store::{MemoryStore, Runs};
+    /// use phaseo_agent::durable::Runs;
+    /// use phaseo_agent::store::MemoryStore;
     ///
     /// // Every refund is looked at, one by one.
     /// let inbox = Inbox::new(Runs::new(MemoryStore::new())).approve_always("refund", false);
@@ -492,7 +497,8 @@ impl Inbox {
     ///
     /// ```no_run
     /// # use phaseo_agent::inbox::{Inbox, User};
-    /// # use phaseo_agent::store::{MemoryStore, Runs};
+    /// # use phaseo_agent::durable::Runs;
+    /// # use phaseo_agent::store::MemoryStore;
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> std::io::Result<()> {
     /// let inbox = Inbox::new(Runs::new(MemoryStore::new())).user("alice-token", User::admin("alice"));
@@ -509,7 +515,8 @@ impl Inbox {
     ///
     /// ```no_run
     /// # use phaseo_agent::inbox::{Inbox, User};
-    /// # use phaseo_agent::store::{MemoryStore, Runs};
+    /// # use phaseo_agent::durable::Runs;
+    /// # use phaseo_agent::store::MemoryStore;
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> std::io::Result<()> {
     /// let inbox = Inbox::new(Runs::new(MemoryStore::new())).user("alice-token", User::admin("alice"));

@@ -198,7 +198,7 @@ impl Runner {
 
 /// Why a call waiting as `kind` does not take `decision`, whatever its tool (`None`: it may). The
 /// resume checks this, and so does every path that records a decision before a resume
-/// ([`Runs::decide`](crate::store::Runs::decide), the inbox's forms and links), so a decision the
+/// ([`Runs::decide`](crate::durable::Runs::decide), the inbox's forms and links), so a decision the
 /// run would refuse is never recorded.
 pub(crate) fn refused_for(kind: PendingKind, decision: &Decision) -> Option<&'static str> {
     let runs = matches!(

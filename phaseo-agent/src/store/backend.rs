@@ -23,7 +23,7 @@ use crate::error::StoreError;
 #[serde(rename_all = "snake_case")]
 pub enum StoredStatus {
     /// A queued run that waits for a worker to take it: just enqueued, or every call it waited
-    /// for is decided (see [`Runs::enqueue`](crate::store::Runs::enqueue)).
+    /// for is decided (see [`Runs::enqueue`](crate::durable::Runs::enqueue)).
     Ready,
     /// A process is running it, or one was when it stopped (recovery takes it).
     Running,
@@ -521,7 +521,7 @@ pub struct LeaseRequest {
 
 /// A run that was running in an application's own process (not queued for workers) and whose
 /// lease expired, or that never had one (written by a version before leases): its process
-/// stopped, and [`Runs::recover_abandoned`](crate::store::Runs::recover_abandoned) takes it up.
+/// stopped, and [`Runs::recover_abandoned`](crate::durable::Runs::recover_abandoned) takes it up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AbandonedRun {
     /// The run.

@@ -17,7 +17,8 @@ use crate::store::backend::{
 /// ends. Every method holds one lock, so each is atomic as a database transaction is.
 ///
 /// ```
-/// use phaseo_agent::store::{MemoryStore, Runs};
+/// use phaseo_agent::durable::Runs;
+/// use phaseo_agent::store::MemoryStore;
 ///
 /// let runs = Runs::new(MemoryStore::new());
 /// # let _ = runs;

@@ -988,7 +988,7 @@ macro_rules! impl_run_store {
                         .map_err(database)?;
                     self.query("INSERT INTO phaseo_schema (version, applied_ms) VALUES ($1, $2)")
                         .bind(*version)
-                        .bind($crate::store::journal::now_ms())
+                        .bind($crate::store::backend::clock_ms())
                         .execute(&mut *tx)
                         .await
                         .map_err(database)?;

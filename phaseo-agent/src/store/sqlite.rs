@@ -312,7 +312,7 @@ fn agents_json(agents: &[String]) -> Result<String, StoreError> {
 /// The SQLite store's queue: one worker process (the file's write lock serialises claims, and
 /// wake-ups are heard only by workers of this store value, so share one `SqliteStore` in the
 /// process; another process's enqueue is seen at the worker's next look, see
-/// [`Worker::idle_check`](crate::store::Worker::idle_check)).
+/// [`Worker::idle_check`](crate::worker::Worker::idle_check)).
 impl SqliteStore {
     async fn enqueue_run(&self, run: NewRun) -> Result<(), StoreError> {
         self.insert_run(run, true, None).await

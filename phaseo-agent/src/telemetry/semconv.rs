@@ -169,8 +169,8 @@ pub const PHASEO_WORKER_RUN_DURATION: &str = "phaseo.worker.run.duration";
 pub const PHASEO_WORKER_OUTCOME: &str = "phaseo.worker.outcome";
 /// Gauge of the runs of an agent in one state of the queue, by [`GEN_AI_AGENT_NAME`] and
 /// [`PHASEO_QUEUE_STATE`] (`ready`, `running`, `paused`, `in_doubt`, `failed`, `completed`):
-/// what [`Runs::queue_counts`](crate::store::Runs::queue_counts) returns, reported by a worker
-/// with [`Worker::queue_metrics`](crate::store::Worker::queue_metrics) on.
+/// what [`Runs::queue_counts`](crate::durable::Runs::queue_counts) returns, reported by a worker
+/// with [`Worker::queue_metrics`](crate::worker::Worker::queue_metrics) on.
 pub const PHASEO_QUEUE_RUNS: &str = "phaseo.queue.runs";
 /// Gauge of how long an agent's oldest ready run has waited for a worker, in seconds (0 when
 /// none waits).

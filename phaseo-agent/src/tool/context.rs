@@ -336,7 +336,7 @@ impl ToolContext {
     /// cannot do its work twice.
     ///
     /// It is derived from a nonce drawn at random when the run was made (journaled with it, and
-    /// kept by [`Runs::save`](crate::store::Runs::save)), the run id, the call id and the
+    /// kept by [`Runs::save`](crate::durable::Runs::save)), the run id, the call id and the
     /// attempt, so the same run id in another store, under another agent or after a prune gives
     /// other keys. A run recovered from its
     /// store re-runs an interrupted call of an idempotent tool ([`Tool::idempotent`]) under the

@@ -17,11 +17,10 @@ use std::time::Duration;
 
 use fantoccini::Client;
 use futures::future::BoxFuture;
+use phaseo_agent::durable::{DurableAgent, Runs, StoredRun};
 use phaseo_agent::inbox::{Inbox, LinkAction, User};
 use phaseo_agent::serde_json::{self, Value, json};
-use phaseo_agent::store::{
-    AuditFilter, DurableAgent, PendingRow, Runs, SqliteStore, StoredRun, StoredStatus,
-};
+use phaseo_agent::store::{AuditFilter, PendingRow, SqliteStore, StoredStatus};
 use phaseo_agent::{
     Agent, Decision, Message, Model, ModelError, ModelRequest, ModelResponse, Tool, ToolCall,
 };

@@ -369,7 +369,7 @@ async fn postgres_queue_contract() {
 async fn postgres_workers_serve_enqueued_runs_and_take_them_back_when_decided() {
     in_fresh_database(|url| async move {
         let store = PostgresStore::connect(&url).await.expect("connects");
-        crate::workers::serve_and_decide(phaseo_agent::store::Runs::new(store.clone())).await;
+        crate::workers::serve_and_decide(phaseo_agent::durable::Runs::new(store.clone())).await;
         store.close().await;
     })
     .await;

@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use phaseo_agent::store::{EnqueueOptions, PostgresStore, QueueCounts, Runs};
+use phaseo_agent::durable::{EnqueueOptions, Runs};
+use phaseo_agent::store::{PostgresStore, QueueCounts};
 use sqlx::PgPool;
 
 use super::postgres::in_fresh_database;

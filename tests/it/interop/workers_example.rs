@@ -13,12 +13,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+use phaseo_agent::durable::{EnqueueOptions, Runs};
 use phaseo_agent::serde_json::{self, Value};
 use phaseo_agent::store::{
-    Append, AuditFilter, ClaimRequest, Claimed, DecisionRow, EnqueueOptions, Lease, LoadedRun,
-    NewRun, Page, PendingFilter, PendingRow, PostgresStore, QueueCounts, RunFilter, RunStore,
-    RunSummary, Runs, StoredStatus, Wakeups, Worker,
+    Append, AuditFilter, ClaimRequest, Claimed, DecisionRow, Lease, LoadedRun, NewRun, Page,
+    PendingFilter, PendingRow, PostgresStore, QueueCounts, RunFilter, RunStore, RunSummary,
+    StoredStatus, Wakeups,
 };
+use phaseo_agent::worker::Worker;
 use phaseo_agent::{Agent, Model, ModelError, ModelRequest, ModelResponse, StoreError};
 use tokio::process::{Child, Command};
 

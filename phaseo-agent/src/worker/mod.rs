@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 use futures::StreamExt as _;
 use tokio::task::JoinSet;
 
+use crate::durable::lease::{self, millis};
+use crate::durable::runs::{DurableAgent, Runs};
 use crate::error::{AgentError, StoreError};
 use crate::run::agent::Agent;
 use crate::run::state::{RunError, RunResult};
 use crate::store::backend::{ClaimRequest, Lease, QueueCounts, StoredStatus, Wakeups};
-use crate::store::lease::{self, millis};
-use crate::store::runs::{DurableAgent, Runs};
 use crate::telemetry;
 
 /// A worker: takes the queued runs of the agents it serves from a store
@@ -29,7 +29,9 @@ use crate::telemetry;
 /// # ) -> Result<(), phaseo_agent::AgentError> {
 /// use std::time::Duration;
 ///
-/// use phaseo_agent::store::{PostgresStore, Runs, Worker};
+/// use phaseo_agent::durable::Runs;
+/// use phaseo_agent::store::PostgresStore;
+/// use phaseo_agent::worker::Worker;
 ///
 /// let runs = Runs::new(PostgresStore::connect("postgres://agent@db/runs").await?);
 /// Worker::new(runs)

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::durable::lease::{Keeper, millis};
 use crate::error::{AgentError, StoreError};
 use crate::model::message::Message;
 use crate::model::request::{TurnParams, Usage};
@@ -22,7 +23,6 @@ use crate::store::backend::{
     Append, DecisionRow, JournalRow, Lease, LeaseRequest, LoadedRun, NewRun, PendingRow, RunStore,
     SnapshotRow, StoredStatus,
 };
-use crate::store::lease::{Keeper, millis};
 use crate::telemetry::context::TraceContext;
 
 /// The format of the entries and snapshots this build writes and reads.

@@ -5,6 +5,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::durable::journal::{
+    Entry, Extra, Holding, Replayed, StoreJournal, arguments_digest, first_row, now_ms,
+    pending_rows, replay, status_of,
+};
 use crate::error::{AgentError, StoreError};
 use crate::model::message::Message;
 use crate::model::request::TurnParams;
@@ -21,10 +25,6 @@ use crate::store::backend::{
     AbandonedRun, AuditFilter, DecisionRow, Lease, NewRun, Page, PendingFilter, PendingRow,
     QueueCounts, RunFilter, RunStore, RunSummary, StoredStatus, utc,
 };
-use crate::store::journal::{
-    Entry, Extra, Holding, Replayed, StoreJournal, arguments_digest, first_row, now_ms,
-    pending_rows, replay, status_of,
-};
 
 /// How many journal entries may follow a snapshot before the next one is written: loading a run
 /// reads one snapshot and at most this many entries, whatever the run's length.
@@ -39,7 +39,8 @@ pub const DEFAULT_SNAPSHOT_EVERY: u32 = 32;
 /// ```
 /// # #[cfg(feature = "sqlite")]
 /// # {
-/// use phaseo_agent::store::{PendingFilter, Runs, SqliteStore};
+/// use phaseo_agent::durable::Runs;
+/// use phaseo_agent::store::{PendingFilter, SqliteStore};
 /// use phaseo_agent::{Agent, Decisions, ScriptedModel, Tool};
 /// use phaseo_agent::serde_json::json;
 ///
@@ -148,7 +149,7 @@ pub struct StoredRun {
 /// What a queued run starts with besides its input: [`Runs::enqueue`].
 ///
 /// ```
-/// use phaseo_agent::store::EnqueueOptions;
+/// use phaseo_agent::durable::EnqueueOptions;
 /// use phaseo_agent::serde_json::json;
 ///
 /// let options = EnqueueOptions::new().run_id("ticket-7").context(json!({"tier": "gold"}));
@@ -221,7 +222,7 @@ impl Runs {
     ///
     /// Every durable run being executed is held under a lease, renewed every third of it while
     /// the run runs: a run started with [`DurableAgent::run`], resumed, retried or recovered here,
-    /// as a [`Worker`](crate::store::Worker)'s runs are. A recovery
+    /// as a [`Worker`](crate::worker::Worker)'s runs are. A recovery
     /// ([`DurableAgent::recover`], [`recover_abandoned`](Self::recover_abandoned)) refuses a run
     /// whose lease is live ([`StoreError::LeaseHeld`]), so a second replica never takes over a
     /// run the first is running; and every write names the lease's token, so a process paused
@@ -241,7 +242,7 @@ impl Runs {
 
     /// Runs that were running in an application's own process and whose lease expired (or that
     /// never had one: written by a version before leases), oldest first, at most `limit`: their
-    /// process stopped. Runs served by [`Worker`](crate::store::Worker)s are not listed (the
+    /// process stopped. Runs served by [`Worker`](crate::worker::Worker)s are not listed (the
     /// workers take them up).
     pub async fn abandoned(&self, limit: usize) -> Result<Vec<AbandonedRun>, AgentError> {
         self.store.abandoned(limit).await.map_err(AgentError::Store)
@@ -257,7 +258,8 @@ impl Runs {
     /// whose process is alive is left alone, whoever starts.
     ///
     /// ```
-    /// use phaseo_agent::store::{MemoryStore, Runs};
+    /// use phaseo_agent::durable::Runs;
+    /// use phaseo_agent::store::MemoryStore;
     /// use phaseo_agent::{Agent, ScriptedModel};
     ///
     /// # #[tokio::main(flavor = "current_thread")]
@@ -360,7 +362,8 @@ impl Runs {
     /// ([`StoreError::AlreadyExists`]).
     ///
     /// ```
-    /// use phaseo_agent::store::{MemoryStore, Runs, StoredStatus};
+    /// use phaseo_agent::durable::Runs;
+    /// use phaseo_agent::store::{MemoryStore, StoredStatus};
     /// use phaseo_agent::{Agent, Decisions, ScriptedModel, Tool};
     /// use phaseo_agent::serde_json::json;
     ///
@@ -401,7 +404,7 @@ impl Runs {
         journal.write(entry, extra).await.map_err(AgentError::Store)
     }
 
-    /// Queues a new run of the agent `agent_id` for a [`Worker`](crate::store::Worker), from
+    /// Queues a new run of the agent `agent_id` for a [`Worker`](crate::worker::Worker), from
     /// any process, and returns its run id at once: the run is stored
     /// [`Ready`](StoredStatus::Ready), and a worker serving that agent takes it. Nothing of the
     /// agent is needed here (a web front end need not build one); the worker's agent of that
@@ -414,7 +417,8 @@ impl Runs {
     /// enqueue retried after a lost answer queues the run once.
     ///
     /// ```
-    /// use phaseo_agent::store::{EnqueueOptions, MemoryStore, Runs, StoredStatus};
+    /// use phaseo_agent::durable::{EnqueueOptions, Runs};
+    /// use phaseo_agent::store::{MemoryStore, StoredStatus};
     /// use phaseo_agent::serde_json::json;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
@@ -994,7 +998,8 @@ impl DurableAgent {
     /// retried (`by`) is journaled.
     ///
     /// ```
-    /// use phaseo_agent::store::{MemoryStore, Runs, StoredStatus};
+    /// use phaseo_agent::durable::Runs;
+    /// use phaseo_agent::store::{MemoryStore, StoredStatus};
     /// use phaseo_agent::{Agent, ModelError, ScriptedModel};
     ///
     /// # #[tokio::main(flavor = "current_thread")]
