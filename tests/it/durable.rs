@@ -78,7 +78,7 @@ struct CountWarnings(Arc<AtomicUsize>);
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for CountWarnings {
     fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
         let meta = event.metadata();
-        if *meta.level() == tracing::Level::WARN && meta.target() == "phaseo_agent::store::runs" {
+        if *meta.level() == tracing::Level::WARN && meta.target() == "phaseo_agent::durable::runs" {
             self.0.fetch_add(1, Ordering::SeqCst);
         }
     }

@@ -85,11 +85,16 @@
 // lowest first:
 //
 // - `lease`: how a process holds a run while it runs it (renewals), for workers and plain runs;
-// - `journal`: entries that carry deltas, their checksum chain, snapshots every few entries, a
-//   run rebuilt from them, and the loop's journal written to a store;
+// - `entry`: a journal entry as stored (deltas of the run's state), its encoding and its checksum
+//   chain;
+// - `replay`: a run rebuilt from a snapshot and the entries after it, checked on the way; what a
+//   state means as rows;
+// - `journal`: the loop's journal written to a store, with a snapshot every few entries;
 // - `runs`: `Runs` and `DurableAgent`, the store and an agent as an application uses them.
 
 pub(crate) mod lease;
+pub(crate) mod entry;
+pub(crate) mod replay;
 pub(crate) mod journal;
 pub(crate) mod runs;
 

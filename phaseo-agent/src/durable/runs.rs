@@ -5,10 +5,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::durable::journal::{
-    Entry, Extra, Holding, Replayed, StoreJournal, arguments_digest, first_row, now_ms,
-    pending_rows, replay, status_of,
-};
+use crate::durable::entry::{Entry, arguments_digest, first_row, now_ms};
+use crate::durable::journal::{Extra, Holding, StoreJournal};
+use crate::durable::replay::{Replayed, pending_rows, replay, status_of};
 use crate::error::{AgentError, StoreError};
 use crate::model::message::Message;
 use crate::model::request::TurnParams;

@@ -6,7 +6,7 @@ use hmac::{KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::durable::journal::hex;
+use crate::durable::entry::hex;
 use crate::inbox::html::unhex;
 
 type HmacSha256 = hmac::Hmac<Sha256>;

@@ -355,7 +355,7 @@ mod tests {
 
     #[test]
     fn hex_round_trips() {
-        use crate::durable::journal::hex;
+        use crate::durable::entry::hex;
         assert_eq!(hex(&[0, 171, 255]), "00abff");
         assert_eq!(unhex("00abff"), Some(vec![0, 171, 255]));
         assert_eq!(unhex("0"), None);

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Semaphore;
 
-use crate::durable::journal::now_ms;
+use crate::durable::entry::now_ms;
 use crate::durable::runs::{DurableAgent, Recovery, Runs};
 use crate::error::{AgentError, StoreError};
 use crate::inbox::runs::{self as run_pages, FailedView};

@@ -17,7 +17,7 @@ use axum::routing::{get, post};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
-use crate::durable::journal::{arguments_digest, hex, now_ms};
+use crate::durable::entry::{arguments_digest, hex, now_ms};
 use crate::durable::runs::{DurableAgent, Recovery, Runs};
 use crate::error::{AgentError, StoreError};
 use crate::inbox::auth::{
