@@ -6,7 +6,7 @@
 //!   JSON path and the reason, before any tool code runs), unreadable arguments, and an output that
 //!   fails its validator;
 //! - `.on_error(OnError::FailRun)` on one tool, and agent-wide with a tool that opts back out;
-//! - unknown tools: the run fails by default (`Unknown tool: <name>`), or
+//! - unknown tools: the run fails by default (``unknown tool `<name>` ``), or
 //!   `.on_unknown_tool(OnError::ReturnToModel)` answers the model;
 //! - `.on_invalid_arguments(OnError::FailRun)`;
 //! - `.max_output_chars(..)`, agent-wide and per tool: a long result keeps its start and its end
@@ -231,7 +231,7 @@ async fn main() -> Result<(), AgentError> {
         .await
         .unwrap_err();
     println!("   default:        run failed: {err}");
-    assert_eq!(err.to_string(), "Unknown tool: fly");
+    assert_eq!(err.to_string(), "unknown tool `fly`");
     let model = script();
     let done = builder("support", &model)
         .tool(lookup_order())

@@ -6,7 +6,9 @@ use crate::limits::LimitExceeded;
 
 /// An error of the agent runtime.
 ///
-/// Messages say what happened and, where there is a choice, what to do. Tool executors return
+/// Messages say what happened, in lowercase and without advice, as the Rust API guidelines
+/// ask (what to do is in each variant's documentation); the text a model reads when a tool call
+/// fails is [`model_message`](Self::model_message), made apart from `Display`. Tool executors return
 /// `Result<Value, AgentError>`; the usual way to make one from your own message is
 /// [`AgentError::tool`]:
 ///
@@ -17,7 +19,8 @@ use crate::limits::LimitExceeded;
 /// assert_eq!(err.to_string(), "ticket 42 does not exist");
 ///
 /// let unknown = AgentError::UnknownTool("fly".into());
-/// assert_eq!(unknown.to_string(), "Unknown tool: fly");
+/// assert_eq!(unknown.to_string(), "unknown tool `fly`");
+/// assert_eq!(unknown.model_message(), "Unknown tool: fly"); // what the model reads
 /// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -27,19 +30,19 @@ pub enum AgentError {
     #[error("{0}")]
     Tool(String),
     /// The model called a tool id that is not in the agent's tool list.
-    #[error("Unknown tool: {0}")]
+    #[error("unknown tool `{0}`")]
     UnknownTool(String),
     /// Tool arguments (from the model, or edited by a person) failed validation: `<path>: <reason>`.
-    #[error("Invalid tool input: {0}")]
+    #[error("invalid tool input: {0}")]
     InvalidInput(String),
     /// A tool's result failed its output validator: `<path>: <reason>`.
-    #[error("Invalid tool output: {0}")]
+    #[error("invalid tool output: {0}")]
     InvalidOutput(String),
     /// A progress value failed the tool's event validator: `<path>: <reason>`.
-    #[error("Invalid tool event: {0}")]
+    #[error("invalid tool event: {0}")]
     InvalidEvent(String),
     /// A tool did not finish within its timeout. The call was abandoned and its cancellation token fired.
-    #[error("Tool {tool} timed out after {ms}ms")]
+    #[error("tool `{tool}` timed out after {ms} ms")]
     Timeout {
         /// The tool id.
         tool: String,
@@ -48,7 +51,7 @@ pub enum AgentError {
     },
     /// A call was stopped (before it started, or while it ran) because another call of the same
     /// turn failed the run under `fail-run`. Its cancellation token fired.
-    #[error("Tool {tool} was cancelled: call {by} failed the run")]
+    #[error("tool `{tool}` was cancelled because call `{by}` failed the run")]
     Cancelled {
         /// The tool id.
         tool: String,
@@ -56,7 +59,7 @@ pub enum AgentError {
         by: String,
     },
     /// A tool panicked. The run goes on; the panic message is kept for operators.
-    #[error("Tool {tool} panicked: {message}")]
+    #[error("tool `{tool}` panicked: {message}")]
     Panicked {
         /// The tool id.
         tool: String,
@@ -64,7 +67,7 @@ pub enum AgentError {
         message: String,
     },
     /// A tool definition is unusable (bad id, a parameter schema that does not compile, ...).
-    #[error("Invalid tool definition `{tool}`: {reason}")]
+    #[error("invalid tool definition `{tool}`: {reason}")]
     InvalidTool {
         /// The tool id.
         tool: String,
@@ -72,16 +75,16 @@ pub enum AgentError {
         reason: String,
     },
     /// The agent was built without something it needs.
-    #[error("Invalid agent: {0}")]
+    #[error("invalid agent: {0}")]
     InvalidAgent(String),
     /// A resume was missing decisions for some pending calls.
-    #[error("Missing decision for pending tool call(s): {}; decide every pending call before resuming", id_list(.call_ids))]
+    #[error("no decision for pending tool calls {}", id_list(.call_ids))]
     MissingDecision {
         /// The ids of the pending calls that have no decision.
         call_ids: Vec<String>,
     },
     /// A decision named a call that is not pending in this state. The state is unchanged.
-    #[error("No pending tool call with id `{call_id}`; pending: [{}]", id_list(.pending))]
+    #[error("no pending tool call with id `{call_id}` (pending: [{}])", id_list(.pending))]
     NotPending {
         /// The call id of the decision.
         call_id: String,
@@ -89,7 +92,7 @@ pub enum AgentError {
         pending: Vec<String>,
     },
     /// A decision does not fit the kind of pending call it names (say, an approval for an external call).
-    #[error("Decision `{decision}` does not fit pending call `{call_id}` of kind `{kind}`; {hint}")]
+    #[error("decision `{decision}` does not fit pending call `{call_id}` of kind `{kind}`")]
     DecisionMismatch {
         /// The call id.
         call_id: String,
@@ -101,12 +104,10 @@ pub enum AgentError {
         hint: &'static str,
     },
     /// Two decisions named the same call.
-    #[error("Two decisions for tool call `{0}`; give one decision per call")]
+    #[error("two decisions for tool call `{0}`")]
     DuplicateDecision(String),
     /// `resume` was called on a run that is not waiting for a person.
-    #[error(
-        "Run {run_id} is not waiting for a person (status: {status}); only a paused run can be resumed"
-    )]
+    #[error("run `{run_id}` is not waiting for a person (status: {status})")]
     NotPaused {
         /// The run id.
         run_id: String,
@@ -114,9 +115,7 @@ pub enum AgentError {
         status: String,
     },
     /// `retry` was called on a run that has not failed.
-    #[error(
-        "Run {run_id} has not failed (status: {status}); only a failed run can be retried (a paused run is resumed)"
-    )]
+    #[error("run `{run_id}` has not failed (status: {status})")]
     NotFailed {
         /// The run id.
         run_id: String,
@@ -124,9 +123,7 @@ pub enum AgentError {
         status: String,
     },
     /// `continue_run` was called on a run that has not completed.
-    #[error(
-        "Run {run_id} has not completed (status: {status}); only a completed run can be continued (resume a paused one, retry a failed one)"
-    )]
+    #[error("run `{run_id}` has not completed (status: {status})")]
     NotCompleted {
         /// The run id.
         run_id: String,
@@ -134,7 +131,7 @@ pub enum AgentError {
         status: String,
     },
     /// A stored state belongs to another agent.
-    #[error("Run state belongs to agent `{found}`, not `{expected}`")]
+    #[error("run state belongs to agent `{found}`, not `{expected}`")]
     WrongAgent {
         /// The agent resuming.
         expected: String,
@@ -142,12 +139,10 @@ pub enum AgentError {
         found: String,
     },
     /// A stored run state could not be read.
-    #[error("Invalid run state: {0}")]
+    #[error("invalid run state: {0}")]
     InvalidState(String),
     /// A stored run state was written by a newer (or unknown) version of phaseo-agent.
-    #[error(
-        "Unsupported run state version {found}: this build reads version {supported}; upgrade phaseo-agent to resume it"
-    )]
+    #[error("unsupported run state version {found} (this build reads version {supported})")]
     UnsupportedStateVersion {
         /// The version in the state.
         found: u64,
@@ -155,15 +150,13 @@ pub enum AgentError {
         supported: u32,
     },
     /// A stored run state failed its signature check (see `AgentBuilder::state_key`). Nothing ran.
-    #[error("Run state signature check failed: {0}")]
+    #[error("run state signature check failed: {0}")]
     StateSignature(String),
     /// The run used its turn limit without the model finishing.
-    #[error(
-        "Max turns exceeded: the model was still calling tools after {0} turns; raise `max_turns` or check the tools' results"
-    )]
+    #[error("max turns exceeded: the model was still calling tools after {0} turns")]
     MaxTurnsExceeded(usize),
     /// The model failed to answer (after the agent's retries, for a retryable error).
-    #[error("Model error: {0}")]
+    #[error("model error: {0}")]
     Model(ModelError),
     /// Something from outside (an MCP server's result, say) went over one of this crate's
     /// [limits](crate::limits); the error names the setting that raises it.
@@ -172,9 +165,7 @@ pub enum AgentError {
     /// A resume's decisions name another run than the state's (see `Decisions::for_run`): call ids
     /// repeat across runs, so they would answer the wrong calls. Nothing ran, and the state is
     /// unchanged.
-    #[error(
-        "These decisions are for run `{found}`, not for run `{expected}`; decide this run's pending calls with `Decisions::for_run(state.run_id())`"
-    )]
+    #[error("decisions are for run `{found}`, not for run `{expected}`")]
     WrongRun {
         /// The run being resumed (the state's run id).
         expected: String,
@@ -183,7 +174,7 @@ pub enum AgentError {
     },
     /// A pending call was read as the input of another tool than the one it calls (see
     /// `PendingCall::input`).
-    #[error("Pending call `{call_id}` is a call of tool `{found}`, not of `{expected}`")]
+    #[error("pending call `{call_id}` is a call of tool `{found}`, not of `{expected}`")]
     WrongTool {
         /// The call id.
         call_id: String,
@@ -196,7 +187,7 @@ pub enum AgentError {
     /// `AgentBuilder::max_calls_per_turn`). None of them ran; the run failed with its state, which
     /// [`Agent::retry`](crate::Agent::retry) can ask the model again from.
     #[error(
-        "The model asked for {count} tool calls in one turn; this agent allows at most {limit} (raise it with `AgentBuilder::max_calls_per_turn`)"
+        "the model asked for {count} tool calls in one turn, over the agent's limit of {limit}"
     )]
     TooManyToolCalls {
         /// How many calls the turn had.
@@ -622,7 +613,11 @@ impl AgentError {
 
     /// The text the model sees when this error is returned to it as a tool result.
     ///
-    /// A panic's payload is operator detail, not model text, so it is not shown to the model.
+    /// It is made here and only here, apart from `Display` (the text for people and logs): the
+    /// model's behaviour depends on it, so rewording a message for operators never changes what
+    /// a model reads, and a change here is a visible change (a golden file in the tests pins
+    /// every variant's text). A panic's payload is operator detail, not model text, so it is not
+    /// shown to the model.
     ///
     /// ```
     /// use phaseo_agent::AgentError;
@@ -630,12 +625,89 @@ impl AgentError {
     /// assert_eq!(AgentError::tool("no such ticket").model_message(), "no such ticket");
     /// let panic = AgentError::Panicked { tool: "deploy".into(), message: "index out of bounds".into() };
     /// assert_eq!(panic.model_message(), "Tool deploy failed unexpectedly");
-    /// assert_eq!(panic.to_string(), "Tool deploy panicked: index out of bounds"); // for operators
+    /// assert_eq!(panic.to_string(), "tool `deploy` panicked: index out of bounds"); // for operators
     /// ```
     pub fn model_message(&self) -> String {
         match self {
+            AgentError::Tool(message) => message.clone(),
+            AgentError::UnknownTool(tool) => format!("Unknown tool: {tool}"),
+            AgentError::InvalidInput(why) => format!("Invalid tool input: {why}"),
+            AgentError::InvalidOutput(why) => format!("Invalid tool output: {why}"),
+            AgentError::InvalidEvent(why) => format!("Invalid tool event: {why}"),
+            AgentError::Timeout { tool, ms } => format!("Tool {tool} timed out after {ms}ms"),
+            AgentError::Cancelled { tool, by } => {
+                format!("Tool {tool} was cancelled: call {by} failed the run")
+            }
             AgentError::Panicked { tool, .. } => format!("Tool {tool} failed unexpectedly"),
-            other => other.to_string(),
+            AgentError::InvalidTool { tool, reason } => {
+                format!("Invalid tool definition `{tool}`: {reason}")
+            }
+            AgentError::InvalidAgent(why) => format!("Invalid agent: {why}"),
+            AgentError::Model(error) => format!("Model error: {error}"),
+            AgentError::LimitExceeded(limit) => limit.to_string(),
+            AgentError::Store(error) => error.to_string(),
+            // What a resume, a state or the loop refuses: not a tool's failure, but a tool that
+            // runs an agent of its own may return one, and the model reads it the same way.
+            AgentError::MissingDecision { call_ids } => format!(
+                "Missing decision for pending tool call(s): {}; decide every pending call before \
+                 resuming",
+                id_list(call_ids)
+            ),
+            AgentError::NotPending { call_id, pending } => format!(
+                "No pending tool call with id `{call_id}`; pending: [{}]",
+                id_list(pending)
+            ),
+            AgentError::DecisionMismatch {
+                call_id,
+                decision,
+                kind,
+                hint,
+            } => format!(
+                "Decision `{decision}` does not fit pending call `{call_id}` of kind `{kind}`; {hint}"
+            ),
+            AgentError::DuplicateDecision(call_id) => {
+                format!("Two decisions for tool call `{call_id}`; give one decision per call")
+            }
+            AgentError::NotPaused { run_id, status } => format!(
+                "Run {run_id} is not waiting for a person (status: {status}); only a paused run \
+                 can be resumed"
+            ),
+            AgentError::NotFailed { run_id, status } => format!(
+                "Run {run_id} has not failed (status: {status}); only a failed run can be retried \
+                 (a paused run is resumed)"
+            ),
+            AgentError::NotCompleted { run_id, status } => format!(
+                "Run {run_id} has not completed (status: {status}); only a completed run can be \
+                 continued (resume a paused one, retry a failed one)"
+            ),
+            AgentError::WrongAgent { expected, found } => {
+                format!("Run state belongs to agent `{found}`, not `{expected}`")
+            }
+            AgentError::InvalidState(why) => format!("Invalid run state: {why}"),
+            AgentError::UnsupportedStateVersion { found, supported } => format!(
+                "Unsupported run state version {found}: this build reads version {supported}; \
+                 upgrade phaseo-agent to resume it"
+            ),
+            AgentError::StateSignature(why) => format!("Run state signature check failed: {why}"),
+            AgentError::MaxTurnsExceeded(turns) => format!(
+                "Max turns exceeded: the model was still calling tools after {turns} turns; raise \
+                 `max_turns` or check the tools' results"
+            ),
+            AgentError::WrongRun { expected, found } => format!(
+                "These decisions are for run `{found}`, not for run `{expected}`; decide this \
+                 run's pending calls with `Decisions::for_run(state.run_id())`"
+            ),
+            AgentError::WrongTool {
+                call_id,
+                expected,
+                found,
+            } => {
+                format!("Pending call `{call_id}` is a call of tool `{found}`, not of `{expected}`")
+            }
+            AgentError::TooManyToolCalls { count, limit } => format!(
+                "The model asked for {count} tool calls in one turn; this agent allows at most \
+                 {limit} (raise it with `AgentBuilder::max_calls_per_turn`)"
+            ),
         }
     }
 

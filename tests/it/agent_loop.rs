@@ -293,7 +293,7 @@ async fn an_unknown_tool_fails_the_run() {
         .unwrap();
     let err = agent.run("go").await.unwrap_err();
     assert_eq!(err, AgentError::UnknownTool("launch_rockets".into()));
-    assert_eq!(err.to_string(), "Unknown tool: launch_rockets");
+    assert_eq!(err.to_string(), "unknown tool `launch_rockets`");
     assert_eq!(
         model.requests().len(),
         1,
@@ -583,7 +583,7 @@ async fn the_event_stream_reports_tool_errors_and_failures() {
         matches!(&events[3], Event::ToolError { error, content: Some(c), .. } if error == "boom" && c.contains("boom"))
     );
     assert!(
-        matches!(&events[5], Event::Failed { kind: AgentErrorKind::UnknownTool, error, state, .. } if error == "Unknown tool: nope" && state.status() == RunStatus::Failed)
+        matches!(&events[5], Event::Failed { kind: AgentErrorKind::UnknownTool, error, state, .. } if error == "unknown tool `nope`" && state.status() == RunStatus::Failed)
     );
 }
 

@@ -187,11 +187,11 @@ fn an_alias_is_refused_not_read_past_the_schema() {
         r#"{"limit": 1, "cnt": 2}"#,
     ] {
         let error = invoke::<Limited>(text).expect_err(text);
-        assert!(error.contains("Invalid tool input: $."), "{text}: {error}");
+        assert!(error.contains("invalid tool input: $."), "{text}: {error}");
     }
     for text in [r#"{"lim": 200}"#, r#"{"lim": 5, "code": "x"}"#] {
         let error = invoke::<LimitedSlow>(text).expect_err(text);
-        assert!(error.contains("Invalid tool input: $."), "{text}: {error}");
+        assert!(error.contains("invalid tool input: $."), "{text}: {error}");
     }
     assert_eq!(
         invoke::<Limited>(r#"{"limit": 3, "count": 4, "other": [1e300]}"#).unwrap(),
@@ -324,12 +324,12 @@ fn an_f32_out_of_range_is_refused_on_both_paths() {
         let text = format!(r#"{{"ratio": {ratio}, "count": 1, "delta": 1}}"#);
         let error = invoke::<Numbers>(&text).expect_err(&text);
         assert!(
-            error.contains("Invalid tool input: $.ratio"),
+            error.contains("invalid tool input: $.ratio"),
             "{text}: {error}"
         );
         let error = invoke::<NumbersSlow>(&text).expect_err(&text);
         assert!(
-            error.contains("Invalid tool input: $.ratio"),
+            error.contains("invalid tool input: $.ratio"),
             "{text}: {error}"
         );
     }
@@ -391,9 +391,9 @@ fn integers_written_as_floats_are_integers() {
         r#"{"ratio": 1, "count": 1, "delta": 9007199254740994.0}"#,
     ] {
         let error = invoke::<Numbers>(text).expect_err(text);
-        assert!(error.contains("Invalid tool input: $."), "{text}: {error}");
+        assert!(error.contains("invalid tool input: $."), "{text}: {error}");
         let error = invoke::<NumbersSlow>(text).expect_err(text);
-        assert!(error.contains("Invalid tool input: $."), "{text}: {error}");
+        assert!(error.contains("invalid tool input: $."), "{text}: {error}");
     }
 }
 
@@ -474,7 +474,7 @@ fn integers_written_as_floats_are_integers_inside_enums_too() {
         let text = plan(action, "");
         let error = invoke::<Plan>(&text).expect_err(&text);
         assert!(
-            error.starts_with("Invalid tool input: $"),
+            error.starts_with("invalid tool input: $"),
             "{text}: {error}"
         );
     }

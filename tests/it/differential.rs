@@ -594,7 +594,7 @@ fn differential_refusing<T: ToolInput + PartialEq + std::fmt::Debug + Clone>(
             if !valid || aliased || refuse(&value) {
                 prop_assert!(input.is_none(), "ran on input the schema rejects: {text}");
                 let error = outcome.expect_err("a rejected call fails").to_string();
-                prop_assert!(error.starts_with("Invalid tool input: $"), "{error}");
+                prop_assert!(error.starts_with("invalid tool input: $"), "{error}");
                 if !valid {
                     // Every error, the same list on both paths: the typed tool's (its fast
                     // path fails, its slow path validates) and the validator's.
@@ -604,7 +604,7 @@ fn differential_refusing<T: ToolInput + PartialEq + std::fmt::Debug + Clone>(
                         .to_string();
                     prop_assert_eq!(&error, &by_validator, "{}", text);
                     if listed.lines().all(|line| line.chars().count() <= 600) {
-                        prop_assert_eq!(error, format!("Invalid tool input: {listed}"));
+                        prop_assert_eq!(error, format!("invalid tool input: {listed}"));
                     }
                 }
             } else if decoded.is_none() {

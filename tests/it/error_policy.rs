@@ -176,8 +176,8 @@ async fn a_panicking_tool_beside_two_healthy_ones_becomes_a_tool_error() {
     assert_eq!(
         diagnostics,
         [
-            "Tool boom_async panicked: index out of bounds in the async tool",
-            "Tool boom_sync panicked: the sync tool fell over"
+            "tool `boom_async` panicked: index out of bounds in the async tool",
+            "tool `boom_sync` panicked: the sync tool fell over"
         ]
     );
 }

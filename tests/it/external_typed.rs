@@ -101,13 +101,13 @@ async fn reading_a_pending_call_as_another_tools_input_is_a_typed_error() {
     );
     assert_eq!(
         err.to_string(),
-        "Pending call `c2` is a call of tool `lookup`, not of `page_oncall`"
+        "pending call `c2` is a call of tool `lookup`, not of `page_oncall`"
     );
     // A type that does not fit the arguments is refused with their path.
     let err = pending(&state, "c2").input_as::<PageReceipt>().unwrap_err();
     assert_eq!(
         err.to_string(),
-        "Invalid tool input: $: missing field `page_id`"
+        "invalid tool input: $: missing field `page_id`"
     );
 }
 
@@ -151,7 +151,7 @@ async fn a_tool_value_checks_a_supplied_output_when_it_is_decided() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "Invalid tool output: $: missing field `title`"
+        "invalid tool output: $: missing field `title`"
     );
     let decisions = Decisions::new()
         .typed_output("c2", &typed, json!({"title": "Disk full"}))

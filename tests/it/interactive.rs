@@ -131,7 +131,7 @@ async fn an_interactive_hook_answers_at_once_or_pauses_with_kind_hitl() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "Invalid tool output: $: say who approved the refund"
+        "invalid tool output: $: say who approved the refund"
     );
     assert_eq!(paused.state.to_json(), before);
 

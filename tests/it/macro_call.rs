@@ -161,7 +161,7 @@ async fn the_tool_decodes_and_runs_like_the_agent_would() {
         .await
         .unwrap_err();
     assert!(
-        err.to_string().starts_with("Invalid tool input: $.to"),
+        err.to_string().starts_with("invalid tool input: $.to"),
         "{err}"
     );
     assert_eq!(convert(212.0, Unit::Celsius).await, 100.0);
@@ -199,7 +199,7 @@ async fn a_call_runs_nothing_of_the_function_until_it_is_polled() {
         assert_eq!(RUNS.load(Ordering::SeqCst), 2, "{}", tool.id());
         // A refused call does not run either.
         let err = tool.invoke(r#"{"step": -1}"#, &ctx).await.unwrap_err();
-        assert!(err.to_string().starts_with("Invalid tool input"), "{err}");
+        assert!(err.to_string().starts_with("invalid tool input"), "{err}");
         assert_eq!(RUNS.load(Ordering::SeqCst), 2, "{}", tool.id());
     }
 }

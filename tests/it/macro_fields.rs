@@ -399,7 +399,7 @@ async fn on_tool_called_answers_at_once_or_hands_the_call_to_a_person() {
         .unwrap_err();
     assert_eq!(
         refused.to_string(),
-        r#"Invalid tool output: $: {"ok":true} has no `refunded` amount"#
+        r#"invalid tool output: $: {"ok":true} has no `refunded` amount"#
     );
 
     let done = agent

@@ -130,14 +130,14 @@ async fn a_tool_with_plain_arguments_decodes_them_through_the_schema() {
     let missing = call(json!({"ticket": "T-1", "note": "n", "type": []})).await;
     assert_eq!(
         missing.unwrap_err().to_string(),
-        r#"Invalid tool input: $: "count" is a required property"#
+        r#"invalid tool input: $: "count" is a required property"#
     );
     let wrong = call(json!({"ticket": "T-1", "count": 2, "note": "n", "type": [300]})).await;
     assert!(
         wrong
             .unwrap_err()
             .to_string()
-            .starts_with("Invalid tool input: $.type[0]: 300"),
+            .starts_with("invalid tool input: $.type[0]: 300"),
         "a byte out of range is refused by the schema"
     );
     // A repeated key: the strict reader refuses it, and the checked value (the last one) decides.

@@ -20,6 +20,7 @@ mod durable_hostile;
 mod durable_processes;
 mod differential;
 mod error_policy;
+mod error_texts;
 mod external_typed;
 mod fuzz_corpus;
 mod hostile_input;

@@ -312,7 +312,7 @@ async fn a_typed_tool_explains_an_enum_and_a_tagged_enum_to_the_model() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        r#"Invalid tool input: $.priority: "urgent" is not one of "low", "normal", "high", "critical""#
+        r#"invalid tool input: $.priority: "urgent" is not one of "low", "normal", "high", "critical""#
     );
     let err = tool
         .invoke(
@@ -323,7 +323,7 @@ async fn a_typed_tool_explains_an_enum_and_a_tagged_enum_to_the_model() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        r#"Invalid tool input: $.contact: matches no variant; closest is the variant with "kind": "sms", which fails: $.contact: "number" is a required property"#
+        r#"invalid tool input: $.contact: matches no variant; closest is the variant with "kind": "sms", which fails: $.contact: "number" is a required property"#
     );
 }
 

@@ -268,7 +268,10 @@ async fn decisions_that_do_not_fit_the_pending_kind_are_refused() {
         .resume(&paused.state, Decisions::new().approve("c2").approve("c3"))
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("supply its output"), "{err}");
+    assert!(
+        matches!(&err.error, AgentError::DecisionMismatch { hint, .. } if hint.contains("supply its output")),
+        "{err}"
+    );
 
     let err = agent
         .resume(
@@ -380,7 +383,7 @@ async fn states_of_unknown_versions_or_shapes_are_clear_errors() {
     );
     let err = serde_json::from_str::<RunState>(&value.to_string()).unwrap_err();
     assert!(
-        err.to_string().contains("Unsupported run state version"),
+        err.to_string().contains("unsupported run state version"),
         "{err}"
     );
 
@@ -455,7 +458,7 @@ async fn edited_arguments_that_fail_validation_are_refused_before_anything_runs(
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        r#"Invalid tool input: $.environment: 3 is not of type "string""#
+        r#"invalid tool input: $.environment: 3 is not of type "string""#
     );
     assert_eq!(deploy.get(), 0);
     assert_eq!(paused.state.to_json(), before);
@@ -503,7 +506,7 @@ async fn edited_arguments_go_through_the_tools_custom_input_validator_too() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "Invalid tool input: $: production is frozen"
+        "invalid tool input: $: production is frozen"
     );
     assert_eq!(deploy.get(), 0);
     assert_eq!(paused.state.to_json(), before);

@@ -712,7 +712,7 @@ async fn a_malformed_chunk_is_an_invalid_response() {
     let Some(Event::Failed { error, .. }) = failed.last() else {
         panic!("the run did not fail");
     };
-    assert!(error.starts_with("Model error: invalid_response: chunk 2 of the stream is not JSON"));
+    assert!(error.starts_with("model error: invalid_response: chunk 2 of the stream is not JSON"));
 }
 
 #[tokio::test]

@@ -204,7 +204,7 @@ async fn a_plain_run_shows_operators_a_panics_text_on_the_step() {
     );
     assert_eq!(
         step.error.as_deref(),
-        Some("Tool flaky panicked: index out of bounds: the len is 0 but the index is 3"),
+        Some("tool `flaky` panicked: index out of bounds: the len is 0 but the index is 3"),
         "operators do"
     );
 }
@@ -217,7 +217,7 @@ async fn a_plain_run_that_fails_returns_its_state_with_the_error() {
     let agent = Agent::builder("t").model(model).build().unwrap();
     let failed = agent.run("go").await.unwrap_err();
     assert_eq!(failed, AgentError::UnknownTool("nope".into()));
-    assert_eq!(failed.to_string(), "Unknown tool: nope");
+    assert_eq!(failed.to_string(), "unknown tool `nope`");
     let state = failed.state.unwrap();
     assert_eq!(state.status(), RunStatus::Failed);
     assert_eq!(

@@ -316,7 +316,7 @@ async fn assert_refused_on_stream(
 async fn a_resume_missing_a_decision_is_refused_on_the_stream() {
     let agent = gated_agent("t", None);
     let state = paused(&agent).await;
-    assert_refused_on_stream(&agent, &state, Decisions::new(), "Missing decision").await;
+    assert_refused_on_stream(&agent, &state, Decisions::new(), "no decision for pending").await;
 }
 
 #[tokio::test]

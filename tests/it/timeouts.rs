@@ -307,7 +307,7 @@ async fn a_typed_tool_times_out_too() {
         "\"waited\""
     );
     let err = tool.invoke(r#"{"ms": 1000}"#, &ctx).await.unwrap_err();
-    assert_eq!(err.to_string(), "Tool wait timed out after 100ms");
+    assert_eq!(err.to_string(), "tool `wait` timed out after 100 ms");
     assert!(ctx.is_cancelled());
 }
 

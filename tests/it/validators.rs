@@ -137,12 +137,12 @@ async fn a_typed_tool_validates_custom_input_before_decoding() {
     let err = tool.invoke(r#"{"cents": -5}"#, &ctx).await.unwrap_err();
     assert_eq!(
         err.to_string(),
-        "Invalid tool input: $: cents must be positive"
+        "invalid tool input: $: cents must be positive"
     );
     let err = tool.invoke(r#"{"cents": "x"}"#, &ctx).await.unwrap_err();
     assert_eq!(
         err.to_string(),
-        "Invalid tool input: $.cents: \"x\" is not of type \"integer\""
+        "invalid tool input: $.cents: \"x\" is not of type \"integer\""
     );
 }
 
@@ -233,7 +233,7 @@ async fn a_supplied_output_is_checked_and_a_bad_one_is_refused_without_changing_
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "Invalid tool output: $: \"title\" is a required property"
+        "invalid tool output: $: \"title\" is a required property"
     );
     assert_eq!(paused.state.to_json(), before);
     let done = agent
@@ -276,7 +276,7 @@ async fn a_typed_external_tool_checks_the_supplied_output_against_its_type() {
         .unwrap_err();
     assert!(
         err.to_string()
-            .starts_with("Invalid tool output: $: invalid type: integer `3`"),
+            .starts_with("invalid tool output: $: invalid type: integer `3`"),
         "{err}"
     );
     assert!(
@@ -301,7 +301,7 @@ async fn a_schema_that_does_not_compile_is_refused_when_the_agent_is_built() {
         .err()
         .unwrap();
     assert!(
-        err.to_string().contains("Invalid tool definition `t`"),
+        err.to_string().contains("invalid tool definition `t`"),
         "{err}"
     );
 }

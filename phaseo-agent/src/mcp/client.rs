@@ -47,9 +47,9 @@ pub enum McpClientError {
         source: std::io::Error,
     },
     /// The server did not complete MCP's initialisation (it exited, answered something else, or
-    /// the transport failed).
-    #[error("the MCP server did not initialise: {0}")]
-    Initialize(String),
+    /// the transport failed). The source is the transport's or rmcp's error.
+    #[error("the MCP server did not initialise")]
+    Initialize(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// A request to the server failed (here, `tools/list`).
     #[error("the MCP server failed {method}: {reason}")]
     Request {
@@ -205,9 +205,8 @@ impl McpClientBuilder {
             config = config.auth_header(token);
         }
         let router = Arc::new(Router::new(self.limits));
-        let client = Http::new(self.limits.message_bytes(), router.clone()).map_err(|e| {
-            McpClientError::Initialize(format!("the HTTP client could not be built: {e}"))
-        })?;
+        let client = Http::new(self.limits.message_bytes(), router.clone())
+            .map_err(|e| McpClientError::Initialize(Box::new(e)))?;
         let transport = StreamableHttpClientTransport::with_client(client, config);
         observed(transport, router, self.limits, url.to_owned()).await
     }
@@ -265,7 +264,7 @@ where
         Ok(Err(e)) => {
             return Err(match router.broken() {
                 Some(source) => shared.limit(source),
-                None => McpClientError::Initialize(e.to_string()),
+                None => McpClientError::Initialize(Box::new(e)),
             });
         }
         Err(_) => {

@@ -396,7 +396,7 @@ impl McpServer {
         let running = handler
             .serve(transport)
             .await
-            .map_err(|e| ServeError::Initialize(e.to_string()))?;
+            .map_err(|e| ServeError::Initialize(Box::new(e)))?;
         Ok(Serving { running })
     }
 }
@@ -419,7 +419,7 @@ impl Serving {
             .waiting()
             .await
             .map(drop)
-            .map_err(|e| ServeError::Task(e.to_string()))
+            .map_err(ServeError::Task)
     }
 
     /// Ends the session from this side.
@@ -430,7 +430,7 @@ impl Serving {
             .cancel()
             .await
             .map(drop)
-            .map_err(|e| ServeError::Task(e.to_string()))
+            .map_err(ServeError::Task)
     }
 }
 
@@ -441,15 +441,16 @@ pub enum ServeError {
     /// A tool cannot be served (see [`McpServer::handler`]).
     #[error(transparent)]
     Tools(#[from] AgentError),
-    /// The session did not start: the client went away or did not initialise.
-    #[error("the MCP session did not start: {0}")]
-    Initialize(String),
+    /// The session did not start: the client went away or did not initialise. The source is
+    /// rmcp's error.
+    #[error("the MCP session did not start")]
+    Initialize(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The listener could not be bound or accept.
     #[error("MCP over HTTP: {0}")]
     Io(#[from] std::io::Error),
-    /// The task serving the session failed.
-    #[error("the MCP session failed: {0}")]
-    Task(String),
+    /// The task serving the session failed (it panicked or was cancelled).
+    #[error("the MCP session failed")]
+    Task(#[source] tokio::task::JoinError),
 }
 
 /// The MCP server handler of a tool set ([`McpServer::handler`]): an rmcp `ServerHandler`, for

@@ -1230,9 +1230,10 @@ impl RunState {
 /// let agent = Agent::builder("t").model(ScriptedModel::new()).build().unwrap();
 /// let failed = agent.run("hello").await.unwrap_err();      // the script is empty
 /// assert!(matches!(failed.error, AgentError::Model(_)));
-/// // Its source is the error, so error reports (anyhow, eyre) walk on to it.
-/// let source = std::error::Error::source(&failed).expect("a source");
-/// assert_eq!(source.to_string(), failed.error.to_string());
+/// // It reads as its error, and its source is the error's own, so an error report (anyhow,
+/// // eyre) tells the failure once.
+/// assert_eq!(failed.to_string(), failed.error.to_string());
+/// assert!(std::error::Error::source(&failed).is_none());
 /// let state = failed.state.expect("the run had started");
 /// assert_eq!(state.messages().len(), 1);                     // the user's input
 /// # }
@@ -1333,9 +1334,11 @@ impl std::fmt::Display for RunError {
     }
 }
 
+/// Transparent: it reads as its error and its source is the error's own (a failed run is told
+/// once, not twice, by an error report that walks the sources).
 impl std::error::Error for RunError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.error)
+        std::error::Error::source(&self.error)
     }
 }
 

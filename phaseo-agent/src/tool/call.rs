@@ -71,11 +71,11 @@ pub type Start<I> = dyn Fn(I, &ToolContext, bool) -> CallFuture + Send + Sync;
 /// A typed tool's result as what the call produced: its output serialised (as a `Value` when
 /// `want_value`, else as JSON text), or its error.
 #[inline]
-pub(crate) fn produce<O: Serialize, E: Display>(
+pub(crate) fn produce<O: Serialize, E: Display + 'static>(
     result: Result<O, E>,
     want_value: bool,
 ) -> Result<Produced, AgentError> {
-    let output = result.map_err(AgentError::tool)?;
+    let output = result.map_err(failure)?;
     let cannot =
         |e: serde_json::Error| AgentError::InvalidOutput(format!("$: cannot serialise: {e}"));
     if want_value {
@@ -86,6 +86,16 @@ pub(crate) fn produce<O: Serialize, E: Display>(
         serde_json::to_string(&output)
             .map(Produced::Text)
             .map_err(cannot)
+    }
+}
+
+/// A tool function's error as a tool error. Its text is what the model reads: an `AgentError`
+/// the function passed on with `?` (a progress value refused, say) reads as its
+/// [`model_message`](AgentError::model_message), not as its `Display`, which is for people.
+fn failure<E: Display + 'static>(error: E) -> AgentError {
+    match (&error as &dyn Any).downcast_ref::<AgentError>() {
+        Some(error) => AgentError::Tool(error.model_message()),
+        None => AgentError::tool(error),
     }
 }
 

@@ -17,7 +17,7 @@ use crate::tool::finish::FinishResult;
 pub(crate) fn with_context<I, O, E, F, Fut>(f: F) -> Box<Start<I>>
 where
     O: Serialize,
-    E: Display,
+    E: Display + 'static,
     F: Fn(I, ToolContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<O, E>> + Send + 'static,
 {
@@ -32,7 +32,7 @@ pub(crate) fn blocking_with_context<I, O, E, F>(f: F) -> Box<Start<I>>
 where
     I: Send + 'static,
     O: Serialize,
-    E: Display,
+    E: Display + 'static,
     F: Fn(I, ToolContext) -> Result<O, E> + Send + Sync + 'static,
 {
     let f = std::sync::Arc::new(f);
@@ -46,7 +46,7 @@ where
 pub(crate) fn without_context<I, O, E, F, Fut>(f: F) -> Box<Start<I>>
 where
     O: Serialize,
-    E: Display,
+    E: Display + 'static,
     F: Fn(I) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<O, E>> + Send + 'static,
 {

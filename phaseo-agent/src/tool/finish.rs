@@ -70,7 +70,7 @@ impl<F, O, E> Future for FinishResult<F>
 where
     F: Future<Output = Result<O, E>>,
     O: Serialize,
-    E: Display,
+    E: Display + 'static,
 {
     type Output = Result<Produced, AgentError>;
 

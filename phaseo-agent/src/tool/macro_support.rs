@@ -48,9 +48,9 @@ impl<T: ToolOutput> Output for T {}
     label = "not a tool error",
     note = "the error's text goes back to the model as `{{\"error\": \"...\"}}`, so it must implement `std::fmt::Display`"
 )]
-pub trait Failure: Display {}
+pub trait Failure: Display + 'static {}
 #[diagnostic::do_not_recommend]
-impl<T: Display + ?Sized> Failure for T {}
+impl<T: Display + ?Sized + 'static> Failure for T {}
 
 /// The output of an `external` `#[tool]` declaration: what the person or system supplies.
 #[diagnostic::on_unimplemented(

@@ -68,7 +68,7 @@ pub(crate) mod sealed {
         where
             I: ToolInput,
             O: Serialize,
-            E: Display,
+            E: Display + 'static,
             F: Fn(I, ToolContext) -> Self + Send + Sync + 'static;
     }
 
@@ -157,7 +157,7 @@ where
 /// struct Name { name: String }
 ///
 /// // A helper that takes a function of either form, as `Tool::typed` does.
-/// fn greeter<O: ToolOutput, E: Display, R: TypedReturn<O, E, How>, How>(
+/// fn greeter<O: ToolOutput, E: Display + 'static, R: TypedReturn<O, E, How>, How>(
 ///     f: impl Fn(Name, ToolContext) -> R + Send + Sync + 'static,
 /// ) -> Tool {
 ///     Tool::typed("greet", "Greet someone", f)
@@ -183,7 +183,7 @@ impl<O, E> sealed::TypedReturn<O, E, Blocking> for Result<O, E> {
     where
         I: ToolInput,
         O: Serialize,
-        E: Display,
+        E: Display + 'static,
         F: Fn(I, ToolContext) -> Self + Send + Sync + 'static,
     {
         erase::blocking_with_context(f)
@@ -204,7 +204,7 @@ where
     where
         I: ToolInput,
         O: Serialize,
-        E: Display,
+        E: Display + 'static,
         F: Fn(I, ToolContext) -> Self + Send + Sync + 'static,
     {
         erase::with_context(f)

@@ -157,7 +157,7 @@ impl Tool {
     where
         I: ToolInput,
         O: ToolOutput,
-        E: Display,
+        E: Display + 'static,
         F: Fn(I, ToolContext) -> R + Send + Sync + 'static,
         R: TypedReturn<O, E, How>,
     {
@@ -192,7 +192,7 @@ impl Tool {
     where
         I: ToolInput,
         O: ToolOutput,
-        E: Display,
+        E: Display + 'static,
         F: Fn(I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
     {
