@@ -87,10 +87,14 @@
 // - `lease`: how a process holds a run while it runs it (renewals), for workers and plain runs;
 // - `journal`: entries that carry deltas, their checksum chain, snapshots every few entries, a
 //   run rebuilt from them, and the loop's journal written to a store;
-// - `runs`: `Runs` and `DurableAgent`, the store and an agent as an application uses them.
+// - `runs`: `Runs` and `DurableAgent`, the store and an agent as an application uses them;
+// - `approvals`: `Approvals`, the one path a person's decision takes (who may decide, what they
+//   were shown, what the call takes) before `Runs` records it, for every channel.
 
 pub(crate) mod lease;
 pub(crate) mod journal;
 pub(crate) mod runs;
+pub(crate) mod approvals;
 
+pub use approvals::{ApprovalError, Approvals, Choice, Decided, Role, Shown, User};
 pub use runs::{DEFAULT_SNAPSHOT_EVERY, DurableAgent, EnqueueOptions, Recovery, Runs, StoredRun};

@@ -23,7 +23,7 @@ use crate::run::runner::{RunOptions, Runner};
 use crate::run::state::{Decision, Decisions, RunError, RunResult, RunState, RunStatus};
 use crate::store::backend::{
     AbandonedRun, AuditFilter, DecisionRow, Lease, NewRun, Page, PendingFilter, PendingRow,
-    QueueCounts, RunFilter, RunStore, RunSummary, StoredStatus, utc,
+    QueueCounts, RunFilter, RunStore, RunSummary, StoredStatus,
 };
 
 /// How many journal entries may follow a snapshot before the next one is written: loading a run
@@ -544,118 +544,6 @@ impl Runs {
         self.store.prune(before).await.map_err(AgentError::Store)
     }
 
-    /// Records a person's decision on one waiting call, without resuming the run: the inbox's
-    /// verb. The decision names the arguments' digest the person was shown
-    /// ([`PendingRow::digest`]) and the run version they were shown at ([`PendingRow::version`]);
-    /// a decision on other arguments, on a call no longer waiting, or on one already decided is
-    /// refused with [`StoreError::StaleDecision`], and nothing is recorded. Two people deciding
-    /// the same call: exactly one is recorded, and the other gets `StaleDecision` naming who
-    /// decided and when. Each refusal's reason ends with what to do: nothing, or load the run
-    /// again and decide on its current version.
-    ///
-    /// A decision that does not fit the call's kind is refused with
-    /// [`AgentError::DecisionMismatch`] before anything is recorded: above all an approval of a
-    /// call whose outcome a crash left unknown (it would repeat a side effect that may have
-    /// happened), which only [`Decision::RerunAfterDoubt`] runs again.
-    ///
-    /// The run resumes with [`DurableAgent::resume_decided`] once every waiting call is decided.
-    pub async fn decide(
-        &self,
-        shown: &PendingRow,
-        decision: Decision,
-        by: &str,
-    ) -> Result<u64, AgentError> {
-        let (run_id, call_id) = (shown.run_id.as_str(), shown.call_id.as_str());
-        let stored = self.load(run_id).await?;
-        let stale = |reason: &str| {
-            AgentError::Store(StoreError::StaleDecision {
-                run_id: run_id.to_owned(),
-                call_id: call_id.to_owned(),
-                reason: reason.to_owned(),
-            })
-        };
-        let Some(row) = stored.pending.iter().find(|p| p.call_id == call_id) else {
-            return Err(stale(NOT_WAITING));
-        };
-        if row.version != shown.version || row.digest != shown.digest {
-            return Err(stale(
-                "the call's arguments or the run's version changed since it was shown: load the \
-                 run again and decide on its current version",
-            ));
-        }
-        if let Some(by) = &row.decided_by {
-            return Err(stale(&self.decided_already(run_id, call_id, by).await));
-        }
-        // A decision the run would refuse on resume is refused now: once recorded, it cannot be
-        // taken back. An approval of a call in doubt is one (it would repeat a side effect that
-        // may have happened): only `Decision::RerunAfterDoubt` runs it again.
-        if let Some(refused) = unfit(&stored.state, call_id, &decision) {
-            return Err(refused);
-        }
-        let text = serde_json::to_string(&decision)
-            .map_err(|e| AgentError::InvalidState(e.to_string()))?;
-        let at_ms = now_ms();
-        let pending = stored
-            .pending
-            .iter()
-            .cloned()
-            .map(|mut p| {
-                if p.call_id == call_id {
-                    p.decision = Some(text.clone());
-                    p.decided_by = Some(by.to_owned());
-                }
-                p
-            })
-            .collect();
-        let audit = DecisionRow {
-            run_id: run_id.to_owned(),
-            call_id: call_id.to_owned(),
-            tool: row.tool.clone(),
-            decision: text,
-            by: by.to_owned(),
-            at_ms,
-            digest: row.digest.clone(),
-            version: row.version,
-        };
-        let entry = Entry::Decision {
-            call_id: call_id.to_owned(),
-            decision,
-            by: by.to_owned(),
-            digest: row.digest.clone(),
-        };
-        let journal = self.journal_at(&stored);
-        let written = journal
-            .write(
-                entry,
-                Extra {
-                    pending: Some(pending),
-                    decisions: vec![audit],
-                    status: Some(stored.status),
-                },
-            )
-            .await;
-        match written {
-            Ok(version) => Ok(version),
-            // Two people deciding the same call at once: the one who lost is told who won, as
-            // if they had been a moment later, rather than that some version moved on.
-            Err(StoreError::Conflict { .. }) => {
-                let now = self.load(run_id).await?;
-                match now.pending.iter().find(|p| p.call_id == call_id) {
-                    Some(PendingRow {
-                        decided_by: Some(by),
-                        ..
-                    }) => Err(stale(&self.decided_already(run_id, call_id, by).await)),
-                    Some(_) => Err(stale(
-                        "the run moved on while the decision was recorded: load the run again \
-                         and decide on its current version",
-                    )),
-                    None => Err(stale(NOT_WAITING)),
-                }
-            }
-            Err(other) => Err(AgentError::Store(other)),
-        }
-    }
-
     /// The journal of a stored run, its writes made under `lease` (renewed while it lives), or
     /// under a worker's `fence`.
     fn journal_held(
@@ -671,33 +559,7 @@ impl Runs {
         }
     }
 
-    /// Why a decision on a call someone decided already is refused: who, when (the audit log's
-    /// latest decision on the call, if its first page of the run's decisions holds it), and that
-    /// there is nothing to do.
-    async fn decided_already(&self, run_id: &str, call_id: &str, by: &str) -> String {
-        let filter = AuditFilter {
-            run_id: Some(run_id.to_owned()),
-            after: None,
-            limit: 1_000,
-        };
-        let at = self.audit(&filter).await.ok().and_then(|page| {
-            let last = page
-                .items
-                .into_iter()
-                .rev()
-                .find(|d| d.call_id == call_id)?;
-            Some(last.at_ms)
-        });
-        match at {
-            Some(ms) => format!(
-                "it was already decided by {by} at {}: nothing to do",
-                utc(ms)
-            ),
-            None => format!("it was already decided by {by}: nothing to do"),
-        }
-    }
-
-    fn journal_at(&self, stored: &StoredRun) -> StoreJournal {
+    pub(crate) fn journal_at(&self, stored: &StoredRun) -> StoreJournal {
         let replayed = Replayed {
             state: stored.state.clone(),
             in_flight: stored.in_flight.clone(),
@@ -1153,7 +1015,7 @@ impl DurableAgent {
 
 /// The refusal of `decision` for the waiting call `call_id` of `state`, if it does not fit the
 /// call's kind ([`refused_for`]); `None` for a call that does not wait (the resume names it).
-fn unfit(state: &RunState, call_id: &str, decision: &Decision) -> Option<AgentError> {
+pub(crate) fn unfit(state: &RunState, call_id: &str, decision: &Decision) -> Option<AgentError> {
     let kind = state.pending().iter().find(|p| p.call.id == call_id)?.kind;
     refused_for(kind, decision).map(|hint| AgentError::DecisionMismatch {
         call_id: call_id.to_owned(),
@@ -1197,10 +1059,6 @@ fn check_pending(rows: &[PendingRow], state: &RunState) -> Result<(), StoreError
     }
     Ok(())
 }
-
-/// A decision's refusal when its call waits no more.
-const NOT_WAITING: &str =
-    "the call no longer waits for a decision (it was decided, and the run went on): nothing to do";
 
 /// Who made an audited decision, and when.
 fn decider(row: &DecisionRow) -> Decider {

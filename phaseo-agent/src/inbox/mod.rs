@@ -65,7 +65,8 @@ mod runs;
 mod recovery;
 mod server;
 
-pub use auth::{LinkAction, Role, User};
+pub use crate::durable::approvals::{Role, User};
+pub use auth::LinkAction;
 pub use server::{
     DEFAULT_MAX_ENDED_SESSIONS, DEFAULT_MAX_EVENT_STREAMS, DEFAULT_POLL_INTERVAL,
     DEFAULT_RECOVER_EVERY, DEFAULT_SESSION_TTL, Inbox, InboxError, MAX_SUMMARY_CHARS,

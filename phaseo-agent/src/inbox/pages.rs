@@ -2,6 +2,7 @@
 //! sign-in form. Every value from a run (ids, arguments, messages, names) goes through
 //! [`escape`]; nothing here reads the store or decides anything.
 
+use crate::durable::approvals::Choice;
 use std::fmt::Write;
 
 use serde_json::Value;
@@ -39,18 +40,24 @@ impl Action {
         })
     }
 
-    /// Whether a call waiting as `kind` takes this decision. A decision the run would refuse on
-    /// resume is refused here, before it is recorded: a recorded decision cannot be taken back.
+    /// Whether a call waiting as `kind` takes this decision: the approvals service's rule
+    /// ([`Choice::fits`]), for which buttons an item's page shows.
     pub(crate) fn fits(self, kind: &str) -> bool {
-        match self {
-            Action::Reject => true,
-            // A call in doubt is never approved: its side effect may have happened, and one
-            // click would repeat it. It runs again only as `Rerun`, after a confirmation.
-            Action::Approve => kind == "tool_approval",
-            Action::Rerun => kind == "outcome_unknown",
-            Action::ApproveAlways | Action::Edit => kind == "tool_approval",
-            Action::Output => matches!(kind, "external_output" | "hitl" | "outcome_unknown"),
-        }
+        let choice = match self {
+            Action::Approve => Choice::Approve,
+            Action::Rerun => Choice::RerunAfterDoubt { checked: true },
+            Action::ApproveAlways => Choice::ApproveAlways,
+            Action::Reject => Choice::Reject {
+                message: String::new(),
+            },
+            Action::Edit => Choice::Edit {
+                arguments: String::new(),
+            },
+            Action::Output => Choice::Output {
+                output: String::new(),
+            },
+        };
+        choice.fits(kind)
     }
 }
 

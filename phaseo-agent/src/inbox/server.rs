@@ -17,17 +17,18 @@ use axum::routing::{get, post};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
+use crate::durable::approvals::{ApprovalError, Approvals, Choice, Decided, IN_DOUBT, Shown, User};
 use crate::durable::journal::{arguments_digest, hex, now_ms};
 use crate::durable::runs::{DurableAgent, Recovery, Runs};
 use crate::error::{AgentError, StoreError};
 use crate::inbox::auth::{
-    Ended, EndedWhat, Keys, Link, LinkAction, Role, Session, User, random_bytes, token_key,
+    Ended, EndedWhat, Keys, Link, LinkAction, Session, random_bytes, token_key,
 };
 use crate::inbox::html::{SCRIPT, STYLE, escape, home, page, show, unpct};
 use crate::inbox::pages::{self, Action, AuditView, InDoubtView, ItemView, ListQuery};
 use crate::inbox::recovery::Background;
 use crate::inbox::runs::{self as run_pages, RunView};
-use crate::run::state::{Decision, PendingKind};
+use crate::run::state::PendingKind;
 use crate::store::backend::{AuditFilter, LoadedRun, Page, PendingFilter, PendingRow};
 
 /// The cookie that carries a session.
@@ -122,7 +123,8 @@ pub struct Inbox {
     keys: Keys,
     users: HashMap<[u8; 32], User>,
     names: HashMap<String, User>,
-    approvers: HashMap<String, HashSet<String>>,
+    /// Who may decide what, and the path every decision takes.
+    approvals: Approvals,
     poll_interval: Duration,
     max_event_streams: usize,
     session_ttl: Duration,
@@ -131,7 +133,6 @@ pub struct Inbox {
     ended: Arc<Ended>,
     max_ended_sessions: usize,
     summaries: HashMap<String, Arc<SummaryFn>>,
-    approve_always: HashMap<String, bool>,
     recover_every: Duration,
     /// What the inbox does in the background and remembers of it (shared by its clones).
     background: Arc<Background>,
@@ -177,12 +178,12 @@ impl Inbox {
     /// to run several processes behind one address).
     pub fn new(runs: Runs) -> Self {
         Inbox {
+            approvals: Approvals::new(runs.clone()),
             runs,
             agents: HashMap::new(),
             keys: Keys::random(),
             users: HashMap::new(),
             names: HashMap::new(),
-            approvers: HashMap::new(),
             poll_interval: DEFAULT_POLL_INTERVAL,
             max_event_streams: DEFAULT_MAX_EVENT_STREAMS,
             session_ttl: DEFAULT_SESSION_TTL,
@@ -193,7 +194,6 @@ impl Inbox {
             ended: Arc::default(),
             max_ended_sessions: DEFAULT_MAX_ENDED_SESSIONS,
             summaries: HashMap::new(),
-            approve_always: HashMap::new(),
         }
     }
 
@@ -256,6 +256,7 @@ impl Inbox {
     /// outputs with. Runs of agents not given here are listed and decided, not resumed; their
     /// arguments cannot be edited.
     pub fn agent(mut self, agent: DurableAgent) -> Self {
+        self.approvals = self.approvals.agent(agent.agent());
         self.agents.insert(agent.agent().id().to_owned(), agent);
         self
     }
@@ -283,8 +284,7 @@ impl Inbox {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.approvers
-            .insert(tool.to_owned(), names.into_iter().map(Into::into).collect());
+        self.approvals = self.approvals.tool_approvers(tool, names);
         self
     }
 
@@ -404,20 +404,20 @@ impl Inbox {
     /// # drop(inbox);
     /// ```
     pub fn approve_always(mut self, tool: &str, allowed: bool) -> Self {
-        self.approve_always.insert(tool.to_owned(), allowed);
+        self.approvals = self.approvals.approve_always(tool, allowed);
         self
+    }
+
+    /// Who may decide what in this inbox, and the path its decisions take: the same service for
+    /// another channel (a chat bot, a command line) to record decisions by the inbox's rules.
+    pub fn approvals(&self) -> &Approvals {
+        &self.approvals
     }
 
     /// Whether a call's tool may be approved for the rest of its run (see
     /// [`approve_always`](Self::approve_always)).
     fn may_approve_always(&self, row: &PendingRow) -> bool {
-        if let Some(&allowed) = self.approve_always.get(&row.tool) {
-            return allowed;
-        }
-        self.agents
-            .get(&row.agent_id)
-            .and_then(|a| a.agent().tools().iter().find(|t| t.id() == row.tool))
-            .is_some_and(|tool| tool.hints().destructive != Some(true))
+        self.approvals.may_approve_always(row)
     }
 
     /// How often an open event stream reads the store for new items. Default:
@@ -578,14 +578,7 @@ impl Inbox {
     }
 
     fn may_decide(&self, user: &User, tool: &str) -> bool {
-        match user.role() {
-            Role::Viewer => false,
-            Role::Admin => true,
-            Role::Approver => self
-                .approvers
-                .get(tool)
-                .is_none_or(|names| names.contains(user.name())),
-        }
+        self.approvals.may_decide(user, tool)
     }
 
     /// The call as stored now, decided or not.
@@ -622,162 +615,38 @@ impl Inbox {
         }
     }
 
-    /// Every decision's one path. `batch`: the decision comes from the list's batch form, which
-    /// never settles a call in doubt.
+    /// Every decision's one path, through the approvals service: `batch`, the decision comes
+    /// from the list's batch form, which never settles a call in doubt; `changed`, what the
+    /// person reads when the call changed since they were shown it.
     async fn decide(
         &self,
         user: &User,
-        shown: Shown,
+        shown: &Shown,
         choice: Choice,
         batch: bool,
+        changed: &str,
     ) -> Result<(), Refusal> {
-        if !user.role().may_decide() {
-            return Err(Refusal::forbidden("A viewer may not decide."));
-        }
-        let Some(row) = self.row(&shown.run, &shown.call).await? else {
-            return Err(self.gone(&shown.run, &shown.call).await);
+        let decided = if batch {
+            self.approvals.decide_in_batch(user, shown, choice).await
+        } else {
+            self.approvals.decide(user, shown, choice).await
         };
-        if !self.may_decide(user, &row.tool) {
-            return Err(Refusal::forbidden(format!(
-                "{} may not decide calls of {}.",
-                user.name(),
-                row.tool
-            )));
-        }
-        still_as_shown(
-            &row,
-            shown.version,
-            &shown.digest,
-            "The call or its run changed since this page was shown: reload it and decide again.",
-        )?;
-        if batch && row.kind == IN_DOUBT {
-            return Err(Refusal::unprocessable(
-                "Skipped: its outcome is unknown (its process died while it ran). A call in doubt \
-                 is settled on its own page, after checking whether it happened, never in a batch.",
-            ));
-        }
-        let decision = self.decision(&row, choice, user)?;
-        let mut at = row.clone();
-        at.version = shown.version;
-        at.digest = shown.digest;
-        match self.runs.decide(&at, decision, user.name()).await {
-            Ok(_) => {
-                self.resume_if_decided(&row.run_id).await;
+        match decided {
+            Ok(decided) => {
+                self.resume_if_decided(&decided);
                 Ok(())
             }
-            Err(AgentError::Store(StoreError::StaleDecision { reason, .. })) => {
-                Err(Refusal::conflict(format!("Not recorded: {reason}.")))
-            }
-            Err(error @ AgentError::DecisionMismatch { .. }) => {
-                Err(Refusal::unprocessable(format!("Not recorded: {error}.")))
-            }
-            Err(AgentError::Store(StoreError::Conflict { .. })) => {
-                match self.row(&row.run_id, &row.call_id).await? {
-                    Some(PendingRow {
-                        decided_by: Some(by),
-                        ..
-                    }) => Err(Refusal::conflict(format!(
-                        "This call was already decided by {by}."
-                    ))),
-                    Some(_) => Err(Refusal::conflict(
-                        "The run changed while this decision was recorded: reload and decide again.",
-                    )),
-                    None => Err(self.gone(&row.run_id, &row.call_id).await),
-                }
-            }
-            Err(other) => Err(Refusal::store(other)),
+            Err(error) => Err(refusal(error, changed)),
         }
-    }
-
-    /// A form's choice as a decision the run will take: the right kind, edited arguments that
-    /// pass the tool's schema and input validators, an output its output checks accept.
-    fn decision(&self, row: &PendingRow, choice: Choice, user: &User) -> Result<Decision, Refusal> {
-        let action = choice.action();
-        if !action.fits(&row.kind) {
-            let why = if row.kind == IN_DOUBT && action == Action::Approve {
-                " Its outcome is unknown: check whether it happened, then supply its outcome, or \
-                 tick that you checked it did not happen and run it again."
-            } else {
-                ""
-            };
-            return Err(Refusal::unprocessable(format!(
-                "This call cannot be decided that way (why it waits: {}).{why}",
-                pages::kind_words(&row.kind)
-            )));
-        }
-        let tool = self
-            .agents
-            .get(&row.agent_id)
-            .and_then(|a| a.agent().tools().iter().find(|t| t.id() == row.tool));
-        Ok(match choice {
-            Choice::Approve => Decision::Approve,
-            Choice::Rerun { checked: true } => Decision::RerunAfterDoubt,
-            Choice::Rerun { checked: false } => {
-                return Err(Refusal::unprocessable(
-                    "Not recorded: to run a call in doubt again, tick \u{201c}I checked: it did \
-                     not happen\u{201d} first. If it did happen, supply its outcome instead.",
-                ));
-            }
-            Choice::ApproveAlways if !self.may_approve_always(row) => {
-                return Err(Refusal::forbidden(format!(
-                    "Not recorded: {} may not be approved for the rest of the run here; approve \
-                     this call alone.",
-                    row.tool
-                )));
-            }
-            Choice::ApproveAlways => Decision::ApproveAlways,
-            Choice::Reject(message) => Decision::Reject {
-                message: if message.trim().is_empty() {
-                    format!("Rejected by {}.", user.name())
-                } else {
-                    message
-                },
-            },
-            Choice::Edit(text) => {
-                let Some(tool) = tool else {
-                    return Err(Refusal::unprocessable(
-                        "The inbox does not know this run's agent, so it cannot check edited \
-                         arguments: approve or reject the call as it is.",
-                    ));
-                };
-                let arguments: Value = serde_json::from_str(&text).map_err(|e| {
-                    Refusal::unprocessable(format!("The edited arguments are not JSON: {e}"))
-                })?;
-                tool.parse_call(&arguments.to_string()).map_err(|e| {
-                    Refusal::unprocessable(format!(
-                        "The edited arguments do not fit the tool's schema; nothing was \
-                         recorded.\n{e}"
-                    ))
-                })?;
-                Decision::ApproveWithArguments { arguments }
-            }
-            Choice::Output(text) => {
-                let output = serde_json::from_str(&text).unwrap_or(Value::String(text));
-                let output = match tool {
-                    Some(tool) => tool.check_supplied(output).map_err(|e| {
-                        Refusal::unprocessable(format!(
-                            "The output does not fit the tool's checks; nothing was recorded.\n{e}"
-                        ))
-                    })?,
-                    None => output,
-                };
-                Decision::Output { output }
-            }
-        })
     }
 
     /// Resumes a run in the background once every call it waits on is decided.
-    async fn resume_if_decided(&self, run: &str) {
-        let Ok(stored) = self.runs.load(run).await else {
+    fn resume_if_decided(&self, decided: &Decided) {
+        let Some(agent) = self.agents.get(&decided.agent_id) else {
             return;
         };
-        let ready =
-            !stored.pending.is_empty() && stored.pending.iter().all(|p| p.decision.is_some());
-        let Some(agent) = self.agents.get(stored.state.agent_id()) else {
-            return;
-        };
-        if ready {
-            let (agent, run) = (agent.clone(), run.to_owned());
+        if decided.ready {
+            let (agent, run) = (agent.clone(), decided.run_id.clone());
             let inbox = self.clone();
             tokio::spawn(async move {
                 if let Err(error) = agent.resume_decided(&run).await {
@@ -788,8 +657,72 @@ impl Inbox {
     }
 }
 
-/// The kind of a call whose outcome a crash left unknown, as stored.
-const IN_DOUBT: &str = "outcome_unknown";
+/// What a person reads when the approvals service refuses a decision, and its status.
+fn refusal(error: ApprovalError, changed: &str) -> Refusal {
+    match error {
+        ApprovalError::Viewer { .. } => Refusal::forbidden("A viewer may not decide."),
+        ApprovalError::NotApprover { user, tool } => {
+            Refusal::forbidden(format!("{user} may not decide calls of {tool}."))
+        }
+        ApprovalError::NotWaiting {
+            decided_by: Some(by),
+            ..
+        }
+        | ApprovalError::AlreadyDecided { by, .. } => {
+            Refusal::conflict(format!("This call was already decided by {by}."))
+        }
+        ApprovalError::NotWaiting { .. } => Refusal::new(
+            StatusCode::CONFLICT,
+            "This call does not wait for a decision (any more).",
+        ),
+        ApprovalError::Changed { .. } => Refusal::conflict(changed),
+        ApprovalError::InDoubtInBatch { .. } => Refusal::unprocessable(
+            "Skipped: its outcome is unknown (its process died while it ran). A call in doubt \
+             is settled on its own page, after checking whether it happened, never in a batch.",
+        ),
+        ApprovalError::WrongKind { kind, choice } => {
+            let why = if kind == IN_DOUBT && choice == "approve" {
+                " Its outcome is unknown: check whether it happened, then supply its outcome, or \
+                 tick that you checked it did not happen and run it again."
+            } else {
+                ""
+            };
+            Refusal::unprocessable(format!(
+                "This call cannot be decided that way (why it waits: {}).{why}",
+                pages::kind_words(&kind)
+            ))
+        }
+        ApprovalError::Unchecked => Refusal::unprocessable(
+            "Not recorded: to run a call in doubt again, tick \u{201c}I checked: it did \
+             not happen\u{201d} first. If it did happen, supply its outcome instead.",
+        ),
+        ApprovalError::NotAlways { tool } => Refusal::forbidden(format!(
+            "Not recorded: {tool} may not be approved for the rest of the run here; approve \
+             this call alone."
+        )),
+        ApprovalError::UnknownTool { .. } => Refusal::unprocessable(
+            "The inbox does not know this run's agent, so it cannot check edited \
+             arguments: approve or reject the call as it is.",
+        ),
+        ApprovalError::NotJson(e) => {
+            Refusal::unprocessable(format!("The edited arguments are not JSON: {e}"))
+        }
+        ApprovalError::Schema(e) => Refusal::unprocessable(format!(
+            "The edited arguments do not fit the tool's schema; nothing was \
+             recorded.\n{e}"
+        )),
+        ApprovalError::Output(e) => Refusal::unprocessable(format!(
+            "The output does not fit the tool's checks; nothing was recorded.\n{e}"
+        )),
+        ApprovalError::Agent(AgentError::Store(StoreError::StaleDecision { reason, .. })) => {
+            Refusal::conflict(format!("Not recorded: {reason}."))
+        }
+        ApprovalError::Agent(error @ AgentError::DecisionMismatch { .. }) => {
+            Refusal::unprocessable(format!("Not recorded: {error}."))
+        }
+        ApprovalError::Agent(other) => Refusal::store(other),
+    }
+}
 
 /// A call still undecided, at the version and digest a person was shown (409 otherwise, saying who
 /// decided or that it `changed`).
@@ -810,54 +743,27 @@ fn still_as_shown(
     Ok(())
 }
 
-/// What a person was shown: the call, its run's version and its arguments' digest.
-struct Shown {
-    run: String,
-    call: String,
-    version: u64,
-    digest: String,
-}
-
-/// A decision as a form asks for it, before it is checked.
-enum Choice {
-    Approve,
-    /// Run a call in doubt again; `checked`: the person ticked that it did not happen.
-    Rerun {
-        checked: bool,
-    },
-    ApproveAlways,
-    Reject(String),
-    Edit(String),
-    Output(String),
-}
-
-impl Choice {
-    fn action(&self) -> Action {
-        match self {
-            Choice::Approve => Action::Approve,
-            Choice::Rerun { .. } => Action::Rerun,
-            Choice::ApproveAlways => Action::ApproveAlways,
-            Choice::Reject(_) => Action::Reject,
-            Choice::Edit(_) => Action::Edit,
-            Choice::Output(_) => Action::Output,
-        }
-    }
-
-    fn from_form(fields: &Fields) -> Result<Self, Refusal> {
-        let text = |name| fields.get(name).unwrap_or_default().to_owned();
-        let action = fields.get("action").and_then(Action::parse);
-        Ok(match action {
-            Some(Action::Approve) => Choice::Approve,
-            Some(Action::Rerun) => Choice::Rerun {
-                checked: fields.get("checked") == Some("yes"),
-            },
-            Some(Action::ApproveAlways) => Choice::ApproveAlways,
-            Some(Action::Reject) => Choice::Reject(text("message")),
-            Some(Action::Edit) => Choice::Edit(text("arguments")),
-            Some(Action::Output) => Choice::Output(text("output")),
-            None => return Err(Refusal::unprocessable("The form names no known action.")),
-        })
-    }
+/// A form's choice, before it is checked.
+fn choice_of(fields: &Fields) -> Result<Choice, Refusal> {
+    let text = |name| fields.get(name).unwrap_or_default().to_owned();
+    let action = fields.get("action").and_then(Action::parse);
+    Ok(match action {
+        Some(Action::Approve) => Choice::Approve,
+        Some(Action::Rerun) => Choice::RerunAfterDoubt {
+            checked: fields.get("checked") == Some("yes"),
+        },
+        Some(Action::ApproveAlways) => Choice::ApproveAlways,
+        Some(Action::Reject) => Choice::Reject {
+            message: text("message"),
+        },
+        Some(Action::Edit) => Choice::Edit {
+            arguments: text("arguments"),
+        },
+        Some(Action::Output) => Choice::Output {
+            output: text("output"),
+        },
+        None => return Err(Refusal::unprocessable("The form names no known action.")),
+    })
 }
 
 /// A refused request: its status and what the person reads.
@@ -1540,23 +1446,28 @@ async fn decide_form(
     };
     let back = pages::item_path(&ctx.base, &run, &call);
     let shown = Shown {
-        run,
-        call,
+        run_id: run,
+        call_id: call,
         version: fields
             .get("version")
             .and_then(|v| v.parse().ok())
             .unwrap_or(0),
         digest: fields.get("digest").unwrap_or_default().to_owned(),
     };
-    let (run, call) = (shown.run.clone(), shown.call.clone());
-    let choice = Choice::from_form(&fields);
+    let (run, call) = (shown.run_id.clone(), shown.call_id.clone());
+    let choice = choice_of(&fields);
     // What the person typed into the edit box, to show again if the edit is refused.
     let typed = match &choice {
-        Ok(Choice::Edit(text)) => Some(text.clone()),
+        Ok(Choice::Edit { arguments }) => Some(arguments.clone()),
         _ => None,
     };
     let result = match choice {
-        Ok(choice) => app.inbox.decide(&user, shown, choice, false).await,
+        Ok(choice) => {
+            let changed = PAGE_CHANGED;
+            app.inbox
+                .decide(&user, &shown, choice, false, changed)
+                .await
+        }
         Err(refusal) => Err(refusal),
     };
     match (result, typed) {
@@ -1584,8 +1495,8 @@ fn parse_item(value: &str) -> Option<Shown> {
         return None;
     }
     Some(Shown {
-        run: unpct(run)?,
-        call: unpct(call)?,
+        run_id: unpct(run)?,
+        call_id: unpct(call)?,
         version: version.parse().ok()?,
         digest: digest.to_owned(),
     })
@@ -1609,12 +1520,15 @@ async fn batch(State(app): State<Shared>, ctx: Ctx, Form(fields): Form<Fields>) 
         let choice = if action == "approve" {
             Choice::Approve
         } else {
-            Choice::Reject(message.clone())
+            Choice::Reject {
+                message: message.clone(),
+            }
         };
         let (label, result) = match parse_item(value) {
             Some(shown) => {
-                let label = format!("{} / {}", shown.run, shown.call);
-                (label, app.inbox.decide(&user, shown, choice, true).await)
+                let label = format!("{} / {}", shown.run_id, shown.call_id);
+                let decided = app.inbox.decide(&user, &shown, choice, true, PAGE_CHANGED);
+                (label, decided.await)
             }
             None => (
                 value.to_owned(),
@@ -1732,22 +1646,31 @@ fn with_digest(value: &Value, digest: &str, depth: usize) -> Option<Value> {
     }
 }
 
-/// A link's call, checked: signed, not expired, still waiting as the link was made.
-async fn checked_link(app: &App, token: &str) -> Result<(Link, PendingRow), Refusal> {
+/// What the person reads when a call changed since the page that decides it was shown.
+const PAGE_CHANGED: &str =
+    "The call or its run changed since this page was shown: reload it and decide again.";
+
+/// What the person reads when a call changed since a link to decide it was made.
+const LINK_CHANGED: &str =
+    "The call changed since this link was made, so the link no longer applies.";
+
+/// A link this inbox signed, not expired.
+fn signed(app: &App, token: &str) -> Result<Link, Refusal> {
     let link = Link::read(&app.inbox.keys, token)
         .ok_or_else(|| Refusal::forbidden("This link is not one this inbox signed."))?;
     if link.expires <= now_secs() {
         return Err(Refusal::new(StatusCode::GONE, "This link has expired."));
     }
+    Ok(link)
+}
+
+/// A link's call, checked: signed, not expired, still waiting as the link was made.
+async fn checked_link(app: &App, token: &str) -> Result<(Link, PendingRow), Refusal> {
+    let link = signed(app, token)?;
     let Some(row) = app.inbox.row(&link.run, &link.call).await? else {
         return Err(app.inbox.gone(&link.run, &link.call).await);
     };
-    still_as_shown(
-        &row,
-        link.version,
-        &link.digest,
-        "The call changed since this link was made, so the link no longer applies.",
-    )?;
+    still_as_shown(&row, link.version, &link.digest, LINK_CHANGED)?;
     Ok((link, row))
 }
 
@@ -1770,8 +1693,10 @@ async fn link_page(State(app): State<Shared>, ctx: Ctx, Path(token): Path<String
 }
 
 async fn link_confirm(State(app): State<Shared>, ctx: Ctx, Path(token): Path<String>) -> Response {
-    let (link, _) = match checked_link(&app, &token).await {
-        Ok(checked) => checked,
+    // The link's signature and age only: whether its call still waits as the link was made
+    // is the approvals service's check, on its one load of the run.
+    let link = match signed(&app, &token) {
+        Ok(link) => link,
         Err(refusal) => return refusal.page(&ctx, None),
     };
     let Some(user) = app.inbox.names.get(&link.user).cloned() else {
@@ -1779,15 +1704,21 @@ async fn link_confirm(State(app): State<Shared>, ctx: Ctx, Path(token): Path<Str
     };
     let choice = match link.action {
         LinkAction::Approve => Choice::Approve,
-        LinkAction::Reject => Choice::Reject(String::new()),
+        LinkAction::Reject => Choice::Reject {
+            message: String::new(),
+        },
     };
     let shown = Shown {
-        run: link.run,
-        call: link.call,
+        run_id: link.run,
+        call_id: link.call,
         version: link.version,
         digest: link.digest,
     };
-    match app.inbox.decide(&user, shown, choice, false).await {
+    match app
+        .inbox
+        .decide(&user, &shown, choice, false, LINK_CHANGED)
+        .await
+    {
         Ok(()) => {
             let body = format!(
                 "<p id=\"flash\" class=\"ok\" role=\"status\">Done: {} recorded for {}.</p>",
