@@ -9,7 +9,8 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use crate::durable::journal::{Entry, Extra, now_ms};
-use crate::durable::runs::{Runs, StoredRun, unfit};
+use crate::durable::rows::unfit;
+use crate::durable::runs::{Runs, StoredRun};
 use crate::error::{AgentError, StoreError};
 use crate::run::agent::Agent;
 use crate::run::state::Decision;

@@ -19,7 +19,8 @@ use tokio::sync::Semaphore;
 
 use crate::durable::approvals::{ApprovalError, Approvals, Choice, Decided, IN_DOUBT, Shown, User};
 use crate::durable::journal::{arguments_digest, hex, now_ms};
-use crate::durable::runs::{DurableAgent, Recovery, Runs};
+use crate::durable::recover::Recovery;
+use crate::durable::runs::{DurableAgent, Runs};
 use crate::error::{AgentError, StoreError};
 use crate::inbox::auth::{
     Ended, EndedWhat, Keys, Link, LinkAction, Session, random_bytes, token_key,
