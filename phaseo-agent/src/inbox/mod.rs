@@ -53,6 +53,7 @@
 // - `html`: escaping, percent-encoding, times, the page frame, the script and style sheet;
 // - `auth`: users and roles, and what the secret signs (sessions, CSRF tokens, links);
 // - `pages`: each page's HTML from store rows;
+// - `audit`: the audit log's page, and what an edit changed;
 // - `runs`: the pages of whole runs (a run's page, failed and stuck runs in the list);
 // - `recovery`: what the inbox does in the background (taking up abandoned runs) and
 //   remembers of it (failed background resumes, failed runs' texts);
@@ -61,6 +62,7 @@
 mod html;
 mod auth;
 mod pages;
+mod audit;
 mod runs;
 mod recovery;
 mod server;

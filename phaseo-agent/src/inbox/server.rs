@@ -22,11 +22,12 @@ use crate::durable::journal::{arguments_digest, hex, now_ms};
 use crate::durable::recover::Recovery;
 use crate::durable::runs::{DurableAgent, Runs};
 use crate::error::{AgentError, StoreError};
+use crate::inbox::audit::{self, AuditView};
 use crate::inbox::auth::{
     Ended, EndedWhat, Keys, Link, LinkAction, Session, random_bytes, token_key,
 };
 use crate::inbox::html::{SCRIPT, STYLE, escape, home, page, show, unpct};
-use crate::inbox::pages::{self, Action, AuditView, InDoubtView, ItemView, ListQuery};
+use crate::inbox::pages::{self, Action, InDoubtView, ItemView, ListQuery};
 use crate::inbox::recovery::Background;
 use crate::inbox::runs::{self as run_pages, RunView};
 use crate::run::state::PendingKind;
@@ -1597,7 +1598,7 @@ async fn audit(State(app): State<Shared>, ctx: Ctx, Query(query): Query<AuditQue
         }
         views.push(AuditView { row, before });
     }
-    let body = pages::audit(&views, page.next.as_deref(), &ctx.base);
+    let body = audit::audit(&views, page.next.as_deref(), &ctx.base);
     html(&ctx, StatusCode::OK, "Audit log", &body)
 }
 
