@@ -103,15 +103,27 @@ async fn serve(
     model: ScriptedModel,
     configure: impl FnOnce(Inbox) -> Inbox,
 ) -> Fixture {
-    let inbox = configure(
-        Inbox::new(runs.clone())
-            .agent(agent.clone())
-            .secret(b"a test secret of thirty-two bytes")
-            .user("alice-token", User::approver("alice"))
-            .user("bob-token", User::approver("bob"))
-            .user("victor-token", User::viewer("victor"))
-            .poll_interval(Duration::from_millis(20)),
-    );
+    let inbox = configure(users(Inbox::new(runs.clone()).agent(agent.clone())));
+    serve_inbox(runs, agent, model, inbox).await
+}
+
+/// The test users, secret and poll interval on `inbox`.
+fn users(inbox: Inbox) -> Inbox {
+    inbox
+        .secret(b"a test secret of thirty-two bytes")
+        .user("alice-token", User::approver("alice"))
+        .user("bob-token", User::approver("bob"))
+        .user("victor-token", User::viewer("victor"))
+        .poll_interval(Duration::from_millis(20))
+}
+
+/// `inbox` served on a free port of loopback.
+async fn serve_inbox(
+    runs: Runs,
+    agent: DurableAgent,
+    model: ScriptedModel,
+    inbox: Inbox,
+) -> Fixture {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let served = inbox.clone();
@@ -2056,4 +2068,121 @@ async fn the_list_reads_a_failed_runs_failure_once() {
         before,
         "read at sign-in's list, then kept"
     );
+}
+
+/// A store that counts the reads a decision makes: loads of a run, and listings.
+struct Counting {
+    inner: MemoryStore,
+    loads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    listings: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl phaseo_agent::store::RunStore for Counting {
+    fn create(
+        &self,
+        run: phaseo_agent::store::NewRun,
+    ) -> futures::future::BoxFuture<'_, Result<(), phaseo_agent::StoreError>> {
+        self.inner.create(run)
+    }
+    fn append(
+        &self,
+        append: phaseo_agent::store::Append,
+    ) -> futures::future::BoxFuture<'_, Result<(), phaseo_agent::StoreError>> {
+        self.inner.append(append)
+    }
+    fn load<'a>(
+        &'a self,
+        run_id: &'a str,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<phaseo_agent::store::LoadedRun, phaseo_agent::StoreError>,
+    > {
+        self.loads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.load(run_id)
+    }
+    fn pending<'a>(
+        &'a self,
+        filter: &'a PendingFilter,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<phaseo_agent::store::Page<PendingRow>, phaseo_agent::StoreError>,
+    > {
+        self.listings
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.pending(filter)
+    }
+    fn runs<'a>(
+        &'a self,
+        filter: &'a phaseo_agent::store::RunFilter,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<
+            phaseo_agent::store::Page<phaseo_agent::store::RunSummary>,
+            phaseo_agent::StoreError,
+        >,
+    > {
+        self.listings
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.runs(filter)
+    }
+    fn audit<'a>(
+        &'a self,
+        filter: &'a AuditFilter,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<
+            phaseo_agent::store::Page<phaseo_agent::store::DecisionRow>,
+            phaseo_agent::StoreError,
+        >,
+    > {
+        self.listings
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.audit(filter)
+    }
+    fn prune(
+        &self,
+        before_ms: i64,
+    ) -> futures::future::BoxFuture<'_, Result<u64, phaseo_agent::StoreError>> {
+        self.inner.prune(before_ms)
+    }
+}
+
+#[tokio::test]
+async fn one_click_loads_the_run_once_and_lists_nothing_before_it_is_recorded() {
+    use std::sync::atomic::Ordering;
+    let loads = std::sync::Arc::default();
+    let listings = std::sync::Arc::default();
+    let store = Counting {
+        inner: MemoryStore::new(),
+        loads: std::sync::Arc::clone(&loads),
+        listings: std::sync::Arc::clone(&listings),
+    };
+    let runs = Runs::new(store);
+    let model = one_deploy("staging");
+    let agent = runs.attach(
+        Agent::builder("release")
+            .model(model.clone())
+            .tool(deploy())
+            .build()
+            .unwrap(),
+    );
+    // No agent for the inbox: nothing resumes in the background, so every read counted is the
+    // click's own.
+    let f = serve_inbox(runs.clone(), agent, model, users(Inbox::new(runs))).await;
+    f.start("Deploy").await;
+    let alice = f.sign_in("alice-token").await;
+    let row = f.waiting().await.remove(0);
+    loads.store(0, Ordering::SeqCst);
+    listings.store(0, Ordering::SeqCst);
+    let reply = f.decide(&alice, &row, &[("action", "approve")]).await;
+    assert_eq!(reply.status, 303, "{}", reply.body);
+    assert_eq!(
+        (
+            loads.load(Ordering::SeqCst),
+            listings.load(Ordering::SeqCst)
+        ),
+        (1, 0),
+        "one click: one load of the run, no listing"
+    );
+    assert_eq!(f.audit_len().await, 1);
 }

@@ -545,3 +545,45 @@ async fn without_a_progress_token_no_progress_is_sent() {
     assert_eq!(seen[1]["result"]["content"][0]["text"], r#"{"indexed":3}"#);
     assert_eq!(seen[0]["result"]["protocolVersion"], "2025-06-18");
 }
+
+/// The agent loop and the MCP server share one approval verdict: for the same tool, agent rule
+/// and call, a call that pauses the loop is one the server asks a person about (here: refuses,
+/// its client cannot ask), and a call the loop runs at once the server runs too.
+#[tokio::test]
+async fn the_server_and_the_agent_loop_give_the_same_verdict() {
+    let calls = [
+        json!({"amount": 50}),
+        json!({"amount": 500}),
+        json!({"amount": 50, "note": "urgent"}),
+    ];
+    let mut verdicts = Vec::new();
+    for arguments in calls {
+        // The tool asks above 100; the agent's rule adds urgent calls.
+        let transfer = Tool::new(
+            "transfer",
+            "Move money",
+            json!({"type": "object"}),
+            |v, _| Ok(v),
+        )
+        .approval(|input: &Value, _ctx| input["amount"].as_i64().unwrap_or(0) > 100);
+        let model = ScriptedModel::new()
+            .tool_call("call_1", "transfer", arguments.clone())
+            .text("Done.");
+        let agent = Agent::builder("bank")
+            .model(model)
+            .tool(transfer)
+            .approval(|call: &phaseo_agent::ToolCall, _: &ToolContext| {
+                call.arguments.contains("urgent")
+            })
+            .build()
+            .unwrap();
+        let in_the_loop = agent.run("Transfer").await.unwrap().is_paused();
+        let client = connect(McpServer::from_agent(&agent), Client::default()).await;
+        let result = call(&client, "transfer", arguments).await;
+        let refused = json!({"error": NO_ELICITATION}).to_string();
+        let on_the_server = text(&result) == refused;
+        client.cancel().await.ok();
+        verdicts.push((in_the_loop, on_the_server));
+    }
+    assert_eq!(verdicts, [(false, false), (true, true), (true, true)]);
+}

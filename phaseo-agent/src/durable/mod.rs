@@ -90,12 +90,22 @@
 // - `replay`: a run rebuilt from a snapshot and the entries after it, checked on the way; what a
 //   state means as rows;
 // - `journal`: the loop's journal written to a store, with a snapshot every few entries;
-// - `runs`: `Runs` and `DurableAgent`, the store and an agent as an application uses them.
+// - `rows`: a run's waiting rows checked against its journal, a decision checked against the
+//   call's kind, who made an audited decision;
+// - `runs`: `Runs` and `DurableAgent`, the store and an agent as an application uses them;
+// - `recover`: runs whose process stopped, taken up; failed runs retried;
+// - `approvals`: `Approvals`, the one path a person's decision takes (who may decide, what they
+//   were shown, what the call takes) before `Runs` records it, for every channel.
 
 pub(crate) mod lease;
 pub(crate) mod entry;
 pub(crate) mod replay;
 pub(crate) mod journal;
+pub(crate) mod rows;
 pub(crate) mod runs;
+pub(crate) mod recover;
+pub(crate) mod approvals;
 
-pub use runs::{DEFAULT_SNAPSHOT_EVERY, DurableAgent, EnqueueOptions, Recovery, Runs, StoredRun};
+pub use approvals::{ApprovalError, Approvals, Choice, Decided, Role, Shown, User};
+pub use recover::Recovery;
+pub use runs::{DEFAULT_SNAPSHOT_EVERY, DurableAgent, EnqueueOptions, Runs, StoredRun};

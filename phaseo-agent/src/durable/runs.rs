@@ -1,28 +1,25 @@
 //! [`Runs`]: a run store as an application uses it (load a run, list what waits for a person,
 //! record decisions, prune), and [`DurableAgent`]: an agent whose runs are journaled in it.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::durable::entry::{Entry, arguments_digest, first_row, now_ms};
 use crate::durable::journal::{Extra, Holding, StoreJournal};
 use crate::durable::replay::{Replayed, pending_rows, replay, status_of};
+use crate::durable::rows::{check_pending, decider, unfit};
 use crate::error::{AgentError, StoreError};
 use crate::model::message::Message;
 use crate::model::request::TurnParams;
 use crate::run::agent::Agent;
 use crate::run::entry::RunRequest;
-use crate::run::event::Emitter;
 use crate::run::journal::{InFlight, Journal};
 use crate::run::observe::Decider;
-use crate::run::resume::refused_for;
 use crate::run::runner::new_run_id;
-use crate::run::runner::{RunOptions, Runner};
-use crate::run::state::{Decision, Decisions, RunError, RunResult, RunState, RunStatus};
+use crate::run::state::{Decision, Decisions, RunError, RunResult, RunState};
 use crate::store::backend::{
-    AbandonedRun, AuditFilter, DecisionRow, Lease, NewRun, Page, PendingFilter, PendingRow,
-    QueueCounts, RunFilter, RunStore, RunSummary, StoredStatus, utc,
+    AuditFilter, DecisionRow, Lease, NewRun, Page, PendingFilter, PendingRow, QueueCounts,
+    RunFilter, RunStore, RunSummary, StoredStatus,
 };
 
 /// How many journal entries may follow a snapshot before the next one is written: loading a run
@@ -70,9 +67,9 @@ pub const DEFAULT_SNAPSHOT_EVERY: u32 = 32;
 /// ```
 #[derive(Clone)]
 pub struct Runs {
-    store: Arc<dyn RunStore>,
+    pub(crate) store: Arc<dyn RunStore>,
     snapshot_every: u32,
-    holding: Holding,
+    pub(crate) holding: Holding,
     /// The damaged rows already logged (a listing polled every few seconds names them every
     /// time): each is logged at `warn` once, up to [`MAX_DAMAGED_LOGGED`].
     logged: Arc<std::sync::Mutex<std::collections::HashSet<DamagedKey>>>,
@@ -93,20 +90,6 @@ impl std::fmt::Debug for Runs {
             .field("holder", &self.holding.owner)
             .finish_non_exhaustive()
     }
-}
-
-/// What [`Runs::recover_abandoned`] did: the runs it took up, each with how its recovery ended,
-/// and the abandoned runs it could not take up because their agent was not given.
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct Recovery {
-    /// Each run taken up, with how it ended here: completed, paused (a call in doubt waits for
-    /// a person), failed, or refused (another process took it up first:
-    /// [`StoreError::LeaseHeld`]).
-    pub recovered: Vec<(String, Result<RunResult, RunError>)>,
-    /// Abandoned runs of agents not given: nothing here can take them up, and they stay
-    /// `running` until a process with their agent does. Show them to people as stuck.
-    pub stuck: Vec<AbandonedRun>,
 }
 
 /// The default name of this process's leases: the host's name and the process's id.
@@ -140,9 +123,9 @@ pub struct StoredRun {
     /// failed; `None` for a run that failed before this was journaled.
     pub failure: Option<String>,
     /// The turn under way when the journal ends, and the decisions a resume took it with.
-    in_flight: InFlight,
-    decisions: Option<Decisions>,
-    digest: String,
+    pub(crate) in_flight: InFlight,
+    pub(crate) decisions: Option<Decisions>,
+    pub(crate) digest: String,
 }
 
 /// What a queued run starts with besides its input: [`Runs::enqueue`].
@@ -239,67 +222,8 @@ impl Runs {
         self
     }
 
-    /// Runs that were running in an application's own process and whose lease expired (or that
-    /// never had one: written by a version before leases), oldest first, at most `limit`: their
-    /// process stopped. Runs served by [`Worker`](crate::worker::Worker)s are not listed (the
-    /// workers take them up).
-    pub async fn abandoned(&self, limit: usize) -> Result<Vec<AbandonedRun>, AgentError> {
-        self.store.abandoned(limit).await.map_err(AgentError::Store)
-    }
-
-    /// Takes up every abandoned run ([`abandoned`](Self::abandoned)) of the given agents, as
-    /// [`DurableAgent::recover`] does, at most 8 at once, and waits for each to end or pause;
-    /// the runs of other agents are returned as [`Recovery::stuck`]. A run another process
-    /// takes up first is refused here with [`StoreError::LeaseHeld`], and runs there alone.
-    ///
-    /// Call it when a process starts, and now and then (every lease or so): a run whose
-    /// process died is then taken up by the next process of the same application, and a run
-    /// whose process is alive is left alone, whoever starts.
-    ///
-    /// ```
-    /// use phaseo_agent::durable::Runs;
-    /// use phaseo_agent::store::MemoryStore;
-    /// use phaseo_agent::{Agent, ScriptedModel};
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let runs = Runs::new(MemoryStore::new());
-    /// let agent = Agent::builder("support").model(ScriptedModel::new()).build()?;
-    /// // At start-up, before serving: nothing was abandoned in a new store.
-    /// let recovery = runs.recover_abandoned(&[agent]).await?;
-    /// assert!(recovery.recovered.is_empty() && recovery.stuck.is_empty());
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub async fn recover_abandoned(&self, agents: &[Agent]) -> Result<Recovery, AgentError> {
-        use futures::StreamExt as _;
-        let abandoned = self.abandoned(1_000).await?;
-        let mut stuck = Vec::new();
-        let mut taken = Vec::new();
-        for run in abandoned {
-            match agents.iter().find(|a| a.id() == run.agent_id) {
-                Some(agent) => taken.push((run.run_id, self.attach(agent.clone()))),
-                None => stuck.push(run),
-            }
-        }
-        let recovered = futures::stream::iter(taken)
-            .map(|(run_id, agent)| async move {
-                let result = agent.recover(&run_id).await;
-                if let Err(error) = &result {
-                    if !matches!(error.error, AgentError::Store(StoreError::LeaseHeld { .. })) {
-                        tracing::warn!(target: "phaseo_agent::recovery", %run_id, error = %error.error, "recovering an abandoned run failed");
-                    }
-                }
-                (run_id, result)
-            })
-            .buffer_unordered(8)
-            .collect()
-            .await;
-        Ok(Recovery { recovered, stuck })
-    }
-
     /// Takes a lease on a stored run for this process; `None` when the store keeps no leases.
-    async fn hold(&self, run_id: &str) -> Result<Option<Lease>, StoreError> {
+    pub(crate) async fn hold(&self, run_id: &str) -> Result<Option<Lease>, StoreError> {
         match self.store.acquire(run_id, &self.holding.request()).await {
             Ok(lease) => Ok(Some(lease)),
             Err(StoreError::Unsupported { .. }) => Ok(None),
@@ -309,7 +233,7 @@ impl Runs {
 
     /// Ends a lease taken for a write that was then refused (another process moved the run
     /// on); if that fails, the lease expires by itself.
-    async fn let_go(&self, lease: Option<&Lease>) {
+    pub(crate) async fn let_go(&self, lease: Option<&Lease>) {
         if let Some(lease) = lease {
             if let Err(error) = self.store.release(lease).await {
                 tracing::debug!(target: "phaseo_agent::lease", run_id = %lease.run_id, %error, "ending a lease failed; it expires by itself");
@@ -543,121 +467,9 @@ impl Runs {
         self.store.prune(before).await.map_err(AgentError::Store)
     }
 
-    /// Records a person's decision on one waiting call, without resuming the run: the inbox's
-    /// verb. The decision names the arguments' digest the person was shown
-    /// ([`PendingRow::digest`]) and the run version they were shown at ([`PendingRow::version`]);
-    /// a decision on other arguments, on a call no longer waiting, or on one already decided is
-    /// refused with [`StoreError::StaleDecision`], and nothing is recorded. Two people deciding
-    /// the same call: exactly one is recorded, and the other gets `StaleDecision` naming who
-    /// decided and when. Each refusal's reason ends with what to do: nothing, or load the run
-    /// again and decide on its current version.
-    ///
-    /// A decision that does not fit the call's kind is refused with
-    /// [`AgentError::DecisionMismatch`] before anything is recorded: above all an approval of a
-    /// call whose outcome a crash left unknown (it would repeat a side effect that may have
-    /// happened), which only [`Decision::RerunAfterDoubt`] runs again.
-    ///
-    /// The run resumes with [`DurableAgent::resume_decided`] once every waiting call is decided.
-    pub async fn decide(
-        &self,
-        shown: &PendingRow,
-        decision: Decision,
-        by: &str,
-    ) -> Result<u64, AgentError> {
-        let (run_id, call_id) = (shown.run_id.as_str(), shown.call_id.as_str());
-        let stored = self.load(run_id).await?;
-        let stale = |reason: &str| {
-            AgentError::Store(StoreError::StaleDecision {
-                run_id: run_id.to_owned(),
-                call_id: call_id.to_owned(),
-                reason: reason.to_owned(),
-            })
-        };
-        let Some(row) = stored.pending.iter().find(|p| p.call_id == call_id) else {
-            return Err(stale(NOT_WAITING));
-        };
-        if row.version != shown.version || row.digest != shown.digest {
-            return Err(stale(
-                "the call's arguments or the run's version changed since it was shown: load the \
-                 run again and decide on its current version",
-            ));
-        }
-        if let Some(by) = &row.decided_by {
-            return Err(stale(&self.decided_already(run_id, call_id, by).await));
-        }
-        // A decision the run would refuse on resume is refused now: once recorded, it cannot be
-        // taken back. An approval of a call in doubt is one (it would repeat a side effect that
-        // may have happened): only `Decision::RerunAfterDoubt` runs it again.
-        if let Some(refused) = unfit(&stored.state, call_id, &decision) {
-            return Err(refused);
-        }
-        let text = serde_json::to_string(&decision)
-            .map_err(|e| AgentError::InvalidState(e.to_string()))?;
-        let at_ms = now_ms();
-        let pending = stored
-            .pending
-            .iter()
-            .cloned()
-            .map(|mut p| {
-                if p.call_id == call_id {
-                    p.decision = Some(text.clone());
-                    p.decided_by = Some(by.to_owned());
-                }
-                p
-            })
-            .collect();
-        let audit = DecisionRow {
-            run_id: run_id.to_owned(),
-            call_id: call_id.to_owned(),
-            tool: row.tool.clone(),
-            decision: text,
-            by: by.to_owned(),
-            at_ms,
-            digest: row.digest.clone(),
-            version: row.version,
-        };
-        let entry = Entry::Decision {
-            call_id: call_id.to_owned(),
-            decision,
-            by: by.to_owned(),
-            digest: row.digest.clone(),
-        };
-        let journal = self.journal_at(&stored);
-        let written = journal
-            .write(
-                entry,
-                Extra {
-                    pending: Some(pending),
-                    decisions: vec![audit],
-                    status: Some(stored.status),
-                },
-            )
-            .await;
-        match written {
-            Ok(version) => Ok(version),
-            // Two people deciding the same call at once: the one who lost is told who won, as
-            // if they had been a moment later, rather than that some version moved on.
-            Err(StoreError::Conflict { .. }) => {
-                let now = self.load(run_id).await?;
-                match now.pending.iter().find(|p| p.call_id == call_id) {
-                    Some(PendingRow {
-                        decided_by: Some(by),
-                        ..
-                    }) => Err(stale(&self.decided_already(run_id, call_id, by).await)),
-                    Some(_) => Err(stale(
-                        "the run moved on while the decision was recorded: load the run again \
-                         and decide on its current version",
-                    )),
-                    None => Err(stale(NOT_WAITING)),
-                }
-            }
-            Err(other) => Err(AgentError::Store(other)),
-        }
-    }
-
     /// The journal of a stored run, its writes made under `lease` (renewed while it lives), or
     /// under a worker's `fence`.
-    fn journal_held(
+    pub(crate) fn journal_held(
         &self,
         stored: &StoredRun,
         lease: Option<Lease>,
@@ -670,33 +482,7 @@ impl Runs {
         }
     }
 
-    /// Why a decision on a call someone decided already is refused: who, when (the audit log's
-    /// latest decision on the call, if its first page of the run's decisions holds it), and that
-    /// there is nothing to do.
-    async fn decided_already(&self, run_id: &str, call_id: &str, by: &str) -> String {
-        let filter = AuditFilter {
-            run_id: Some(run_id.to_owned()),
-            after: None,
-            limit: 1_000,
-        };
-        let at = self.audit(&filter).await.ok().and_then(|page| {
-            let last = page
-                .items
-                .into_iter()
-                .rev()
-                .find(|d| d.call_id == call_id)?;
-            Some(last.at_ms)
-        });
-        match at {
-            Some(ms) => format!(
-                "it was already decided by {by} at {}: nothing to do",
-                utc(ms)
-            ),
-            None => format!("it was already decided by {by}: nothing to do"),
-        }
-    }
-
-    fn journal_at(&self, stored: &StoredRun) -> StoreJournal {
+    pub(crate) fn journal_at(&self, stored: &StoredRun) -> StoreJournal {
         let replayed = Replayed {
             state: stored.state.clone(),
             in_flight: stored.in_flight.clone(),
@@ -724,8 +510,8 @@ impl Runs {
 /// - [`recover`](Self::recover) takes up a run whose process stopped in the middle.
 #[derive(Clone, Debug)]
 pub struct DurableAgent {
-    runs: Runs,
-    agent: Agent,
+    pub(crate) runs: Runs,
+    pub(crate) agent: Agent,
 }
 
 impl DurableAgent {
@@ -868,7 +654,7 @@ impl DurableAgent {
             .await
     }
 
-    async fn take(
+    pub(crate) async fn take(
         &self,
         stored: StoredRun,
         decisions: Decisions,
@@ -960,71 +746,9 @@ impl DurableAgent {
         }
     }
 
-    /// Takes up a run whose process stopped while it was running (a crash, a kill, a lost
-    /// machine), from its journal.
-    ///
-    /// Taking it is a compare-and-swap like a resume: if the process is in fact still running
-    /// it, that process's next write fails and it stops, so the run goes on in exactly one
-    /// place. Nothing that completed is lost. A call whose start was recorded and whose result
-    /// was not is *in doubt*: a tool marked [`idempotent`](crate::Tool::idempotent) runs again
-    /// with the same [`idempotency key`](crate::ToolContext::idempotency_key); any other call
-    /// waits for a person as [`PendingKind::OutcomeUnknown`](crate::PendingKind::OutcomeUnknown),
-    /// and the run is stored as [`StoredStatus::InDoubt`].
-    pub async fn recover(&self, run_id: &str) -> Result<RunResult, RunError> {
-        let stored = self.runs.load(run_id).await.map_err(RunError::refused)?;
-        if stored.status != StoredStatus::Running {
-            return Err(RunError::refused(AgentError::Store(
-                StoreError::WrongStatus {
-                    run_id: run_id.to_owned(),
-                    status: stored.status.as_str().to_owned(),
-                    needed: "only a run that was running is recovered".into(),
-                },
-            )));
-        }
-        let by = self.runs.holding.owner.clone();
-        self.take_up(stored, by, None).await
-    }
-
-    /// Retries a failed run in the store: the model is asked again from the failed state, and no
-    /// call that finished runs again (each call of the failed turn is answered with its recorded
-    /// result, or told it did not run), as [`Agent::retry`](crate::Agent::retry) does, under the
-    /// same run id, journaled.
-    ///
-    /// `version` is the version the caller read (a person looking at the failure, say): taking
-    /// the run is a compare-and-swap on it, as a resume is, so a second retry of the same
-    /// version, in this process or another, is refused with [`StoreError::Conflict`] (or
-    /// [`StoreError::LeaseHeld`] while the first retry runs) and runs nothing. A run that is not failed is refused with [`StoreError::WrongStatus`]. Who
-    /// retried (`by`) is journaled.
-    ///
-    /// ```
-    /// use phaseo_agent::durable::Runs;
-    /// use phaseo_agent::store::{MemoryStore, StoredStatus};
-    /// use phaseo_agent::{Agent, ModelError, ScriptedModel};
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let runs = Runs::new(MemoryStore::new());
-    /// let model = ScriptedModel::new().error(ModelError::other("down")).text("Back.");
-    /// let agent = runs.attach(Agent::builder("chat").model(model).build()?);
-    ///
-    /// let failed = agent.run("Hello").await.unwrap_err();
-    /// let run_id = failed.state.as_ref().unwrap().run_id().to_owned();
-    /// let stored = runs.load(&run_id).await?;
-    /// assert_eq!(stored.status, StoredStatus::Failed);
-    ///
-    /// let done = agent.retry(&run_id, stored.version, "ada").await?;
-    /// assert_eq!(done.output(), Some("Back."));
-    /// assert_eq!(runs.load(&run_id).await?.status, StoredStatus::Completed);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub async fn retry(&self, run_id: &str, version: u64, by: &str) -> Result<RunResult, RunError> {
-        self.begin_retry(run_id, version, by).await?.await
-    }
-
     /// Loads a run that a caller read at `version`: [`StoreError::Conflict`] if it moved on since
     /// (the compare-and-swap of the write that takes it checks again).
-    async fn load_at(&self, run_id: &str, version: u64) -> Result<StoredRun, RunError> {
+    pub(crate) async fn load_at(&self, run_id: &str, version: u64) -> Result<StoredRun, RunError> {
         let stored = self.runs.load(run_id).await.map_err(RunError::refused)?;
         if stored.version != version {
             return Err(RunError::refused(AgentError::Store(StoreError::Conflict {
@@ -1034,178 +758,5 @@ impl DurableAgent {
             })));
         }
         Ok(stored)
-    }
-
-    /// Takes a failed run to retry it (the compare-and-swap, journaled) and returns the retry
-    /// itself, to await here or in the background: a caller learns at once whether the run was
-    /// taken.
-    pub(crate) async fn begin_retry(
-        &self,
-        run_id: &str,
-        version: u64,
-        by: &str,
-    ) -> Result<impl Future<Output = Result<RunResult, RunError>> + Send + 'static, RunError> {
-        let stored = self.load_at(run_id, version).await?;
-        if stored.status != StoredStatus::Failed {
-            return Err(RunError::refused(AgentError::Store(
-                StoreError::WrongStatus {
-                    run_id: run_id.to_owned(),
-                    status: stored.status.as_str().to_owned(),
-                    needed: "only a failed run is retried".into(),
-                },
-            )));
-        }
-        let lease = self
-            .runs
-            .hold(run_id)
-            .await
-            .map_err(|e| RunError::refused(AgentError::Store(e)))?;
-        let journal = Arc::new(self.runs.journal_held(&stored, lease.clone(), None));
-        let taken = journal
-            .write(
-                Entry::Retried { by: by.to_owned() },
-                Extra {
-                    pending: Some(Vec::new()),
-                    status: Some(StoredStatus::Running),
-                    ..Extra::default()
-                },
-            )
-            .await;
-        if let Err(error) = taken {
-            self.runs.let_go(lease.as_ref()).await;
-            return Err(RunError::refused(AgentError::Store(error)));
-        }
-        let options = RunOptions {
-            journal: Some(journal as Arc<dyn Journal>),
-            ..RunOptions::default()
-        };
-        Ok(Runner::retry(
-            self.agent.clone(),
-            stored.state,
-            options,
-            Emitter::default(),
-        ))
-    }
-
-    /// Takes up a loaded run from its journal: one whose process stopped, or a queued run not
-    /// yet begun (its journal holds its start alone, so it begins). A worker's writes carry its
-    /// lease's `fence`.
-    pub(crate) async fn take_up(
-        &self,
-        stored: StoredRun,
-        by: String,
-        fence: Option<u64>,
-    ) -> Result<RunResult, RunError> {
-        // A queued run whose journal holds its start alone has not begun: it starts.
-        let begun = !(stored.status == StoredStatus::Ready && stored.version == 1);
-        // A recovery in this process holds the run under a lease of its own, refused while
-        // another process's lease is live: a run is taken up only once its process is gone.
-        let lease = match fence {
-            Some(_) => None,
-            None => self
-                .runs
-                .hold(&stored.state.run_id)
-                .await
-                .map_err(|e| RunError::refused(AgentError::Store(e)))?,
-        };
-        let journal = Arc::new(self.runs.journal_held(&stored, lease.clone(), fence));
-        // A worker beginning a queued run writes nothing first: its lease already fences every
-        // later write, and one commit fewer is the time between enqueue and the first model
-        // request. Who took a run is then in the lease (the store's `lease_owner`), and a
-        // `recovered` entry marks each take-over of a run that had begun.
-        if begun || fence.is_none() {
-            let taken = journal
-                .write(Entry::Recovered { by }, Extra::default())
-                .await;
-            if let Err(error) = taken {
-                self.runs.let_go(lease.as_ref()).await;
-                return Err(RunError::refused(AgentError::Store(error)));
-            }
-        }
-        let StoredRun {
-            state,
-            in_flight,
-            decisions,
-            ..
-        } = stored;
-        let options = RunOptions {
-            journal: Some(journal as Arc<dyn Journal>),
-            ..RunOptions::default()
-        };
-        // Taken to be retried, and stopped before the retry's first turn was recorded: the retry
-        // begins again (nothing of it ran that is not journaled).
-        if begun && state.status == RunStatus::Failed {
-            return Runner::retry(self.agent.clone(), state, options, Emitter::default()).await;
-        }
-        Runner::recover(
-            self.agent.clone(),
-            state,
-            in_flight,
-            decisions,
-            options,
-            Emitter::default(),
-            begun,
-        )
-        .await
-    }
-}
-
-/// The refusal of `decision` for the waiting call `call_id` of `state`, if it does not fit the
-/// call's kind ([`refused_for`]); `None` for a call that does not wait (the resume names it).
-fn unfit(state: &RunState, call_id: &str, decision: &Decision) -> Option<AgentError> {
-    let kind = state.pending().iter().find(|p| p.call.id == call_id)?.kind;
-    refused_for(kind, decision).map(|hint| AgentError::DecisionMismatch {
-        call_id: call_id.to_owned(),
-        decision: decision.name(),
-        kind: kind.as_str(),
-        hint,
-    })
-}
-
-/// Checks a run's waiting rows against its journal: each names a call the journal says waits,
-/// with the journal's arguments and their digest. The rows are what a person is shown and what a
-/// decision binds to, and they sit in a table anyone with database access can edit: a row whose
-/// arguments were changed would be shown and approved, and then the journal's arguments would run.
-/// Such a row is refused as damage ([`StoreError::Corrupt`], naming the row's version), never
-/// shown or decided.
-fn check_pending(rows: &[PendingRow], state: &RunState) -> Result<(), StoreError> {
-    for row in rows {
-        let damaged = |reason: String| StoreError::Corrupt {
-            run_id: row.run_id.clone(),
-            version: row.version,
-            reason,
-        };
-        let Some(call) = state.pending().iter().find(|p| p.call.id == row.call_id) else {
-            return Err(damaged(format!(
-                "pending call `{}` is not waiting in the run's journal",
-                row.call_id
-            )));
-        };
-        let arguments = call.arguments.to_string();
-        if row.arguments != arguments
-            || row.digest != arguments_digest(&arguments)
-            || row.tool != call.call.name
-            || row.kind != call.kind.as_str()
-        {
-            return Err(damaged(format!(
-                "pending call `{}` differs from the run's journal (its arguments, digest, tool \
-                 or kind were changed in the database)",
-                row.call_id
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// A decision's refusal when its call waits no more.
-const NOT_WAITING: &str =
-    "the call no longer waits for a decision (it was decided, and the run went on): nothing to do";
-
-/// Who made an audited decision, and when.
-fn decider(row: &DecisionRow) -> Decider {
-    Decider {
-        call_id: row.call_id.clone(),
-        by: row.by.clone(),
-        at_ms: u64::try_from(row.at_ms).ok(),
     }
 }

@@ -53,20 +53,32 @@
 // - `html`: escaping, percent-encoding, times, the page frame, the script and style sheet;
 // - `auth`: users and roles, and what the secret signs (sessions, CSRF tokens, links);
 // - `pages`: each page's HTML from store rows;
+// - `audit`: the audit log's page, and what an edit changed;
 // - `runs`: the pages of whole runs (a run's page, failed and stuck runs in the list);
 // - `recovery`: what the inbox does in the background (taking up abandoned runs) and
 //   remembers of it (failed background resumes, failed runs' texts);
-// - `server`: `Inbox`, its router and handlers, and the one path every decision takes.
+// - `settings`: `Inbox`, its settings, and the one path every decision takes (through
+//   `durable::Approvals`), with what people read when it refuses;
+// - `http`: the router's state, each request's context (session, CSRF), forms and responses;
+// - `routes`: sign-in, the list and its events, a run's page and its retry;
+// - `decisions`: an item's page and form, a batch, the audit log, signed links;
+// - `server`: `Inbox`'s router and its standalone server.
 
 mod html;
 mod auth;
 mod pages;
+mod audit;
 mod runs;
 mod recovery;
+mod settings;
+mod http;
+mod routes;
+mod decisions;
 mod server;
 
-pub use auth::{LinkAction, Role, User};
-pub use server::{
+pub use crate::durable::approvals::{Role, User};
+pub use auth::LinkAction;
+pub use settings::{
     DEFAULT_MAX_ENDED_SESSIONS, DEFAULT_MAX_EVENT_STREAMS, DEFAULT_POLL_INTERVAL,
     DEFAULT_RECOVER_EVERY, DEFAULT_SESSION_TTL, Inbox, InboxError, MAX_SUMMARY_CHARS,
 };

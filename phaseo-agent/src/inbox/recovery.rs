@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Semaphore;
 
 use crate::durable::entry::now_ms;
-use crate::durable::runs::{DurableAgent, Recovery, Runs};
+use crate::durable::recover::Recovery;
+use crate::durable::runs::{DurableAgent, Runs};
 use crate::error::{AgentError, StoreError};
 use crate::inbox::runs::{self as run_pages, FailedView};
 use crate::store::backend::{RunFilter, StoredStatus};

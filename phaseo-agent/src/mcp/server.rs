@@ -22,11 +22,11 @@ use crate::limits::{Limit, LimitExceeded, McpServerLimits};
 use crate::mcp::server::lifecycle::Lifecycle;
 use crate::mcp::server::trace::Traced;
 use crate::model::message::ToolCall;
-use crate::run::agent::{Agent, ApprovalPolicy, CallPredicate};
+use crate::run::agent::{Agent, ApprovalPolicy, CallPredicate, needs_approval};
 use crate::telemetry::semconv::{OUTCOME_ERROR, OUTCOME_REJECTED};
 use crate::tool::call::{Later, Parsed};
 use crate::tool::context::{ProgressSink, ScopeParts, ToolContext};
-use crate::tool::definition::{Approval, IntoTools, Tool};
+use crate::tool::definition::{IntoTools, Tool};
 use crate::tool::invoke::{cap, invoke};
 use crate::tool::resource::Resources;
 
@@ -715,8 +715,9 @@ impl Inner {
         });
         // A call dropped before it ends (the client cancelled, or went away) fires its token.
         let guard = ctx.cancel_on_drop();
-        let tool_says = verdict_of(tool, &parsed, &ctx);
-        if self.needs_approval(tool_says, &ctx).await {
+        let rule = self.rules.approval.as_deref();
+        let verdict = needs_approval(tool, &parsed, &ctx, rule, false).await;
+        if self.asks(verdict, &ctx) {
             match ask(tool, &ctx, &context, gone).await {
                 Gate::Run => {}
                 Gate::Rejected(error) => {
@@ -799,13 +800,10 @@ impl Inner {
         }
     }
 
-    /// The tool's own verdict, then the agent's rule and review; a panic in any counts as "ask".
-    async fn needs_approval(&self, tool_says: Later<bool>, ctx: &ToolContext) -> bool {
-        let mut verdict = tool_says.get(true).await;
-        if let Some(decide) = &self.rules.approval {
-            let rule = Later::run(|| decide(ctx.tool_call(), ctx, verdict), true);
-            verdict = rule.get(true).await;
-        }
+    /// Whether to ask the person: the agent loop's approval verdict (`verdict`, with no standing
+    /// approvals: a call here is a run of its own), then the agent's review, which here also
+    /// asks; a panic of the review counts as "ask".
+    fn asks(&self, mut verdict: bool, ctx: &ToolContext) -> bool {
         if !verdict {
             if let Some(review) = &self.rules.human_review {
                 let asks = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -815,15 +813,6 @@ impl Inner {
             }
         }
         verdict
-    }
-}
-
-/// The tool's own verdict on a call (`require_approval`, or its approval function).
-fn verdict_of(tool: &Tool, parsed: &Parsed, ctx: &ToolContext) -> Later<bool> {
-    match &tool.approval {
-        Approval::Never => Later::Now(false),
-        Approval::Always => Later::Now(true),
-        Approval::When(decide) => Later::run(|| decide(parsed, ctx), true),
     }
 }
 

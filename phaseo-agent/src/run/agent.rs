@@ -1,6 +1,7 @@
 //! [`Agent`] and its builder: id, instructions, model, tools, and how tools are executed.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,15 +9,48 @@ use crate::error::{AgentError, ModelError};
 use crate::model::message::ToolCall;
 use crate::model::request::{Model, ToolDefinition};
 use crate::telemetry::content::CaptureContent;
-use crate::tool::call::Later;
+use crate::tool::call::{Later, Parsed};
 use crate::tool::context::ToolContext;
-use crate::tool::definition::{IntoTool, IntoTools, OnError, Tool};
+use crate::tool::definition::{Approval, IntoTool, IntoTools, OnError, Tool};
 use crate::tool::resource::{Res, Resources};
 use crate::tool::returns::{Answer, sealed};
 
 pub(crate) type CallPredicate = dyn Fn(&ToolCall, &ToolContext) -> bool + Send + Sync;
 /// The agent's approval rule: the call, its context and the tool's own verdict in, the final verdict out.
 pub(crate) type ApprovalPolicy = dyn Fn(&ToolCall, &ToolContext, bool) -> Later<bool> + Send + Sync;
+
+/// Whether a call waits for a person: the one approval verdict of the agent loop and the MCP
+/// server. A standing approval of the tool (`Decision::ApproveAlways` in this run) holds whatever
+/// the functions would say; otherwise the tool's own verdict (`require_approval`, or its approval
+/// function), then the agent's rule, which sees it (`approval` adds to it, `approval_policy`
+/// decides). A panic of either fails closed: the call waits.
+pub(crate) fn needs_approval<'a>(
+    tool: &Tool,
+    parsed: &Parsed,
+    ctx: &'a ToolContext,
+    rule: Option<&'a ApprovalPolicy>,
+    standing: bool,
+) -> impl Future<Output = bool> + Send + 'a {
+    // The tool's verdict is asked for now: the future holds neither the tool nor the arguments.
+    let tool_says = (!standing).then(|| match &tool.approval {
+        Approval::Never => Later::Now(false),
+        Approval::Always => Later::Now(true),
+        Approval::When(decide) => Later::run(|| decide(parsed, ctx), true),
+    });
+    async move {
+        let Some(tool_says) = tool_says else {
+            return false;
+        };
+        let tool_says = tool_says.get(true).await;
+        match rule {
+            Some(decide) => {
+                let verdict = Later::run(|| decide(ctx.tool_call(), ctx, tool_says), true);
+                verdict.get(true).await
+            }
+            None => tool_says,
+        }
+    }
+}
 
 /// An agent: a model, instructions and tools, and the loop that runs them.
 ///

@@ -24,7 +24,7 @@ use crate::model::message::{Message, ToolCall};
 use crate::model::request::{
     DeltaSink, ModelDelta, ModelRequest, ModelResponse, RequestMeta, ToolChoice, TurnParams,
 };
-use crate::run::agent::{Agent, AgentInner};
+use crate::run::agent::{Agent, AgentInner, needs_approval};
 use crate::run::event::{Emitter, Event};
 use crate::run::execute::{Effects, Execution, Outcome, Run};
 use crate::run::journal::{InFlight, Journal, JournalFor, Transition};
@@ -36,7 +36,7 @@ use crate::run::state::{
 };
 use crate::tool::call::{Later, Parsed};
 use crate::tool::context::{ScopeParts, ToolContext};
-use crate::tool::definition::{Approval, OnError};
+use crate::tool::definition::OnError;
 use crate::tool::invoke;
 
 /// How a call was answered without running, as its `execute_tool` span tells it.
@@ -884,16 +884,14 @@ impl Runner {
         // A person's standing approval for this run (`Decision::ApproveAlways`) is a decision, not a
         // setting: it holds whatever the functions would say, and it was this tool's review.
         let standing = self.state.approved_tools.contains(&tool.id);
-        if !standing {
-            let tool_says = self.tool_verdict(index, &parsed, &ctx);
-            if self.needs_approval(tool_says, &ctx).await {
-                return self.pause(
-                    step_index,
-                    index,
-                    ctx.tool_call(),
-                    PendingKind::ToolApproval,
-                );
-            }
+        let rule = inner.approval.as_deref();
+        if needs_approval(tool, &parsed, &ctx, rule, standing).await {
+            return self.pause(
+                step_index,
+                index,
+                ctx.tool_call(),
+                PendingKind::ToolApproval,
+            );
         }
         self.after_approval(index, parsed, ctx, standing).await
     }
@@ -965,28 +963,6 @@ impl Runner {
                 let policy = tool.on_error.unwrap_or(self.inner().settings.on_error);
                 self.refuse(ctx.step_index(), call, error, policy)
             }
-        }
-    }
-
-    /// The tool's own verdict (`tool_says`), then the agent's rule, which sees it (`approval` adds to it;
-    /// `approval_policy` decides). Fails closed on a panic of either.
-    async fn needs_approval(&self, tool_says: Later<bool>, ctx: &ToolContext) -> bool {
-        let tool_says = tool_says.get(true).await;
-        match &self.inner().approval {
-            Some(decide) => {
-                let verdict = Later::run(|| decide(ctx.tool_call(), ctx, tool_says), true);
-                verdict.get(true).await
-            }
-            None => tool_says,
-        }
-    }
-
-    /// The tool's own verdict on a call (`require_approval`, or its approval function).
-    fn tool_verdict(&self, tool: usize, parsed: &Parsed, ctx: &ToolContext) -> Later<bool> {
-        match &self.inner().tools[tool].approval {
-            Approval::Never => Later::Now(false),
-            Approval::Always => Later::Now(true),
-            Approval::When(decide) => Later::run(|| decide(parsed, ctx), true),
         }
     }
 
