@@ -113,6 +113,7 @@ fn scratch() -> PathBuf {
 
 fn main() {
     let settings = settings();
+    sqlite::install_capture();
     let rt = runtime();
     let dir = scratch();
     let flush = Flush::new(&dir);
@@ -127,8 +128,17 @@ fn main() {
             .trim()
     );
 
+    // The floor of the SQLite NORMAL figure runs the store's statements, copied into the bench:
+    // checked against what the store sends today.
+    let statements = sqlite::statements_match(&rt, &dir);
+    if let Err(e) = &statements {
+        eprintln!(
+            "[durable] WARNING: the SQLite NORMAL floor's statements are not the store's any more \
+             (update benches/durable/sqlite.rs): {e}"
+        );
+    }
     commits(&rt, &mut rows);
-    sqlite_figures(&rt, &dir, &flush, rounds, &mut rows);
+    sqlite_figures(&rt, &dir, &flush, rounds, statements.is_ok(), &mut rows);
     let db = settings
         .postgres
         .as_deref()
@@ -196,6 +206,7 @@ fn sqlite_figures(
     dir: &std::path::Path,
     flush: &Flush,
     rounds: usize,
+    statements_match: bool,
     rows: &mut Vec<Row>,
 ) {
     for power_safe in [true, false] {
@@ -233,7 +244,11 @@ fn sqlite_figures(
         } else {
             (
                 "SQLite NORMAL: an append",
-                "the store's statements, C library",
+                if statements_match {
+                    "the store's statements, C library"
+                } else {
+                    "STALE: statements the store no longer sends, C library"
+                },
                 "≤ 1.5×",
             )
         };
@@ -289,10 +304,9 @@ fn postgres_figures(
 
     // (ii) A step (append + load) against a journal row + 6.7 KB read, and LangGraph's
     // put + get_tuple, the three in each round.
-    let mut langgraph = postgres::LangGraph::start(url);
+    let lg = std::cell::RefCell::new(postgres::LangGraph::start(url));
     let ours = sqlite::Ours::new(postgres::store(rt, url, 2), Step::AppendLoad);
     let n = ours.run(rt).1;
-    let lg = std::cell::RefCell::new(&mut langgraph);
     let measured = alternate(
         "PostgreSQL step",
         rounds,
@@ -360,8 +374,7 @@ fn postgres_figures(
         target: "≥ 5×".into(),
         flush: flush_text(&measured),
     });
-    drop(lg);
-    langgraph.stop();
+    lg.into_inner().stop();
 }
 
 /// The store's share of a 20-call run whose model answers after `delay` a turn: per round, the

@@ -3,7 +3,8 @@
 
 use std::future::IntoFuture;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use phaseo_agent::durable::Runs;
@@ -215,4 +216,121 @@ pub fn store(rt: &tokio::runtime::Runtime, dir: &Path, power_safe: bool) -> Arc<
         rt.block_on(SqliteStore::builder(path).power_safe(power_safe).open())
             .unwrap(),
     )
+}
+
+/// Whether the store still sends [`APPEND_UPDATE`] and [`APPEND_INSERT`] for an append: the
+/// statements sqlx logs (its `sqlx::query` events) during a one-call run on a SQLite store,
+/// compared with the floor's, whitespace aside. `Err`: what the store sent instead.
+///
+/// sqlx runs SQLite's statements on a thread of its own, so the subscriber that captures them is
+/// the process's global one ([`install_capture`]), which answers only while capturing.
+pub fn statements_match(rt: &tokio::runtime::Runtime, dir: &Path) -> Result<(), String> {
+    let path = dir.join("statements.db");
+    CAPTURED.lock().unwrap().clear();
+    CAPTURING.store(true, Ordering::SeqCst);
+    rt.block_on(async {
+        let store = Arc::new(
+            SqliteStore::builder(&path)
+                .power_safe(false)
+                .open()
+                .await
+                .unwrap(),
+        );
+        Runs::from_arc(store.clone())
+            .attach(tool_run(1, 1, None))
+            .run("Go")
+            .into_future()
+            .await
+            .unwrap();
+        store.close().await;
+    });
+    CAPTURING.store(false, Ordering::SeqCst);
+    let sent = std::mem::take(&mut *CAPTURED.lock().unwrap());
+    let missing: Vec<&str> = [APPEND_UPDATE, APPEND_INSERT]
+        .into_iter()
+        .filter(|floor| !sent.contains(&normalize(floor)))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        let mut seen = sent;
+        seen.sort();
+        seen.dedup();
+        Err(format!(
+            "not sent by the store: {missing:#?}\nsent: {seen:#?}"
+        ))
+    }
+}
+
+static CAPTURING: AtomicBool = AtomicBool::new(false);
+static CAPTURED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Installs the process's `tracing` subscriber: it is interested in sqlx's statement events
+/// only, and enabled only while [`statements_match`] captures them (every other callsite is
+/// never enabled, as with no subscriber).
+pub fn install_capture() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(Capture))
+        .expect("the bench's tracing subscriber");
+}
+
+fn normalize(sql: &str) -> String {
+    sql.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A `tracing` layer keeping the SQL text of sqlx's statement events while capturing.
+struct Capture;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Capture {
+    fn register_callsite(
+        &self,
+        metadata: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        if metadata.target() == "sqlx::query" {
+            tracing::subscriber::Interest::sometimes()
+        } else {
+            tracing::subscriber::Interest::never()
+        }
+    }
+
+    fn enabled(
+        &self,
+        metadata: &tracing::Metadata<'_>,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        metadata.target() == "sqlx::query" && CAPTURING.load(Ordering::SeqCst)
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        if event.metadata().target() != "sqlx::query" {
+            return;
+        }
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        // sqlx sends the whole text in `db.statement` when its summary shortened it.
+        let sql = if fields.statement.trim().is_empty() {
+            fields.summary
+        } else {
+            fields.statement
+        };
+        CAPTURED.lock().unwrap().push(normalize(&sql));
+    }
+}
+
+#[derive(Default)]
+struct Fields {
+    summary: String,
+    statement: String,
+}
+
+impl tracing::field::Visit for Fields {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        match field.name() {
+            "summary" => self.summary = value.to_owned(),
+            "db.statement" => self.statement = value.to_owned(),
+            _ => {}
+        }
+    }
+
+    fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
 }
