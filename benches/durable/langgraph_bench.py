@@ -329,7 +329,8 @@ def serve(a, kwargs: dict, pool_kwargs: dict, msgs, pending) -> None:
 
       hello                  -> versions and the server
       latency N              -> N put + get_tuple on one connection (what `from_conn_string`
-                                makes); {"ms": per operation}
+                                makes), in pipeline mode unless --serve-saver connection (the
+                                best of the three in the latency part); {"ms": per operation}
       throughput T N         -> T threads on a pool of T connections, a saver per thread (its
                                 best), each doing N put + get_tuple after a barrier;
                                 {"ms": wall time / (T * N)}
@@ -340,8 +341,13 @@ def serve(a, kwargs: dict, pool_kwargs: dict, msgs, pending) -> None:
         sys.stdout.write(json.dumps(obj) + "\n")
         sys.stdout.flush()
 
-    conn = psycopg.connect(**kwargs)
-    one = Runs(PostgresSaver(conn), "serve-1", a.run_len)
+    stack = ExitStack()
+    conn = stack.enter_context(psycopg.connect(**kwargs))
+    if a.serve_saver == "pipeline":
+        saver = PostgresSaver(conn, stack.enter_context(conn.pipeline()))
+    else:
+        saver = PostgresSaver(conn)
+    one = Runs(saver, "serve-1", a.run_len)
     pools: dict[int, tuple] = {}
     for line in sys.stdin:
         cmd = line.split()
@@ -353,7 +359,8 @@ def serve(a, kwargs: dict, pool_kwargs: dict, msgs, pending) -> None:
             answer({"langgraph-checkpoint-postgres": pkg_version("langgraph-checkpoint-postgres"),
                     "langgraph-checkpoint": pkg_version("langgraph-checkpoint"),
                     "psycopg": pkg_version("psycopg"), "psycopg_impl": psycopg.pq.__impl__,
-                    "saver": "one connection, autocommit, prepare_threshold=0"})
+                    "saver": f"one connection ({a.serve_saver}), autocommit, prepare_threshold=0; "
+                             "threads: a pool, a saver per thread"})
         elif cmd[0] == "latency":
             n = int(cmd[1])
             gc.collect()
@@ -406,7 +413,7 @@ def serve(a, kwargs: dict, pool_kwargs: dict, msgs, pending) -> None:
             raise SystemExit(f"unknown command {line!r}")
     for pool, _ in pools.values():
         pool.close()
-    conn.close()
+    stack.close()
 
 
 def main() -> int:
@@ -426,6 +433,8 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the schema and its tables")
     ap.add_argument("--serve", action="store_true",
                     help="measure rounds told on stdin (see serve()); for benches/durable.rs")
+    ap.add_argument("--serve-saver", choices=("pipeline", "connection"), default="pipeline",
+                    help="--serve: the one-client saver's connection")
     a = ap.parse_args()
 
     kwargs = {"conninfo": a.url, "autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
