@@ -1,105 +1,99 @@
-//! Durable runs: what a run store costs.
+//! Durable runs: what a run store costs, each figure measured alternating with its floor round
+//! by round and reported as the median of the per-round ratios (with their quartiles), beside
+//! the disk's flush time of the same rounds.
 //!
-//! - `sqlite_run`: a 20-call run without a store, on `MemoryStore` (the journal's own work), and
-//!   on `SqliteStore` (synchronous FULL: every entry on disk before the next step);
-//! - `postgres_save_load` (with `PHASEO_BENCH_POSTGRES_URL`): a paused 20-message run saved as a
-//!   new run and loaded back, one client, against the same cluster's floor
-//!   (`benches/durable/pgbench_floor.sh`) and LangGraph's checkpointer
-//!   (`benches/durable/langgraph.sh`), measured in the same session;
-//! - then, printed: the same with 4 runs at once (runs per second), and the bytes PostgreSQL holds
-//!   after 10, 100 and 1,000 steps of one conversation.
+//! ```text
+//! PHASEO_BENCH_POSTGRES_URL=$(interop/postgres.sh start) cargo bench --bench durable
+//! cargo bench --bench durable -- --quick          # 8 rounds, short runs: a check, not figures
+//! cargo bench --bench durable -- --sqlite-only    # without PostgreSQL
+//! ```
 //!
-//! `cargo bench -p phaseo-agent-tests --bench durable`; see benches/durable/README.md.
+//! `DURABLE_BENCH_ROUNDS` sets the rounds (default 60; `--quick`: 8). What each figure measures
+//! and against what: benches/durable/README.md.
 
 use std::future::IntoFuture;
-use std::sync::{Arc, Mutex};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use futures::future::BoxFuture;
-
-use criterion::{Criterion, criterion_group, criterion_main};
 use phaseo_agent::durable::Runs;
-use phaseo_agent::serde_json::{self, json};
-use phaseo_agent::store::{
-    Append, AuditFilter, DecisionRow, LoadedRun, MemoryStore, NewRun, Page, PendingFilter,
-    PendingRow, PostgresStore, RunFilter, RunStore, RunSummary, SqliteStore,
-};
-use phaseo_agent::{
-    Agent, AgentError, Decisions, ModelResponse, RunState, StoreError, Tool, ToolCall,
-};
+use phaseo_agent::store::{MemoryStore, RunStore};
 
 // Shared with the durable tests; not every item is used here.
 #[allow(dead_code)]
 #[path = "../tests/support/durable.rs"]
-mod durable;
+mod support;
 
-use durable::ByPosition;
+#[path = "durable/agents.rs"]
+mod agents;
+#[path = "durable/postgres.rs"]
+mod postgres;
+#[path = "durable/rounds.rs"]
+mod rounds;
+#[path = "durable/sqlite.rs"]
+mod sqlite;
+#[path = "durable/timed.rs"]
+mod timed;
 
-/// About 200 bytes of text, as in the checkpointer baseline.
-fn text(i: usize) -> String {
-    format!("Step {i}: ")
-        .chars()
-        .chain(
-            "the quick brown fox jumps over the lazy dog; "
-                .chars()
-                .cycle(),
-        )
-        .take(200)
-        .collect()
+use agents::tool_run;
+use rounds::{Contender, Flush, Measured, alternate};
+use support::Hooked;
+use timed::{Step, Timed};
+
+struct Settings {
+    rounds: usize,
+    quick: bool,
+    postgres: Option<String>,
 }
 
-/// `steps` turns of one lookup call each, then an answer (or a gated call, when `pause`).
-fn agent(steps: usize, pause: bool) -> Agent {
-    let mut turns: Vec<ModelResponse> = (0..steps).map(lookup_turn).collect();
-    turns.push(if pause {
-        send_turn()
-    } else {
-        ModelResponse::text(text(100))
-    });
-    scripted(turns)
+fn settings() -> Settings {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|a| a == "--quick")
+        || std::env::var("DURABLE_BENCH_QUICK").is_ok_and(|v| v == "1");
+    let sqlite_only = args.iter().any(|a| a == "--sqlite-only");
+    let rounds = std::env::var("DURABLE_BENCH_ROUNDS")
+        .ok()
+        .map(|r| r.parse().expect("DURABLE_BENCH_ROUNDS: a number"))
+        .unwrap_or(if quick { 8 } else { 60 });
+    let postgres = match std::env::var("PHASEO_BENCH_POSTGRES_URL") {
+        Ok(url) if !sqlite_only => Some(url),
+        _ if sqlite_only => None,
+        _ => {
+            eprintln!(
+                "durable bench: PHASEO_BENCH_POSTGRES_URL is not set, and the PostgreSQL figures \
+                 were asked for (the default); set it (e.g. to `interop/postgres.sh start`'s \
+                 URL) or pass --sqlite-only"
+            );
+            std::process::exit(2);
+        }
+    };
+    Settings {
+        rounds,
+        quick,
+        postgres,
+    }
 }
 
-/// Turn `i`: one lookup call.
-fn lookup_turn(i: usize) -> ModelResponse {
-    ModelResponse::tool_calls([ToolCall::new(
-        format!("call_{i}"),
-        "lookup",
-        json!({"query": text(i)}),
-    )])
+/// One line of the final table.
+struct Row {
+    measure: String,
+    figure: String,
+    target: String,
+    flush: String,
 }
 
-/// The gated call a run pauses on.
-fn send_turn() -> ModelResponse {
-    ModelResponse::tool_calls([ToolCall::new(
-        "send",
-        "send_email",
-        json!({"to": "ops@example.com", "body": text(99)}),
-    )])
+fn ratio_text((q1, median, q3): (f64, f64, f64)) -> String {
+    format!("{median:.2}× ({q1:.2}–{q3:.2})")
 }
 
-/// The bench's agent answering `turns` by position, with its two tools: `lookup`, and
-/// `send_email`, which waits for approval.
-fn scripted(turns: Vec<ModelResponse>) -> Agent {
-    let lookup = Tool::new(
-        "lookup",
-        "Look something up",
-        json!({"type": "object"}),
-        |input, _| Ok(json!({"found": input["query"]})),
-    );
-    let send = Tool::new(
-        "send_email",
-        "Send an email",
-        json!({"type": "object"}),
-        |v, _| Ok(v),
-    )
-    .require_approval();
-    Agent::builder("bench")
-        .model(ByPosition(turns))
-        .tool(lookup)
-        .tool(send)
-        .max_turns(10_000)
-        .build()
-        .unwrap()
+fn flush_text(m: &Measured) -> String {
+    let (median, low, high) = m.flush();
+    format!("{median:.2} ms ({low:.2}–{high:.2})")
+}
+
+fn ms(x: f64) -> String {
+    format!("{x:.3} ms")
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -110,422 +104,409 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("phaseo-bench-{name}-{}", std::process::id()));
+fn scratch() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("phaseo-bench-durable-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
-fn sqlite_run(c: &mut Criterion) {
+fn main() {
+    let settings = settings();
+    sqlite::install_capture();
     let rt = runtime();
-    let plain = agent(20, false);
-    let dir = scratch("sqlite");
-    let sqlite = rt.block_on(SqliteStore::open(dir.join("runs.db"))).unwrap();
-    let on_sqlite = Runs::new(sqlite).attach(agent(20, false));
-    let on_memory = Runs::new(MemoryStore::new()).attach(agent(20, false));
-    let normal = rt
-        .block_on(
-            SqliteStore::builder(dir.join("normal.db"))
-                .power_safe(false)
-                .open(),
+    let dir = scratch();
+    let flush = Flush::new(&dir);
+    let rounds = settings.rounds;
+    let mut rows = Vec::new();
+    let started = Instant::now();
+    eprintln!(
+        "[durable] {rounds} rounds; disk flush (8 KiB fdatasync) now {:.2} ms; load average {}",
+        flush.measure(),
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+    );
+
+    // The floor of the SQLite NORMAL figure runs the store's statements, copied into the bench:
+    // checked against what the store sends today.
+    let statements = sqlite::statements_match(&rt, &dir);
+    if let Err(e) = &statements {
+        eprintln!(
+            "[durable] WARNING: the SQLite NORMAL floor's statements are not the store's any more \
+             (update benches/durable/sqlite.rs): {e}"
+        );
+    }
+    commits(&rt, &mut rows);
+    sqlite_figures(&rt, &dir, &flush, rounds, statements.is_ok(), &mut rows);
+    let db = settings
+        .postgres
+        .as_deref()
+        .map(|url| postgres::BenchDb::create(&rt, url));
+    if let Some(db) = &db {
+        postgres_figures(&rt, &db.url, &dir, &flush, rounds, &mut rows);
+    }
+    share(&rt, &dir, &flush, &settings, db.as_ref(), &mut rows);
+    growth(&rt, &dir, &settings, db.as_ref(), &mut rows);
+    if let Some(db) = db {
+        db.drop(&rt);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+
+    println!(
+        "\ndurable: {rounds} rounds per figure (unless said), {:.0} s; each ratio the median of the \
+         per-round ratios (quartiles); flush: 8 KiB fdatasync per round, median (range)\n",
+        started.elapsed().as_secs_f64()
+    );
+    println!("| measure | figure | target | disk flush |");
+    println!("|---|---|---|---|");
+    for row in rows {
+        println!(
+            "| {} | {} | {} | {} |",
+            row.measure, row.figure, row.target, row.flush
+        );
+    }
+}
+
+/// Commits of a run with `t` tool turns of `c` calls each, counted as the writes reaching a store
+/// (every write is one transaction).
+fn commits(rt: &tokio::runtime::Runtime, rows: &mut Vec<Row>) {
+    for (turns, calls) in [(1, 1), (20, 1), (5, 4), (4, 5), (2, 10)] {
+        let count = Arc::new(AtomicUsize::new(0));
+        let counted = count.clone();
+        let store: Arc<dyn RunStore> = Arc::new(
+            Hooked::new(Arc::new(MemoryStore::new())).after_write(move |_| {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }),
+        );
+        rt.block_on(
+            Runs::from_arc(store)
+                .attach(tool_run(turns, calls, None))
+                .run("Go")
+                .into_future(),
         )
         .unwrap();
-    let on_normal = Runs::new(normal).attach(agent(20, false));
-    let mut group = c.benchmark_group("sqlite_run");
-    group
-        .sample_size(20)
-        .measurement_time(Duration::from_secs(15));
-    group.bench_function("20 calls, no store", |b| {
-        b.iter(|| rt.block_on(plain.run("Go").into_future()).unwrap())
-    });
-    group.bench_function("20 calls, MemoryStore", |b| {
-        b.iter(|| rt.block_on(on_memory.run("Go").into_future()).unwrap())
-    });
-    group.bench_function("20 calls, SqliteStore", |b| {
-        b.iter(|| rt.block_on(on_sqlite.run("Go").into_future()).unwrap())
-    });
-    group.bench_function("20 calls, SqliteStore, not power-safe", |b| {
-        b.iter(|| rt.block_on(on_normal.run("Go").into_future()).unwrap())
-    });
-    // The floor: the commits such a run makes (one per journal entry: started, 20 times a turn,
-    // a call started and a call finished, and the end), each one row of 300 bytes, through the
-    // same driver with the same settings, and nothing else.
-    let commits = 62;
-    let floor = rt.block_on(sqlite_floor_pool(&dir.join("floor.db"), true));
-    let floor_normal = rt.block_on(sqlite_floor_pool(&dir.join("floor-normal.db"), false));
-    group.bench_function("floor: 62 one-row commits", |b| {
-        b.iter(|| rt.block_on(sqlite_commits(&floor, commits)))
-    });
-    group.bench_function("floor: 62 one-row commits, not power-safe", |b| {
-        b.iter(|| rt.block_on(sqlite_commits(&floor_normal, commits)))
-    });
-    group.finish();
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-async fn sqlite_floor_pool(path: &std::path::Path, power_safe: bool) -> sqlx::SqlitePool {
-    use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
-    let options = SqliteConnectOptions::new()
-        .filename(path)
-        .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(if power_safe {
-            SqliteSynchronous::Full
-        } else {
-            SqliteSynchronous::Normal
+        let commits = count.load(Ordering::SeqCst);
+        let target = turns * (1 + calls) + 2;
+        rows.push(Row {
+            measure: format!("commits, {turns} tool turns of {calls} calls"),
+            figure: format!("{commits}"),
+            target: format!(
+                "≤ {target} ({:.2}× the target)",
+                commits as f64 / target as f64
+            ),
+            flush: "—".into(),
         });
-    let pool = sqlx::sqlite::SqlitePoolOptions::new()
-        .max_connections(1)
-        .connect_with(options)
-        .await
-        .unwrap();
-    sqlx::query("CREATE TABLE IF NOT EXISTS floor (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
-        .execute(&pool)
-        .await
-        .unwrap();
-    pool
-}
-
-/// `n` transactions of one 300-byte row each, as the store writes them (`BEGIN IMMEDIATE`).
-async fn sqlite_commits(pool: &sqlx::SqlitePool, n: usize) {
-    let body = "x".repeat(300);
-    for _ in 0..n {
-        let mut conn = pool.acquire().await.unwrap();
-        sqlx::query("BEGIN IMMEDIATE")
-            .execute(&mut *conn)
-            .await
-            .unwrap();
-        sqlx::query("INSERT INTO floor (body) VALUES (?)")
-            .bind(&body)
-            .execute(&mut *conn)
-            .await
-            .unwrap();
-        sqlx::query("COMMIT").execute(&mut *conn).await.unwrap();
     }
 }
 
-/// A paused run of 20 messages (user, 9 lookups with their results, the gated call).
-fn paused_state(rt: &tokio::runtime::Runtime) -> RunState {
-    let paused = rt.block_on(agent(9, true).run("Go").into_future()).unwrap();
-    assert!(paused.is_paused());
-    assert_eq!(paused.state.messages().len(), 20);
-    paused.state
-}
-
-/// The state with another run id (a new run each time, as the baseline's threads mode does).
-fn renamed(state: &RunState, run_id: &str) -> RunState {
-    let mut value = serde_json::to_value(state).unwrap();
-    value["run_id"] = json!(run_id);
-    RunState::from_json(&value.to_string()).unwrap()
-}
-
-fn postgres_url() -> Option<String> {
-    std::env::var("PHASEO_BENCH_POSTGRES_URL").ok()
-}
-
-async fn postgres(url: &str, pool: u32) -> PostgresStore {
-    PostgresStore::builder(url)
-        .pool_size(pool)
-        .connect()
-        .await
-        .unwrap()
-}
-
-fn postgres_save_load(c: &mut Criterion) {
-    let Some(url) = postgres_url() else {
-        eprintln!("postgres_save_load: PHASEO_BENCH_POSTGRES_URL is not set; not measured");
-        return;
-    };
-    let rt = runtime();
-    let state = paused_state(&rt);
-    println!(
-        "paused state: {} messages, {} bytes as JSON",
-        state.messages().len(),
-        state.to_json().len()
-    );
-    let runs = Runs::new(rt.block_on(postgres(&url, 4)));
-    let mut n = 0u64;
-    let mut group = c.benchmark_group("postgres_save_load");
-    group
-        .sample_size(50)
-        .measurement_time(Duration::from_secs(20));
-    group.bench_function("save + load, paused 20 messages", |b| {
-        b.iter_custom(|iters| {
-            let states: Vec<RunState> = (0..iters)
-                .map(|_| {
-                    n += 1;
-                    renamed(&state, &format!("bench_{}_{n}", std::process::id()))
-                })
-                .collect();
-            rt.block_on(async {
-                let start = Instant::now();
-                for state in &states {
-                    runs.save(state).await.unwrap();
-                    let loaded = runs.load(state.run_id()).await.unwrap();
-                    assert_eq!(loaded.state.messages().len(), 20);
-                }
-                start.elapsed()
-            })
-        })
-    });
-    group.finish();
-    throughput(&rt, &url, &state);
-    steps(&rt, &url, &state);
-    growth(&rt, &url);
-}
-
-/// A store that loads the run back after every append (through [`Runs::load`]: checksums checked,
-/// journal replayed) and adds the time of both to a total: one journaled step written and read,
-/// as a checkpointer's `put` then `get`.
-struct StepTimer {
-    inner: Arc<dyn RunStore>,
-    runs: Runs,
-    /// Time spent in appends and their loads, and how many.
-    total: Mutex<(Duration, u64)>,
-}
-
-impl StepTimer {
-    fn new(inner: Arc<dyn RunStore>) -> Self {
-        StepTimer {
-            runs: Runs::from_arc(inner.clone()),
-            inner,
-            total: Mutex::new((Duration::ZERO, 0)),
-        }
-    }
-
-    fn take(&self) -> (Duration, u64) {
-        std::mem::take(&mut *self.total.lock().unwrap())
-    }
-}
-
-impl RunStore for StepTimer {
-    fn create(&self, run: NewRun) -> BoxFuture<'_, Result<(), StoreError>> {
-        self.inner.create(run)
-    }
-
-    fn append(&self, append: Append) -> BoxFuture<'_, Result<(), StoreError>> {
-        Box::pin(async move {
-            let run_id = append.run_id.clone();
-            let started = Instant::now();
-            self.inner.append(append).await?;
-            match self.runs.load(&run_id).await {
-                Ok(_) => {}
-                Err(AgentError::Store(e)) => return Err(e),
-                Err(other) => panic!("load: {other}"),
-            }
-            let took = started.elapsed();
-            let mut total = self.total.lock().unwrap();
-            total.0 += took;
-            total.1 += 1;
-            Ok(())
-        })
-    }
-
-    fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<LoadedRun, StoreError>> {
-        self.inner.load(run_id)
-    }
-
-    fn pending<'a>(
-        &'a self,
-        filter: &'a PendingFilter,
-    ) -> BoxFuture<'a, Result<Page<PendingRow>, StoreError>> {
-        self.inner.pending(filter)
-    }
-
-    fn runs<'a>(
-        &'a self,
-        filter: &'a RunFilter,
-    ) -> BoxFuture<'a, Result<Page<RunSummary>, StoreError>> {
-        self.inner.runs(filter)
-    }
-
-    fn audit<'a>(
-        &'a self,
-        filter: &'a AuditFilter,
-    ) -> BoxFuture<'a, Result<Page<DecisionRow>, StoreError>> {
-        self.inner.audit(filter)
-    }
-
-    fn prune(&self, before_ms: i64) -> BoxFuture<'_, Result<u64, StoreError>> {
-        self.inner.prune(before_ms)
-    }
-}
-
-/// The agent of [`steps`]: the paused run's nine lookups and gated call at the same positions,
-/// then ten more lookups and an answer.
-fn stepping_agent() -> Agent {
-    let turns = (0..20)
-        .map(|i| if i == 9 { send_turn() } else { lookup_turn(i) })
-        .chain([ModelResponse::text(text(100))])
-        .collect();
-    scripted(turns)
-}
-
-/// Journaled steps, each written and loaded back: the paused 20-message run stored, then resumed
-/// by a `DurableAgent` with its approval and run on for ten more tool-call turns (20 to 42
-/// messages; about 34 journal entries, each an append and a load). One client gives the time of
-/// one step (write + load, as LangGraph's put + get); 1 and 4 runs at once give steps per second,
-/// over the whole wall time (the runs' own work included).
-fn steps(rt: &tokio::runtime::Runtime, url: &str, state: &RunState) {
-    let in_memory = |_: u32| -> Arc<dyn RunStore> { Arc::new(MemoryStore::new()) };
-    let on_postgres =
-        |pool: u32| -> Arc<dyn RunStore> { Arc::new(rt.block_on(postgres(url, pool))) };
-    // MemoryStore first: the journal's own work, without a database.
-    steps_on(rt, "MemoryStore", &in_memory, &[1], state);
-    steps_on(rt, "postgres", &on_postgres, &[1, 4], state);
-}
-
-fn steps_on(
+/// The SQLite store's appends in a 20-call run against the C library's floors.
+fn sqlite_figures(
     rt: &tokio::runtime::Runtime,
-    label: &str,
-    store: &dyn Fn(u32) -> Arc<dyn RunStore>,
-    clients_list: &[usize],
-    state: &RunState,
+    dir: &std::path::Path,
+    flush: &Flush,
+    rounds: usize,
+    statements_match: bool,
+    rows: &mut Vec<Row>,
 ) {
-    for &clients in clients_list {
-        let timer = Arc::new(StepTimer::new(store(clients as u32)));
-        let store: Arc<dyn RunStore> = timer.clone();
-        let durable = Runs::from_arc(store).attach(stepping_agent());
-        let per_client = if clients == 1 { 120 } else { 60 };
-        let prepare = |c: usize, i: usize| {
-            renamed(
-                state,
-                &format!("step_{}_{clients}_{c}_{i}", std::process::id()),
+    for power_safe in [true, false] {
+        let ours = sqlite::Ours::new(sqlite::store(rt, dir, power_safe), Step::Append);
+        let n = ours.run(rt).1;
+        let measured = if power_safe {
+            let floor = sqlite::CommitFloor::new(dir, true);
+            alternate(
+                "SQLite FULL append",
+                rounds,
+                flush,
+                &mut [
+                    Box::new(|| floor.run(n)) as Contender,
+                    Box::new(|| ours.run(rt).0),
+                ],
+            )
+        } else {
+            let mut floor = sqlite::StatementsFloor::new(rt, dir, false);
+            alternate(
+                "SQLite NORMAL append",
+                rounds,
+                flush,
+                &mut [
+                    Box::new(|| floor.run(n)) as Contender,
+                    Box::new(|| ours.run(rt).0),
+                ],
             )
         };
-        // One round outside the clock: connections open, statements prepared.
-        rt.block_on(async {
-            let warm = prepare(99, 0);
-            let version = durable.runs().save(&warm).await.unwrap();
-            durable
-                .resume(
-                    warm.run_id(),
-                    version,
-                    Decisions::new().approve("send"),
-                    "bench",
-                )
-                .await
-                .unwrap();
+        let (measure, floor, target) = if power_safe {
+            (
+                "SQLite FULL: an append",
+                "one-row commit, C library",
+                "≤ 1.3×",
+            )
+        } else {
+            (
+                "SQLite NORMAL: an append",
+                if statements_match {
+                    "the store's statements, C library"
+                } else {
+                    "STALE: statements the store no longer sends, C library"
+                },
+                "≤ 1.5×",
+            )
+        };
+        rows.push(Row {
+            measure: measure.into(),
+            figure: format!(
+                "{} (ours {} per append, {n} appends a run; floor, {floor}: {})",
+                ratio_text(measured.ratio(1, 0)),
+                ms(measured.median(1)),
+                ms(measured.median(0))
+            ),
+            target: target.into(),
+            flush: flush_text(&measured),
         });
-        timer.take();
-        let elapsed = rt.block_on(async {
-            let start = Instant::now();
-            let tasks: Vec<_> = (0..clients)
-                .map(|c| {
-                    let durable = durable.clone();
-                    let states: Vec<RunState> = (0..per_client).map(|i| prepare(c, i)).collect();
-                    tokio::spawn(async move {
-                        for state in &states {
-                            let version = durable.runs().save(state).await.unwrap();
-                            let done = durable
-                                .resume(
-                                    state.run_id(),
-                                    version,
-                                    Decisions::new().approve("send"),
-                                    "bench",
-                                )
-                                .await
-                                .unwrap();
-                            assert_eq!(done.output(), Some(text(100).as_str()));
-                        }
-                    })
-                })
-                .collect();
-            for task in tasks {
-                task.await.unwrap();
-            }
-            start.elapsed()
-        });
-        let (timed, count) = timer.take();
-        println!(
-            "{label} journaled step (append + load), {clients} at once: {count} steps, {:.3} ms each in the store, {:.0} steps per second over the wall time",
-            timed.as_secs_f64() * 1000.0 / count as f64,
-            count as f64 / elapsed.as_secs_f64()
-        );
     }
 }
 
-/// Save + load with `clients` runs at once, each on its own connection: runs per second.
-fn throughput(rt: &tokio::runtime::Runtime, url: &str, state: &RunState) {
-    for clients in [1usize, 4] {
-        let runs = Runs::new(rt.block_on(postgres(url, clients as u32)));
-        let per_client = 1_000;
-        let elapsed = rt.block_on(async {
-            let start = Instant::now();
-            let tasks: Vec<_> = (0..clients)
-                .map(|c| {
-                    let runs = runs.clone();
-                    let states: Vec<RunState> = (0..per_client)
-                        .map(|i| {
-                            renamed(
-                                state,
-                                &format!("tp_{}_{clients}_{c}_{i}", std::process::id()),
-                            )
-                        })
-                        .collect();
-                    tokio::spawn(async move {
-                        for state in &states {
-                            runs.save(state).await.unwrap();
-                            runs.load(state.run_id()).await.unwrap();
-                        }
-                    })
-                })
-                .collect();
-            for task in tasks {
-                task.await.unwrap();
-            }
-            start.elapsed()
-        });
-        let total = (clients * per_client) as f64;
-        println!(
-            "postgres save + load, {clients} at once: {:.0} per second ({:.3} ms each per client)",
-            total / elapsed.as_secs_f64(),
-            elapsed.as_secs_f64() * 1000.0 * clients as f64 / total
-        );
-    }
+/// The PostgreSQL store against pgbench and LangGraph.
+fn postgres_figures(
+    rt: &tokio::runtime::Runtime,
+    url: &str,
+    dir: &std::path::Path,
+    flush: &Flush,
+    rounds: usize,
+    rows: &mut Vec<Row>,
+) {
+    let pgbench = postgres::Pgbench::new(url, dir);
+    eprintln!("[durable] {}", pgbench.version());
+
+    // (i) An append against a bare one-row commit.
+    let ours = sqlite::Ours::new(postgres::store(rt, url, 2), Step::Append);
+    let n = ours.run(rt).1;
+    let measured = alternate(
+        "PostgreSQL append",
+        rounds,
+        flush,
+        &mut [
+            Box::new(|| pgbench.run("commit", n)) as Contender,
+            Box::new(|| ours.run(rt).0),
+        ],
+    );
+    rows.push(Row {
+        measure: "PostgreSQL: an append".into(),
+        figure: format!(
+            "{} (ours {}; pgbench (i) bare commit {})",
+            ratio_text(measured.ratio(1, 0)),
+            ms(measured.median(1)),
+            ms(measured.median(0))
+        ),
+        target: "≤ 1.3×".into(),
+        flush: flush_text(&measured),
+    });
+
+    // (ii) A step (append + load) against a journal row + 6.7 KB read, and LangGraph's
+    // put + get_tuple, the three in each round.
+    let lg = std::cell::RefCell::new(postgres::LangGraph::start(url));
+    let ours = sqlite::Ours::new(postgres::store(rt, url, 2), Step::AppendLoad);
+    let n = ours.run(rt).1;
+    let measured = alternate(
+        "PostgreSQL step",
+        rounds,
+        flush,
+        &mut [
+            Box::new(|| pgbench.run("journal", n)) as Contender,
+            Box::new(|| ours.run(rt).0),
+            Box::new(|| lg.borrow_mut().latency(n)),
+        ],
+    );
+    rows.push(Row {
+        measure: "PostgreSQL: a step (append + load of the run)".into(),
+        figure: format!(
+            "{} (ours {}; pgbench (ii) journal row + 6.7 KB read {})",
+            ratio_text(measured.ratio(1, 0)),
+            ms(measured.median(1)),
+            ms(measured.median(0))
+        ),
+        target: "≤ 1.5×".into(),
+        flush: flush_text(&measured),
+    });
+    rows.push(Row {
+        measure: "against LangGraph, one client (its put + get_tuple over our step)".into(),
+        figure: format!(
+            "{} faster (LangGraph {}, same rounds)",
+            ratio_text(measured.ratio(2, 1)),
+            ms(measured.median(2))
+        ),
+        target: "≥ 3×".into(),
+        flush: flush_text(&measured),
+    });
+
+    // Four clients: steps per second against LangGraph's put + get_tuple per second.
+    let clients = 4;
+    let timed = Arc::new(Timed::new(
+        postgres::store(rt, url, clients as u32),
+        Step::AppendLoad,
+    ));
+    let n = {
+        postgres::steps_at_once(rt, &timed, clients);
+        // LangGraph does as many operations per thread as one of our runs has steps.
+        let runs = Runs::from_arc(timed.clone());
+        timed.take();
+        rt.block_on(runs.attach(tool_run(20, 1, None)).run("Go").into_future())
+            .unwrap();
+        timed.take().1
+    };
+    let measured = alternate(
+        "PostgreSQL, 4 clients",
+        rounds,
+        flush,
+        &mut [
+            Box::new(|| lg.borrow_mut().throughput(clients, n)) as Contender,
+            Box::new(|| postgres::steps_at_once(rt, &timed, clients)),
+        ],
+    );
+    rows.push(Row {
+        measure: format!("against LangGraph, {clients} clients (steps per second)"),
+        figure: format!(
+            "{} the throughput (ours {:.0}/s, LangGraph {:.0}/s)",
+            ratio_text(measured.ratio(0, 1)),
+            1000.0 / measured.median(1),
+            1000.0 / measured.median(0)
+        ),
+        target: "≥ 5×".into(),
+        flush: flush_text(&measured),
+    });
+    lg.into_inner().stop();
 }
 
-/// Bytes PostgreSQL holds for one conversation after `steps` tool-call steps, each step one
-/// assistant call and one result of about 200 bytes.
-fn growth(rt: &tokio::runtime::Runtime, url: &str) {
-    rt.block_on(async {
-        let pool = sqlx::PgPool::connect(url).await.unwrap();
-        for steps in [10usize, 100, 1000] {
-            sqlx::query("TRUNCATE phaseo_runs, phaseo_journal, phaseo_pending, phaseo_audit")
-                .execute(&pool)
-                .await
-                .unwrap();
-            let empty = size(&pool).await;
-            let runs = Runs::new(postgres(url, 2).await);
+/// The store's share of a 20-call run whose model answers after `delay` a turn: per round, the
+/// run without a store, on SQLite (FULL) and on PostgreSQL; share = (with − without) / with.
+fn share(
+    rt: &tokio::runtime::Runtime,
+    dir: &std::path::Path,
+    flush: &Flush,
+    settings: &Settings,
+    db: Option<&postgres::BenchDb>,
+    rows: &mut Vec<Row>,
+) {
+    let sqlite = Runs::from_arc(sqlite::store(rt, dir, true));
+    let pg = db.map(|db| Runs::from_arc(postgres::store(rt, &db.url, 2)));
+    for (delay, rounds) in [
+        (20, settings.rounds),
+        // A round of three 4.2 s runs: fewer rounds, so that the whole bench stays under 15 min.
+        (200, (settings.rounds / 3).max(2)),
+    ] {
+        let delay = Duration::from_millis(delay);
+        let time = |runs: Option<&Runs>| {
+            let agent = tool_run(20, 1, Some(delay));
             let started = Instant::now();
-            let done = runs.attach(agent(steps, false)).run("Go").await.unwrap();
-            let took = started.elapsed();
-            let conversation: usize = done.state.to_json().len();
-            let stored = size(&pool).await - empty;
-            let load_started = Instant::now();
-            runs.load(done.state.run_id()).await.unwrap();
-            let load = load_started.elapsed();
-            println!(
-                "after {steps} steps: {stored} bytes stored ({:.1} KB per step), conversation {conversation} bytes as JSON, run {:.1} ms, load {:.2} ms",
-                stored as f64 / steps as f64 / 1024.0,
-                took.as_secs_f64() * 1000.0,
-                load.as_secs_f64() * 1000.0
-            );
+            match runs {
+                Some(runs) => {
+                    rt.block_on(runs.attach(agent).run("Go").into_future())
+                        .unwrap();
+                }
+                None => {
+                    rt.block_on(agent.run("Go").into_future()).unwrap();
+                }
+            }
+            started.elapsed().as_secs_f64() * 1000.0
+        };
+        let mut contenders: Vec<Contender> =
+            vec![Box::new(|| time(None)), Box::new(|| time(Some(&sqlite)))];
+        if let Some(pg) = &pg {
+            contenders.push(Box::new(move || time(Some(pg))));
+        }
+        let label = format!("share at {} ms a turn", delay.as_millis());
+        let measured = alternate(&label, rounds, flush, &mut contenders);
+        let stores = [
+            ("SQLite FULL", "2 %", "0.2 %"),
+            ("PostgreSQL", "4 %", "0.5 %"),
+        ];
+        for (k, (name, at20, at200)) in stores.iter().enumerate().take(contenders.len() - 1) {
+            let (q1, median, q3) = measured.per_round(|r| (r[k + 1] - r[0]) / r[k + 1] * 100.0);
+            rows.push(Row {
+                measure: format!(
+                    "{name}: the store's share of a 20-call run, model {} ms a turn ({rounds} rounds)",
+                    delay.as_millis()
+                ),
+                figure: format!(
+                    "{median:.2} % ({q1:.2}–{q3:.2}) (run {} against {} without a store)",
+                    ms(measured.median(k + 1)),
+                    ms(measured.median(0))
+                ),
+                target: format!(
+                    "≤ {}",
+                    if delay.as_millis() == 20 { at20 } else { at200 }
+                ),
+                flush: flush_text(&measured),
+            });
+        }
+    }
+}
+
+/// Bytes stored per step of one conversation after 10, 100, 1,000 one-call steps: on
+/// PostgreSQL, the growth of the store's tables (`pg_total_relation_size`); on SQLite, of the
+/// file (after the store closed it, WAL checkpointed).
+fn growth(
+    rt: &tokio::runtime::Runtime,
+    dir: &std::path::Path,
+    settings: &Settings,
+    db: Option<&postgres::BenchDb>,
+    rows: &mut Vec<Row>,
+) {
+    let lengths: &[usize] = if settings.quick {
+        &[10, 100]
+    } else {
+        &[10, 100, 1000]
+    };
+    let mut sqlite_figures = Vec::new();
+    for &steps in lengths {
+        let path = dir.join(format!("growth-{steps}.db"));
+        let empty = rt.block_on(async {
+            let store = phaseo_agent::store::SqliteStore::open(&path).await.unwrap();
+            store.close().await;
+            std::fs::metadata(&path).unwrap().len()
+        });
+        rt.block_on(async {
+            let store = Arc::new(phaseo_agent::store::SqliteStore::open(&path).await.unwrap());
+            Runs::from_arc(store.clone())
+                .attach(tool_run(steps, 1, None))
+                .run("Go")
+                .into_future()
+                .await
+                .unwrap();
+            store.close().await;
+        });
+        let bytes = std::fs::metadata(&path).unwrap().len() - empty;
+        sqlite_figures.push(format!("{steps}: {:.0} B", bytes as f64 / steps as f64));
+    }
+    rows.push(Row {
+        measure: "SQLite: bytes stored per step, by the run's steps".into(),
+        figure: sqlite_figures.join("; "),
+        target: "flat".into(),
+        flush: "—".into(),
+    });
+    let Some(db) = db else { return };
+    let mut figures = Vec::new();
+    let runs = Runs::from_arc(postgres::store(rt, &db.url, 2));
+    rt.block_on(async {
+        let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+        for &steps in lengths {
+            let before = postgres::size(&pool).await;
+            runs.attach(tool_run(steps, 1, None))
+                .run("Go")
+                .into_future()
+                .await
+                .unwrap();
+            let after = postgres::size(&pool).await;
+            figures.push(format!(
+                "{steps}: {:.0} B",
+                (after - before) as f64 / steps as f64
+            ));
         }
     });
+    rows.push(Row {
+        measure: "PostgreSQL: bytes stored per step, by the run's steps".into(),
+        figure: figures.join("; "),
+        target: "flat".into(),
+        flush: "—".into(),
+    });
 }
-
-async fn size(pool: &sqlx::PgPool) -> i64 {
-    let (bytes,): (i64,) = sqlx::query_as(
-        "SELECT (pg_total_relation_size('phaseo_runs') + pg_total_relation_size('phaseo_journal') \
-         + pg_total_relation_size('phaseo_pending') + pg_total_relation_size('phaseo_audit'))::bigint",
-    )
-    .fetch_one(pool)
-    .await
-    .unwrap();
-    bytes
-}
-
-criterion_group!(benches, sqlite_run, postgres_save_load);
-criterion_main!(benches);

@@ -323,6 +323,99 @@ def growth(saver, admin, counts: list[int]) -> list[dict]:
     return out
 
 
+def serve(a, kwargs: dict, pool_kwargs: dict, msgs, pending) -> None:
+    """Rounds told by another process (the durable bench), one command a line on stdin, one JSON
+    line on stdout each:
+
+      hello                  -> versions and the server
+      latency N              -> N put + get_tuple on one connection (what `from_conn_string`
+                                makes), in pipeline mode unless --serve-saver connection (the
+                                best of the three in the latency part); {"ms": per operation}
+      throughput T N         -> T threads on a pool of T connections, a saver per thread (its
+                                best), each doing N put + get_tuple after a barrier;
+                                {"ms": wall time / (T * N)}
+      quit
+
+    Every round trip is checked outside the timer."""
+    def answer(obj) -> None:
+        sys.stdout.write(json.dumps(obj) + "\n")
+        sys.stdout.flush()
+
+    stack = ExitStack()
+    conn = stack.enter_context(psycopg.connect(**kwargs))
+    if a.serve_saver == "pipeline":
+        saver = PostgresSaver(conn, stack.enter_context(conn.pipeline()))
+    else:
+        saver = PostgresSaver(conn)
+    one = Runs(saver, "serve-1", a.run_len)
+    pools: dict[int, tuple] = {}
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd:
+            continue
+        if cmd[0] == "quit":
+            break
+        if cmd[0] == "hello":
+            answer({"langgraph-checkpoint-postgres": pkg_version("langgraph-checkpoint-postgres"),
+                    "langgraph-checkpoint": pkg_version("langgraph-checkpoint"),
+                    "psycopg": pkg_version("psycopg"), "psycopg_impl": psycopg.pq.__impl__,
+                    "saver": f"one connection ({a.serve_saver}), autocommit, prepare_threshold=0; "
+                             "threads: a pool, a saver per thread"})
+        elif cmd[0] == "latency":
+            n = int(cmd[1])
+            gc.collect()
+            total = 0
+            for _ in range(n):
+                t = one.next()
+                t0 = time.perf_counter_ns()
+                cp = t.put(msgs, pending)
+                tup = t.get()
+                total += time.perf_counter_ns() - t0
+                check(tup, cp, msgs, pending)
+            answer({"ms": total / n / 1e6})
+        elif cmd[0] == "throughput":
+            threads, n = int(cmd[1]), int(cmd[2])
+            if threads not in pools:
+                pool = ConnectionPool(a.url, min_size=threads, max_size=threads, kwargs=pool_kwargs,
+                                      open=True)
+                pool.wait()
+                pools[threads] = (pool, [Runs(PostgresSaver(pool), f"serve-{threads}-{k}", a.run_len)
+                                         for k in range(threads)])
+            _, runs = pools[threads]
+            barrier = threading.Barrier(threads + 1)
+            errors: list[BaseException] = []
+
+            def worker(r: Runs) -> None:
+                try:
+                    barrier.wait()
+                    for _ in range(n):
+                        t = r.next()
+                        cp = t.put(msgs, pending)
+                        tup = t.get()
+                        assert tup.checkpoint["id"] == cp["id"]
+                except BaseException as e:  # noqa: BLE001 - reported below
+                    errors.append(e)
+                    barrier.abort()
+
+            gc.collect()
+            workers = [threading.Thread(target=worker, args=(r,)) for r in runs]
+            for w in workers:
+                w.start()
+            barrier.wait()
+            t0 = time.perf_counter_ns()
+            for w in workers:
+                w.join()
+            wall = time.perf_counter_ns() - t0
+            if errors:
+                raise errors[0]
+            answer({"ms": wall / (threads * n) / 1e6})
+        else:
+            raise SystemExit(f"unknown command {line!r}")
+    for pool, _ in pools.values():
+        pool.close()
+    stack.close()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--url", required=True, help="postgres://... of the cluster")
@@ -338,6 +431,10 @@ def main() -> int:
     ap.add_argument("--growth", default="10,100,1000", help="step counts of the growth part ('' to skip)")
     ap.add_argument("--json", help="write every figure to this file")
     ap.add_argument("--keep", action="store_true", help="keep the schema and its tables")
+    ap.add_argument("--serve", action="store_true",
+                    help="measure rounds told on stdin (see serve()); for benches/durable.rs")
+    ap.add_argument("--serve-saver", choices=("pipeline", "connection"), default="pipeline",
+                    help="--serve: the one-client saver's connection")
     a = ap.parse_args()
 
     kwargs = {"conninfo": a.url, "autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
@@ -369,6 +466,9 @@ def main() -> int:
                     "messages_blob_bytes": len(blob),
                 }
             print(json.dumps(result["env"]), file=sys.stderr, flush=True)
+            if a.serve:
+                serve(a, kwargs, pool_kwargs, msgs, pending)
+                return 0
 
             # --- latency, one client: three ways to give the saver its connection ---
             def connection():
