@@ -1,0 +1,276 @@
+//! Stores made by an older release, opened by this one: the fixtures in
+//! `tests/fixtures/store_upgrade/` (a SQLite file and a PostgreSQL dump) hold runs in every
+//! status, written by the code of the commit named in their README, and the tests here open them
+//! with today's code (its migrations run) and take every run on from where it was.
+//!
+//! The fixtures are made by the ignored test `store_upgrade::generate_fixtures` (see the README).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use phaseo_agent::durable::{EnqueueOptions, Runs};
+use phaseo_agent::serde_json::json;
+use phaseo_agent::store::{ClaimRequest, RunStore};
+use phaseo_agent::{
+    Agent, Decision, Message, Model, ModelError, ModelRequest, ModelResponse, Tool, ToolCall,
+};
+
+use crate::support::durable::Hooked;
+
+/// The agent of every fixture run.
+pub(crate) const AGENT: &str = "release";
+
+/// The folder of the fixtures.
+pub(crate) fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/store_upgrade")
+}
+
+/// Answers by the run's input and its count of assistant turns, so that a run taken up by
+/// another process (or another release) gets the answers the first one would have got:
+///
+/// - "Deploy": a call of `deploy` (gated), then "Deployed.";
+/// - "Notify": a call of `notify` (not idempotent), then "Notified.";
+/// - "Sync": a call of `sync` (idempotent), then "Synced.";
+/// - "Fail": fails while `down`, then "Recovered.";
+/// - anything else: "Hello.".
+pub(crate) struct ByInput {
+    /// Whether the model fails the runs whose input is "Fail".
+    pub(crate) down: bool,
+}
+
+impl Model for ByInput {
+    fn respond<'a>(
+        &'a self,
+        request: &'a ModelRequest<'a>,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        let input = request.messages.iter().find_map(|m| match m {
+            Message::User { content } => Some(content.as_str()),
+            _ => None,
+        });
+        let turn = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant { .. }))
+            .count();
+        let call = |tool: &str, done: &str| {
+            if turn == 0 {
+                Ok(ModelResponse::tool_calls([ToolCall::new(
+                    "call_1",
+                    tool,
+                    json!({}),
+                )]))
+            } else {
+                Ok(ModelResponse::text(done))
+            }
+        };
+        let answer = match input {
+            Some("Deploy") => call("deploy", "Deployed."),
+            Some("Notify") => call("notify", "Notified."),
+            Some("Sync") => call("sync", "Synced."),
+            Some("Fail") if self.down => Err(ModelError::other("the model is down")),
+            Some("Fail") => Ok(ModelResponse::text("Recovered.")),
+            _ => Ok(ModelResponse::text("Hello.")),
+        };
+        Box::pin(async move { answer })
+    }
+}
+
+/// The fixtures' agent: `deploy` (needs approval), `notify`, `sync` (idempotent), each counting
+/// its runs in `ran`.
+pub(crate) fn agent(down: bool, ran: &Arc<std::sync::Mutex<Vec<String>>>) -> Agent {
+    let tool = |name: &'static str| {
+        let ran = ran.clone();
+        Tool::new(name, "Has a side effect", json!({"type": "object"}), move |_, ctx| {
+            ran.lock().unwrap().push(format!("{}:{name}", ctx.run_id()));
+            Ok(json!({"done": true}))
+        })
+    };
+    Agent::builder(AGENT)
+        .model(ByInput { down })
+        .tool(tool("deploy").require_approval())
+        .tool(tool("notify"))
+        .tool(tool("sync").idempotent(true))
+        .build()
+        .unwrap()
+}
+
+/// The lease of the processes that "die" while writing a fixture.
+const DEAD_LEASE: Duration = Duration::from_millis(100);
+
+/// Writes the fixture's runs into `store`:
+///
+/// - `pruned`: completed, then pruned (gone);
+/// - `completed`: completed;
+/// - `approved` and `rejected`: paused, decided (by "ada" and "bob"), resumed and completed (the
+///   audit log's rows);
+/// - `paused`: paused for an approval of `deploy`;
+/// - `in_doubt`: `notify` started, the process died, recovered: in doubt;
+/// - `crashed_notify`: `notify` started, the process died (running, its lease expired);
+/// - `crashed_sync`: `sync` (idempotent) started, the process died (running, its lease expired);
+/// - `failed`: the model failed;
+/// - `leased`: queued and claimed by a worker that is gone (its lease expired);
+/// - `ready`: queued, never claimed.
+async fn populate(store: Arc<dyn RunStore>) {
+    let ran = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let runs = Runs::from_arc(store.clone());
+    let live = runs.attach(agent(false, &ran));
+    let down = runs.attach(agent(true, &ran));
+
+    live.run("Hello").run_id("pruned").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let cutoff = phaseo_now_ms();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+
+    live.run("Hello").run_id("completed").await.unwrap();
+    for (run_id, decision, by) in [
+        ("approved", Decision::Approve, "ada"),
+        (
+            "rejected",
+            Decision::Reject {
+                message: "not today".into(),
+            },
+            "bob",
+        ),
+    ] {
+        live.run("Deploy").run_id(run_id).await.unwrap();
+        let stored = runs.load(run_id).await.unwrap();
+        let item = phaseo_agent::store::PendingFilter {
+            run_id: Some(run_id.into()),
+            ..Default::default()
+        };
+        let item = runs.pending(&item).await.unwrap().items.remove(0);
+        assert_eq!(item.run_id, stored.state.run_id());
+        runs.decide(&item, decision, by).await.unwrap();
+        live.resume_decided(run_id).await.unwrap();
+    }
+    live.run("Deploy").run_id("paused").await.unwrap();
+
+    // started (1), turn (2), call started (3): the process dies after the tool ran.
+    for (run_id, input) in [
+        ("in_doubt", "Notify"),
+        ("crashed_notify", "Notify"),
+        ("crashed_sync", "Sync"),
+    ] {
+        let dying = Runs::new(Hooked::dies_after(store.clone(), 3)).lease(DEAD_LEASE);
+        let _ = dying.attach(agent(false, &ran)).run(input).run_id(run_id).await;
+    }
+    tokio::time::sleep(DEAD_LEASE * 2).await;
+    let recovered = live.recover("in_doubt").await.unwrap();
+    assert_eq!(recovered.pending().len(), 1);
+
+    assert!(down.run("Fail").run_id("failed").await.is_err());
+
+    runs.enqueue(AGENT, "Hello", EnqueueOptions::new().run_id("leased"))
+        .await
+        .unwrap();
+    let claimed = store
+        .claim(&ClaimRequest {
+            agents: vec![AGENT.into()],
+            worker: "gone".into(),
+            lease_ms: 100,
+            limit: 1,
+        })
+        .await
+        .unwrap();
+    assert_eq!(claimed.leases.len(), 1);
+    assert_eq!(claimed.leases[0].run_id, "leased");
+    runs.enqueue(AGENT, "Hello", EnqueueOptions::new().run_id("ready"))
+        .await
+        .unwrap();
+
+    assert_eq!(store.prune(cutoff).await.unwrap(), 1);
+    tokio::time::sleep(DEAD_LEASE * 2).await;
+}
+
+/// Milliseconds since the epoch.
+fn phaseo_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// Writes the fixtures with the code as it is: `tests/fixtures/store_upgrade/v1.sqlite` and
+/// `v1.postgres.sql` (a dump of a database of its own, `pg_dump --inserts --no-owner`, needs
+/// `PHASEO_INTEROP_POSTGRES_URL` and `pg_dump` on the `PATH`). Run only when a release changes
+/// the schema, at the commit before the change:
+///
+/// `cargo test -p phaseo-agent-tests --all-features --test it -- --ignored generate_fixtures`
+#[tokio::test]
+#[ignore = "writes the fixtures; run by hand at the commit they are made at"]
+async fn generate_fixtures() {
+    use phaseo_agent::store::{PostgresStore, SqliteStore};
+    use sqlx::{AssertSqlSafe, PgPool};
+
+    std::fs::create_dir_all(fixtures()).unwrap();
+    let scratch = std::env::temp_dir().join(format!("phaseo_fixture_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).unwrap();
+    let file = scratch.join("v1.sqlite");
+    let store = SqliteStore::open(&file).await.unwrap();
+    let shared: Arc<SqliteStore> = Arc::new(store);
+    populate(shared.clone()).await;
+    shared.close().await;
+    drop(shared);
+    // One file (no write-ahead log beside it), as a release's user would copy it.
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", file.display()))
+        .await
+        .unwrap();
+    sqlx::raw_sql("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE; VACUUM;")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    std::fs::copy(&file, fixtures().join("v1.sqlite")).unwrap();
+    let _ = std::fs::remove_dir_all(&scratch);
+
+    let admin = std::env::var("PHASEO_INTEROP_POSTGRES_URL").expect("PHASEO_INTEROP_POSTGRES_URL");
+    let database = "phaseo_fixture_v1";
+    let pool = PgPool::connect(&admin).await.unwrap();
+    let drop_it = format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)");
+    sqlx::raw_sql(AssertSqlSafe(drop_it.clone()))
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::raw_sql(AssertSqlSafe(format!("CREATE DATABASE {database}")))
+        .execute(&pool)
+        .await
+        .unwrap();
+    let url = with_database(&admin, database);
+    let store = Arc::new(PostgresStore::connect(&url).await.unwrap());
+    populate(store.clone()).await;
+    store.close().await;
+    let dump = std::process::Command::new("pg_dump")
+        .args(["--inserts", "--no-owner", "--no-privileges", "--dbname", &url])
+        .output()
+        .expect("pg_dump runs");
+    assert!(dump.status.success(), "{}", String::from_utf8_lossy(&dump.stderr));
+    // psql's meta-commands (`\restrict`, in dumps of recent minor releases) are not SQL.
+    let sql: String = String::from_utf8(dump.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('\\'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(fixtures().join("v1.postgres.sql"), sql).unwrap();
+    sqlx::raw_sql(AssertSqlSafe(drop_it))
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+}
+
+/// `url` with its database replaced by `database`.
+pub(crate) fn with_database(url: &str, database: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, format!("?{query}")),
+        None => (url, String::new()),
+    };
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let host_end = base[scheme_end..]
+        .find('/')
+        .map_or(base.len(), |i| scheme_end + i);
+    format!("{}/{database}{query}", &base[..host_end])
+}
