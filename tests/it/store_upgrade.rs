@@ -82,10 +82,15 @@ impl Model for ByInput {
 pub(crate) fn agent(down: bool, ran: &Arc<std::sync::Mutex<Vec<String>>>) -> Agent {
     let tool = |name: &'static str| {
         let ran = ran.clone();
-        Tool::new(name, "Has a side effect", json!({"type": "object"}), move |_, ctx| {
-            ran.lock().unwrap().push(format!("{}:{name}", ctx.run_id()));
-            Ok(json!({"done": true}))
-        })
+        Tool::new(
+            name,
+            "Has a side effect",
+            json!({"type": "object"}),
+            move |_, ctx| {
+                ran.lock().unwrap().push(format!("{}:{name}", ctx.run_id()));
+                Ok(json!({"done": true}))
+            },
+        )
     };
     Agent::builder(AGENT)
         .model(ByInput { down })
@@ -154,7 +159,11 @@ async fn populate(store: Arc<dyn RunStore>) {
         ("crashed_sync", "Sync"),
     ] {
         let dying = Runs::new(Hooked::dies_after(store.clone(), 3)).lease(DEAD_LEASE);
-        let _ = dying.attach(agent(false, &ran)).run(input).run_id(run_id).await;
+        let _ = dying
+            .attach(agent(false, &ran))
+            .run(input)
+            .run_id(run_id)
+            .await;
     }
     tokio::time::sleep(DEAD_LEASE * 2).await;
     let recovered = live.recover("in_doubt").await.unwrap();
@@ -190,6 +199,179 @@ fn phaseo_now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64
+}
+
+/// Opens a store an older release wrote (its runs as `populate` left them) and takes each run on.
+pub(crate) async fn upgraded(store: Arc<dyn RunStore>) {
+    use phaseo_agent::store::{AuditFilter, PendingFilter, RunFilter, StoredStatus};
+    use phaseo_agent::worker::Worker;
+    use phaseo_agent::{AgentError, PendingKind, StoreError};
+
+    let ran = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let runs = Runs::from_arc(store.clone());
+    let agent = runs.attach(agent(false, &ran));
+
+    // Every run loads; the pruned one stays gone.
+    let listed = runs
+        .runs(&RunFilter {
+            limit: 100,
+            ..RunFilter::default()
+        })
+        .await
+        .unwrap();
+    let mut ids: Vec<&str> = listed.items.iter().map(|r| r.run_id.as_str()).collect();
+    ids.sort_unstable();
+    let expected = [
+        "approved",
+        "completed",
+        "crashed_notify",
+        "crashed_sync",
+        "failed",
+        "in_doubt",
+        "leased",
+        "paused",
+        "ready",
+        "rejected",
+    ];
+    assert_eq!(ids, expected);
+    for id in expected {
+        runs.load(id).await.unwrap();
+    }
+    assert!(matches!(
+        runs.load("pruned").await.unwrap_err(),
+        AgentError::Store(StoreError::NotFound { .. })
+    ));
+
+    // Completed loads as completed, with its answer.
+    for (id, answer) in [
+        ("completed", "Hello."),
+        ("approved", "Deployed."),
+        ("rejected", "Deployed."),
+    ] {
+        let stored = runs.load(id).await.unwrap();
+        assert_eq!(stored.status, StoredStatus::Completed, "{id}");
+        assert_eq!(stored.state.output(), Some(answer), "{id}");
+    }
+
+    // The audit log shows the old decisions.
+    let audit = runs.audit(&AuditFilter::default()).await.unwrap().items;
+    let mut decided: Vec<(&str, &str)> = audit
+        .iter()
+        .map(|d| (d.run_id.as_str(), d.by.as_str()))
+        .collect();
+    decided.sort_unstable();
+    assert_eq!(decided, [("approved", "ada"), ("rejected", "bob")]);
+
+    // The paused run resumes after a decision.
+    let paused = runs.load("paused").await.unwrap();
+    assert_eq!(paused.status, StoredStatus::Paused);
+    let waiting = runs
+        .pending(&PendingFilter {
+            run_id: Some("paused".into()),
+            ..PendingFilter::default()
+        })
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(waiting.len(), 1);
+    runs.decide(&waiting[0], Decision::Approve, "cy")
+        .await
+        .unwrap();
+    let done = agent.resume_decided("paused").await.unwrap();
+    assert_eq!(done.output(), Some("Deployed."));
+
+    // The run already in doubt waits for a person, who supplies the outcome.
+    let in_doubt = runs.load("in_doubt").await.unwrap();
+    assert_eq!(in_doubt.status, StoredStatus::InDoubt);
+    assert_eq!(in_doubt.pending[0].kind, "outcome_unknown");
+    runs.decide(
+        &in_doubt.pending[0],
+        Decision::Output {
+            output: json!({"done": true}),
+        },
+        "cy",
+    )
+    .await
+    .unwrap();
+    let done = agent.resume_decided("in_doubt").await.unwrap();
+    assert_eq!(done.output(), Some("Notified."));
+
+    // A crashed call of a tool that is not idempotent is recovered as in doubt; of one that is,
+    // it runs again and the run completes.
+    let recovered = agent.recover("crashed_notify").await.unwrap();
+    assert_eq!(recovered.pending()[0].kind, PendingKind::OutcomeUnknown);
+    assert_eq!(
+        runs.load("crashed_notify").await.unwrap().status,
+        StoredStatus::InDoubt
+    );
+    let recovered = agent.recover("crashed_sync").await.unwrap();
+    assert_eq!(recovered.output(), Some("Synced."));
+
+    // A failed run can be retried.
+    let failed = runs.load("failed").await.unwrap();
+    assert_eq!(failed.status, StoredStatus::Failed);
+    assert!(failed.failure.unwrap().contains("the model is down"));
+    let done = agent.retry("failed", failed.version, "cy").await.unwrap();
+    assert_eq!(done.output(), Some("Recovered."));
+
+    // The queued runs, the ready one and the one whose worker is gone, are served by a worker.
+    let worker = Worker::new(runs.clone())
+        .agent(self::agent(false, &ran))
+        .idle_check(Duration::from_millis(50));
+    let serving = tokio::spawn(worker.run());
+    for id in ["ready", "leased"] {
+        let mut status = StoredStatus::Ready;
+        for _ in 0..500 {
+            status = runs.load(id).await.unwrap().status;
+            if status == StoredStatus::Completed {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(status, StoredStatus::Completed, "{id}");
+        assert_eq!(runs.load(id).await.unwrap().state.output(), Some("Hello."));
+    }
+    serving.abort();
+
+    let ran = ran.lock().unwrap().clone();
+    assert_eq!(
+        ran,
+        ["paused:deploy", "crashed_sync:sync"],
+        "a tool ran that should not have"
+    );
+}
+
+/// A copy of the SQLite fixture, in a folder of its own (deleted on drop).
+struct Copy(PathBuf);
+
+impl Drop for Copy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sqlite_store_of_the_previous_release_opens_and_every_run_goes_on() {
+    use phaseo_agent::store::SqliteStore;
+
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let dir =
+        Copy(std::env::temp_dir().join(format!("phaseo_upgrade_{}_{nanos}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let file = dir.0.join("runs.sqlite");
+    std::fs::copy(fixtures().join("v1.sqlite"), &file).unwrap();
+    let store = Arc::new(SqliteStore::open(&file).await.unwrap());
+    upgraded(store.clone()).await;
+    store.close().await;
+    // Opened again: nothing more to migrate, and the runs are as they were left.
+    let store = SqliteStore::open(&file).await.unwrap();
+    assert_eq!(
+        Runs::new(store).load("paused").await.unwrap().status,
+        phaseo_agent::store::StoredStatus::Completed
+    );
 }
 
 /// Writes the fixtures with the code as it is: `tests/fixtures/store_upgrade/v1.sqlite` and
@@ -243,10 +425,20 @@ async fn generate_fixtures() {
     populate(store.clone()).await;
     store.close().await;
     let dump = std::process::Command::new("pg_dump")
-        .args(["--inserts", "--no-owner", "--no-privileges", "--dbname", &url])
+        .args([
+            "--inserts",
+            "--no-owner",
+            "--no-privileges",
+            "--dbname",
+            &url,
+        ])
         .output()
         .expect("pg_dump runs");
-    assert!(dump.status.success(), "{}", String::from_utf8_lossy(&dump.stderr));
+    assert!(
+        dump.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dump.stderr)
+    );
     // psql's meta-commands (`\restrict`, in dumps of recent minor releases) are not SQL.
     let sql: String = String::from_utf8(dump.stdout)
         .unwrap()

@@ -389,3 +389,23 @@ async fn postgres_queue_contract_behind_a_transaction_pooler() {
     })
     .await;
 }
+
+/// A PostgreSQL store of the previous release (`tests/fixtures/store_upgrade/v1.postgres.sql`,
+/// replayed into a fresh database) opens with today's code, and every run goes on from where
+/// it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: run by interop/run.sh"]
+async fn postgres_store_of_the_previous_release_opens_and_every_run_goes_on() {
+    in_fresh_database(|url| async move {
+        let dump =
+            std::fs::read_to_string(crate::store_upgrade::fixtures().join("v1.postgres.sql"))
+                .expect("the fixture is there");
+        execute(&url, dump).await;
+        let store = Arc::new(PostgresStore::connect(&url).await.expect("connects"));
+        crate::store_upgrade::upgraded(store.clone()).await;
+        store.close().await;
+        let store = PostgresStore::connect(&url).await.expect("connects again");
+        store.close().await;
+    })
+    .await;
+}
