@@ -372,6 +372,47 @@ async fn a_sqlite_store_of_the_previous_release_opens_and_every_run_goes_on() {
         Runs::new(store).load("paused").await.unwrap().status,
         phaseo_agent::store::StoredStatus::Completed
     );
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", file.display()))
+        .await
+        .unwrap();
+    adopted(&pool, 2).await;
+    pool.close().await;
+}
+
+/// The migrations a store of the previous release had applied (`1..=newest`, in its own table
+/// `phaseo_schema`) are recorded as applied in sqlx's bookkeeping (`phaseo_migrations`), with
+/// the checksums of this build's files, and the old table tells an older release that the
+/// database is newer than it.
+pub(crate) async fn adopted<DB>(pool: &sqlx::Pool<DB>, newest: i64)
+where
+    DB: sqlx::Database,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+    for<'c> &'c sqlx::Pool<DB>: sqlx::Executor<'c, Database = DB>,
+    for<'r> i64: sqlx::Decode<'r, DB> + sqlx::Type<DB>,
+    for<'r> bool: sqlx::Decode<'r, DB> + sqlx::Type<DB>,
+    for<'r> &'r str: sqlx::ColumnIndex<DB::Row>,
+{
+    use sqlx::Row as _;
+
+    let rows = sqlx::raw_sql("SELECT version, success FROM phaseo_migrations ORDER BY version")
+        .fetch_all(pool)
+        .await
+        .unwrap();
+    let applied: Vec<(i64, bool)> = rows
+        .iter()
+        .map(|r| (r.get("version"), r.get("success")))
+        .collect();
+    let expected: Vec<(i64, bool)> = (1..=newest).map(|v| (v, true)).collect();
+    assert_eq!(applied, expected);
+    let old = sqlx::raw_sql("SELECT MAX(version) AS v FROM phaseo_schema")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    let old: i64 = old.get("v");
+    assert!(
+        old > 1_000,
+        "the previous release's table still reads {old}"
+    );
 }
 
 /// Writes the fixtures with the code as it is: `tests/fixtures/store_upgrade/v1.sqlite` and
