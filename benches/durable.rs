@@ -288,7 +288,7 @@ struct StepTimer {
 impl StepTimer {
     fn new(inner: Arc<dyn RunStore>) -> Self {
         StepTimer {
-            runs: Runs::from_arc(inner.clone()),
+            runs: Runs::without_queue(inner.clone()),
             inner,
             total: Mutex::new((Duration::ZERO, 0)),
         }
@@ -386,7 +386,7 @@ fn steps_on(
     for &clients in clients_list {
         let timer = Arc::new(StepTimer::new(store(clients as u32)));
         let store: Arc<dyn RunStore> = timer.clone();
-        let durable = Runs::from_arc(store).attach(stepping_agent());
+        let durable = Runs::without_queue(store).attach(stepping_agent());
         let per_client = if clients == 1 { 120 } else { 60 };
         let prepare = |c: usize, i: usize| {
             renamed(

@@ -12,7 +12,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use phaseo_agent::durable::{EnqueueOptions, Runs};
 use phaseo_agent::serde_json::json;
-use phaseo_agent::store::{ClaimRequest, RunStore};
+use phaseo_agent::store::{ClaimRequest, RunQueue};
 use phaseo_agent::{
     Agent, Decision, Message, Model, ModelError, ModelRequest, ModelResponse, Tool, ToolCall,
 };
@@ -117,7 +117,7 @@ const DEAD_LEASE: Duration = Duration::from_millis(100);
 /// - `failed`: the model failed;
 /// - `leased`: queued and claimed by a worker that is gone (its lease expired);
 /// - `ready`: queued, never claimed.
-async fn populate(store: Arc<dyn RunStore>) {
+async fn populate<S: RunQueue>(store: Arc<S>) {
     let ran = Arc::new(std::sync::Mutex::new(Vec::new()));
     let runs = Runs::from_arc(store.clone());
     let live = runs.attach(agent(false, &ran));
@@ -158,7 +158,8 @@ async fn populate(store: Arc<dyn RunStore>) {
         ("crashed_notify", "Notify"),
         ("crashed_sync", "Sync"),
     ] {
-        let dying = Runs::new(Hooked::dies_after(store.clone(), 3)).lease(DEAD_LEASE);
+        let dying =
+            Runs::without_queue(Arc::new(Hooked::dies_after(store.clone(), 3))).lease(DEAD_LEASE);
         let _ = dying
             .attach(agent(false, &ran))
             .run(input)
@@ -202,7 +203,7 @@ fn phaseo_now_ms() -> i64 {
 }
 
 /// Opens a store an older release wrote (its runs as `populate` left them) and takes each run on.
-pub(crate) async fn upgraded(store: Arc<dyn RunStore>) {
+pub(crate) async fn upgraded<S: RunQueue>(store: Arc<S>) {
     use phaseo_agent::store::{AuditFilter, PendingFilter, RunFilter, StoredStatus};
     use phaseo_agent::worker::Worker;
     use phaseo_agent::{AgentError, PendingKind, StoreError};

@@ -32,7 +32,7 @@ mod postgres;
 pub use backend::{
     AbandonedRun, Append, AuditFilter, ClaimRequest, Claimed, DamagedRow, DecisionRow, JournalRow,
     Lease, LeaseRequest, LoadedRun, NewRun, Page, PendingFilter, PendingRow, QueueCounts,
-    ReadLimits, RunFilter, RunStore, RunSummary, SnapshotRow, StoredStatus, Wakeups,
+    ReadLimits, RunFilter, RunQueue, RunStore, RunSummary, SnapshotRow, StoredStatus, Wakeups,
 };
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]

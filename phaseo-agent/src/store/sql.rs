@@ -1167,23 +1167,6 @@ macro_rules! impl_run_store {
                 Box::pin(self.prune_runs(before_ms))
             }
 
-            fn enqueue(
-                &self,
-                run: $crate::store::backend::NewRun,
-            ) -> futures::future::BoxFuture<'_, Result<(), $crate::error::StoreError>> {
-                Box::pin(self.enqueue_run(run))
-            }
-
-            fn claim<'a>(
-                &'a self,
-                request: &'a $crate::store::backend::ClaimRequest,
-            ) -> futures::future::BoxFuture<
-                'a,
-                Result<$crate::store::backend::Claimed, $crate::error::StoreError>,
-            > {
-                Box::pin(self.claim_runs(request))
-            }
-
             fn renew<'a>(
                 &'a self,
                 lease: &'a $crate::store::backend::Lease,
@@ -1229,6 +1212,25 @@ macro_rules! impl_run_store {
                 Result<Vec<$crate::store::backend::AbandonedRun>, $crate::error::StoreError>,
             > {
                 Box::pin(self.list_abandoned(limit))
+            }
+        }
+
+        impl $crate::store::backend::RunQueue for $store {
+            fn enqueue(
+                &self,
+                run: $crate::store::backend::NewRun,
+            ) -> futures::future::BoxFuture<'_, Result<(), $crate::error::StoreError>> {
+                Box::pin(self.enqueue_run(run))
+            }
+
+            fn claim<'a>(
+                &'a self,
+                request: &'a $crate::store::backend::ClaimRequest,
+            ) -> futures::future::BoxFuture<
+                'a,
+                Result<$crate::store::backend::Claimed, $crate::error::StoreError>,
+            > {
+                Box::pin(self.claim_runs(request))
             }
 
             fn wakeups(
