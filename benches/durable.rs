@@ -180,7 +180,7 @@ fn commits(rt: &tokio::runtime::Runtime, rows: &mut Vec<Row>) {
             }),
         );
         rt.block_on(
-            Runs::from_arc(store)
+            Runs::without_queue(store)
                 .attach(tool_run(turns, calls, None))
                 .run("Go")
                 .into_future(),
@@ -348,7 +348,7 @@ fn postgres_figures(
     let n = {
         postgres::steps_at_once(rt, &timed, clients);
         // LangGraph does as many operations per thread as one of our runs has steps.
-        let runs = Runs::from_arc(timed.clone());
+        let runs = Runs::without_queue(timed.clone());
         timed.take();
         rt.block_on(runs.attach(tool_run(20, 1, None)).run("Go").into_future())
             .unwrap();
@@ -387,8 +387,8 @@ fn share(
     db: Option<&postgres::BenchDb>,
     rows: &mut Vec<Row>,
 ) {
-    let sqlite = Runs::from_arc(sqlite::store(rt, dir, true));
-    let pg = db.map(|db| Runs::from_arc(postgres::store(rt, &db.url, 2)));
+    let sqlite = Runs::without_queue(sqlite::store(rt, dir, true));
+    let pg = db.map(|db| Runs::without_queue(postgres::store(rt, &db.url, 2)));
     for (delay, rounds) in [
         (20, settings.rounds),
         // A round of three 4.2 s runs: fewer rounds, so that the whole bench stays under 15 min.
@@ -467,7 +467,7 @@ fn growth(
         });
         rt.block_on(async {
             let store = Arc::new(phaseo_agent::store::SqliteStore::open(&path).await.unwrap());
-            Runs::from_arc(store.clone())
+            Runs::without_queue(store.clone())
                 .attach(tool_run(steps, 1, None))
                 .run("Go")
                 .into_future()
@@ -486,7 +486,7 @@ fn growth(
     });
     let Some(db) = db else { return };
     let mut figures = Vec::new();
-    let runs = Runs::from_arc(postgres::store(rt, &db.url, 2));
+    let runs = Runs::without_queue(postgres::store(rt, &db.url, 2));
     rt.block_on(async {
         let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
         for &steps in lengths {

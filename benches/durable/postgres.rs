@@ -166,7 +166,7 @@ impl Pgbench {
 /// followed by a load of its run: the wall time over the steps, ms (the inverse of steps per
 /// second).
 pub fn steps_at_once(rt: &tokio::runtime::Runtime, timed: &Arc<Timed>, clients: usize) -> f64 {
-    let runs = Runs::from_arc(timed.clone());
+    let runs = Runs::without_queue(timed.clone());
     timed.take();
     let started = Instant::now();
     rt.block_on(async {

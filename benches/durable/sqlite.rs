@@ -107,7 +107,7 @@ impl StatementsFloor {
                     .await
                     .unwrap(),
             );
-            let done = Runs::from_arc(store.clone())
+            let done = Runs::without_queue(store.clone())
                 .attach(tool_run(20, 1, None))
                 .run("Go")
                 .into_future()
@@ -189,7 +189,7 @@ impl Ours {
     pub fn new(store: Arc<dyn RunStore>, step: Step) -> Self {
         let timed = Arc::new(Timed::new(store, step));
         Ours {
-            runs: Runs::from_arc(timed.clone()),
+            runs: Runs::without_queue(timed.clone()),
             timed,
         }
     }
@@ -236,7 +236,7 @@ pub fn statements_match(rt: &tokio::runtime::Runtime, dir: &Path) -> Result<(), 
                 .await
                 .unwrap(),
         );
-        Runs::from_arc(store.clone())
+        Runs::without_queue(store.clone())
             .attach(tool_run(1, 1, None))
             .run("Go")
             .into_future()

@@ -33,7 +33,7 @@ pub struct Timed {
 impl Timed {
     pub fn new(inner: Arc<dyn RunStore>, step: Step) -> Self {
         Timed {
-            runs: Runs::from_arc(inner.clone()),
+            runs: Runs::without_queue(inner.clone()),
             inner,
             step,
             total: Mutex::new((Duration::ZERO, 0)),

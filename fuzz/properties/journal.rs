@@ -26,7 +26,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use phaseo_agent::durable::Runs;
 use phaseo_agent::store::{
@@ -356,10 +356,10 @@ pub fn check(data: &[u8]) {
         return;
     };
     let refuse_writes = h0 & 8 != 0;
-    let runs = Runs::new(Served {
+    let runs = Runs::without_queue(Arc::new(Served {
         run: run.clone(),
         refuse_writes,
-    });
+    }));
     let Ok(stored) = runtime().block_on(runs.load(RUN_ID)) else {
         return;
     };
@@ -374,7 +374,8 @@ pub fn check(data: &[u8]) {
     );
     // The same run, with pending rows for its waiting calls, recovered and resumed.
     run.pending = pending_rows(&stored.state, stored.version, h0 & 16 != 0);
-    let durable = Runs::new(Served { run, refuse_writes }).attach(agent(model(h3)));
+    let durable =
+        Runs::without_queue(Arc::new(Served { run, refuse_writes })).attach(agent(model(h3)));
     let rt = runtime();
     let _ = rt.block_on(durable.recover(RUN_ID));
     let _ = rt.block_on(durable.resume(RUN_ID, stored.version, fitting(&stored.state), "ops"));

@@ -193,7 +193,7 @@ async fn main_async(args: Vec<String>) -> Result<(), AgentError> {
     });
     let store = crashing(open(store).await?, crash);
     // A short lease: a process killed while it held the run is recovered soon after.
-    let runs = Runs::new(store)
+    let runs = Runs::without_queue(Arc::new(store))
         .snapshot_every(3)
         .lease(std::time::Duration::from_millis(300));
     let durable = runs.attach(agent(effects));

@@ -70,7 +70,7 @@ async fn open(store: &str) -> Result<Arc<dyn RunStore>, AgentError> {
 
 async fn run(store: &str, command: &str, run_id: &str) -> Result<(), AgentError> {
     // A short lease: a `crash` process's run may be recovered soon after it died.
-    let runs = Runs::from_arc(open(store).await?).lease(std::time::Duration::from_millis(200));
+    let runs = Runs::without_queue(open(store).await?).lease(std::time::Duration::from_millis(200));
     let lookup = || ScriptedModel::new().tool_call("call_1", "lookup", json!({"service": "api"}));
     match command {
         "run" => {

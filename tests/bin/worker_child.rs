@@ -44,8 +44,8 @@ use phaseo_agent::durable::Runs;
 use phaseo_agent::serde_json::json;
 use phaseo_agent::store::{
     Append, AuditFilter, ClaimRequest, Claimed, DecisionRow, Lease, LoadedRun, NewRun, Page,
-    PendingFilter, PendingRow, PostgresStore, QueueCounts, RunFilter, RunStore, RunSummary,
-    Wakeups,
+    PendingFilter, PendingRow, PostgresStore, QueueCounts, RunFilter, RunQueue, RunStore,
+    RunSummary, Wakeups,
 };
 use phaseo_agent::worker::Worker;
 use phaseo_agent::{Agent, AgentError, Decision, ModelResponse, StoreError, Tool, ToolCall};
@@ -78,7 +78,7 @@ impl Log {
 /// The store, forwarding every method (the queue's too: their defaults refuse) and logging each
 /// journal write, accepted or refused, and each claim.
 struct Logged {
-    inner: Arc<dyn RunStore>,
+    inner: Arc<dyn RunQueue>,
     pid: u32,
     writes: Log,
     refused: Log,
@@ -138,9 +138,26 @@ impl RunStore for Logged {
     fn prune(&self, before_ms: i64) -> BoxFuture<'_, Result<u64, StoreError>> {
         self.inner.prune(before_ms)
     }
+    fn renew<'a>(
+        &'a self,
+        lease: &'a Lease,
+        lease_ms: u64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            tokio::time::sleep(self.renew_delay).await;
+            self.inner.renew(lease, lease_ms).await
+        })
+    }
+    fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.release(lease)
+    }
+}
+
+impl RunQueue for Logged {
     fn enqueue(&self, run: NewRun) -> BoxFuture<'_, Result<(), StoreError>> {
         self.inner.enqueue(run)
     }
+
     fn claim<'a>(
         &'a self,
         request: &'a ClaimRequest,
@@ -159,19 +176,7 @@ impl RunStore for Logged {
             Ok(claimed)
         })
     }
-    fn renew<'a>(
-        &'a self,
-        lease: &'a Lease,
-        lease_ms: u64,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            tokio::time::sleep(self.renew_delay).await;
-            self.inner.renew(lease, lease_ms).await
-        })
-    }
-    fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.inner.release(lease)
-    }
+
     fn wakeups(&self) -> BoxFuture<'_, Result<Wakeups, StoreError>> {
         Box::pin(async move {
             let stream = self.inner.wakeups().await?;
@@ -179,6 +184,7 @@ impl RunStore for Logged {
             Ok(stream)
         })
     }
+
     fn queue_counts(&self) -> BoxFuture<'_, Result<Vec<QueueCounts>, StoreError>> {
         self.inner.queue_counts()
     }

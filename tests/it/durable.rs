@@ -299,7 +299,7 @@ fn script() -> Arc<ByPosition> {
 async fn interrupted_at(budget: usize) -> (Effects, StoredStatus, usize) {
     let effects = Effects::default();
     let memory = Arc::new(MemoryStore::new());
-    let dying = Runs::new(Hooked::dies_after(memory.clone(), budget))
+    let dying = Runs::without_queue(Arc::new(Hooked::dies_after(memory.clone(), budget)))
         .snapshot_every(2)
         .lease(DEAD_LEASE);
     let model = script();
@@ -392,7 +392,8 @@ fn a_call_in_doubt_waits_for_a_person_and_a_retry_is_a_new_attempt() {
         let effects = Effects::default();
         let memory = Arc::new(MemoryStore::new());
         // started (1), turn (2), call_started notify (3): the process dies after the tool ran.
-        let dying = Runs::new(Hooked::dies_after(memory.clone(), 3)).lease(DEAD_LEASE);
+        let dying =
+            Runs::without_queue(Arc::new(Hooked::dies_after(memory.clone(), 3))).lease(DEAD_LEASE);
         let model = ScriptedModel::new()
             .tool_call("call_1", "notify", json!({}))
             .text("Sent.");
@@ -782,7 +783,7 @@ fn a_damaged_run_is_refused_by_name_and_the_others_are_served() {
                     damage(loaded)
                 }
             });
-            let runs = Runs::new(damaged);
+            let runs = Runs::without_queue(Arc::new(damaged));
             let model = || {
                 ScriptedModel::new()
                     .tool_call("call_1", "deploy", json!({}))
@@ -881,7 +882,8 @@ fn an_edited_call_in_doubt_runs_again_as_edited() {
         let version = runs.load("r").await.unwrap().version;
         // The resume takes its lease, writes its decision and the call's start, then dies
         // before the call's result is written.
-        let dying = Runs::new(Hooked::dies_after(memory.clone(), 3)).lease(DEAD_LEASE);
+        let dying =
+            Runs::without_queue(Arc::new(Hooked::dies_after(memory.clone(), 3))).lease(DEAD_LEASE);
         let edited =
             Decisions::for_run("r").approve_with_arguments("call_1", json!({"replicas": 3}));
         let _ = dying
@@ -919,10 +921,12 @@ async fn the_loser_of_a_decide_race_is_told_who_decided() {
     let barrier = Arc::new(std::sync::Barrier::new(2));
     let decider = |name: &'static str| {
         let barrier = barrier.clone();
-        let runs = Runs::new(Hooked::new(memory.clone()).before_write(move |_| {
-            barrier.wait();
-            Ok(())
-        }));
+        let runs = Runs::without_queue(Arc::new(Hooked::new(memory.clone()).before_write(
+            move |_| {
+                barrier.wait();
+                Ok(())
+            },
+        )));
         tokio::spawn(async move {
             let row = runs.load("r").await.unwrap().pending[0].clone();
             (name, runs.decide(&row, Decision::Approve, name).await)
@@ -979,12 +983,14 @@ fn a_waiting_row_edited_in_the_database_is_refused_never_decided() {
         );
         let row_version = intact.pending[0].version;
         let forged = digest(edited_arguments);
-        let tampered = Runs::new(Hooked::new(memory.clone()).on_load(move |loaded| {
-            if loaded.run_id == "edited" {
-                loaded.pending[0].arguments = edited_arguments.to_owned();
-                loaded.pending[0].digest = forged.clone();
-            }
-        }));
+        let tampered = Runs::without_queue(Arc::new(Hooked::new(memory.clone()).on_load(
+            move |loaded| {
+                if loaded.run_id == "edited" {
+                    loaded.pending[0].arguments = edited_arguments.to_owned();
+                    loaded.pending[0].digest = forged.clone();
+                }
+            },
+        )));
         match tampered.load("edited").await {
             Err(AgentError::Store(StoreError::Corrupt {
                 run_id, version, ..
@@ -1120,7 +1126,8 @@ fn a_failed_run_is_retried_once_and_a_dead_retry_is_taken_up() {
 
         // The retry takes the run (its lease, then `retried`), and its process dies before the
         // model's answer is written.
-        let dying = Runs::new(Hooked::dies_after(memory.clone(), 2)).lease(DEAD_LEASE);
+        let dying =
+            Runs::without_queue(Arc::new(Hooked::dies_after(memory.clone(), 2))).lease(DEAD_LEASE);
         let _ = dying
             .attach(release_agent(model.clone(), &effects))
             .retry("r", failed.version, "ada")

@@ -1,6 +1,8 @@
 //! Durable runs loaded from rows a store damaged, with checksums that match: what the `journal`
 //! fuzz target found, one test each. A damaged run is refused as corrupt, never loaded.
 
+use std::sync::Arc;
+
 use phaseo_agent::durable::Runs;
 use phaseo_agent::serde_json::json;
 use phaseo_agent::store::{LoadedRun, MemoryStore, RunStore};
@@ -10,7 +12,7 @@ use crate::fuzz_corpus::journal;
 
 /// The whole journal of a run paused on a gated call (`call_9`), without snapshots.
 async fn paused_journal() -> LoadedRun {
-    let store = std::sync::Arc::new(MemoryStore::new());
+    let store = Arc::new(MemoryStore::new());
     let runs = Runs::from_arc(store.clone()).snapshot_every(u32::MAX);
     let model = ScriptedModel::new().tool_call("call_9", "deploy", json!({"env": "prod"}));
     runs.attach(journal::agent(model))
@@ -41,7 +43,7 @@ async fn a_delta_that_leaves_a_paused_state_inconsistent_is_refused_as_corrupt()
         r#""call":{"id":"call_9""#,
         r#""call":{"id":"call_4""#,
     );
-    let loaded = Runs::new(journal::Served::new(damaged))
+    let loaded = Runs::without_queue(Arc::new(journal::Served::new(damaged)))
         .load(journal::RUN_ID)
         .await;
     match loaded {
@@ -52,10 +54,12 @@ async fn a_delta_that_leaves_a_paused_state_inconsistent_is_refused_as_corrupt()
         other => panic!("a damaged run loads: {other:?}"),
     }
     // Undamaged, the same rows load, to a state that reads back.
-    let stored = Runs::new(journal::Served::new(edited(&journal, "settled", "", "")))
-        .load(journal::RUN_ID)
-        .await
-        .unwrap();
+    let stored = Runs::without_queue(Arc::new(journal::Served::new(edited(
+        &journal, "settled", "", "",
+    ))))
+    .load(journal::RUN_ID)
+    .await
+    .unwrap();
     assert_eq!(
         RunState::from_json(&stored.state.to_json()).unwrap(),
         stored.state

@@ -1044,7 +1044,7 @@ async fn a_call_in_doubt_is_settled_on_its_page_only_after_a_check() {
         .build()
         .unwrap();
     // started (1), turn (2), call_started (3): the process dies while the refund runs.
-    let _ = Runs::new(Hooked::dies_after(memory.clone(), 3))
+    let _ = Runs::without_queue(Arc::new(Hooked::dies_after(memory.clone(), 3)))
         .lease(Duration::from_millis(100))
         .attach(agent.clone())
         .run("Refund A-1003")
@@ -1246,13 +1246,13 @@ async fn a_background_resume_that_fails_is_on_the_run_page() {
     };
     let paused = runs.attach(agent()).run("Deploy").await.unwrap();
     let run_id = paused.state.run_id().to_owned();
-    let full = Runs::new(
+    let full = Runs::without_queue(std::sync::Arc::new(
         crate::support::durable::Hooked::new(memory.clone()).before_write(|_| {
             Err(phaseo_agent::StoreError::Database(
                 "the disk is full".into(),
             ))
         }),
-    );
+    ));
     let f = serve(runs.clone(), full.attach(agent()), model.clone(), |i| i).await;
     let alice = f.sign_in("alice-token").await;
     let row = f.waiting().await.remove(0);
@@ -1289,9 +1289,8 @@ async fn runs_whose_process_stopped_are_taken_up_or_listed_as_stuck() {
     // Two processes die mid-run (after the run's start), with short leases: one of an agent the
     // inbox runs, one of an agent it does not.
     for (agent, run_id) in [(release(model()), "r-release"), (other, "r-billing")] {
-        let _ = Runs::new(crate::support::durable::Hooked::dies_after(
-            memory.clone(),
-            1,
+        let _ = Runs::without_queue(std::sync::Arc::new(
+            crate::support::durable::Hooked::dies_after(memory.clone(), 1),
         ))
         .lease(Duration::from_millis(100))
         .attach(agent)
@@ -1977,12 +1976,14 @@ async fn a_long_recovered_run_does_not_hold_up_the_next_recovery() {
         let (memory, agent) = (memory.clone(), agent);
         async move {
             let model = ScriptedModel::new().tool_call("c1", "wait", json!({"block": block}));
-            let _ = Runs::new(crate::support::durable::Hooked::dies_after(memory, 2))
-                .lease(Duration::from_millis(100))
-                .attach(agent(model))
-                .run("Go")
-                .run_id(run_id)
-                .await;
+            let _ = Runs::without_queue(std::sync::Arc::new(
+                crate::support::durable::Hooked::dies_after(memory, 2),
+            ))
+            .lease(Duration::from_millis(100))
+            .attach(agent(model))
+            .run("Go")
+            .run_id(run_id)
+            .await;
         }
     };
     die_after_turn("slow", true).await;
@@ -2042,11 +2043,11 @@ async fn the_list_reads_a_failed_runs_failure_once() {
     let memory = std::sync::Arc::new(MemoryStore::new());
     let loads = std::sync::Arc::new(AtomicUsize::new(0));
     let counted = loads.clone();
-    let runs = Runs::new(
+    let runs = Runs::without_queue(std::sync::Arc::new(
         crate::support::durable::Hooked::new(memory.clone()).on_load(move |_| {
             counted.fetch_add(1, Ordering::SeqCst);
         }),
-    );
+    ));
     let model = ScriptedModel::new().error(phaseo_agent::ModelError::other("the model is down"));
     let agent = runs.attach(
         Agent::builder("release")
@@ -2157,7 +2158,7 @@ async fn one_click_loads_the_run_once_and_lists_nothing_before_it_is_recorded() 
         loads: std::sync::Arc::clone(&loads),
         listings: std::sync::Arc::clone(&listings),
     };
-    let runs = Runs::new(store);
+    let runs = Runs::without_queue(std::sync::Arc::new(store));
     let model = one_deploy("staging");
     let agent = runs.attach(
         Agent::builder("release")

@@ -64,6 +64,7 @@ mod schema_dialects;
 mod schema_golden;
 mod spec_snippets;
 mod store_backend;
+mod store_upgrade;
 mod strict_tools;
 #[cfg(feature = "otel")]
 mod telemetry;

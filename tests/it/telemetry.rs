@@ -701,7 +701,8 @@ async fn a_recovered_run_links_to_the_interrupted_span_and_its_doubtful_call_say
     let captured = capture();
     let memory = std::sync::Arc::new(MemoryStore::new());
     // started (1), turn (2), call_started (3): the process dies after the tool ran.
-    let dying = Runs::new(Hooked::dies_after(memory.clone(), 3)).lease(Duration::from_millis(100));
+    let dying = Runs::without_queue(std::sync::Arc::new(Hooked::dies_after(memory.clone(), 3)))
+        .lease(Duration::from_millis(100));
     let counter = Counter::default();
     let model = || {
         ScriptedModel::new()

@@ -10,7 +10,7 @@ use futures::StreamExt as _;
 use phaseo_agent::durable::{EnqueueOptions, Runs};
 use phaseo_agent::serde_json::json;
 use phaseo_agent::store::{
-    Append, ClaimRequest, Lease, MemoryStore, PendingFilter, PendingRow, RunStore, SqliteStore,
+    Append, ClaimRequest, Lease, MemoryStore, PendingFilter, PendingRow, RunQueue, SqliteStore,
     StoredStatus,
 };
 use phaseo_agent::worker::Worker;
@@ -163,7 +163,7 @@ fn claim(agent: &str, limit: usize, lease_ms: u64) -> ClaimRequest {
 }
 
 /// The queue's contract, on any store that keeps one.
-pub(crate) async fn queue_contract(store: Arc<dyn RunStore>) {
+pub(crate) async fn queue_contract<S: RunQueue>(store: Arc<S>) {
     let runs = Runs::from_arc(store.clone());
     let a = runs
         .enqueue("release", "a", EnqueueOptions::new().run_id("q-a"))
@@ -280,7 +280,7 @@ fn waiting_call(run_id: &str, decided: bool) -> PendingRow {
 
 /// A write under a lease applies only while that lease lives and is the run's latest; nothing is
 /// written otherwise, and a write outside any lease is checked by version alone.
-async fn fenced_writes(store: &dyn RunStore) {
+async fn fenced_writes(store: &dyn RunQueue) {
     let runs_agent = "fenced";
     let runs = store;
     runs.enqueue(phaseo_agent::store::NewRun {
@@ -411,7 +411,7 @@ async fn fenced_writes(store: &dyn RunStore) {
 
 /// The decision that completes a queued run's waiting calls makes it ready (and announces it);
 /// the same decision on a run that is not queued leaves it paused, for its own process.
-async fn hand_over_only_queued_runs(store: &dyn RunStore) {
+async fn hand_over_only_queued_runs(store: &dyn RunQueue) {
     let mut wakeups = store.wakeups().await.unwrap();
     store
         .create(phaseo_agent::store::NewRun {
@@ -478,11 +478,13 @@ async fn hand_over_only_queued_runs(store: &dyn RunStore) {
     assert!(taken.leases[0].token > lease.token);
 }
 
-/// A store that keeps no queue: every `RunStore` method but the queue's, forwarded.
+/// A store that keeps no queue (a `RunStore` only, given with `Runs::without_queue`): workers and
+/// enqueues are refused when they start. (`Runs::new` refuses such a store when it compiles: see
+/// `tests/ui/store-without-queue.rs`.)
 #[tokio::test]
 async fn a_store_without_a_queue_refuses_workers_and_enqueues() {
     let store = Hooked::new(Arc::new(MemoryStore::new()));
-    let runs = Runs::new(store);
+    let runs = Runs::without_queue(Arc::new(store));
     let effects = Effects::default();
     let refused = runs.enqueue("release", "go", EnqueueOptions::new()).await;
     assert!(

@@ -19,7 +19,7 @@ use crate::run::runner::new_run_id;
 use crate::run::state::{Decision, Decisions, RunError, RunResult, RunState};
 use crate::store::backend::{
     AuditFilter, DecisionRow, Lease, NewRun, Page, PendingFilter, PendingRow, QueueCounts,
-    RunFilter, RunStore, RunSummary, StoredStatus,
+    RunFilter, RunQueue, RunStore, RunSummary, StoredStatus,
 };
 
 /// How many journal entries may follow a snapshot before the next one is written: loading a run
@@ -68,6 +68,9 @@ pub const DEFAULT_SNAPSHOT_EVERY: u32 = 32;
 #[derive(Clone)]
 pub struct Runs {
     pub(crate) store: Arc<dyn RunStore>,
+    /// The same store as a queue, if it keeps one ([`Runs::new`]; not with
+    /// [`Runs::without_queue`]).
+    queue: Option<Arc<dyn RunQueue>>,
     snapshot_every: u32,
     pub(crate) holding: Holding,
     /// The damaged rows already logged (a listing polled every few seconds names them every
@@ -180,16 +183,31 @@ impl EnqueueOptions {
 }
 
 impl Runs {
-    /// A run store: a [`SqliteStore`](crate::store::SqliteStore), a
-    /// [`PostgresStore`](crate::store::PostgresStore), or your own [`RunStore`].
-    pub fn new(store: impl RunStore) -> Self {
+    /// A run store: a [`MemoryStore`](crate::store::MemoryStore), a
+    /// [`SqliteStore`](crate::store::SqliteStore), a
+    /// [`PostgresStore`](crate::store::PostgresStore), or your own [`RunStore`] that is also a
+    /// [`RunQueue`] (workers take its queued runs). A store of your own without a queue:
+    /// [`Runs::without_queue`].
+    pub fn new<S: RunStore + RunQueue>(store: S) -> Self {
         Runs::from_arc(Arc::new(store))
     }
 
-    /// A run store already shared.
-    pub fn from_arc(store: Arc<dyn RunStore>) -> Self {
+    /// A run store already shared (see [`Runs::new`]).
+    pub fn from_arc<S: RunStore + RunQueue>(store: Arc<S>) -> Self {
+        Runs::with(store.clone(), Some(store))
+    }
+
+    /// A run store that keeps no queue of runs: durable runs of your own process only.
+    /// [`Runs::enqueue`], [`Runs::queue_counts`] and a [`Worker`](crate::worker::Worker) of it
+    /// fail with [`StoreError::Unsupported`](crate::StoreError::Unsupported).
+    pub fn without_queue(store: Arc<dyn RunStore>) -> Self {
+        Runs::with(store, None)
+    }
+
+    fn with(store: Arc<dyn RunStore>, queue: Option<Arc<dyn RunQueue>>) -> Self {
         Runs {
             store,
+            queue,
             logged: Arc::default(),
             snapshot_every: DEFAULT_SNAPSHOT_EVERY,
             holding: Holding {
@@ -250,6 +268,16 @@ impl Runs {
     /// The store underneath.
     pub fn store(&self) -> &Arc<dyn RunStore> {
         &self.store
+    }
+
+    /// The store as a queue, or [`StoreError::Unsupported`](crate::StoreError::Unsupported) if it
+    /// was given without one ([`Runs::without_queue`]).
+    pub(crate) fn queue(&self) -> Result<&Arc<dyn RunQueue>, AgentError> {
+        self.queue
+            .as_ref()
+            .ok_or(AgentError::Store(StoreError::Unsupported {
+                operation: "queued runs",
+            }))
     }
 
     /// An agent whose runs are journaled in this store.
@@ -377,7 +405,7 @@ impl Runs {
             input.into(),
         );
         let row = first_row(state).map_err(AgentError::Store)?;
-        self.store
+        self.queue()?
             .enqueue(NewRun {
                 run_id: run_id.clone(),
                 agent_id: agent_id.to_owned(),
@@ -395,7 +423,10 @@ impl Runs {
     /// and how long the oldest ready one has waited: what an operator watches (see also the
     /// workers' metrics in the README's "Many machines").
     pub async fn queue_counts(&self) -> Result<Vec<QueueCounts>, AgentError> {
-        self.store.queue_counts().await.map_err(AgentError::Store)
+        self.queue()?
+            .queue_counts()
+            .await
+            .map_err(AgentError::Store)
     }
 
     /// The calls waiting for a person, across runs, newest first.

@@ -473,7 +473,7 @@ impl Default for ReadLimits {
     }
 }
 
-/// What a worker asks of [`RunStore::claim`]: up to `limit` runs of these agents, each held with a
+/// What a worker asks of [`RunQueue::claim`]: up to `limit` runs of these agents, each held with a
 /// lease of `lease_ms` milliseconds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimRequest {
@@ -537,7 +537,7 @@ pub struct AbandonedRun {
     pub updated_ms: i64,
 }
 
-/// What [`RunStore::claim`] took, and when the next run of those agents may become ready.
+/// What [`RunQueue::claim`] took, and when the next run of those agents may become ready.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Claimed {
     /// The runs taken, oldest ready first.
@@ -549,7 +549,7 @@ pub struct Claimed {
 }
 
 /// How many runs of one agent are in each state, and how long the oldest ready one has waited:
-/// [`RunStore::queue_counts`].
+/// [`RunQueue::queue_counts`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QueueCounts {
     /// The agent.
@@ -570,7 +570,7 @@ pub struct QueueCounts {
     pub oldest_ready_ms: Option<u64>,
 }
 
-/// A stream that yields whenever a run may have become ready ([`RunStore::wakeups`]): a worker
+/// A stream that yields whenever a run may have become ready ([`RunQueue::wakeups`]): a worker
 /// waits on it instead of polling. It may yield when nothing is ready (a claim then takes
 /// nothing); it ends, or yields an error, when the store's connection to the database is lost.
 pub type Wakeups = futures::stream::BoxStream<'static, Result<(), StoreError>>;
@@ -617,35 +617,6 @@ pub trait RunStore: Send + Sync + 'static {
     /// runs were deleted.
     fn prune(&self, before_ms: i64) -> BoxFuture<'_, Result<u64, StoreError>>;
 
-    /// Stores a new run that workers take: as [`create`](Self::create), with `run.status`
-    /// [`Ready`](StoredStatus::Ready), and the run marked as queued. Workers waiting on
-    /// [`wakeups`](Self::wakeups) are told when it commits.
-    ///
-    /// A queued run becomes ready again by itself, in the transaction that makes it so: an
-    /// [`append`](Self::append) that leaves it `paused` or `in_doubt` with a non-empty list of
-    /// waiting calls, every one of them decided, stores it as `ready` instead (the last
-    /// decision hands it to a worker); and a run whose lease expired is taken by the next
-    /// [`claim`](Self::claim).
-    ///
-    /// The default refuses with [`StoreError::Unsupported`]: a store of your own that keeps no
-    /// queue cannot serve workers. One that does must also honour [`Append::fence`].
-    fn enqueue(&self, run: NewRun) -> BoxFuture<'_, Result<(), StoreError>> {
-        let _ = run;
-        Box::pin(async { Err(unsupported()) })
-    }
-
-    /// Takes up to `request.limit` runs of `request.agents` that are ready, or whose lease
-    /// expired, oldest first, each with a new lease whose token is larger than any before it
-    /// on that run. Runs held by another worker's live lease are skipped without waiting
-    /// (PostgreSQL: `FOR UPDATE SKIP LOCKED`), so workers never take the same run at once.
-    fn claim<'a>(
-        &'a self,
-        request: &'a ClaimRequest,
-    ) -> BoxFuture<'a, Result<Claimed, StoreError>> {
-        let _ = request;
-        Box::pin(async { Err(unsupported()) })
-    }
-
     /// Extends a live lease to `lease_ms` from now (the database's clock).
     /// [`StoreError::LeaseLost`] if it expired or the run was taken by another lease since.
     fn renew<'a>(
@@ -654,14 +625,14 @@ pub trait RunStore: Send + Sync + 'static {
         lease_ms: u64,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let _ = (lease, lease_ms);
-        Box::pin(async { Err(unsupported()) })
+        Box::pin(async { Err(unsupported_leases()) })
     }
 
     /// Ends a lease now, so that another worker may take the run at once (a worker draining on
     /// shutdown). Nothing happens if the lease is already over.
     fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<(), StoreError>> {
         let _ = lease;
-        Box::pin(async { Err(unsupported()) })
+        Box::pin(async { Err(unsupported_leases()) })
     }
 
     /// Stores a new run as [`create`](Self::create) does, held under a lease for `lease.owner`
@@ -700,29 +671,64 @@ pub trait RunStore: Send + Sync + 'static {
         let _ = limit;
         Box::pin(async { Err(unsupported_leases()) })
     }
+}
+
+/// A queue of runs that workers take ([`Worker`](crate::worker::Worker)): what a
+/// [`RunStore`] also does to serve workers. A store of its own needs it only for workers and
+/// [`Runs::enqueue`](crate::durable::Runs::enqueue); [`MemoryStore`](crate::store::MemoryStore),
+/// `SqliteStore` and `PostgresStore` implement it.
+///
+/// A store that implements it must also honour [`Append::fence`] (a write under a lease
+/// that is no longer the run's newest is refused with [`StoreError::LeaseLost`]) and hand a
+/// queued run back to the workers when its last waiting call is decided (see
+/// [`enqueue`](Self::enqueue)).
+///
+/// ```
+/// use phaseo_agent::durable::Runs;
+/// use phaseo_agent::store::{MemoryStore, RunQueue, RunStore};
+///
+/// fn served_by_workers<S: RunStore + RunQueue>(store: S) -> Runs {
+///     Runs::new(store)
+/// }
+/// let _runs = served_by_workers(MemoryStore::new());
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` keeps no queue of runs: it does not implement `RunQueue`",
+    label = "a store without a queue",
+    note = "workers and `Runs::enqueue` need a store that implements both `RunStore` and `RunQueue` (`MemoryStore`, `SqliteStore` and `PostgresStore` do)",
+    note = "for a store of your own: `impl RunQueue for {Self}` (enqueue, claim, wakeups, queue_counts), or open it with `Runs::without_queue` if no worker serves it"
+)]
+pub trait RunQueue: RunStore {
+    /// Stores a new run that workers take: as [`create`](RunStore::create), with `run.status`
+    /// [`Ready`](StoredStatus::Ready), and the run marked as queued. Workers waiting on
+    /// [`wakeups`](Self::wakeups) are told when it commits.
+    ///
+    /// A queued run becomes ready again by itself, in the transaction that makes it so: an
+    /// [`append`](RunStore::append) that leaves it `paused` or `in_doubt` with a non-empty list
+    /// of waiting calls, every one of them decided, stores it as `ready` instead (the last
+    /// decision hands it to a worker); and a run whose lease expired is taken by the next
+    /// [`claim`](Self::claim).
+    fn enqueue(&self, run: NewRun) -> BoxFuture<'_, Result<(), StoreError>>;
+
+    /// Takes up to `request.limit` runs of `request.agents` that are ready, or whose lease
+    /// expired, oldest first, each with a new lease whose token is larger than any before it
+    /// on that run. Runs held by another worker's live lease are skipped without waiting
+    /// (PostgreSQL: `FOR UPDATE SKIP LOCKED`), so workers never take the same run at once.
+    fn claim<'a>(&'a self, request: &'a ClaimRequest)
+    -> BoxFuture<'a, Result<Claimed, StoreError>>;
 
     /// A stream that yields when a run may have become ready (enqueued, or decided), for any
     /// agent: PostgreSQL's `LISTEN`, so it hears every process; the embedded stores hear what
     /// goes through the same store value only.
-    fn wakeups(&self) -> BoxFuture<'_, Result<Wakeups, StoreError>> {
-        Box::pin(async { Err(unsupported()) })
-    }
+    fn wakeups(&self) -> BoxFuture<'_, Result<Wakeups, StoreError>>;
 
     /// How many runs of each agent are in each state, and how long ready runs have waited.
-    fn queue_counts(&self) -> BoxFuture<'_, Result<Vec<QueueCounts>, StoreError>> {
-        Box::pin(async { Err(unsupported()) })
-    }
+    fn queue_counts(&self) -> BoxFuture<'_, Result<Vec<QueueCounts>, StoreError>>;
 }
 
 fn unsupported_leases() -> StoreError {
     StoreError::Unsupported {
         operation: "leases",
-    }
-}
-
-fn unsupported() -> StoreError {
-    StoreError::Unsupported {
-        operation: "queued runs",
     }
 }
 

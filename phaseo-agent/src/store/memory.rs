@@ -9,8 +9,8 @@ use crate::error::StoreError;
 use crate::store::backend::{
     AbandonedRun, Append, AuditFilter, Bell, ClaimRequest, Claimed, DecisionRow, JournalRow, Lease,
     LeaseRequest, LoadedRun, NewRun, Page, PendingFilter, PendingRow, QueueCounts, RunFilter,
-    RunStore, RunSummary, SnapshotRow, StoredStatus, Wakeups, clock_ms, damage, hands_over,
-    lease_ms,
+    RunQueue, RunStore, RunSummary, SnapshotRow, StoredStatus, Wakeups, clock_ms, damage,
+    hands_over, lease_ms,
 };
 
 /// A run store in memory: what the databases do, for tests and examples, lost when the process
@@ -367,61 +367,6 @@ impl RunStore for MemoryStore {
         Box::pin(async move { Ok(pruned) })
     }
 
-    fn enqueue(&self, run: NewRun) -> BoxFuture<'_, Result<(), StoreError>> {
-        let result = self.insert(run, true);
-        if result.is_ok() {
-            self.bell.ring();
-        }
-        Box::pin(async move { result })
-    }
-
-    fn claim<'a>(
-        &'a self,
-        request: &'a ClaimRequest,
-    ) -> BoxFuture<'a, Result<Claimed, StoreError>> {
-        let mut tables = self.tables();
-        let now = clock_ms();
-        let served = |run: &Run| request.agents.iter().any(|a| a == &run.agent_id);
-        let mut ready: Vec<(i64, String)> = tables
-            .runs
-            .iter()
-            .filter(|(_, run)| served(run) && run.claimable(now))
-            .map(|(id, run)| (run.waiting_since().unwrap_or(now), id.clone()))
-            .collect();
-        ready.sort();
-        let mut leases = Vec::new();
-        for (since, run_id) in ready.into_iter().take(request.limit) {
-            let Some(run) = tables.runs.get_mut(&run_id) else {
-                continue;
-            };
-            run.lease_token += 1;
-            run.lease_until_ms = Some(now.saturating_add(lease_ms(request.lease_ms)));
-            run.lease_owner = Some(request.worker.clone());
-            leases.push(Lease {
-                agent_id: run.agent_id.clone(),
-                token: run.lease_token,
-                status: run.status,
-                version: run.version,
-                waited_ms: u64::try_from(now - since).unwrap_or(0),
-                run_id,
-            });
-        }
-        let next_expiry_ms = tables
-            .runs
-            .values()
-            .filter(|run| run.queued && served(run))
-            .filter_map(|run| run.lease_until_ms)
-            .filter(|until| *until > now)
-            .min()
-            .map(|until| u64::try_from(until - now).unwrap_or(0));
-        Box::pin(async move {
-            Ok(Claimed {
-                leases,
-                next_expiry_ms,
-            })
-        })
-    }
-
     fn renew<'a>(
         &'a self,
         lease: &'a Lease,
@@ -498,6 +443,63 @@ impl RunStore for MemoryStore {
             self.bell.ring();
         }
         Box::pin(async { Ok(()) })
+    }
+}
+
+impl RunQueue for MemoryStore {
+    fn enqueue(&self, run: NewRun) -> BoxFuture<'_, Result<(), StoreError>> {
+        let result = self.insert(run, true);
+        if result.is_ok() {
+            self.bell.ring();
+        }
+        Box::pin(async move { result })
+    }
+
+    fn claim<'a>(
+        &'a self,
+        request: &'a ClaimRequest,
+    ) -> BoxFuture<'a, Result<Claimed, StoreError>> {
+        let mut tables = self.tables();
+        let now = clock_ms();
+        let served = |run: &Run| request.agents.iter().any(|a| a == &run.agent_id);
+        let mut ready: Vec<(i64, String)> = tables
+            .runs
+            .iter()
+            .filter(|(_, run)| served(run) && run.claimable(now))
+            .map(|(id, run)| (run.waiting_since().unwrap_or(now), id.clone()))
+            .collect();
+        ready.sort();
+        let mut leases = Vec::new();
+        for (since, run_id) in ready.into_iter().take(request.limit) {
+            let Some(run) = tables.runs.get_mut(&run_id) else {
+                continue;
+            };
+            run.lease_token += 1;
+            run.lease_until_ms = Some(now.saturating_add(lease_ms(request.lease_ms)));
+            run.lease_owner = Some(request.worker.clone());
+            leases.push(Lease {
+                agent_id: run.agent_id.clone(),
+                token: run.lease_token,
+                status: run.status,
+                version: run.version,
+                waited_ms: u64::try_from(now - since).unwrap_or(0),
+                run_id,
+            });
+        }
+        let next_expiry_ms = tables
+            .runs
+            .values()
+            .filter(|run| run.queued && served(run))
+            .filter_map(|run| run.lease_until_ms)
+            .filter(|until| *until > now)
+            .min()
+            .map(|until| u64::try_from(until - now).unwrap_or(0));
+        Box::pin(async move {
+            Ok(Claimed {
+                leases,
+                next_expiry_ms,
+            })
+        })
     }
 
     fn wakeups(&self) -> BoxFuture<'_, Result<Wakeups, StoreError>> {

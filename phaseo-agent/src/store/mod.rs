@@ -12,7 +12,9 @@
 // - `backend`: `RunStore`, what a database does, and the rows it keeps;
 // - `memory`: `MemoryStore`, a store in memory for tests and examples;
 // - `sql`: what the SQL backends share (their statements, the checks of rows read back, paging
-//   cursors, migrations);
+//   cursors);
+// - `migrate`: the schema's numbered files, run by sqlx's `Migrator`, and the adoption of
+//   databases whose migrations were recorded before in a table of their own;
 // - `sqlite`: `SqliteStore`, a run store in a SQLite file (feature `sqlite`);
 // - `postgres`: `PostgresStore`, a run store in PostgreSQL (feature `postgres`).
 
@@ -20,6 +22,8 @@ pub(crate) mod backend;
 pub(crate) mod memory;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod migrate;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(feature = "postgres")]
@@ -28,7 +32,7 @@ mod postgres;
 pub use backend::{
     AbandonedRun, Append, AuditFilter, ClaimRequest, Claimed, DamagedRow, DecisionRow, JournalRow,
     Lease, LeaseRequest, LoadedRun, NewRun, Page, PendingFilter, PendingRow, QueueCounts,
-    ReadLimits, RunFilter, RunStore, RunSummary, SnapshotRow, StoredStatus, Wakeups,
+    ReadLimits, RunFilter, RunQueue, RunStore, RunSummary, SnapshotRow, StoredStatus, Wakeups,
 };
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]

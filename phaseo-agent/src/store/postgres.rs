@@ -37,100 +37,28 @@ use crate::store::backend::{
     AbandonedRun, Append, ClaimRequest, Claimed, Lease, LeaseRequest, LoadedRun, NewRun,
     PendingRow, QueueCounts, ReadLimits, StoredStatus, Wakeups, hands_over, lease_ms,
 };
+use crate::store::migrate::{self, Files};
 use crate::store::sql::{
-    Migrations, Part, RawJournal, RawPending, check_append, check_new, check_sizes, corrupt,
-    database, impl_read_limits, impl_run_store, int, is_unique_violation, journal,
+    Part, RawJournal, RawPending, check_append, check_new, check_sizes, corrupt, database,
+    impl_read_limits, impl_run_store, int, is_unique_violation, journal,
 };
 
-/// The schema, one migration per version, applied in order.
-const MIGRATIONS: Migrations = &[
+/// The schema: `phaseo-agent/migrations/postgres/`, one file per version, applied in order.
+const MIGRATIONS: Files = &[
     (
         1,
-        r#"
-CREATE TABLE phaseo_runs (
-    run_id text COLLATE "C" PRIMARY KEY,
-    agent_id text COLLATE "C" NOT NULL,
-    status text NOT NULL,
-    version bigint NOT NULL,
-    created_ms bigint NOT NULL,
-    updated_ms bigint NOT NULL,
-    snapshot_version bigint,
-    snapshot_format bigint,
-    snapshot_body text,
-    snapshot_digest text
-);
-CREATE INDEX phaseo_runs_by_agent ON phaseo_runs (agent_id, status, updated_ms, run_id);
-CREATE INDEX phaseo_runs_by_status ON phaseo_runs (status, updated_ms, run_id);
-CREATE INDEX phaseo_runs_by_updated ON phaseo_runs (updated_ms, run_id);
-CREATE TABLE phaseo_journal (
-    run_id text COLLATE "C" NOT NULL REFERENCES phaseo_runs (run_id) ON DELETE CASCADE,
-    version bigint NOT NULL,
-    kind text NOT NULL,
-    format bigint NOT NULL,
-    body text NOT NULL,
-    digest text NOT NULL,
-    PRIMARY KEY (run_id, version)
-);
-CREATE TABLE phaseo_pending (
-    run_id text COLLATE "C" NOT NULL REFERENCES phaseo_runs (run_id) ON DELETE CASCADE,
-    call_id text COLLATE "C" NOT NULL,
-    seq bigint NOT NULL,
-    agent_id text COLLATE "C" NOT NULL,
-    tool text NOT NULL,
-    kind text NOT NULL,
-    arguments text NOT NULL,
-    digest text NOT NULL,
-    since_ms bigint NOT NULL,
-    version bigint NOT NULL,
-    decision text,
-    decided_by text,
-    PRIMARY KEY (run_id, call_id)
-);
-CREATE INDEX phaseo_pending_newest ON phaseo_pending (since_ms, run_id, call_id);
-CREATE INDEX phaseo_pending_by_agent ON phaseo_pending (agent_id, since_ms, run_id, call_id);
-CREATE TABLE phaseo_audit (
-    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    run_id text COLLATE "C" NOT NULL,
-    call_id text NOT NULL,
-    tool text NOT NULL,
-    decision text NOT NULL,
-    decided_by text NOT NULL,
-    at_ms bigint NOT NULL,
-    digest text NOT NULL,
-    version bigint NOT NULL
-);
-CREATE INDEX phaseo_audit_by_run ON phaseo_audit (run_id, id);
-"#,
+        "runs",
+        include_str!("../../migrations/postgres/0001_runs.sql"),
     ),
     (
         2,
-        // A plan estimates a run's rows from the number of distinct ids, which `ANALYZE`
-        // measures from a sample: on a database of a few long runs it finds few ids, and the
-        // plan then scans every run's rows to find one run's. These fix the estimates at about
-        // 50 journal entries, 2 pending calls and 5 decisions a run. On the store's own
-        // connections `GENERIC_PLANS` also prices out sequential scans; this serves the plans
-        // made without it (behind a transaction pooler, where no session setting is made, and
-        // the listings' filters).
-        r#"
-ALTER TABLE phaseo_journal ALTER COLUMN run_id SET (n_distinct = -0.02);
-ALTER TABLE phaseo_pending ALTER COLUMN run_id SET (n_distinct = -0.5);
-ALTER TABLE phaseo_audit ALTER COLUMN run_id SET (n_distinct = -0.2);
-ANALYZE phaseo_journal, phaseo_pending, phaseo_audit;
-"#,
+        "row estimates",
+        include_str!("../../migrations/postgres/0002_row_estimates.sql"),
     ),
     (
         3,
-        // Queued runs (served by workers): since when one is ready, and its lease: the fencing
-        // token of the last one given (tokens only grow), who holds it, and until when, all by
-        // the database's clock (the machines' clocks may disagree).
-        r#"
-ALTER TABLE phaseo_runs ADD COLUMN queued boolean NOT NULL DEFAULT false,
-    ADD COLUMN ready_ms bigint,
-    ADD COLUMN lease_token bigint NOT NULL DEFAULT 0,
-    ADD COLUMN lease_owner text,
-    ADD COLUMN lease_until_ms bigint;
-CREATE INDEX phaseo_runs_queue ON phaseo_runs (agent_id, status) WHERE queued;
-"#,
+        "queue",
+        include_str!("../../migrations/postgres/0003_queue.sql"),
     ),
 ];
 
@@ -661,7 +589,13 @@ impl PostgresStoreBuilder {
 
             limits: self.limits,
         };
-        store.migrate(MIGRATIONS, Some(MIGRATION_LOCK)).await?;
+        let mut tx = store.pool.begin().await.map_err(database)?;
+        sqlx::query(MIGRATION_LOCK)
+            .execute(&mut *tx)
+            .await
+            .map_err(database)?;
+        migrate::run::<Postgres>(&mut tx, &migrate::migrator(MIGRATIONS)).await?;
+        tx.commit().await.map_err(database)?;
         Ok(store)
     }
 }

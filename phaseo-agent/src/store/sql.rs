@@ -850,27 +850,6 @@ pub(crate) fn page<T>(mut items: Vec<T>, limit: usize, cursor: impl Fn(&T) -> St
     Page::new(items, next)
 }
 
-/// The numbered migrations of a backend: each one's version and SQL, applied in order in one
-/// transaction and recorded in the table `phaseo_schema`.
-pub(crate) type Migrations = &'static [(i64, &'static str)];
-
-/// Whether a recorded schema version can be opened by this build, and which migrations to apply.
-pub(crate) fn to_apply(
-    migrations: Migrations,
-    recorded: Option<i64>,
-) -> Result<&'static [(i64, &'static str)], StoreError> {
-    let newest = migrations.last().map_or(0, |m| m.0);
-    let current = recorded.unwrap_or(0);
-    if current > newest {
-        return Err(StoreError::SchemaTooNew {
-            found: current,
-            supported: newest,
-        });
-    }
-    let first = migrations.partition_point(|m| m.0 <= current);
-    Ok(&migrations[first..])
-}
-
 /// An abandoned run as a row of `list_abandoned` reads it.
 pub(crate) fn abandoned<R>(row: &R) -> Result<crate::store::backend::AbandonedRun, StoreError>
 where
@@ -947,53 +926,6 @@ macro_rules! impl_run_store {
                     };
                 }
                 query
-            }
-
-            /// Applies the migrations this database lacks, in one transaction that holds the
-            /// write lock (and runs `lock` first, if any); refuses a newer schema.
-            async fn migrate(
-                &self,
-                migrations: $crate::store::sql::Migrations,
-                lock: Option<&'static str>,
-            ) -> Result<(), $crate::error::StoreError> {
-                use $crate::store::sql::database;
-                let (_guard, mut tx) = self.begin_write().await?;
-                if let Some(lock) = lock {
-                    self.query(lock).execute(&mut *tx).await.map_err(database)?;
-                }
-                self.query(
-                    "CREATE TABLE IF NOT EXISTS phaseo_schema \
-                     (version BIGINT PRIMARY KEY, applied_ms BIGINT NOT NULL)",
-                )
-                .execute(&mut *tx)
-                .await
-                .map_err(database)?;
-                let recorded: Option<i64> = sqlx::Row::try_get(
-                    &self
-                        .query("SELECT MAX(version) AS v FROM phaseo_schema")
-                        .fetch_one(&mut *tx)
-                        .await
-                        .map_err(database)?,
-                    "v",
-                )
-                .map_err(database)?;
-                let apply = $crate::store::sql::to_apply(migrations, recorded)?;
-                if apply.is_empty() {
-                    return Ok(());
-                }
-                for (version, sql) in apply {
-                    sqlx::raw_sql(*sql)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(database)?;
-                    self.query("INSERT INTO phaseo_schema (version, applied_ms) VALUES ($1, $2)")
-                        .bind(*version)
-                        .bind($crate::store::backend::clock_ms())
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(database)?;
-                }
-                tx.commit().await.map_err(database)
             }
 
             /// The rows of a listing's statement, read in a transaction of one snapshot.
@@ -1235,23 +1167,6 @@ macro_rules! impl_run_store {
                 Box::pin(self.prune_runs(before_ms))
             }
 
-            fn enqueue(
-                &self,
-                run: $crate::store::backend::NewRun,
-            ) -> futures::future::BoxFuture<'_, Result<(), $crate::error::StoreError>> {
-                Box::pin(self.enqueue_run(run))
-            }
-
-            fn claim<'a>(
-                &'a self,
-                request: &'a $crate::store::backend::ClaimRequest,
-            ) -> futures::future::BoxFuture<
-                'a,
-                Result<$crate::store::backend::Claimed, $crate::error::StoreError>,
-            > {
-                Box::pin(self.claim_runs(request))
-            }
-
             fn renew<'a>(
                 &'a self,
                 lease: &'a $crate::store::backend::Lease,
@@ -1297,6 +1212,25 @@ macro_rules! impl_run_store {
                 Result<Vec<$crate::store::backend::AbandonedRun>, $crate::error::StoreError>,
             > {
                 Box::pin(self.list_abandoned(limit))
+            }
+        }
+
+        impl $crate::store::backend::RunQueue for $store {
+            fn enqueue(
+                &self,
+                run: $crate::store::backend::NewRun,
+            ) -> futures::future::BoxFuture<'_, Result<(), $crate::error::StoreError>> {
+                Box::pin(self.enqueue_run(run))
+            }
+
+            fn claim<'a>(
+                &'a self,
+                request: &'a $crate::store::backend::ClaimRequest,
+            ) -> futures::future::BoxFuture<
+                'a,
+                Result<$crate::store::backend::Claimed, $crate::error::StoreError>,
+            > {
+                Box::pin(self.claim_runs(request))
             }
 
             fn wakeups(
@@ -1709,20 +1643,5 @@ mod tests {
         assert!(s.sql.ends_with("LIMIT $6"), "{}", s.sql);
         assert_eq!(s.values[5], Value::Int(MAX_LIMIT as i64 + 1));
         assert_eq!(s.values[3], Value::Text("r".into()));
-    }
-
-    #[test]
-    fn a_newer_schema_is_refused() {
-        const M: Migrations = &[(1, "a"), (2, "b")];
-        assert_eq!(to_apply(M, None).unwrap().len(), 2);
-        assert_eq!(to_apply(M, Some(1)).unwrap(), &[(2, "b")]);
-        assert!(to_apply(M, Some(2)).unwrap().is_empty());
-        assert_eq!(
-            to_apply(M, Some(3)),
-            Err(StoreError::SchemaTooNew {
-                found: 3,
-                supported: 2
-            })
-        );
     }
 }

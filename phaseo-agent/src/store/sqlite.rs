@@ -24,80 +24,20 @@ use crate::store::backend::{
     AbandonedRun, Bell, ClaimRequest, Claimed, Lease, LeaseRequest, NewRun, QueueCounts,
     ReadLimits, Wakeups, clock_ms, lease_ms,
 };
-use crate::store::sql::{Migrations, database, impl_read_limits, impl_row_by_row, impl_run_store};
+use crate::store::migrate::{self, Files};
+use crate::store::sql::{database, impl_read_limits, impl_row_by_row, impl_run_store};
 
-/// The schema, one migration per version, applied in order.
-const MIGRATIONS: Migrations = &[
+/// The schema: `phaseo-agent/migrations/sqlite/`, one file per version, applied in order.
+const MIGRATIONS: Files = &[
     (
         1,
-        "
-CREATE TABLE phaseo_runs (
-    run_id TEXT PRIMARY KEY NOT NULL,
-    agent_id TEXT NOT NULL,
-    status TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    created_ms INTEGER NOT NULL,
-    updated_ms INTEGER NOT NULL,
-    snapshot_version INTEGER,
-    snapshot_format INTEGER,
-    snapshot_body TEXT,
-    snapshot_digest TEXT
-) STRICT;
-CREATE INDEX phaseo_runs_by_agent ON phaseo_runs (agent_id, status, updated_ms, run_id);
-CREATE INDEX phaseo_runs_by_status ON phaseo_runs (status, updated_ms, run_id);
-CREATE INDEX phaseo_runs_by_updated ON phaseo_runs (updated_ms, run_id);
-CREATE TABLE phaseo_journal (
-    run_id TEXT NOT NULL REFERENCES phaseo_runs (run_id) ON DELETE CASCADE,
-    version INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    format INTEGER NOT NULL,
-    body TEXT NOT NULL,
-    digest TEXT NOT NULL,
-    PRIMARY KEY (run_id, version)
-) STRICT;
-CREATE TABLE phaseo_pending (
-    run_id TEXT NOT NULL REFERENCES phaseo_runs (run_id) ON DELETE CASCADE,
-    call_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    agent_id TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    arguments TEXT NOT NULL,
-    digest TEXT NOT NULL,
-    since_ms INTEGER NOT NULL,
-    version INTEGER NOT NULL,
-    decision TEXT,
-    decided_by TEXT,
-    PRIMARY KEY (run_id, call_id)
-) STRICT;
-CREATE INDEX phaseo_pending_newest ON phaseo_pending (since_ms, run_id, call_id);
-CREATE INDEX phaseo_pending_by_agent ON phaseo_pending (agent_id, since_ms, run_id, call_id);
-CREATE TABLE phaseo_audit (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id TEXT NOT NULL,
-    call_id TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    decision TEXT NOT NULL,
-    decided_by TEXT NOT NULL,
-    at_ms INTEGER NOT NULL,
-    digest TEXT NOT NULL,
-    version INTEGER NOT NULL
-) STRICT;
-CREATE INDEX phaseo_audit_by_run ON phaseo_audit (run_id, id);
-",
+        "runs",
+        include_str!("../../migrations/sqlite/0001_runs.sql"),
     ),
     (
         2,
-        // Queued runs (served by a worker): since when one is ready, and its lease: the fencing
-        // token of the last one given (tokens only grow), who holds it, and until when.
-        "
-ALTER TABLE phaseo_runs ADD COLUMN queued INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE phaseo_runs ADD COLUMN ready_ms INTEGER;
-ALTER TABLE phaseo_runs ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE phaseo_runs ADD COLUMN lease_owner TEXT;
-ALTER TABLE phaseo_runs ADD COLUMN lease_until_ms INTEGER;
-CREATE INDEX phaseo_runs_queue ON phaseo_runs (agent_id, status) WHERE queued = 1;
-",
+        "queue",
+        include_str!("../../migrations/sqlite/0002_queue.sql"),
     ),
 ];
 
@@ -233,7 +173,10 @@ impl SqliteStoreBuilder {
             limits: self.limits,
             bell: Bell::default(),
         };
-        store.migrate(MIGRATIONS, None).await?;
+        let (_guard, mut tx) = store.begin_write().await?;
+        migrate::run::<Sqlite>(&mut tx, &migrate::migrator(MIGRATIONS)).await?;
+        tx.commit().await.map_err(database)?;
+        drop(_guard);
         Ok(store)
     }
 }

@@ -221,7 +221,8 @@ impl Worker {
                 "a worker needs at least one agent: add one with `Worker::agent`".into(),
             ));
         }
-        let store = self.runs.store().clone();
+        // The store as a queue (which is a store too: `release` ends the leases at the end).
+        let store = self.runs.queue()?.clone();
         let mut wakeups: Option<Wakeups> = Some(store.wakeups().await.map_err(AgentError::Store)?);
         let worker = Arc::new(self);
         let request = ClaimRequest {

@@ -1000,8 +1000,9 @@ async fn inbox_a_call_in_doubt_needs_a_check_and_is_refused_from_a_batch() {
             let version = world.load(&run).await.version;
             // Its lease (taken first, then the decision and the call's start are written) is
             // short, and runs out before the recovery.
-            let dying = Runs::new(Hooked::dies_after(world.runs.store().clone(), 3))
-                .lease(Duration::from_millis(100));
+            let dying =
+                Runs::without_queue(Arc::new(Hooked::dies_after(world.runs.store().clone(), 3)))
+                    .lease(Duration::from_millis(100));
             let _ = dying
                 .attach(world.agent.agent().clone())
                 .resume(

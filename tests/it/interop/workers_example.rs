@@ -17,8 +17,8 @@ use phaseo_agent::durable::{EnqueueOptions, Runs};
 use phaseo_agent::serde_json::{self, Value};
 use phaseo_agent::store::{
     Append, AuditFilter, ClaimRequest, Claimed, DecisionRow, Lease, LoadedRun, NewRun, Page,
-    PendingFilter, PendingRow, PostgresStore, QueueCounts, RunFilter, RunStore, RunSummary,
-    StoredStatus, Wakeups,
+    PendingFilter, PendingRow, PostgresStore, QueueCounts, RunFilter, RunQueue, RunStore,
+    RunSummary, StoredStatus, Wakeups,
 };
 use phaseo_agent::worker::Worker;
 use phaseo_agent::{Agent, Model, ModelError, ModelRequest, ModelResponse, StoreError};
@@ -208,9 +208,23 @@ impl RunStore for Timed {
     fn prune(&self, before_ms: i64) -> BoxFuture<'_, Result<u64, StoreError>> {
         self.inner.prune(before_ms)
     }
+    fn renew<'a>(
+        &'a self,
+        lease: &'a Lease,
+        lease_ms: u64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.renew(lease, lease_ms)
+    }
+    fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.release(lease)
+    }
+}
+
+impl RunQueue for Timed {
     fn enqueue(&self, run: NewRun) -> BoxFuture<'_, Result<(), StoreError>> {
         self.inner.enqueue(run)
     }
+
     fn claim<'a>(
         &'a self,
         request: &'a ClaimRequest,
@@ -225,19 +239,11 @@ impl RunStore for Timed {
             Ok(claimed)
         })
     }
-    fn renew<'a>(
-        &'a self,
-        lease: &'a Lease,
-        lease_ms: u64,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.inner.renew(lease, lease_ms)
-    }
-    fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.inner.release(lease)
-    }
+
     fn wakeups(&self) -> BoxFuture<'_, Result<Wakeups, StoreError>> {
         self.inner.wakeups()
     }
+
     fn queue_counts(&self) -> BoxFuture<'_, Result<Vec<QueueCounts>, StoreError>> {
         self.inner.queue_counts()
     }
