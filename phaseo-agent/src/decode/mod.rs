@@ -70,7 +70,7 @@ pub(crate) use strict::{Cx, Strict};
 /// let ctx = ToolContext::detached();
 /// assert_eq!(search.invoke(r#"{"query": "printer"}"#, &ctx).await?, r#""printer (limit 0)""#);
 /// let err = search.invoke(r#"{"query": 7}"#, &ctx).await.unwrap_err();
-/// assert_eq!(err.to_string(), r#"Invalid tool input: $.query: 7 is not of type "string""#);
+/// assert_eq!(err.to_string(), r#"invalid tool input: $.query: 7 is not of type "string""#);
 /// # Ok(())
 /// # }
 /// ```

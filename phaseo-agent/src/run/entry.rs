@@ -365,7 +365,7 @@ impl ResumeRequest {
     /// let refused: Vec<Event> = agent.resume(&paused.state, Decisions::new()).stream().collect().await;
     /// let [Event::Refused { kind, error, .. }] = &refused[..] else { panic!("{refused:?}") };
     /// assert_eq!(*kind, AgentErrorKind::MissingDecision);
-    /// assert!(error.starts_with("Missing decision for pending tool call(s): call_1"));
+    /// assert!(error.starts_with("no decision for pending tool calls call_1"));
     /// # Ok(())
     /// # }
     /// ```

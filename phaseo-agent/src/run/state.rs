@@ -244,7 +244,7 @@ impl PendingCall {
     /// let input: Lookup = paused.pending()[0].input_as()?;
     /// assert_eq!(input.ticket_id, "T-7");
     /// let err = paused.pending()[0].input_as::<Ticket>().unwrap_err();
-    /// assert_eq!(err.to_string(), "Invalid tool input: $: missing field `title`");
+    /// assert_eq!(err.to_string(), "invalid tool input: $: missing field `title`");
     /// # Ok(())
     /// # }
     /// ```
@@ -441,7 +441,7 @@ impl Decisions {
     ///
     /// // Every pending call needs a decision.
     /// let err = agent.resume(&paused.state, Decisions::new().approve("call_1")).await.unwrap_err();
-    /// assert!(err.to_string().starts_with("Missing decision for pending tool call(s): call_2"));
+    /// assert!(err.to_string().starts_with("no decision for pending tool calls call_2"));
     /// let both = Decisions::for_run(paused.state.run_id()).approve("call_1").approve("call_2");
     /// assert_eq!(agent.resume(&paused.state, both).await?.state.steps().len(), 2);
     /// # Ok(())
@@ -470,7 +470,7 @@ impl Decisions {
     ///
     /// let bad = Decisions::new().approve_with_arguments("call_1", json!({"environment": 7}));
     /// let err = agent.resume(&paused.state, bad).await.unwrap_err();
-    /// assert_eq!(err.to_string(), r#"Invalid tool input: $.environment: 7 is not of type "string""#);
+    /// assert_eq!(err.to_string(), r#"invalid tool input: $.environment: 7 is not of type "string""#);
     /// let staging = Decisions::new().approve_with_arguments("call_1", json!({"environment": "staging"}));
     /// let done = agent.resume(&paused.state, staging).await?;
     /// assert_eq!(done.state.tool_result("call_1"), Some(r#"{"deployed":"staging"}"#));
@@ -746,7 +746,7 @@ pub(crate) struct PausedTurn {
 /// use phaseo_agent::RunState;
 ///
 /// let err = RunState::from_json(r#"{"version": 99}"#).unwrap_err();
-/// assert!(err.to_string().contains("Unsupported run state version 99"));
+/// assert!(err.to_string().contains("unsupported run state version 99"));
 /// ```
 ///
 /// Stored and read back, a state is the same state:

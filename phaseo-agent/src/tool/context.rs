@@ -487,7 +487,7 @@ impl ToolContext {
     /// })
     /// .timeout(Duration::from_millis(20));
     /// let err = export.invoke("{}", &ToolContext::detached()).await.unwrap_err();
-    /// assert_eq!(err.to_string(), "Tool export timed out after 20ms");
+    /// assert_eq!(err.to_string(), "tool `export` timed out after 20 ms");
     /// assert_eq!(rx.recv().await, Some("export stopped"));
     /// # }
     /// ```

@@ -580,7 +580,7 @@ impl Tool {
     /// })
     /// .timeout(Duration::from_millis(20));
     /// let err = slow.invoke("{}", &ToolContext::detached()).await.unwrap_err();
-    /// assert_eq!(err.to_string(), "Tool slow timed out after 20ms");
+    /// assert_eq!(err.to_string(), "tool `slow` timed out after 20 ms");
     /// # }
     /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {

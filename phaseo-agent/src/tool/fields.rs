@@ -62,7 +62,7 @@ impl Tool {
     /// let ctx = ToolContext::detached();
     /// assert_eq!(search.invoke(r#"{"query": "  printer "}"#, &ctx).await?, r#"["printer"]"#);
     /// let err = search.invoke(r#"{"query": "   "}"#, &ctx).await.unwrap_err();
-    /// assert_eq!(err.to_string(), "Invalid tool input: $: query must not be blank");
+    /// assert_eq!(err.to_string(), "invalid tool input: $: query must not be blank");
     /// # Ok(())
     /// # }
     /// ```
@@ -92,7 +92,7 @@ impl Tool {
     ///         Ok(output)
     ///     });
     /// let err = stock.invoke("{}", &ToolContext::detached()).await.unwrap_err();
-    /// assert_eq!(err.to_string(), "Invalid tool output: $: units must not be negative");
+    /// assert_eq!(err.to_string(), "invalid tool output: $: units must not be negative");
     /// # }
     /// ```
     pub fn output_schema<E: Display>(
@@ -115,7 +115,7 @@ impl Tool {
     /// let status = Tool::new("get_status", "Service status", json!({"type": "object"}), |_, _| Ok(json!({"state": "up"})))
     ///     .output_json_schema(json!({"type": "object", "required": ["status"]}));
     /// let err = status.invoke("{}", &ToolContext::detached()).await.unwrap_err();
-    /// assert_eq!(err.to_string(), r#"Invalid tool output: $: "status" is a required property"#);
+    /// assert_eq!(err.to_string(), r#"invalid tool output: $: "status" is a required property"#);
     /// # }
     /// ```
     pub fn output_json_schema(mut self, schema: Value) -> Self {
@@ -273,7 +273,7 @@ impl Tool {
     /// let paused = agent.run("May I take Friday off?").await?;
     ///
     /// let err = agent.resume(&paused.state, Decisions::new().output("call_1", json!("maybe"))).await.unwrap_err();
-    /// assert_eq!(err.to_string(), "Invalid tool output: $: answer yes or no");
+    /// assert_eq!(err.to_string(), "invalid tool output: $: answer yes or no");
     /// let done = agent.resume(&paused.state, Decisions::new().output("call_1", json!("yes"))).await?;
     /// assert_eq!(done.state.tool_result("call_1"), Some(r#"{"approved":true}"#));
     /// # Ok(())

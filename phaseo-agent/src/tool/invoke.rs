@@ -40,7 +40,7 @@ impl Tool {
     /// let ctx = ToolContext::detached();
     /// assert_eq!(double.invoke(r#"{"n": 21}"#, &ctx).await.unwrap(), "42");
     /// let err = double.invoke(r#"{"n": "x"}"#, &ctx).await.unwrap_err();
-    /// assert_eq!(err.to_string(), r#"Invalid tool input: $.n: "x" is not of type "integer""#);
+    /// assert_eq!(err.to_string(), r#"invalid tool input: $.n: "x" is not of type "integer""#);
     /// # }
     /// ```
     #[inline]

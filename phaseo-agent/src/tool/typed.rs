@@ -135,7 +135,7 @@ impl Tool {
     /// let ctx = ToolContext::detached();
     /// assert_eq!(add.invoke(r#"{"a": 2, "b": 3}"#, &ctx).await?, r#"{"sum":5}"#);
     /// let err = add.invoke(r#"{"a": 2}"#, &ctx).await.unwrap_err();
-    /// assert_eq!(err.to_string(), r#"Invalid tool input: $: "b" is a required property"#);
+    /// assert_eq!(err.to_string(), r#"invalid tool input: $: "b" is a required property"#);
     ///
     /// // Synchronous: it runs on the blocking pool, where blocking file I/O is fine.
     /// let size = Tool::typed("file_size", "Size of a file in bytes", |input: Path, _ctx| {
@@ -222,7 +222,7 @@ impl Tool {
     /// // An output that does not decode as `Ticket` is refused, and nothing changes.
     /// let wrong = Decisions::new().output("call_1", json!({"name": "Printer"}));
     /// let err = agent.resume(&paused.state, wrong).await.unwrap_err();
-    /// assert_eq!(err.to_string(), "Invalid tool output: $: missing field `title`");
+    /// assert_eq!(err.to_string(), "invalid tool output: $: missing field `title`");
     /// let right = Decisions::new().output("call_1", json!({"title": "Printer on fire"}));
     /// assert_eq!(agent.resume(&paused.state, right).await?.output(), Some("Found it."));
     /// # Ok(())
