@@ -601,7 +601,7 @@ fn every_entry_point_of_agent_is_in_the_architecture_and_exists() {
 /// through a local `into_future!` macro), anywhere in the runtime.
 fn requests() -> (BTreeSet<String>, BTreeSet<String>) {
     let (mut streamed, mut awaited) = (BTreeSet::new(), BTreeSet::new());
-    for (_, text) in &read_crate("phaseo-agent") {
+    for text in read_crate("phaseo-agent").values() {
         let parsed = syn::parse_file(text).expect("a runtime file parses");
         for item in parsed.items {
             match item {

@@ -531,6 +531,14 @@ impl Runs {
     }
 }
 
+/// Who takes a run with decisions: the name journaled, the audit rows written with the take
+/// (none for decisions recorded before), and who made each decision, for the run's span.
+pub(crate) struct Who<'a> {
+    pub(crate) by: &'a str,
+    pub(crate) audit: Vec<DecisionRow>,
+    pub(crate) deciders: Vec<Decider>,
+}
+
 /// An agent whose runs are journaled in a store, as they happen: made by [`Runs::attach`].
 ///
 /// - [`run`](Self::run) starts a run (a [`RunRequest`], with all its settings);
@@ -635,20 +643,27 @@ impl DurableAgent {
             })
             .collect();
         let by = by.unwrap_or("recorded");
-        self.take(stored, decisions, by, Vec::new(), deciders, fence, events)
-            .await
+        let who = Who {
+            by,
+            audit: Vec::new(),
+            deciders,
+        };
+        self.take(stored, decisions, who, fence, events).await
     }
 
     pub(crate) async fn take(
         &self,
         stored: StoredRun,
         decisions: Decisions,
-        by: &str,
-        audit: Vec<DecisionRow>,
-        deciders: Vec<Decider>,
+        who: Who<'_>,
         fence: Option<u64>,
         events: &Emitter,
     ) -> Result<RunResult, RunError> {
+        let Who {
+            by,
+            audit,
+            deciders,
+        } = who;
         let run_id = stored.state.run_id.clone();
         if !matches!(
             stored.status,

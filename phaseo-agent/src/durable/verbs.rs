@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 
 use crate::durable::entry::now_ms;
 use crate::durable::rows::{decider, unfit};
-use crate::durable::runs::DurableAgent;
+use crate::durable::runs::{DurableAgent, Who};
 use crate::error::{AgentError, StoreError};
 use crate::run::event::{Emitter, EventStream};
 use crate::run::runner::refuse;
@@ -313,9 +313,12 @@ impl DurableResumeRequest {
             })
             .collect();
         let deciders = audit.iter().map(decider).collect();
-        agent
-            .take(stored, decisions, &by, audit, deciders, None, &events)
-            .await
+        let who = Who {
+            by: &by,
+            audit,
+            deciders,
+        };
+        agent.take(stored, decisions, who, None, &events).await
     }
 }
 
