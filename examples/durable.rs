@@ -119,7 +119,7 @@ async fn resume(db: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let mut run_ids: Vec<&str> = waiting.items.iter().map(|p| p.run_id.as_str()).collect();
     run_ids.dedup();
     for run_id in run_ids {
-        let done = agent.resume_decided(run_id).await?;
+        let done = agent.resume(run_id).await?;
         println!("run {run_id}: {}", done.output().unwrap_or_default());
         let stored = runs.load(run_id).await?;
         assert_eq!(stored.status, StoredStatus::Completed);

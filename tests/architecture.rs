@@ -525,30 +525,40 @@ fn the_durable_layer_has_its_rooms_in_order() {
     assert!(at("worker") < at("inbox"));
 }
 
-/// The public methods of `Agent` (in `impl Agent` blocks of the run stage).
-fn agent_methods() -> BTreeSet<String> {
+/// The public methods of `ty` (in its inherent `impl` blocks under the folder `dir`), each with
+/// the name of the type it returns (the last segment of its path), if it returns a path.
+fn methods_of(ty: &str, dir: &str) -> BTreeMap<String, Option<String>> {
     let files = read_crate("phaseo-agent");
-    let mut methods = BTreeSet::new();
+    let mut methods = BTreeMap::new();
     for (path, text) in &files {
-        if !path.starts_with("run") {
+        if !path.starts_with(dir) {
             continue;
         }
-        let parsed = syn::parse_file(text).expect("a run file parses");
+        let parsed = syn::parse_file(text).expect("a runtime file parses");
         for item in parsed.items {
             let syn::Item::Impl(block) = item else {
                 continue;
             };
-            let syn::Type::Path(ty) = &*block.self_ty else {
+            let syn::Type::Path(self_ty) = &*block.self_ty else {
                 continue;
             };
-            if block.trait_.is_some() || !ty.path.is_ident("Agent") {
+            if block.trait_.is_some() || !self_ty.path.is_ident(ty) {
                 continue;
             }
             for item in block.items {
                 if let syn::ImplItem::Fn(f) = item
                     && matches!(f.vis, syn::Visibility::Public(_))
                 {
-                    methods.insert(f.sig.ident.to_string());
+                    let returns = match &f.sig.output {
+                        syn::ReturnType::Type(_, out) => match &**out {
+                            syn::Type::Path(p) => {
+                                p.path.segments.last().map(|s| s.ident.to_string())
+                            }
+                            _ => None,
+                        },
+                        syn::ReturnType::Default => None,
+                    };
+                    methods.insert(f.sig.ident.to_string(), returns);
                 }
             }
         }
@@ -556,19 +566,24 @@ fn agent_methods() -> BTreeSet<String> {
     methods
 }
 
-#[test]
-fn every_entry_point_of_agent_is_in_the_architecture_and_exists() {
+/// The `Type::method`s that ARCHITECTURE.md's entry points name, for `ty`.
+fn named_entry_points(ty: &str) -> BTreeSet<String> {
     let page = architecture_page();
-    let named: BTreeSet<String> = section(&page, "Entry points")
-        .split("`Agent::")
+    section(&page, "Entry points")
+        .split(&format!("`{ty}::"))
         .skip(1)
         .map(|rest| {
             rest.chars()
                 .take_while(|c| c.is_alphanumeric() || *c == '_')
                 .collect()
         })
-        .collect();
-    let methods = agent_methods();
+        .collect()
+}
+
+#[test]
+fn every_entry_point_of_agent_is_in_the_architecture_and_exists() {
+    let named = named_entry_points("Agent");
+    let methods: BTreeSet<String> = methods_of("Agent", "run").into_keys().collect();
     assert!(
         methods.contains("run") && methods.contains("builder"),
         "{methods:?}"
@@ -580,6 +595,89 @@ fn every_entry_point_of_agent_is_in_the_architecture_and_exists() {
         "ARCHITECTURE.md's entry points do not match `Agent`: not named there: {undocumented:?}; \
          named there but not methods of `Agent`: {gone:?}"
     );
+}
+
+/// The types with a public `stream` method, and those that implement `IntoFuture` (by hand or
+/// through a local `into_future!` macro), anywhere in the runtime.
+fn requests() -> (BTreeSet<String>, BTreeSet<String>) {
+    let (mut streamed, mut awaited) = (BTreeSet::new(), BTreeSet::new());
+    for text in read_crate("phaseo-agent").values() {
+        let parsed = syn::parse_file(text).expect("a runtime file parses");
+        for item in parsed.items {
+            match item {
+                syn::Item::Impl(block) => {
+                    let syn::Type::Path(ty) = &*block.self_ty else {
+                        continue;
+                    };
+                    let Some(name) = ty.path.segments.last().map(|s| s.ident.to_string()) else {
+                        continue;
+                    };
+                    match &block.trait_ {
+                        Some((_, path, _)) if path.is_ident("IntoFuture") => {
+                            awaited.insert(name);
+                        }
+                        Some(_) => {}
+                        None => {
+                            let streams = block.items.iter().any(|item| {
+                                matches!(item, syn::ImplItem::Fn(f)
+                                    if f.sig.ident == "stream"
+                                        && matches!(f.vis, syn::Visibility::Public(_)))
+                            });
+                            if streams {
+                                streamed.insert(name);
+                            }
+                        }
+                    }
+                }
+                syn::Item::Macro(call) if call.mac.path.is_ident("into_future") => {
+                    for token in call.mac.tokens.clone() {
+                        if let proc_macro2::TokenTree::Ident(ident) = token {
+                            awaited.insert(ident.to_string());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    (streamed, awaited)
+}
+
+#[test]
+fn every_verb_of_durable_agent_is_in_the_architecture_and_returns_a_request() {
+    let named = named_entry_points("DurableAgent");
+    let methods = methods_of("DurableAgent", "durable");
+    let names: BTreeSet<String> = methods.keys().cloned().collect();
+    let undocumented: Vec<_> = names.difference(&named).collect();
+    let gone: Vec<_> = named.difference(&names).collect();
+    assert!(
+        undocumented.is_empty() && gone.is_empty(),
+        "ARCHITECTURE.md's entry points do not match `DurableAgent`: not named there: \
+         {undocumented:?}; named there but not methods of `DurableAgent`: {gone:?}"
+    );
+    let (streamed, awaited) = requests();
+    let verbs = ["run", "resume", "retry", "recover"];
+    for verb in verbs {
+        let returns = methods.get(verb).cloned().flatten();
+        let Some(request) = returns else {
+            panic!("`DurableAgent::{verb}` returns no request: {methods:?}");
+        };
+        assert!(
+            streamed.contains(&request) && awaited.contains(&request),
+            "`DurableAgent::{verb}` returns `{request}`, which is not a request: awaited \
+             {awaited:?}, streamed {streamed:?}"
+        );
+    }
+    // Every other public method is an accessor, not a verb taking arguments in place of settings.
+    for (name, returns) in &methods {
+        if !verbs.contains(&name.as_str()) {
+            assert!(
+                matches!(name.as_str(), "agent" | "runs"),
+                "`DurableAgent::{name}` (returning {returns:?}) is a new verb: make it return a \
+                 request, and add it to this test"
+            );
+        }
+    }
 }
 
 /// A crate made of the given files, for the checker's own tests.

@@ -7,7 +7,7 @@
 //!
 //! - `h0`: the stored status (its low three bits, modulo 5: running, paused, in doubt, completed,
 //!   failed); bit 3: the store refuses writes; bit 4: the pending rows carry an approval already
-//!   recorded (for `resume_decided`);
+//!   recorded (for a resume without decisions given);
 //! - `h1`: the snapshot's version, when there is a snapshot;
 //! - `h2`: a damage ([`Damage`]): its low three bits pick what, the rest which row;
 //! - `h3`: the model's script after a recovery or a resume ([`model`]);
@@ -25,6 +25,7 @@
 //! `src/bin/gen_corpus.rs` with [`encode`].
 
 use std::future::Future;
+use std::future::IntoFuture as _;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
@@ -377,7 +378,14 @@ pub fn check(data: &[u8]) {
     let durable =
         Runs::without_queue(Arc::new(Served { run, refuse_writes })).attach(agent(model(h3)));
     let rt = runtime();
-    let _ = rt.block_on(durable.recover(RUN_ID));
-    let _ = rt.block_on(durable.resume(RUN_ID, stored.version, fitting(&stored.state), "ops"));
-    let _ = rt.block_on(durable.resume_decided(RUN_ID));
+    let _ = rt.block_on(durable.recover(RUN_ID).into_future());
+    let _ = rt.block_on(
+        durable
+            .resume(RUN_ID)
+            .decisions(fitting(&stored.state))
+            .at(stored.version)
+            .by("ops")
+            .into_future(),
+    );
+    let _ = rt.block_on(durable.resume(RUN_ID).into_future());
 }

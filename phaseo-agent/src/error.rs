@@ -106,6 +106,14 @@ pub enum AgentError {
     /// Two decisions named the same call.
     #[error("two decisions for tool call `{0}`")]
     DuplicateDecision(String),
+    /// Decisions were given to a durable resume without who made them
+    /// ([`DurableResumeRequest::by`](crate::durable::DurableResumeRequest::by)): the audit log
+    /// records a name with every decision, so the resume is refused before anything is written.
+    #[error("decisions for run `{run_id}` name nobody who made them")]
+    UnattributedDecisions {
+        /// The run id.
+        run_id: String,
+    },
     /// `resume` was called on a run that is not waiting for a person.
     #[error("run `{run_id}` is not waiting for a person (status: {status})")]
     NotPaused {
@@ -467,6 +475,8 @@ pub enum AgentErrorKind {
     DecisionMismatch,
     /// [`AgentError::DuplicateDecision`].
     DuplicateDecision,
+    /// [`AgentError::UnattributedDecisions`].
+    UnattributedDecisions,
     /// [`AgentError::NotPaused`].
     NotPaused,
     /// [`AgentError::NotFailed`].
@@ -515,6 +525,7 @@ impl AgentErrorKind {
             AgentErrorKind::NotPending => "not_pending",
             AgentErrorKind::DecisionMismatch => "decision_mismatch",
             AgentErrorKind::DuplicateDecision => "duplicate_decision",
+            AgentErrorKind::UnattributedDecisions => "unattributed_decisions",
             AgentErrorKind::NotPaused => "not_paused",
             AgentErrorKind::NotFailed => "not_failed",
             AgentErrorKind::NotCompleted => "not_completed",
@@ -594,6 +605,7 @@ impl AgentError {
             AgentError::NotPending { .. } => AgentErrorKind::NotPending,
             AgentError::DecisionMismatch { .. } => AgentErrorKind::DecisionMismatch,
             AgentError::DuplicateDecision(_) => AgentErrorKind::DuplicateDecision,
+            AgentError::UnattributedDecisions { .. } => AgentErrorKind::UnattributedDecisions,
             AgentError::NotPaused { .. } => AgentErrorKind::NotPaused,
             AgentError::NotFailed { .. } => AgentErrorKind::NotFailed,
             AgentError::NotCompleted { .. } => AgentErrorKind::NotCompleted,
@@ -668,6 +680,9 @@ impl AgentError {
             AgentError::DuplicateDecision(call_id) => {
                 format!("Two decisions for tool call `{call_id}`; give one decision per call")
             }
+            AgentError::UnattributedDecisions { run_id } => format!(
+                "Decisions for run {run_id} name nobody who made them; name who decided with `by`"
+            ),
             AgentError::NotPaused { run_id, status } => format!(
                 "Run {run_id} is not waiting for a person (status: {status}); only a paused run \
                  can be resumed"

@@ -213,7 +213,10 @@ async fn main_async(args: Vec<String>) -> Result<(), AgentError> {
                     StoredStatus::Paused | StoredStatus::InDoubt | StoredStatus::Ready => {
                         let decisions = decisions_for(run_id, stored.state.pending());
                         durable
-                            .resume(run_id, stored.version, decisions, "ops")
+                            .resume(run_id)
+                            .decisions(decisions)
+                            .at(stored.version)
+                            .by("ops")
                             .await
                     }
                     StoredStatus::Completed => return Ok(()),
@@ -273,7 +276,12 @@ async fn main_async(args: Vec<String>) -> Result<(), AgentError> {
                 .ok_or_else(|| AgentError::InvalidAgent("resume needs a VERSION".into()))?;
             let stored = runs.load(run_id).await?;
             let decisions = decisions_for(run_id, stored.state.pending());
-            durable.resume(run_id, version, decisions, "racer").await?;
+            durable
+                .resume(run_id)
+                .decisions(decisions)
+                .at(version)
+                .by("racer")
+                .await?;
         }
         other => return Err(AgentError::InvalidAgent(format!("unknown command {other}"))),
     }

@@ -90,7 +90,10 @@ async fn run(store: &str, command: &str, run_id: &str) -> Result<(), AgentError>
             let stored = runs.load(run_id).await?;
             let decisions = Decisions::for_run(run_id).approve("call_1");
             durable
-                .resume(run_id, stored.version, decisions, "ops")
+                .resume(run_id)
+                .decisions(decisions)
+                .at(stored.version)
+                .by("ops")
                 .await?;
         }
         "crash" => {

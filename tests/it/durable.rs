@@ -116,13 +116,19 @@ fn a_paused_run_is_listed_resumed_once_and_loads_as_the_loop_left_it() {
         let run_id = paused.state.run_id();
         let approve = || Decisions::for_run(run_id).approve("call_1");
         let done = agent
-            .resume(run_id, stored.version, approve(), "ada")
+            .resume(run_id)
+            .decisions(approve())
+            .at(stored.version)
+            .by("ada")
             .await
             .unwrap();
         assert_eq!(done.output(), Some("Deployed."));
         // The same version again: refused, naming the run and the version; nothing ran.
         let again = agent
-            .resume(run_id, stored.version, approve(), "bob")
+            .resume(run_id)
+            .decisions(approve())
+            .at(stored.version)
+            .by("bob")
             .await
             .unwrap_err();
         match &again.error {
@@ -214,7 +220,7 @@ fn decisions_are_bound_to_the_arguments_shown_and_recorded_once() {
         );
 
         // Not every call decided yet: nothing runs.
-        let early = agent.resume_decided(run_id).await.unwrap_err();
+        let early = agent.resume(run_id).await.unwrap_err();
         assert!(matches!(early.error, AgentError::MissingDecision { .. }));
         assert_eq!(effects.count(), 0);
 
@@ -232,7 +238,7 @@ fn decisions_are_bound_to_the_arguments_shown_and_recorded_once() {
             ..PendingFilter::default()
         };
         assert!(runs.pending(&undecided).await.unwrap().items.is_empty());
-        let done = agent.resume_decided(run_id).await.unwrap();
+        let done = agent.resume(run_id).await.unwrap();
         assert_eq!(done.output(), Some("Done."));
         assert_eq!(effects.of("call_1").len(), 1);
         assert!(effects.of("call_2").is_empty());
@@ -243,7 +249,7 @@ fn decisions_are_bound_to_the_arguments_shown_and_recorded_once() {
             .collect();
         assert_eq!(who, [("call_1", "ada"), ("call_2", "bob")]);
         // A resume again of what was decided: the run is not paused any more.
-        assert!(agent.resume_decided(run_id).await.is_err());
+        assert!(agent.resume(run_id).await.is_err());
         assert_eq!(effects.of("call_1").len(), 1);
     });
 }
@@ -261,7 +267,10 @@ fn a_refused_resume_leaves_the_run_waiting() {
         let run_id = paused.state.run_id();
         let version = runs.load(run_id).await.unwrap().version;
         let refused = agent
-            .resume(run_id, version, Decisions::for_run(run_id), "ada")
+            .resume(run_id)
+            .decisions(Decisions::for_run(run_id))
+            .at(version)
+            .by("ada")
             .await
             .unwrap_err();
         assert!(matches!(refused.error, AgentError::MissingDecision { .. }));
@@ -270,12 +279,10 @@ fn a_refused_resume_leaves_the_run_waiting() {
         assert_eq!(stored.state.to_json(), paused.state.to_json());
         assert_eq!(stored.pending.len(), 1);
         let done = agent
-            .resume(
-                run_id,
-                stored.version,
-                Decisions::for_run(run_id).approve("call_1"),
-                "ada",
-            )
+            .resume(run_id)
+            .decisions(Decisions::for_run(run_id).approve("call_1"))
+            .at(stored.version)
+            .by("ada")
             .await
             .unwrap();
         assert_eq!(done.output(), Some("Done."));
@@ -339,7 +346,10 @@ async fn interrupted_at(budget: usize) -> (Effects, StoredStatus, usize) {
                     };
                 }
                 agent
-                    .resume("run_x", stored.version, decisions, "ops")
+                    .resume("run_x")
+                    .decisions(decisions)
+                    .at(stored.version)
+                    .by("ops")
                     .await
                     .unwrap();
             }
@@ -447,12 +457,10 @@ fn a_call_in_doubt_waits_for_a_person_and_a_retry_is_a_new_attempt() {
             },
         ] {
             let refused = agent
-                .resume(
-                    "r",
-                    stored.version,
-                    Decisions::for_run("r").decide("call_1", approval.clone()),
-                    "ops",
-                )
+                .resume("r")
+                .decisions(Decisions::for_run("r").decide("call_1", approval.clone()))
+                .at(stored.version)
+                .by("ops")
                 .await
                 .unwrap_err();
             assert!(
@@ -493,12 +501,10 @@ fn a_call_in_doubt_waits_for_a_person_and_a_retry_is_a_new_attempt() {
         // A person checked that it did not happen and runs it again: a new attempt, a new key,
         // audited as its own action.
         let done = agent
-            .resume(
-                "r",
-                stored.version,
-                Decisions::for_run("r").rerun_after_doubt("call_1"),
-                "ops",
-            )
+            .resume("r")
+            .decisions(Decisions::for_run("r").rerun_after_doubt("call_1"))
+            .at(stored.version)
+            .by("ops")
             .await
             .unwrap();
         assert_eq!(done.output(), Some("Sent."));
@@ -656,7 +662,10 @@ async fn loaded_is_returned(runs: Runs, turns: &[Vec<(u8, u8)>]) -> Result<(), T
             };
         }
         result = agent
-            .resume(&run_id, stored.version, decisions, "p")
+            .resume(&run_id)
+            .decisions(decisions)
+            .at(stored.version)
+            .by("p")
             .await
             .unwrap();
     }
@@ -814,7 +823,10 @@ fn a_damaged_run_is_refused_by_name_and_the_others_are_served() {
             );
             // Resuming it is refused the same way, and nothing runs.
             let refused = good_agent
-                .resume("bad", 5, Decisions::for_run("bad").approve("call_1"), "ada")
+                .resume("bad")
+                .decisions(Decisions::for_run("bad").approve("call_1"))
+                .at(5)
+                .by("ada")
                 .await
                 .unwrap_err();
             assert!(
@@ -826,12 +838,10 @@ fn a_damaged_run_is_refused_by_name_and_the_others_are_served() {
             // The other run is served.
             let version = runs.load("good").await.unwrap().version;
             let done = good_agent
-                .resume(
-                    "good",
-                    version,
-                    Decisions::for_run("good").approve("call_1"),
-                    "ada",
-                )
+                .resume("good")
+                .decisions(Decisions::for_run("good").approve("call_1"))
+                .at(version)
+                .by("ada")
                 .await
                 .unwrap();
             assert_eq!(done.output(), Some("Done."));
@@ -888,7 +898,10 @@ fn an_edited_call_in_doubt_runs_again_as_edited() {
             Decisions::for_run("r").approve_with_arguments("call_1", json!({"replicas": 3}));
         let _ = dying
             .attach(agent(&seen))
-            .resume("r", version, edited, "ada")
+            .resume("r")
+            .decisions(edited)
+            .at(version)
+            .by("ada")
             .await;
         assert_eq!(*seen.lock().unwrap(), ["3"]);
         tokio::time::sleep(DEAD_LEASE * 2).await;
@@ -1116,7 +1129,9 @@ fn a_failed_run_is_retried_once_and_a_dead_retry_is_taken_up() {
         );
         // A retry of a run that is not failed, or of another version, is refused.
         let refused = agent
-            .retry("r", failed.version + 1, "ada")
+            .retry("r")
+            .at(failed.version + 1)
+            .by("ada")
             .await
             .unwrap_err();
         assert!(matches!(
@@ -1130,13 +1145,20 @@ fn a_failed_run_is_retried_once_and_a_dead_retry_is_taken_up() {
             Runs::without_queue(Arc::new(Hooked::dies_after(memory.clone(), 2))).lease(DEAD_LEASE);
         let _ = dying
             .attach(release_agent(model.clone(), &effects))
-            .retry("r", failed.version, "ada")
+            .retry("r")
+            .at(failed.version)
+            .by("ada")
             .await;
         let taken = runs.load("r").await.unwrap();
         assert_eq!(taken.status, StoredStatus::Running);
         assert_eq!(taken.failure, None);
         // The same version again: the run moved on.
-        let again = agent.retry("r", failed.version, "bob").await.unwrap_err();
+        let again = agent
+            .retry("r")
+            .at(failed.version)
+            .by("bob")
+            .await
+            .unwrap_err();
         assert!(matches!(
             again.error,
             AgentError::Store(StoreError::Conflict { .. } | StoreError::LeaseHeld { .. })
@@ -1145,7 +1167,11 @@ fn a_failed_run_is_retried_once_and_a_dead_retry_is_taken_up() {
         let done = agent.recover("r").await.unwrap();
         assert_eq!(done.output(), Some("Sent."));
         assert_eq!(effects.of("call_1").len(), 1, "the finished call ran once");
-        let wrong = agent.retry("r", done_version(&runs).await, "ada").await;
+        let wrong = agent
+            .retry("r")
+            .at(done_version(&runs).await)
+            .by("ada")
+            .await;
         assert!(matches!(
             wrong.unwrap_err().error,
             AgentError::Store(StoreError::WrongStatus { .. })

@@ -18,6 +18,7 @@ mod decode_hostile;
 mod durable;
 mod durable_hostile;
 mod durable_processes;
+mod durable_verbs;
 mod differential;
 mod error_policy;
 mod error_texts;

@@ -171,7 +171,7 @@ fn a_decision_refused_says_who_decided_when_or_to_decide_again() {
             );
 
             // No longer waiting (resumed and done): nothing to do.
-            agent.resume_decided("r1").await.unwrap();
+            agent.resume("r1").await.unwrap();
             let gone = runs
                 .decide(&shown[0], Decision::Approve, "bob")
                 .await
@@ -202,8 +202,16 @@ fn a_resumer_that_lost_the_race_runs_nothing_and_is_told_so() {
             let version = runs.load("r2").await.unwrap().version;
             let approve = || Decisions::for_run("r2").approve("call_1");
             let (a, b) = tokio::join!(
-                agent.resume("r2", version, approve(), "ada"),
-                agent.resume("r2", version, approve(), "bob"),
+                agent
+                    .resume("r2")
+                    .decisions(approve())
+                    .at(version)
+                    .by("ada"),
+                agent
+                    .resume("r2")
+                    .decisions(approve())
+                    .at(version)
+                    .by("bob"),
             );
             let lost = match (a, b) {
                 (Ok(_), Err(lost)) | (Err(lost), Ok(_)) => lost,
@@ -219,12 +227,10 @@ fn a_resumer_that_lost_the_race_runs_nothing_and_is_told_so() {
 
             // Later, with the run finished: nothing to do either.
             let late = agent
-                .resume(
-                    "r2",
-                    runs.load("r2").await.unwrap().version,
-                    approve(),
-                    "eve",
-                )
+                .resume("r2")
+                .decisions(approve())
+                .at(runs.load("r2").await.unwrap().version)
+                .by("eve")
                 .await
                 .unwrap_err();
             assert!(

@@ -148,7 +148,7 @@ async fn populate<S: RunQueue>(store: Arc<S>) {
         let item = runs.pending(&item).await.unwrap().items.remove(0);
         assert_eq!(item.run_id, stored.state.run_id());
         runs.decide(&item, decision, by).await.unwrap();
-        live.resume_decided(run_id).await.unwrap();
+        live.resume(run_id).await.unwrap();
     }
     live.run("Deploy").run_id("paused").await.unwrap();
 
@@ -278,7 +278,7 @@ pub(crate) async fn upgraded<S: RunQueue>(store: Arc<S>) {
     runs.decide(&waiting[0], Decision::Approve, "cy")
         .await
         .unwrap();
-    let done = agent.resume_decided("paused").await.unwrap();
+    let done = agent.resume("paused").await.unwrap();
     assert_eq!(done.output(), Some("Deployed."));
 
     // The run already in doubt waits for a person, who supplies the outcome.
@@ -294,7 +294,7 @@ pub(crate) async fn upgraded<S: RunQueue>(store: Arc<S>) {
     )
     .await
     .unwrap();
-    let done = agent.resume_decided("in_doubt").await.unwrap();
+    let done = agent.resume("in_doubt").await.unwrap();
     assert_eq!(done.output(), Some("Notified."));
 
     // A crashed call of a tool that is not idempotent is recovered as in doubt; of one that is,
@@ -312,7 +312,12 @@ pub(crate) async fn upgraded<S: RunQueue>(store: Arc<S>) {
     let failed = runs.load("failed").await.unwrap();
     assert_eq!(failed.status, StoredStatus::Failed);
     assert!(failed.failure.unwrap().contains("the model is down"));
-    let done = agent.retry("failed", failed.version, "cy").await.unwrap();
+    let done = agent
+        .retry("failed")
+        .at(failed.version)
+        .by("cy")
+        .await
+        .unwrap();
     assert_eq!(done.output(), Some("Recovered."));
 
     // The queued runs, the ready one and the one whose worker is gone, are served by a worker.

@@ -663,7 +663,7 @@ async fn a_stored_decision_says_who_decided_and_when() {
     runs.decide(&waiting.items[0], phaseo_agent::Decision::Approve, "ada")
         .await
         .unwrap();
-    let done = agent.resume_decided(&run_id).await.unwrap();
+    let done = agent.resume(&run_id).await.unwrap();
     assert_eq!(done.output(), Some("Deployed."));
 
     let spans = captured.spans();

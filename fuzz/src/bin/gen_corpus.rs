@@ -538,7 +538,7 @@ fn journal_seeds(dir: &Path) -> usize {
     let durable = runs.attach(journal::agent(journal::model(2)));
     let decisions =
         Decisions::for_run(journal::RUN_ID).approve(paused.pending()[0].call.id.clone());
-    rt.block_on(durable.resume(journal::RUN_ID, paused_run.version, decisions, "ops"))
+    rt.block_on(durable.resume(journal::RUN_ID).decisions(decisions).at(paused_run.version).by("ops").into_future())
         .expect("the seed run completes");
     let completed = stored(&rt, &store);
     assert_eq!(completed.status, StoredStatus::Completed);
@@ -556,7 +556,7 @@ fn journal_seeds(dir: &Path) -> usize {
         .version;
     let agent = durable.attach(journal::agent(journal::model(2)));
     let decisions = Decisions::for_run(journal::RUN_ID).approve("call_9");
-    rt.block_on(agent.resume(journal::RUN_ID, version, decisions, "ops"))
+    rt.block_on(agent.resume(journal::RUN_ID).decisions(decisions).at(version).by("ops").into_future())
         .expect("the seed run completes");
     let journal = rt.block_on(store.load(journal::RUN_ID)).expect("stored");
     assert!(journal.snapshot.is_none());
@@ -576,7 +576,7 @@ fn journal_seeds(dir: &Path) -> usize {
             let store = Arc::new(store);
             let runs = Runs::from_arc(store.clone()).snapshot_every(2);
             let agent = runs.attach(journal::agent(journal::model(0)));
-            let _ = rt.block_on(agent.recover(journal::RUN_ID));
+            let _ = rt.block_on(agent.recover(journal::RUN_ID).into_future());
             let run = stored(&rt, &store);
             if run.status == StoredStatus::InDoubt {
                 seeds.push((format!("in-doubt-after-{rows}"), journal_seed(&run, 0, 0)));

@@ -209,7 +209,7 @@ pub struct Decided {
     /// The run's version after the decision.
     pub version: u64,
     /// Every call the run waits on is decided now: it may be resumed
-    /// ([`DurableAgent::resume_decided`](crate::durable::DurableAgent::resume_decided)).
+    /// ([`DurableAgent::resume`](crate::durable::DurableAgent::resume), without decisions given).
     pub ready: bool,
 }
 
@@ -334,7 +334,7 @@ pub enum ApprovalError {
 /// // Grace is not among deploy's approvers; and the call is decided already.
 /// assert!(approvals.decide(&User::approver("grace"), &Shown::from(&item), Choice::Approve).await.is_err());
 ///
-/// let done = agent.resume_decided(&decided.run_id).await?;
+/// let done = agent.resume(&decided.run_id).await?;
 /// assert_eq!(done.output(), Some("Deployed."));
 /// # Ok(())
 /// # }
@@ -613,7 +613,7 @@ impl Runs {
     /// Who decides is not checked here: [`Approvals`] checks people, roles and tools' approvers,
     /// and edited arguments, and then records the same way.
     ///
-    /// The run resumes with [`DurableAgent::resume_decided`](crate::durable::DurableAgent::resume_decided)
+    /// The run resumes with [`DurableAgent::resume`](crate::durable::DurableAgent::resume)
     /// once every waiting call is decided.
     pub async fn decide(
         &self,

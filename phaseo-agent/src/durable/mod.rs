@@ -27,7 +27,7 @@
 //! let item = runs.pending(&PendingFilter::default()).await?.items.remove(0);
 //! runs.decide(&item, Decision::Approve, "ada").await?;
 //!
-//! let done = agent.resume_decided(run_id).await?;
+//! let done = agent.resume(run_id).await?;
 //! assert_eq!(done.output(), Some("Deployed."));
 //! assert_eq!(runs.load(run_id).await?.state, done.state); // the store has what the loop returned
 //! # Ok(())
@@ -94,6 +94,8 @@
 //   call's kind, who made an audited decision;
 // - `runs`: `Runs` and `DurableAgent`, the store and an agent as an application uses them;
 // - `recover`: runs whose process stopped, taken up; failed runs retried;
+// - `verbs`: `DurableAgent`'s verbs (`resume`, `retry`, `recover`) as requests, awaited or
+//   streamed;
 // - `approvals`: `Approvals`, the one path a person's decision takes (who may decide, what they
 //   were shown, what the call takes) before `Runs` records it, for every channel.
 
@@ -104,8 +106,10 @@ pub(crate) mod journal;
 pub(crate) mod rows;
 pub(crate) mod runs;
 pub(crate) mod recover;
+pub(crate) mod verbs;
 pub(crate) mod approvals;
 
 pub use approvals::{ApprovalError, Approvals, Choice, Decided, Role, Shown, User};
 pub use recover::Recovery;
 pub use runs::{DEFAULT_SNAPSHOT_EVERY, DurableAgent, EnqueueOptions, Runs, StoredRun};
+pub use verbs::{DurableResumeRequest, DurableRetryRequest, RecoverRequest};

@@ -12,7 +12,7 @@ use crate::error::{AgentError, StoreError};
 use crate::run::agent::Agent;
 use crate::run::event::Emitter;
 use crate::run::journal::Journal;
-use crate::run::runner::{RunOptions, Runner};
+use crate::run::runner::{RunOptions, Runner, refuse};
 use crate::run::state::{RunError, RunResult, RunStatus};
 use crate::store::backend::{AbandonedRun, StoredStatus};
 
@@ -92,92 +92,33 @@ impl Runs {
 }
 
 impl DurableAgent {
-    /// Takes up a run whose process stopped while it was running (a crash, a kill, a lost
-    /// machine), from its journal.
-    ///
-    /// Taking it is a compare-and-swap like a resume: if the process is in fact still running
-    /// it, that process's next write fails and it stops, so the run goes on in exactly one
-    /// place. Nothing that completed is lost. A call whose start was recorded and whose result
-    /// was not is *in doubt*: a tool marked [`idempotent`](crate::Tool::idempotent) runs again
-    /// with the same [`idempotency key`](crate::ToolContext::idempotency_key); any other call
-    /// waits for a person as [`PendingKind::OutcomeUnknown`](crate::PendingKind::OutcomeUnknown),
-    /// and the run is stored as [`StoredStatus::InDoubt`].
-    pub async fn recover(&self, run_id: &str) -> Result<RunResult, RunError> {
-        let stored = self.runs.load(run_id).await.map_err(RunError::refused)?;
-        if stored.status != StoredStatus::Running {
-            return Err(RunError::refused(AgentError::Store(
-                StoreError::WrongStatus {
-                    run_id: run_id.to_owned(),
-                    status: stored.status.as_str().to_owned(),
-                    needed: "only a run that was running is recovered".into(),
-                },
-            )));
-        }
-        let by = self.runs.holding.owner.clone();
-        self.take_up(stored, by, None).await
-    }
-
-    /// Retries a failed run in the store: the model is asked again from the failed state, and no
-    /// call that finished runs again (each call of the failed turn is answered with its recorded
-    /// result, or told it did not run), as [`Agent::retry`](crate::Agent::retry) does, under the
-    /// same run id, journaled.
-    ///
-    /// `version` is the version the caller read (a person looking at the failure, say): taking
-    /// the run is a compare-and-swap on it, as a resume is, so a second retry of the same
-    /// version, in this process or another, is refused with [`StoreError::Conflict`] (or
-    /// [`StoreError::LeaseHeld`] while the first retry runs) and runs nothing. A run that is not failed is refused with [`StoreError::WrongStatus`]. Who
-    /// retried (`by`) is journaled.
-    ///
-    /// ```
-    /// use phaseo_agent::durable::Runs;
-    /// use phaseo_agent::store::{MemoryStore, StoredStatus};
-    /// use phaseo_agent::{Agent, ModelError, ScriptedModel};
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), phaseo_agent::AgentError> {
-    /// let runs = Runs::new(MemoryStore::new());
-    /// let model = ScriptedModel::new().error(ModelError::other("down")).text("Back.");
-    /// let agent = runs.attach(Agent::builder("chat").model(model).build()?);
-    ///
-    /// let failed = agent.run("Hello").await.unwrap_err();
-    /// let run_id = failed.state.as_ref().unwrap().run_id().to_owned();
-    /// let stored = runs.load(&run_id).await?;
-    /// assert_eq!(stored.status, StoredStatus::Failed);
-    ///
-    /// let done = agent.retry(&run_id, stored.version, "ada").await?;
-    /// assert_eq!(done.output(), Some("Back."));
-    /// assert_eq!(runs.load(&run_id).await?.status, StoredStatus::Completed);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub async fn retry(&self, run_id: &str, version: u64, by: &str) -> Result<RunResult, RunError> {
-        self.begin_retry(run_id, version, by).await?.await
-    }
-
     /// Takes a failed run to retry it (the compare-and-swap, journaled) and returns the retry
     /// itself, to await here or in the background: a caller learns at once whether the run was
     /// taken.
     pub(crate) async fn begin_retry(
         &self,
         run_id: &str,
-        version: u64,
+        version: Option<u64>,
         by: &str,
+        events: Emitter,
     ) -> Result<impl Future<Output = Result<RunResult, RunError>> + Send + 'static, RunError> {
-        let stored = self.load_at(run_id, version).await?;
+        let stored = self.load_at(run_id, version, &events).await?;
         if stored.status != StoredStatus::Failed {
-            return Err(RunError::refused(AgentError::Store(
-                StoreError::WrongStatus {
-                    run_id: run_id.to_owned(),
-                    status: stored.status.as_str().to_owned(),
-                    needed: "only a failed run is retried".into(),
-                },
-            )));
+            let wrong = StoreError::WrongStatus {
+                run_id: run_id.to_owned(),
+                status: stored.status.as_str().to_owned(),
+                needed: "only a failed run is retried".into(),
+            };
+            return Err(refuse(
+                AgentError::Store(wrong),
+                Some(stored.state),
+                &events,
+            ));
         }
-        let lease = self
-            .runs
-            .hold(run_id)
-            .await
-            .map_err(|e| RunError::refused(AgentError::Store(e)))?;
+        let lease = match self.runs.hold(run_id).await {
+            Ok(lease) => lease,
+            Err(e) => return Err(refuse(AgentError::Store(e), Some(stored.state), &events)),
+        };
         let journal = Arc::new(self.runs.journal_held(&stored, lease.clone(), None));
         let taken = journal
             .write(
@@ -191,7 +132,11 @@ impl DurableAgent {
             .await;
         if let Err(error) = taken {
             self.runs.let_go(lease.as_ref()).await;
-            return Err(RunError::refused(AgentError::Store(error)));
+            return Err(refuse(
+                AgentError::Store(error),
+                Some(stored.state),
+                &events,
+            ));
         }
         let options = RunOptions {
             journal: Some(journal as Arc<dyn Journal>),
@@ -201,7 +146,7 @@ impl DurableAgent {
             self.agent.clone(),
             stored.state,
             options,
-            Emitter::default(),
+            events,
         ))
     }
 
@@ -213,6 +158,7 @@ impl DurableAgent {
         stored: StoredRun,
         by: String,
         fence: Option<u64>,
+        events: Emitter,
     ) -> Result<RunResult, RunError> {
         // A queued run whose journal holds its start alone has not begun: it starts.
         let begun = !(stored.status == StoredStatus::Ready && stored.version == 1);
@@ -220,11 +166,10 @@ impl DurableAgent {
         // another process's lease is live: a run is taken up only once its process is gone.
         let lease = match fence {
             Some(_) => None,
-            None => self
-                .runs
-                .hold(&stored.state.run_id)
-                .await
-                .map_err(|e| RunError::refused(AgentError::Store(e)))?,
+            None => match self.runs.hold(&stored.state.run_id).await {
+                Ok(lease) => lease,
+                Err(e) => return Err(refuse(AgentError::Store(e), Some(stored.state), &events)),
+            },
         };
         let journal = Arc::new(self.runs.journal_held(&stored, lease.clone(), fence));
         // A worker beginning a queued run writes nothing first: its lease already fences every
@@ -237,7 +182,11 @@ impl DurableAgent {
                 .await;
             if let Err(error) = taken {
                 self.runs.let_go(lease.as_ref()).await;
-                return Err(RunError::refused(AgentError::Store(error)));
+                return Err(refuse(
+                    AgentError::Store(error),
+                    Some(stored.state),
+                    &events,
+                ));
             }
         }
         let StoredRun {
@@ -253,7 +202,7 @@ impl DurableAgent {
         // Taken to be retried, and stopped before the retry's first turn was recorded: the retry
         // begins again (nothing of it ran that is not journaled).
         if begun && state.status == RunStatus::Failed {
-            return Runner::retry(self.agent.clone(), state, options, Emitter::default()).await;
+            return Runner::retry(self.agent.clone(), state, options, events).await;
         }
         Runner::recover(
             self.agent.clone(),
@@ -261,7 +210,7 @@ impl DurableAgent {
             in_flight,
             decisions,
             options,
-            Emitter::default(),
+            events,
             begun,
         )
         .await

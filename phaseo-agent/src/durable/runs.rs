@@ -7,15 +7,16 @@ use std::time::Duration;
 use crate::durable::entry::{Entry, arguments_digest, first_row, now_ms};
 use crate::durable::journal::{Extra, Holding, StoreJournal};
 use crate::durable::replay::{Replayed, pending_rows, replay, status_of};
-use crate::durable::rows::{check_pending, decider, unfit};
+use crate::durable::rows::check_pending;
 use crate::error::{AgentError, StoreError};
 use crate::model::message::Message;
 use crate::model::request::TurnParams;
 use crate::run::agent::Agent;
 use crate::run::entry::RunRequest;
+use crate::run::event::Emitter;
 use crate::run::journal::{InFlight, Journal};
 use crate::run::observe::Decider;
-use crate::run::runner::new_run_id;
+use crate::run::runner::{new_run_id, refuse};
 use crate::run::state::{Decision, Decisions, RunError, RunResult, RunState};
 use crate::store::backend::{
     AuditFilter, DecisionRow, Lease, NewRun, Page, PendingFilter, PendingRow, QueueCounts,
@@ -55,7 +56,7 @@ pub const DEFAULT_SNAPSHOT_EVERY: u32 = 32;
 ///
 /// let stored = runs.load(paused.state.run_id()).await?;
 /// let done = agent
-///     .resume(paused.state.run_id(), stored.version, Decisions::new().approve("call_1"), "ada")
+///     .resume(paused.state.run_id()).decisions(Decisions::new().approve("call_1")).at(stored.version).by("ada")
 ///     .await?;
 /// assert_eq!(done.output(), Some("Done."));
 /// # std::fs::remove_dir_all(&dir).ok();
@@ -330,7 +331,7 @@ impl Runs {
     /// assert_eq!(runs.load(paused.state.run_id()).await?.status, StoredStatus::Paused);
     /// let done = runs
     ///     .attach(agent)
-    ///     .resume(paused.state.run_id(), version, Decisions::new().approve("call_1"), "ada")
+    ///     .resume(paused.state.run_id()).decisions(Decisions::new().approve("call_1")).at(version).by("ada")
     ///     .await?;
     /// assert_eq!(done.output(), Some("Done."));
     /// # Ok(())
@@ -530,15 +531,27 @@ impl Runs {
     }
 }
 
+/// Who takes a run with decisions: the name journaled, the audit rows written with the take
+/// (none for decisions recorded before), and who made each decision, for the run's span.
+pub(crate) struct Who<'a> {
+    pub(crate) by: &'a str,
+    pub(crate) audit: Vec<DecisionRow>,
+    pub(crate) deciders: Vec<Decider>,
+}
+
 /// An agent whose runs are journaled in a store, as they happen: made by [`Runs::attach`].
 ///
 /// - [`run`](Self::run) starts a run (a [`RunRequest`], with all its settings);
-/// - [`resume`](Self::resume) resumes a paused run with decisions, naming the version read:
-///   recording the decisions and taking the run is one compare-and-swap, so a second resumer of
-///   the same version, in this process or another, is refused and runs nothing;
-/// - [`resume_decided`](Self::resume_decided) resumes with the decisions recorded by
-///   [`Runs::decide`];
+/// - [`resume`](Self::resume) resumes a paused run, with decisions given (and who made them) or
+///   with those recorded by [`Runs::decide`]: recording the decisions and taking the run is one
+///   compare-and-swap on the version read, so a second resumer of the same version, in this
+///   process or another, is refused and runs nothing;
+/// - [`retry`](Self::retry) retries a failed run in place;
 /// - [`recover`](Self::recover) takes up a run whose process stopped in the middle.
+///
+/// Each verb returns a request, as [`Agent`]'s do: settings are methods on it, and it is
+/// awaited for the result or [`stream`](crate::durable::DurableResumeRequest::stream)ed for the
+/// run's events.
 #[derive(Clone, Debug)]
 pub struct DurableAgent {
     pub(crate) runs: Runs,
@@ -574,65 +587,14 @@ impl DurableAgent {
         })
     }
 
-    /// Resumes a paused run with `decisions`, made by `by` on the run as it was at `version`.
-    ///
-    /// Taking the run and recording the decisions (in the audit log, with who made them) is one
-    /// compare-and-swap on the version: if another resumer, a decision or a recovery moved the
-    /// run on since `version`, this fails with [`StoreError::Conflict`] naming the run and the
-    /// version (or, while another process runs it, [`StoreError::LeaseHeld`] naming that
-    /// process), and nothing runs. Decisions the run refuses (a missing one, arguments that fail
-    /// validation) leave it waiting again, with its decisions refused.
-    pub async fn resume(
-        &self,
-        run_id: &str,
-        version: u64,
-        decisions: Decisions,
-        by: &str,
-    ) -> Result<RunResult, RunError> {
-        let stored = self.load_at(run_id, version).await?;
-        // A decision that does not fit its call's kind (an approval of a call in doubt, above
-        // all) is refused before the run is taken, so the audit log never records it.
-        if let Some(refused) = decisions
-            .iter()
-            .find_map(|(call_id, decision)| unfit(&stored.state, call_id, decision))
-        {
-            return Err(RunError::refused(refused));
-        }
-        let at_ms = now_ms();
-        let audit: Vec<DecisionRow> = decisions
-            .iter()
-            .map(|(call_id, decision)| {
-                let row = stored.pending.iter().find(|p| p.call_id == call_id);
-                DecisionRow {
-                    run_id: run_id.to_owned(),
-                    call_id: call_id.to_owned(),
-                    tool: row.map(|r| r.tool.clone()).unwrap_or_default(),
-                    decision: serde_json::to_string(decision).unwrap_or_default(),
-                    by: by.to_owned(),
-                    at_ms,
-                    digest: row.map(|r| r.digest.clone()).unwrap_or_default(),
-                    version,
-                }
-            })
-            .collect();
-        let deciders = audit.iter().map(decider).collect();
-        self.take(stored, decisions, by, audit, deciders, None)
-            .await
-    }
-
-    /// Resumes a paused run with the decisions recorded for it by [`Runs::decide`] (one per
-    /// waiting call; [`AgentError::MissingDecision`] names the calls still undecided).
-    pub async fn resume_decided(&self, run_id: &str) -> Result<RunResult, RunError> {
-        let stored = self.runs.load(run_id).await.map_err(RunError::refused)?;
-        self.resume_recorded(stored, None).await
-    }
-
     /// Resumes a loaded run with its recorded decisions; a worker's writes carry its lease's
     /// `fence`.
     pub(crate) async fn resume_recorded(
         &self,
         stored: StoredRun,
+        by: Option<&str>,
         fence: Option<u64>,
+        events: &Emitter,
     ) -> Result<RunResult, RunError> {
         let run_id = stored.state.run_id.clone();
         let run_id = run_id.as_str();
@@ -654,9 +616,8 @@ impl DurableAgent {
             }
         }
         if !missing.is_empty() {
-            return Err(RunError::refused(AgentError::MissingDecision {
-                call_ids: missing,
-            }));
+            let missing = AgentError::MissingDecision { call_ids: missing };
+            return Err(refuse(missing, Some(stored.state), events));
         }
         // The decisions are in the audit log already, with who made each and when: the run's
         // span tells them (the latest row of each call; a log that cannot be read tells only who).
@@ -681,40 +642,47 @@ impl DurableAgent {
                 }
             })
             .collect();
-        self.take(stored, decisions, "recorded", Vec::new(), deciders, fence)
-            .await
+        let by = by.unwrap_or("recorded");
+        let who = Who {
+            by,
+            audit: Vec::new(),
+            deciders,
+        };
+        self.take(stored, decisions, who, fence, events).await
     }
 
     pub(crate) async fn take(
         &self,
         stored: StoredRun,
         decisions: Decisions,
-        by: &str,
-        audit: Vec<DecisionRow>,
-        deciders: Vec<Decider>,
+        who: Who<'_>,
         fence: Option<u64>,
+        events: &Emitter,
     ) -> Result<RunResult, RunError> {
+        let Who {
+            by,
+            audit,
+            deciders,
+        } = who;
         let run_id = stored.state.run_id.clone();
         if !matches!(
             stored.status,
             StoredStatus::Paused | StoredStatus::InDoubt | StoredStatus::Ready
         ) {
-            return Err(RunError::refused(AgentError::Store(
-                StoreError::WrongStatus {
-                    run_id,
-                    status: stored.status.as_str().to_owned(),
-                    needed: "only a paused run (or one in doubt, or ready) is resumed".into(),
-                },
-            )));
+            let wrong = StoreError::WrongStatus {
+                run_id,
+                status: stored.status.as_str().to_owned(),
+                needed: "only a paused run (or one in doubt, or ready) is resumed".into(),
+            };
+            return Err(refuse(AgentError::Store(wrong), Some(stored.state), events));
         }
         // A resume in this process holds the run under a lease of its own (a worker's is given).
         let lease = match fence {
             Some(_) => None,
-            None => self
-                .runs
-                .hold(&run_id)
-                .await
-                .map_err(|e| RunError::refused(AgentError::Store(e)))?,
+            None => match self.runs.hold(&run_id).await {
+                Ok(lease) => lease,
+                Err(e) => return Err(refuse(AgentError::Store(e), Some(stored.state), events)),
+            },
         };
         let journal = Arc::new(self.runs.journal_held(&stored, lease.clone(), fence));
         let mut waiting = stored.pending.clone();
@@ -745,13 +713,14 @@ impl DurableAgent {
             .await;
         if let Err(error) = taken {
             self.runs.let_go(lease.as_ref()).await;
-            return Err(RunError::refused(AgentError::Store(error)));
+            return Err(refuse(AgentError::Store(error), Some(stored.state), events));
         }
         let result = self
             .agent
             .resume(&stored.state, decisions)
             .journal(journal.clone() as Arc<dyn Journal>)
             .deciders(deciders)
+            .start(events.clone())
             .await;
         match result {
             // Refused before anything ran: the run waits again, as it was.
@@ -777,17 +746,26 @@ impl DurableAgent {
         }
     }
 
-    /// Loads a run that a caller read at `version`: [`StoreError::Conflict`] if it moved on since
-    /// (the compare-and-swap of the write that takes it checks again).
-    pub(crate) async fn load_at(&self, run_id: &str, version: u64) -> Result<StoredRun, RunError> {
+    /// Loads a run that a caller read at `version` (none: the current one):
+    /// [`StoreError::Conflict`] if it moved on since (the compare-and-swap of the write that
+    /// takes it checks again).
+    pub(crate) async fn load_at(
+        &self,
+        run_id: &str,
+        version: Option<u64>,
+        events: &Emitter,
+    ) -> Result<StoredRun, RunError> {
         let stored = self.runs.load(run_id).await.map_err(RunError::refused)?;
-        if stored.version != version {
-            return Err(RunError::refused(AgentError::Store(StoreError::Conflict {
-                run_id: run_id.to_owned(),
-                expected: version,
-                found: stored.version,
-            })));
+        match version {
+            Some(version) if version != stored.version => {
+                let moved = StoreError::Conflict {
+                    run_id: run_id.to_owned(),
+                    expected: version,
+                    found: stored.version,
+                };
+                Err(refuse(AgentError::Store(moved), Some(stored.state), events))
+            }
+            _ => Ok(stored),
         }
-        Ok(stored)
     }
 }

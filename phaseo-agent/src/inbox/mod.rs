@@ -29,7 +29,7 @@
 //!   process stopped.
 //!
 //! Once every call a run waits on is decided, the inbox resumes it in the background
-//! ([`DurableAgent::resume_decided`](crate::durable::DurableAgent::resume_decided)), if it was given
+//! ([`DurableAgent::resume`](crate::durable::DurableAgent::resume)), if it was given
 //! the run's agent ([`Inbox::agent`]). [`Inbox::serve`] also takes up its agents' runs whose
 //! process stopped, at start and then now and then ([`Inbox::keep_recovering`]); a failed
 //! background resume is logged at `warn` and shown on the run's page.

@@ -15,6 +15,7 @@ use crate::inbox::auth::{EndedWhat, Session, random_bytes, token_key};
 use crate::inbox::html::home;
 use crate::inbox::pages::{self, ListQuery};
 use crate::inbox::runs::{self as run_pages, RunView};
+use crate::run::event::Emitter;
 use crate::store::backend::{Page, PendingFilter, PendingRow};
 
 use crate::inbox::http::{App, Ctx, Fields, Shared, cookies, html, see_other};
@@ -278,7 +279,10 @@ pub(super) async fn retry(
         Err(error) => return Refusal::store(error).page(&ctx, Some(&back)),
     };
     // Taking the run is the compare-and-swap; what follows runs in the background.
-    match agent.begin_retry(&run, version, user.name()).await {
+    match agent
+        .begin_retry(&run, Some(version), user.name(), Emitter::default())
+        .await
+    {
         Ok(retrying) => {
             let inbox = app.inbox.clone();
             let run_id = run.clone();

@@ -63,7 +63,7 @@ pub enum InboxError {
 /// axum server, or [`serve`](Self::serve) it alone.
 ///
 /// Once a decision completes the decisions a run waits for, the inbox resumes the run in the
-/// background with [`DurableAgent::resume_decided`] (when it was given the run's agent with
+/// background with [`DurableAgent::resume`] (when it was given the run's agent with
 /// [`agent`](Self::agent)), so the model's next turn follows; a run that pauses again shows up
 /// in the list.
 ///
@@ -566,7 +566,7 @@ impl Inbox {
             let (agent, run) = (agent.clone(), decided.run_id.clone());
             let inbox = self.clone();
             tokio::spawn(async move {
-                if let Err(error) = agent.resume_decided(&run).await {
+                if let Err(error) = agent.resume(&run).await {
                     inbox.background.note_failure(&run, &error.error);
                 }
             });

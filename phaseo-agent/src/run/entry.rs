@@ -374,7 +374,7 @@ impl ResumeRequest {
     }
 
     /// The run, reporting to `events` (nobody, when the request is awaited).
-    fn start(self, events: Emitter) -> BoxFuture<'static, Outcome> {
+    pub(crate) fn start(self, events: Emitter) -> BoxFuture<'static, Outcome> {
         Box::pin(Runner::resume(
             self.agent,
             self.state,

@@ -13,6 +13,7 @@ use crate::durable::lease::{self, millis};
 use crate::durable::runs::{DurableAgent, Runs};
 use crate::error::{AgentError, StoreError};
 use crate::run::agent::Agent;
+use crate::run::event::Emitter;
 use crate::run::state::{RunError, RunResult};
 use crate::store::backend::{ClaimRequest, Lease, QueueCounts, StoredStatus, Wakeups};
 use crate::telemetry;
@@ -411,11 +412,15 @@ async fn handle(
     let stored = runs.load(&lease.run_id).await.map_err(RunError::refused)?;
     match stored.status {
         StoredStatus::Ready if !stored.pending.is_empty() => {
-            agent.resume_recorded(stored, Some(lease.token)).await
+            agent
+                .resume_recorded(stored, None, Some(lease.token), &Emitter::default())
+                .await
         }
         StoredStatus::Ready | StoredStatus::Running => {
             let by = format!("worker {worker} (lease {})", lease.token);
-            agent.take_up(stored, by, Some(lease.token)).await
+            agent
+                .take_up(stored, by, Some(lease.token), Emitter::default())
+                .await
         }
         // Moved on since the claim (resumed in an application's process, say): nothing to do.
         other => Err(RunError::refused(AgentError::Store(

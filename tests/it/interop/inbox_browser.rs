@@ -685,11 +685,7 @@ async fn inbox_stale_page_refused() {
                 .decide(&shown, Decision::Approve, "carol")
                 .await
                 .unwrap();
-            world
-                .agent
-                .resume_decided(&run)
-                .await
-                .expect("the run resumes");
+            world.agent.resume(&run).await.expect("the run resumes");
             let next = world.seen(&run, "call_2").await;
             assert!(next.version > shown.version);
 
@@ -1005,12 +1001,10 @@ async fn inbox_a_call_in_doubt_needs_a_check_and_is_refused_from_a_batch() {
                     .lease(Duration::from_millis(100));
             let _ = dying
                 .attach(world.agent.agent().clone())
-                .resume(
-                    &run,
-                    version,
-                    phaseo_agent::Decisions::for_run(&run).approve("call_1"),
-                    "alice",
-                )
+                .resume(&run)
+                .decisions(phaseo_agent::Decisions::for_run(&run).approve("call_1"))
+                .at(version)
+                .by("alice")
                 .await;
             tokio::time::sleep(Duration::from_millis(200)).await;
             world.agent.recover(&run).await.expect("recovered");
