@@ -1043,8 +1043,8 @@ async fn a_call_in_doubt_is_settled_on_its_page_only_after_a_check() {
         .tool(refund)
         .build()
         .unwrap();
-    // started (1), turn (2), call_started (3): the process dies while the refund runs.
-    let _ = Runs::without_queue(Arc::new(Hooked::dies_after(memory.clone(), 3)))
+    // started (1), the turn with the refund's start (2): the process dies while the refund runs.
+    let _ = Runs::without_queue(Arc::new(Hooked::dies_after(memory.clone(), 2)))
         .lease(Duration::from_millis(100))
         .attach(agent.clone())
         .run("Refund A-1003")
