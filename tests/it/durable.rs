@@ -1164,7 +1164,7 @@ async fn done_version(runs: &Runs) -> u64 {
 #[test]
 fn a_turn_and_its_calls_starts_are_one_commit() {
     block(async {
-        for (turns, calls) in [(1, 1), (20, 1), (5, 4), (2, 10), (3, 0)] {
+        for (turns, calls) in [(1, 1), (20, 1), (5, 4), (4, 5), (2, 10)] {
             let mut script: Vec<ModelResponse> = (0..turns)
                 .map(|i| {
                     ModelResponse::tool_calls((0..calls).map(|j| {
@@ -1191,18 +1191,16 @@ fn a_turn_and_its_calls_starts_are_one_commit() {
             assert_eq!(done.status(), RunStatus::Completed);
             assert_eq!(effects.count(), turns * calls);
             let commits = writes.load(Ordering::SeqCst);
-            // A turn without calls is the run's answer: `(3, 0)` is one model turn, no tool turn.
-            let tool_turns = if calls == 0 { 0 } else { turns };
             assert_eq!(
                 commits,
-                tool_turns * (1 + calls) + 2,
+                turns * (1 + calls) + 2,
                 "{turns} turns of {calls} calls"
             );
             let stored = runs.load(done.state.run_id()).await.unwrap();
             assert_eq!(stored.state.to_json(), done.state.to_json());
             assert_eq!(
                 stored.version,
-                (tool_turns * (1 + 2 * calls) + 2) as u64,
+                (turns * (1 + 2 * calls) + 2) as u64,
                 "every entry kept, one version each"
             );
         }
