@@ -401,9 +401,9 @@ fn a_call_in_doubt_waits_for_a_person_and_a_retry_is_a_new_attempt() {
     block(async {
         let effects = Effects::default();
         let memory = Arc::new(MemoryStore::new());
-        // started (1), turn (2), call_started notify (3): the process dies after the tool ran.
+        // started (1), the turn with notify's start (2): the process dies after the tool ran.
         let dying =
-            Runs::without_queue(Arc::new(Hooked::dies_after(memory.clone(), 3))).lease(DEAD_LEASE);
+            Runs::without_queue(Arc::new(Hooked::dies_after(memory.clone(), 2))).lease(DEAD_LEASE);
         let model = ScriptedModel::new()
             .tool_call("call_1", "notify", json!({}))
             .text("Sent.");
@@ -1181,4 +1181,54 @@ fn a_failed_run_is_retried_once_and_a_dead_retry_is_taken_up() {
 
 async fn done_version(runs: &Runs) -> u64 {
     runs.load("r").await.unwrap().version
+}
+
+/// A model turn and the starts of the calls it plans share one commit: a run of `t` tool turns
+/// of `c` calls (each running) costs at most `t(1 + c) + 2` commits — the turn with its starts,
+/// each call's result, the run's creation and its end — and its journal replays to the state the
+/// loop left.
+#[test]
+fn a_turn_and_its_calls_starts_are_one_commit() {
+    block(async {
+        for (turns, calls) in [(1, 1), (20, 1), (5, 4), (4, 5), (2, 10)] {
+            let mut script: Vec<ModelResponse> = (0..turns)
+                .map(|i| {
+                    ModelResponse::tool_calls((0..calls).map(|j| {
+                        ToolCall::new(format!("call_{i}_{j}"), "notify", json!({"i": i, "j": j}))
+                    }))
+                })
+                .collect();
+            script.push(ModelResponse::text("Done."));
+            let effects = Effects::default();
+            let writes = Arc::new(AtomicUsize::new(0));
+            let counted = writes.clone();
+            let memory: Arc<dyn RunStore> = Arc::new(MemoryStore::new());
+            let store = Hooked::new(memory.clone()).after_write(move |_| {
+                counted.fetch_add(1, Ordering::SeqCst);
+            });
+            let runs = Runs::without_queue(Arc::new(store));
+            let agent = Agent::builder("release")
+                .model(ByPosition(script))
+                .tool(effect_tool("notify", &effects))
+                .max_turns(100)
+                .build()
+                .unwrap();
+            let done = runs.attach(agent).run("Go").await.unwrap();
+            assert_eq!(done.status(), RunStatus::Completed);
+            assert_eq!(effects.count(), turns * calls);
+            let commits = writes.load(Ordering::SeqCst);
+            assert_eq!(
+                commits,
+                turns * (1 + calls) + 2,
+                "{turns} turns of {calls} calls"
+            );
+            let stored = runs.load(done.state.run_id()).await.unwrap();
+            assert_eq!(stored.state.to_json(), done.state.to_json());
+            assert_eq!(
+                stored.version,
+                (turns * (1 + 2 * calls) + 2) as u64,
+                "every entry kept, one version each"
+            );
+        }
+    });
 }

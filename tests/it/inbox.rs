@@ -1043,8 +1043,8 @@ async fn a_call_in_doubt_is_settled_on_its_page_only_after_a_check() {
         .tool(refund)
         .build()
         .unwrap();
-    // started (1), turn (2), call_started (3): the process dies while the refund runs.
-    let _ = Runs::without_queue(Arc::new(Hooked::dies_after(memory.clone(), 3)))
+    // started (1), the turn with the refund's start (2): the process dies while the refund runs.
+    let _ = Runs::without_queue(Arc::new(Hooked::dies_after(memory.clone(), 2)))
         .lease(Duration::from_millis(100))
         .attach(agent.clone())
         .run("Refund A-1003")
@@ -1947,14 +1947,16 @@ async fn a_long_recovered_run_does_not_hold_up_the_next_recovery() {
     let memory = std::sync::Arc::new(MemoryStore::new());
     let release = tokio::sync::Semaphore::new(0);
     let release = std::sync::Arc::new(release);
-    let waits = {
+    // The dying process's tool never waits; the recovering one's waits when asked to. Both are
+    // idempotent: a call whose start was written with its turn runs again on recovery.
+    let waits = |blocking: bool| {
         let release = release.clone();
         Tool::new(
             "wait",
             "Waits, when asked to, until the test lets it go",
             json!({"type": "object"}),
             move |args: Value, _| {
-                if args["block"] == json!(true) {
+                if blocking && args["block"] == json!(true) {
                     // Blocks this call's thread until released (the tool is synchronous).
                     while release.try_acquire().is_err() {
                         std::thread::sleep(Duration::from_millis(5));
@@ -1963,24 +1965,26 @@ async fn a_long_recovered_run_does_not_hold_up_the_next_recovery() {
                 Ok(json!("waited"))
             },
         )
+        .idempotent(true)
     };
-    let agent = |model: ScriptedModel| {
+    let agent = |model: ScriptedModel, blocking: bool| {
         Agent::builder("release")
             .model(model)
-            .tool(waits.clone())
+            .tool(waits(blocking))
             .build()
             .unwrap()
     };
-    // A process dies after the model's turn (started, turn) with a short lease.
+    // A process dies after the model's turn and its call's start (started, turn with the start)
+    // with a short lease.
     let die_after_turn = |run_id: &'static str, block: bool| {
-        let (memory, agent) = (memory.clone(), agent);
+        let (memory, agent) = (memory.clone(), &agent);
         async move {
             let model = ScriptedModel::new().tool_call("c1", "wait", json!({"block": block}));
             let _ = Runs::without_queue(std::sync::Arc::new(
                 crate::support::durable::Hooked::dies_after(memory, 2),
             ))
             .lease(Duration::from_millis(100))
-            .attach(agent(model))
+            .attach(agent(model, false))
             .run("Go")
             .run_id(run_id)
             .await;
@@ -1992,7 +1996,7 @@ async fn a_long_recovered_run_does_not_hold_up_the_next_recovery() {
     let model = ScriptedModel::new().text("Done.").text("Done.");
     let _f = serve(
         runs.clone(),
-        runs.attach(agent(model.clone())),
+        runs.attach(agent(model.clone(), true)),
         model,
         |i| i.recover_every(Duration::from_millis(100)),
     )

@@ -152,14 +152,14 @@ async fn populate<S: RunQueue>(store: Arc<S>) {
     }
     live.run("Deploy").run_id("paused").await.unwrap();
 
-    // started (1), turn (2), call started (3): the process dies after the tool ran.
+    // started (1), the turn with its call's start (2): the process dies after the tool ran.
     for (run_id, input) in [
         ("in_doubt", "Notify"),
         ("crashed_notify", "Notify"),
         ("crashed_sync", "Sync"),
     ] {
         let dying =
-            Runs::without_queue(Arc::new(Hooked::dies_after(store.clone(), 3))).lease(DEAD_LEASE);
+            Runs::without_queue(Arc::new(Hooked::dies_after(store.clone(), 2))).lease(DEAD_LEASE);
         let _ = dying
             .attach(agent(false, &ran))
             .run(input)

@@ -700,8 +700,8 @@ async fn a_stored_decision_says_who_decided_and_when() {
 async fn a_recovered_run_links_to_the_interrupted_span_and_its_doubtful_call_says_so() {
     let captured = capture();
     let memory = std::sync::Arc::new(MemoryStore::new());
-    // started (1), turn (2), call_started (3): the process dies after the tool ran.
-    let dying = Runs::without_queue(std::sync::Arc::new(Hooked::dies_after(memory.clone(), 3)))
+    // started (1), the turn with its call's start (2): the process dies after the tool ran.
+    let dying = Runs::without_queue(std::sync::Arc::new(Hooked::dies_after(memory.clone(), 2)))
         .lease(Duration::from_millis(100));
     let counter = Counter::default();
     let model = || {

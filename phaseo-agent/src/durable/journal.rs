@@ -10,7 +10,7 @@ use crate::durable::entry::{Delta, Entry, FORMAT, encode, now_ms, snapshot_diges
 use crate::durable::lease::{Keeper, millis};
 use crate::durable::replay::{Replayed, Snapshot, pending_rows, status_of};
 use crate::error::{AgentError, StoreError};
-use crate::run::journal::{InFlight, Journal, Transition};
+use crate::run::journal::{InFlight, Journal, Start, Transition};
 use crate::store::backend::{
     Append, DecisionRow, Lease, LeaseRequest, NewRun, PendingRow, RunStore, SnapshotRow,
     StoredStatus,
@@ -157,6 +157,12 @@ impl StoreJournal {
     /// Writes `entry` as the run's next version, with `extra`, and applies it to the journal's
     /// view. Returns the new version.
     pub(crate) async fn write(&self, entry: Entry, extra: Extra) -> Result<u64, StoreError> {
+        self.write_all(vec![entry], extra).await
+    }
+
+    /// Writes `entries` (at least one) as the run's next versions, in order, in one transaction
+    /// with `extra`, and applies them to the journal's view. Returns the last new version.
+    async fn write_all(&self, entries: Vec<Entry>, extra: Extra) -> Result<u64, StoreError> {
         let mut shadow = self.shadow.lock().await;
         if shadow.broken {
             return Err(StoreError::Conflict {
@@ -165,13 +171,26 @@ impl StoreJournal {
                 found: shadow.version,
             });
         }
-        let version = shadow.version + 1;
-        let row = encode(&entry, &shadow.digest, version)?;
-        let digest = row.digest.clone();
+        if entries.is_empty() {
+            return Err(StoreError::Database("a write of no entries".into()));
+        }
+        let first = shadow.version + 1;
+        let mut rows = Vec::with_capacity(entries.len());
+        let mut digest = shadow.digest.clone();
+        for (version, entry) in (first..).zip(&entries) {
+            let row = encode(entry, &digest, version)?;
+            digest.clone_from(&row.digest);
+            rows.push(row);
+        }
+        let written = u32::try_from(rows.len()).unwrap_or(u32::MAX);
+        let version = first + u64::from(written) - 1;
         let at_ms = now_ms();
-        let due = shadow.since_snapshot + 1 >= self.snapshot_every;
-        let result = match (shadow.run.as_mut(), entry) {
-            (None, Entry::Started { state }) => {
+        let due = shadow.since_snapshot.saturating_add(written) >= self.snapshot_every;
+        let mut entries = entries.into_iter();
+        let result = match (shadow.run.as_mut(), entries.next()) {
+            (_, None) => Err(StoreError::Database("a write of no entries".into())),
+            (None, Some(Entry::Started { state })) if rows.len() == 1 => {
+                let row = rows.remove(0);
                 let status = extra.status.unwrap_or(StoredStatus::Running);
                 let new = NewRun {
                     run_id: self.run_id.clone(),
@@ -212,10 +231,14 @@ impl StoreJournal {
             (None, _) => Err(StoreError::NotFound {
                 run_id: self.run_id.clone(),
             }),
-            (Some(run), entry) => {
-                run.apply(entry).map_err(|reason| {
-                    StoreError::Database(format!("applying an entry: {reason}"))
-                })?;
+            (Some(run), Some(entry)) => {
+                for entry in std::iter::once(entry).chain(entries) {
+                    if let Err(reason) = run.apply(entry) {
+                        // The view may be half applied: nothing more is written.
+                        shadow.broken = true;
+                        return Err(StoreError::Database(format!("applying an entry: {reason}")));
+                    }
+                }
                 let snapshot = due
                     .then(|| snapshot_row(run, version, &digest))
                     .transpose()?;
@@ -225,8 +248,8 @@ impl StoreJournal {
                     .store
                     .append(Append {
                         run_id: self.run_id.clone(),
-                        expected_version: version - 1,
-                        rows: vec![row],
+                        expected_version: first - 1,
+                        rows,
                         status,
                         snapshot,
                         pending: extra.pending,
@@ -239,7 +262,7 @@ impl StoreJournal {
                     shadow.since_snapshot = if snapshotted {
                         0
                     } else {
-                        shadow.since_snapshot + 1
+                        shadow.since_snapshot.saturating_add(written)
                     };
                 })
             }
@@ -274,6 +297,7 @@ impl StoreJournal {
                 state,
                 context,
                 params,
+                starts,
             } => {
                 let delta = {
                     let shadow = self.shadow.lock().await;
@@ -284,30 +308,17 @@ impl StoreJournal {
                     };
                     Delta::between(&run.state, state, context)
                 };
-                self.write(
-                    Entry::Turn {
-                        delta,
-                        params: params.clone(),
-                    },
-                    Extra::default(),
-                )
-                .await?;
+                // The turn and its calls' starts: one transaction.
+                let mut entries = Vec::with_capacity(1 + starts.len());
+                entries.push(Entry::Turn {
+                    delta,
+                    params: params.clone(),
+                });
+                entries.extend(starts.iter().map(started));
+                self.write_all(entries, Extra::default()).await?;
             }
-            Transition::CallStarted {
-                call_id,
-                tool,
-                attempt,
-            } => {
-                self.write(
-                    Entry::CallStarted {
-                        call_id: call_id.to_owned(),
-                        tool: tool.to_owned(),
-                        attempt,
-                        at_ms: u64::try_from(now_ms()).ok(),
-                    },
-                    Extra::default(),
-                )
-                .await?;
+            Transition::CallStarted(start) => {
+                self.write(started(&start), Extra::default()).await?;
             }
             Transition::CallFinished { step, new_context } => {
                 self.write(
@@ -347,6 +358,16 @@ impl StoreJournal {
             }
         }
         Ok(())
+    }
+}
+
+/// The entry of a call about to run its tool's code.
+fn started(start: &Start<'_>) -> Entry {
+    Entry::CallStarted {
+        call_id: start.call_id.to_owned(),
+        tool: start.tool.to_owned(),
+        attempt: start.attempt,
+        at_ms: u64::try_from(now_ms()).ok(),
     }
 }
 

@@ -37,11 +37,17 @@
 //! # What is written, and when
 //!
 //! Each transition is one entry, written in one transaction with the run's new version before
-//! the next thing happens: the run started (its input and settings); a model turn received
-//! (before any of its calls is planned, so a recovery never asks the model again for it); a
-//! call started (before the tool's code runs); a call's result; the run paused, completed or
-//! failed (before any listener is told); a decision recorded; a resume or a recovery taking the
-//! run. Entries carry what changed (the messages and results appended, the other fields that
+//! the next thing happens: the run started (its input and settings); a model turn received,
+//! written once its calls are planned, in one transaction with the starts of the calls that are
+//! to run (before any tool's code runs: a recovery never asks the model again for a turn so
+//! written); a call of a resumed or recovered turn started (before the tool's code runs); a
+//! call's result; the run paused, completed or failed (before any listener is told); a decision
+//! recorded; a resume or a recovery taking the run. A turn of `c` calls that run costs `1 + c`
+//! commits. A crash while a turn's calls are planned (before that commit) leaves the turn
+//! unrecorded, and recovery asks the model again, as after a crash during the model's answer;
+//! a call whose start was written with its turn counts as started even if its process died
+//! before its code began (queued behind others, or stopped by a sibling's failure), so after a
+//! crash it is in doubt like any other. Entries carry what changed (the messages and results appended, the other fields that
 //! changed), chained by SHA-256 checksums, with a snapshot of the whole run every
 //! [`DEFAULT_SNAPSHOT_EVERY`] entries ([`Runs::snapshot_every`]): what a step stores does not
 //! grow with the run, and loading reads one snapshot and at most that many entries.

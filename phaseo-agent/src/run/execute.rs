@@ -13,7 +13,7 @@ use crate::error::{AgentError, AgentErrorKind};
 use crate::model::message::ToolCall;
 use crate::run::agent::AgentInner;
 use crate::run::event::{Emitter, Event};
-use crate::run::journal::{Journal, Transition};
+use crate::run::journal::{Journal, Start, Transition};
 use crate::run::observe;
 use crate::run::state::ToolStep;
 use crate::telemetry::semconv::OUTCOME_ERROR;
@@ -51,6 +51,9 @@ pub(crate) struct Execution<'a> {
     pub(crate) concurrency: usize,
     /// Where each call's start and result are recorded, if anywhere.
     pub(crate) journal: Option<&'a dyn Journal>,
+    /// Whether the calls' starts are recorded already (with their model turn): then only their
+    /// results are.
+    pub(crate) starts_recorded: bool,
 }
 
 impl Execution<'_> {
@@ -117,14 +120,14 @@ impl Execution<'_> {
             observe::tool_answered(inner, &span, call, OUTCOME_ERROR, kind, "");
             return (slot, self.cancelled(&ctx, by));
         }
-        if let Some(journal) = self.journal {
+        if let Some(journal) = self.journal.filter(|_| !self.starts_recorded) {
             // The start is recorded before the tool's code runs, so a crash leaves the call
             // known to be in doubt; a run that cannot record it does not run it.
-            let started = Transition::CallStarted {
+            let started = Transition::CallStarted(Start {
                 call_id: &call.id,
                 tool: &call.name,
                 attempt: ctx.attempt(),
-            };
+            });
             if let Err(error) = journal.record(started).await {
                 stop.fail(&call.id);
                 let mut outcome = self.cancelled(&ctx, call.id.clone());

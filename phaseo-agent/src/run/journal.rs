@@ -1,9 +1,11 @@
 //! The run's side of a write-ahead journal: the transitions the loop reports, as they happen, to
 //! whoever keeps the run (a run store), and what a recovery hands back.
 //!
-//! The loop waits for each report before it goes on: a model turn is recorded before any of its
-//! calls is planned, a call's start before the tool's code runs, and a run's end before anyone is
-//! told. A report that fails stops the run (its error is the run's), so a process that lost the
+//! The loop waits for each report before it goes on: a model turn is recorded once its calls are
+//! planned, together with the starts of the calls that are to run (one report, so a store writes
+//! them in one commit), before any tool's code runs; a call started outside a fresh turn (a
+//! resumed or recovered one) is recorded on its own before its code runs; a run's end is recorded
+//! before anyone is told. A report that fails stops the run (its error is the run's), so a process that lost the
 //! run to another (a recovery, a second resumer) writes nothing more and runs nothing more.
 
 use futures::future::BoxFuture;
@@ -22,20 +24,19 @@ pub(crate) enum Transition<'a> {
         state: &'a RunState,
         context: &'a Value,
     },
-    /// A model turn with tool calls, received and added to the conversation, before any of its
-    /// calls is planned; `params` are the overrides the turn was asked under (they decide which
-    /// tools it offered).
+    /// A model turn with tool calls, received and added to the conversation, once its calls are
+    /// planned and before any of them runs; `params` are the overrides the turn was asked under
+    /// (they decide which tools it offered); `starts` are the calls that are to run, in call
+    /// order (none when every call pauses or is answered without running). Each counts as
+    /// started from here on: recorded with the turn, its start is on disk before its code runs.
     Turn {
         state: &'a RunState,
         context: &'a Value,
         params: &'a TurnParams,
+        starts: &'a [Start<'a>],
     },
-    /// A call is about to run its tool's code.
-    CallStarted {
-        call_id: &'a str,
-        tool: &'a str,
-        attempt: u32,
-    },
+    /// A call of a resumed or recovered turn is about to run its tool's code.
+    CallStarted(Start<'a>),
     /// A call that ran has its result, and what it changed for the rest of the run.
     CallFinished {
         step: &'a ToolStep,
@@ -47,6 +48,14 @@ pub(crate) enum Transition<'a> {
         state: &'a RunState,
         failure: Option<&'a AgentError>,
     },
+}
+
+/// A call about to run its tool's code: its id, its tool's name and its attempt.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Start<'a> {
+    pub(crate) call_id: &'a str,
+    pub(crate) tool: &'a str,
+    pub(crate) attempt: u32,
 }
 
 /// Whoever keeps a run's journal. Each report is written (and, for a store, committed) before

@@ -27,7 +27,7 @@ use crate::model::request::{
 use crate::run::agent::{Agent, AgentInner, needs_approval};
 use crate::run::event::{Emitter, Event};
 use crate::run::execute::{Effects, Execution, Outcome, Run};
-use crate::run::journal::{InFlight, Journal, JournalFor, Transition};
+use crate::run::journal::{InFlight, Journal, JournalFor, Start, Transition};
 use crate::run::observe::{self, Chat, Decider, Resumption};
 use crate::run::signing;
 use crate::run::state::{
@@ -247,7 +247,7 @@ impl Runner {
                 return Err(AgentError::InvalidState("no turn to finish".into()));
             };
             let plans = slotted(&turn, plans)?;
-            runner.finish_turn(turn, plans).await?;
+            runner.finish_turn(turn, plans, false).await?;
             if runner.state.status == RunStatus::WaitingForHuman {
                 return Ok(());
             }
@@ -336,7 +336,7 @@ impl Runner {
                         *plan = journaled;
                     }
                 }
-                self.finish_turn(turn, plans).await?;
+                self.finish_turn(turn, plans, false).await?;
                 if self.state.status == RunStatus::WaitingForHuman {
                     return Ok(());
                 }
@@ -374,7 +374,7 @@ impl Runner {
             results: vec![None; calls.len()],
             calls,
         };
-        self.finish_turn(turn, plans).await?;
+        self.finish_turn(turn, plans, false).await?;
         if self.state.status == RunStatus::WaitingForHuman {
             return Ok(());
         }
@@ -668,15 +668,6 @@ impl Runner {
                 content: response.text,
                 tool_calls: calls,
             });
-            if let Some(journal) = &self.journal {
-                journal
-                    .record(Transition::Turn {
-                        state: &self.state,
-                        context: &self.context,
-                        params: &params,
-                    })
-                    .await?;
-            }
             let turn = PausedTurn {
                 step_index,
                 results: vec![None; count],
@@ -688,7 +679,31 @@ impl Runner {
                 let plan = self.plan_call(step_index, call, offered.as_deref()).await?;
                 plans.push((slot, plan));
             }
-            self.finish_turn(turn, plans).await?;
+            // The turn is recorded once planned, with the starts of the calls that are to run:
+            // one write, before any of them runs. A crash while planning leaves the turn
+            // unrecorded, and recovery asks the model again.
+            if let Some(journal) = &self.journal {
+                let starts: Vec<Start<'_>> = plans
+                    .iter()
+                    .filter_map(|(_, plan)| match plan {
+                        Plan::Run { ctx, .. } => Some(Start {
+                            call_id: &ctx.tool_call().id,
+                            tool: &ctx.tool_call().name,
+                            attempt: ctx.attempt(),
+                        }),
+                        _ => None,
+                    })
+                    .collect();
+                journal
+                    .record(Transition::Turn {
+                        state: &self.state,
+                        context: &self.context,
+                        params: &params,
+                        starts: &starts,
+                    })
+                    .await?;
+            }
+            self.finish_turn(turn, plans, true).await?;
             if self.state.status == RunStatus::WaitingForHuman {
                 return Ok(());
             }
@@ -1059,6 +1074,7 @@ impl Runner {
         &mut self,
         mut turn: PausedTurn,
         plans: Vec<(usize, Plan)>,
+        starts_recorded: bool,
     ) -> Result<(), AgentError> {
         let mut pending = Vec::new();
         let mut effects = Vec::new();
@@ -1117,6 +1133,7 @@ impl Runner {
             events: &self.events,
             concurrency: self.concurrency,
             journal: self.journal.as_deref(),
+            starts_recorded,
         };
         // The usual turn runs one call: no list of outcomes for it.
         let mut lone = None;
