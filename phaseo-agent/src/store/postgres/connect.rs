@@ -295,12 +295,6 @@ impl PostgresStore {
         self.statement_cache
     }
 
-    pub(crate) async fn begin_write(
-        &self,
-    ) -> Result<((), Transaction<'static, Postgres>), StoreError> {
-        Ok(((), self.pool.begin().await.map_err(database)?))
-    }
-
     pub(crate) async fn begin_read(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
         self.pool
             .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")

@@ -13,7 +13,7 @@ use crate::store::backend::{
     hands_over, lease_ms,
 };
 use crate::store::postgres::connect::{PendingColumns, PostgresStore, column};
-use crate::store::postgres::statements::{APPEND, CREATE, HELD, LOAD, RUN_KEY};
+use crate::store::postgres::statements::{APPEND, CREATE, HELD, LOAD, PRUNE, RUN_KEY};
 use crate::store::sql::checks::{
     self, Part, RawJournal, RawPending, check_append, check_new, check_sizes, corrupt, database,
     int, is_unique_violation, journal, raw_run,
@@ -79,19 +79,14 @@ impl PostgresStore {
     }
 
     async fn prune_runs(&self, before_ms: i64) -> Result<u64, StoreError> {
-        let (_guard, mut tx) = self.begin_write().await?;
-        // The journal and pending rows go with their run (ON DELETE CASCADE); the audit
-        // log has no key to the runs and stays.
+        let mut session = self.session().await?;
         let done = self
-            .query(
-                "DELETE FROM phaseo_runs WHERE status IN ('completed', 'failed') \
-             AND updated_ms < $1",
-            )
+            .query(PRUNE)
             .bind(before_ms)
-            .execute(&mut *tx)
+            .execute(session.conn())
             .await
             .map_err(database)?;
-        tx.commit().await.map_err(database)?;
+        session.finish().await?;
         Ok(done.rows_affected())
     }
 

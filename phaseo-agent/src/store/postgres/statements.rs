@@ -347,3 +347,8 @@ CROSS JOIN LATERAL (
         + COALESCE(p.p_total, 0) AS total
 ) t
 WHERE r.run_id = $1";
+
+/// `prune`: the finished runs last written before `$1` (their journal and pending rows go with
+/// them, `ON DELETE CASCADE`; the audit log has no key to the runs and stays).
+pub(crate) const PRUNE: &str =
+    "DELETE FROM phaseo_runs WHERE status IN ('completed', 'failed') AND updated_ms < $1";

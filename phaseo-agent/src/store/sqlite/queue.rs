@@ -10,15 +10,9 @@ use crate::store::backend::{
 };
 use crate::store::sql::checks::{self, abandoned, database, int, queue_counts};
 use crate::store::sqlite::connect::SqliteStore;
-
-/// Whether a queued run may be taken at `$now`: ready and not held by a live lease, or running
-/// under a lease that expired.
-const CLAIMABLE: &str = "queued = 1 AND (lease_until_ms IS NULL OR lease_until_ms <= $now) \
-     AND (status = 'ready' OR (status = 'running' AND lease_until_ms IS NOT NULL))";
-
-/// Since when a claimable run has waited.
-const WAITING_SINCE: &str =
-    "CASE WHEN status = 'ready' THEN COALESCE(ready_ms, $now) ELSE lease_until_ms END";
+use crate::store::sqlite::statements::{
+    ABANDONED, LEASE_OF, NEXT_EXPIRY, RELEASE, RENEW, TAKE_LEASE, claim, counts,
+};
 
 /// The agents of a claim, as the JSON array `json_each` reads.
 fn agents_json(agents: &[String]) -> Result<String, StoreError> {
@@ -38,16 +32,7 @@ impl SqliteStore {
         let agents = agents_json(&request.agents)?;
         let (_guard, mut tx) = self.begin_write().await?;
         let now = clock_ms();
-        let select = format!(
-            "SELECT run_id, agent_id, status, version, {since} AS since FROM phaseo_runs \
-             WHERE agent_id IN (SELECT value FROM json_each($agents)) AND {CLAIMABLE} \
-             ORDER BY since, run_id LIMIT $limit",
-            since = WAITING_SINCE,
-        )
-        .replace("$now", "$1")
-        .replace("$agents", "$2")
-        .replace("$limit", "$3");
-        let rows = sqlx::query(sqlx::AssertSqlSafe(select))
+        let rows = sqlx::query(sqlx::AssertSqlSafe(claim()))
             .bind(now)
             .bind(&agents)
             .bind(i64::try_from(request.limit.min(1_000)).unwrap_or(1_000))
@@ -61,17 +46,14 @@ impl SqliteStore {
             let status: String = row.try_get("status").map_err(database)?;
             let version: i64 = row.try_get("version").map_err(database)?;
             let since: i64 = row.try_get("since").map_err(database)?;
-            let token: i64 = sqlx::query(
-                "UPDATE phaseo_runs SET lease_token = lease_token + 1, lease_owner = $1, \
-                 lease_until_ms = $2 WHERE run_id = $3 RETURNING lease_token",
-            )
-            .bind(&request.worker)
-            .bind(until)
-            .bind(&run_id)
-            .fetch_one(&mut *tx)
-            .await
-            .and_then(|r| r.try_get(0))
-            .map_err(database)?;
+            let token: i64 = sqlx::query(TAKE_LEASE)
+                .bind(&request.worker)
+                .bind(until)
+                .bind(&run_id)
+                .fetch_one(&mut *tx)
+                .await
+                .and_then(|r| r.try_get(0))
+                .map_err(database)?;
             leases.push(Lease {
                 agent_id: row.try_get("agent_id").map_err(database)?,
                 token: checks::version(&run_id, 0, "the lease's token", token)?,
@@ -81,16 +63,13 @@ impl SqliteStore {
                 run_id,
             });
         }
-        let next: Option<i64> = sqlx::query(
-            "SELECT min(lease_until_ms) FROM phaseo_runs WHERE queued = 1 \
-             AND agent_id IN (SELECT value FROM json_each($1)) AND lease_until_ms > $2",
-        )
-        .bind(&agents)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await
-        .and_then(|r| r.try_get(0))
-        .map_err(database)?;
+        let next: Option<i64> = sqlx::query(NEXT_EXPIRY)
+            .bind(&agents)
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await
+            .and_then(|r| r.try_get(0))
+            .map_err(database)?;
         tx.commit().await.map_err(database)?;
         Ok(Claimed {
             leases,
@@ -105,17 +84,14 @@ impl SqliteStore {
     ) -> Result<(), StoreError> {
         let (_guard, mut tx) = self.begin_write().await?;
         let now = clock_ms();
-        let done = sqlx::query(
-            "UPDATE phaseo_runs SET lease_until_ms = $1 \
-             WHERE run_id = $2 AND lease_token = $3 AND lease_until_ms > $4",
-        )
-        .bind(now.saturating_add(lease_ms(duration_ms)))
-        .bind(&lease.run_id)
-        .bind(int(lease.token))
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(database)?;
+        let done = sqlx::query(RENEW)
+            .bind(now.saturating_add(lease_ms(duration_ms)))
+            .bind(&lease.run_id)
+            .bind(int(lease.token))
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(database)?;
         tx.commit().await.map_err(database)?;
         if done.rows_affected() == 0 {
             return Err(StoreError::LeaseLost {
@@ -129,16 +105,13 @@ impl SqliteStore {
     pub(super) async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError> {
         let (_guard, mut tx) = self.begin_write().await?;
         let now = clock_ms();
-        let done = sqlx::query(
-            "UPDATE phaseo_runs SET lease_until_ms = $1 \
-             WHERE run_id = $2 AND lease_token = $3 AND lease_until_ms > $1",
-        )
-        .bind(now)
-        .bind(&lease.run_id)
-        .bind(int(lease.token))
-        .execute(&mut *tx)
-        .await
-        .map_err(database)?;
+        let done = sqlx::query(RELEASE)
+            .bind(now)
+            .bind(&lease.run_id)
+            .bind(int(lease.token))
+            .execute(&mut *tx)
+            .await
+            .map_err(database)?;
         tx.commit().await.map_err(database)?;
         if done.rows_affected() > 0 {
             self.bell.ring();
@@ -154,14 +127,11 @@ impl SqliteStore {
     ) -> Result<Lease, StoreError> {
         let (_guard, mut tx) = self.begin_write().await?;
         let now = clock_ms();
-        let row = sqlx::query(
-            "SELECT agent_id, status, version, lease_owner, lease_until_ms FROM phaseo_runs \
-             WHERE run_id = $1",
-        )
-        .bind(run_id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(database)?;
+        let row = sqlx::query(LEASE_OF)
+            .bind(run_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(database)?;
         let Some(row) = row else {
             return Err(StoreError::NotFound {
                 run_id: run_id.to_owned(),
@@ -176,17 +146,14 @@ impl SqliteStore {
                 expires_in_ms: u64::try_from(until - now).unwrap_or(0),
             });
         }
-        let token: i64 = sqlx::query(
-            "UPDATE phaseo_runs SET lease_token = lease_token + 1, lease_owner = $1, \
-             lease_until_ms = $2 WHERE run_id = $3 RETURNING lease_token",
-        )
-        .bind(&lease.owner)
-        .bind(now.saturating_add(lease_ms(lease.lease_ms)))
-        .bind(run_id)
-        .fetch_one(&mut *tx)
-        .await
-        .and_then(|r| r.try_get(0))
-        .map_err(database)?;
+        let token: i64 = sqlx::query(TAKE_LEASE)
+            .bind(&lease.owner)
+            .bind(now.saturating_add(lease_ms(lease.lease_ms)))
+            .bind(run_id)
+            .fetch_one(&mut *tx)
+            .await
+            .and_then(|r| r.try_get(0))
+            .map_err(database)?;
         tx.commit().await.map_err(database)?;
         let status: String = row.try_get("status").map_err(database)?;
         let version: i64 = row.try_get("version").map_err(database)?;
@@ -206,17 +173,12 @@ impl SqliteStore {
         limit: usize,
     ) -> Result<Vec<AbandonedRun>, StoreError> {
         let mut tx = self.begin_read().await?;
-        let rows = sqlx::query(
-            "SELECT run_id, agent_id, lease_owner, lease_until_ms, updated_ms FROM phaseo_runs \
-             WHERE status = 'running' AND queued = 0 \
-             AND (lease_until_ms IS NULL OR lease_until_ms <= $1) \
-             ORDER BY updated_ms, run_id LIMIT $2",
-        )
-        .bind(clock_ms())
-        .bind(i64::try_from(limit.min(10_000)).unwrap_or(10_000))
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(database)?;
+        let rows = sqlx::query(ABANDONED)
+            .bind(clock_ms())
+            .bind(i64::try_from(limit.min(10_000)).unwrap_or(10_000))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(database)?;
         tx.commit().await.map_err(database)?;
         rows.iter().map(abandoned).collect()
     }
@@ -228,18 +190,7 @@ impl SqliteStore {
     pub(super) async fn count_queue(&self) -> Result<Vec<QueueCounts>, StoreError> {
         let mut tx = self.begin_read().await?;
         let now = clock_ms();
-        let sql = format!(
-            "SELECT agent_id, \
-             sum(CASE WHEN {CLAIMABLE} THEN 1 ELSE 0 END) AS ready, \
-             sum(CASE WHEN status IN ('ready', 'running') AND NOT ({CLAIMABLE}) THEN 1 ELSE 0 END) \
-                 AS running, \
-             sum(status = 'paused') AS paused, sum(status = 'in_doubt') AS in_doubt, \
-             sum(status = 'failed') AS failed, sum(status = 'completed') AS completed, \
-             max(CASE WHEN {CLAIMABLE} THEN $now - {WAITING_SINCE} END) AS oldest \
-             FROM phaseo_runs GROUP BY agent_id ORDER BY agent_id"
-        )
-        .replace("$now", "$1");
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows = sqlx::query(sqlx::AssertSqlSafe(counts()))
             .bind(now)
             .fetch_all(&mut *tx)
             .await

@@ -18,10 +18,14 @@ use crate::store::sql::checks::{
     int, is_unique_violation, raw_run,
 };
 use crate::store::sql::listing::{
-    PENDING_BYTES, Statement, Value, audit_page, audit_statement, listed_pending, pending_columns,
-    pending_page, pending_statement, runs_page, runs_statement,
+    Statement, Value, audit_page, audit_statement, listed_pending, pending_page, pending_statement,
+    runs_page, runs_statement,
 };
 use crate::store::sqlite::connect::SqliteStore;
+use crate::store::sqlite::statements::{
+    DELETE_PENDING, HELD, INSERT_AUDIT, INSERT_JOURNAL, INSERT_PENDING, INSERT_RUN, LOAD_JOURNAL,
+    LOAD_RUN, PRUNE, append_update, load_pending,
+};
 
 impl SqliteStore {
     /// A statement with the backend's preparation policy.
@@ -80,13 +84,8 @@ impl SqliteStore {
 
     async fn prune_runs(&self, before_ms: i64) -> Result<u64, StoreError> {
         let (_guard, mut tx) = self.begin_write().await?;
-        // The journal and pending rows go with their run (ON DELETE CASCADE); the audit
-        // log has no key to the runs and stays.
         let done = self
-            .query(
-                "DELETE FROM phaseo_runs WHERE status IN ('completed', 'failed') \
-             AND updated_ms < $1",
-            )
+            .query(PRUNE)
             .bind(before_ms)
             .execute(&mut *tx)
             .await
@@ -132,23 +131,19 @@ impl SqliteStore {
         } else {
             run.status
         };
-        let inserted = sqlx::query(
-            "INSERT INTO phaseo_runs (run_id, agent_id, status, version, created_ms, \
-             updated_ms, queued, ready_ms, lease_token, lease_owner, lease_until_ms) \
-             VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9, $10)",
-        )
-        .bind(run.run_id.clone())
-        .bind(run.agent_id)
-        .bind(status.as_str())
-        .bind(int(run.row.version))
-        .bind(run.at_ms)
-        .bind(queued)
-        .bind(queued.then_some(now))
-        .bind(i64::from(lease.is_some()))
-        .bind(lease.map(|l| l.owner.clone()))
-        .bind(lease.map(|l| now.saturating_add(lease_ms(l.lease_ms))))
-        .execute(&mut *tx)
-        .await;
+        let inserted = sqlx::query(INSERT_RUN)
+            .bind(run.run_id.clone())
+            .bind(run.agent_id)
+            .bind(status.as_str())
+            .bind(int(run.row.version))
+            .bind(run.at_ms)
+            .bind(queued)
+            .bind(queued.then_some(now))
+            .bind(i64::from(lease.is_some()))
+            .bind(lease.map(|l| l.owner.clone()))
+            .bind(lease.map(|l| now.saturating_add(lease_ms(l.lease_ms))))
+            .execute(&mut *tx)
+            .await;
         match inserted {
             Err(e) if is_unique_violation(&e) => {
                 return Err(StoreError::AlreadyExists { run_id: run.run_id });
@@ -170,26 +165,21 @@ impl SqliteStore {
         pending: Vec<PendingRow>,
     ) -> Result<(), StoreError> {
         for (seq, p) in pending.into_iter().enumerate() {
-            sqlx::query(
-                "INSERT INTO phaseo_pending (run_id, call_id, seq, agent_id, tool, \
-                 kind, arguments, digest, since_ms, version, decision, decided_by) \
-                 SELECT $1, $2, $3, agent_id, $4, $5, $6, $7, $8, $9, $10, $11 \
-                 FROM phaseo_runs WHERE run_id = $1",
-            )
-            .bind(run_id.to_owned())
-            .bind(p.call_id)
-            .bind(int(seq as u64))
-            .bind(p.tool)
-            .bind(p.kind)
-            .bind(p.arguments)
-            .bind(p.digest)
-            .bind(p.since_ms)
-            .bind(int(p.version))
-            .bind(p.decision)
-            .bind(p.decided_by)
-            .execute(&mut **tx)
-            .await
-            .map_err(database)?;
+            sqlx::query(INSERT_PENDING)
+                .bind(run_id.to_owned())
+                .bind(p.call_id)
+                .bind(int(seq as u64))
+                .bind(p.tool)
+                .bind(p.kind)
+                .bind(p.arguments)
+                .bind(p.digest)
+                .bind(p.since_ms)
+                .bind(int(p.version))
+                .bind(p.decision)
+                .bind(p.decided_by)
+                .execute(&mut **tx)
+                .await
+                .map_err(database)?;
         }
         Ok(())
     }
@@ -199,19 +189,16 @@ impl SqliteStore {
         run_id: &str,
         row: JournalRow,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO phaseo_journal (run_id, version, kind, format, body, digest) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(run_id.to_owned())
-        .bind(int(row.version))
-        .bind(row.kind)
-        .bind(i64::from(row.format))
-        .bind(row.body)
-        .bind(row.digest)
-        .execute(&mut **tx)
-        .await
-        .map_err(database)?;
+        sqlx::query(INSERT_JOURNAL)
+            .bind(run_id.to_owned())
+            .bind(int(row.version))
+            .bind(row.kind)
+            .bind(i64::from(row.format))
+            .bind(row.body)
+            .bind(row.digest)
+            .execute(&mut **tx)
+            .await
+            .map_err(database)?;
         Ok(())
     }
 
@@ -221,27 +208,8 @@ impl SqliteStore {
         let run_id = append.run_id;
         let (_guard, mut tx) = self.begin_write().await?;
         let now = clock_ms();
-        // A queued run left waiting on calls that are all decided is handed to a worker
-        // (`ready`); a write outside a lease, or to any status but running, ends the lease;
-        // a worker's write applies only under its live lease.
-        let set = "UPDATE phaseo_runs SET version = $1, \
-             status = CASE WHEN queued = 1 AND $6 THEN 'ready' ELSE $2 END, \
-             updated_ms = $3, \
-             ready_ms = CASE WHEN queued = 1 AND $6 THEN $7 END, \
-             lease_until_ms = CASE WHEN $8 IS NOT NULL AND $2 = 'running' \
-                 AND NOT (queued = 1 AND $6) THEN lease_until_ms END";
-        let check = " WHERE run_id = $4 AND version = $5 \
-             AND ($8 IS NULL OR (lease_token = $8 AND lease_until_ms > $7)) \
-             RETURNING status";
-        let sql = if append.snapshot.is_none() {
-            format!("{set}{check}")
-        } else {
-            format!(
-                "{set}, snapshot_version = $9, snapshot_format = $10, \
-                 snapshot_body = $11, snapshot_digest = $12{check}"
-            )
-        };
-        let mut updated = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let update = append_update(append.snapshot.is_some());
+        let mut updated = sqlx::query(sqlx::AssertSqlSafe(update))
             .bind(int(version))
             .bind(append.status.as_str())
             .bind(append.at_ms)
@@ -259,16 +227,13 @@ impl SqliteStore {
         }
         let done = updated.fetch_optional(&mut *tx).await.map_err(database)?;
         let Some(done) = done else {
-            let found = sqlx::query(
-                "SELECT version, lease_token = $2 AND lease_until_ms > $3 AS held \
-                 FROM phaseo_runs WHERE run_id = $1",
-            )
-            .bind(run_id.clone())
-            .bind(append.fence.map(int))
-            .bind(now)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(database)?;
+            let found = sqlx::query(HELD)
+                .bind(run_id.clone())
+                .bind(append.fence.map(int))
+                .bind(now)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(database)?;
             let Some(found) = found else {
                 return Err(StoreError::NotFound { run_id });
             };
@@ -291,7 +256,7 @@ impl SqliteStore {
             Self::insert_journal(&mut tx, &run_id, row).await?;
         }
         if let Some(pending) = append.pending {
-            sqlx::query("DELETE FROM phaseo_pending WHERE run_id = $1")
+            sqlx::query(DELETE_PENDING)
                 .bind(run_id.clone())
                 .execute(&mut *tx)
                 .await
@@ -299,21 +264,18 @@ impl SqliteStore {
             Self::insert_pending(&mut tx, &run_id, pending).await?;
         }
         for d in append.decisions {
-            sqlx::query(
-                "INSERT INTO phaseo_audit (run_id, call_id, tool, decision, decided_by, \
-                 at_ms, digest, version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            )
-            .bind(d.run_id)
-            .bind(d.call_id)
-            .bind(d.tool)
-            .bind(d.decision)
-            .bind(d.by)
-            .bind(d.at_ms)
-            .bind(d.digest)
-            .bind(int(d.version))
-            .execute(&mut *tx)
-            .await
-            .map_err(database)?;
+            sqlx::query(INSERT_AUDIT)
+                .bind(d.run_id)
+                .bind(d.call_id)
+                .bind(d.tool)
+                .bind(d.decision)
+                .bind(d.by)
+                .bind(d.at_ms)
+                .bind(d.digest)
+                .bind(int(d.version))
+                .execute(&mut *tx)
+                .await
+                .map_err(database)?;
         }
         tx.commit().await.map_err(database)?;
         if ready {
@@ -327,22 +289,16 @@ impl SqliteStore {
         let mut tx = self.begin_read().await?;
         // Each text is sent only within the bounds: its own size, and the sizes read so
         // far (the snapshot's, then the entries' in order, then the pending calls').
-        let row = sqlx::query(
-            "SELECT agent_id, status, version, created_ms, updated_ms, snapshot_version, \
-             snapshot_format, CASE WHEN octet_length(snapshot_body) <= $2 \
-             AND octet_length(snapshot_body) <= $3 THEN snapshot_body END AS snapshot_body, \
-             octet_length(snapshot_body) AS snapshot_bytes, snapshot_digest \
-             FROM phaseo_runs WHERE run_id = $1",
-        )
-        .bind(run_id.to_owned())
-        .bind(int(limits.max_row_bytes))
-        .bind(int(limits.max_load_bytes))
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(database)?
-        .ok_or_else(|| StoreError::NotFound {
-            run_id: run_id.to_owned(),
-        })?;
+        let row = sqlx::query(LOAD_RUN)
+            .bind(run_id.to_owned())
+            .bind(int(limits.max_row_bytes))
+            .bind(int(limits.max_load_bytes))
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(database)?
+            .ok_or_else(|| StoreError::NotFound {
+                run_id: run_id.to_owned(),
+            })?;
         // A row that cannot be read names its own version, read apart from its texts.
         let at = |r: &SqliteRow| {
             r.try_get::<i64, _>("version")
@@ -357,34 +313,29 @@ impl SqliteStore {
         let mut used = raw.snapshot_bytes.unwrap_or(0);
         let checked = raw.check(run_id)?;
         let after = checked.snapshot.as_ref().map_or(0, |s| s.version);
-        let journal = sqlx::query(
-            "SELECT version, kind, format, CASE WHEN octet_length(body) <= $3 \
-             AND sum(octet_length(body)) OVER (ORDER BY version) <= $4 THEN body END \
-             AS body, digest, octet_length(body) AS bytes FROM phaseo_journal \
-             WHERE run_id = $1 AND version > $2 ORDER BY version",
-        )
-        .bind(run_id.to_owned())
-        .bind(int(after))
-        .bind(int(limits.max_row_bytes))
-        .bind(int(limits.max_load_bytes).saturating_sub(used))
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(database)?
-        .iter()
-        .map(|r| {
-            let read = || {
-                Ok::<_, sqlx::Error>((
-                    r.try_get("version")?,
-                    r.try_get("kind")?,
-                    r.try_get("format")?,
-                    r.try_get("body")?,
-                    r.try_get("digest")?,
-                    r.try_get("bytes")?,
-                ))
-            };
-            read().map_err(bad(at(r)))
-        })
-        .collect::<Result<Vec<RawJournal>, _>>()?;
+        let journal = sqlx::query(LOAD_JOURNAL)
+            .bind(run_id.to_owned())
+            .bind(int(after))
+            .bind(int(limits.max_row_bytes))
+            .bind(int(limits.max_load_bytes).saturating_sub(used))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(database)?
+            .iter()
+            .map(|r| {
+                let read = || {
+                    Ok::<_, sqlx::Error>((
+                        r.try_get("version")?,
+                        r.try_get("kind")?,
+                        r.try_get("format")?,
+                        r.try_get("body")?,
+                        r.try_get("digest")?,
+                        r.try_get("bytes")?,
+                    ))
+                };
+                read().map_err(bad(at(r)))
+            })
+            .collect::<Result<Vec<RawJournal>, _>>()?;
         let entries = || journal.iter().map(|j| (Part::Entry(j.0), j.5));
         check_sizes(
             run_id,
@@ -392,21 +343,15 @@ impl SqliteStore {
             snapshot.clone().into_iter().chain(entries()),
         )?;
         used = used.saturating_add(journal.iter().map(|j| j.5).sum::<i64>());
-        let pending = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {} FROM phaseo_pending WHERE run_id = $1 ORDER BY seq",
-            pending_columns(
-                limits.max_row_bytes,
-                &format!("AND sum({}) OVER (ORDER BY seq) <= $2", PENDING_BYTES),
-            )
-        )))
-        .bind(run_id.to_owned())
-        .bind(int(limits.max_load_bytes).saturating_sub(used))
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(database)?
-        .iter()
-        .map(|r| raw_pending(r).map_err(bad(at(r))))
-        .collect::<Result<Vec<_>, _>>()?;
+        let pending = sqlx::query(sqlx::AssertSqlSafe(load_pending(limits.max_row_bytes)))
+            .bind(run_id.to_owned())
+            .bind(int(limits.max_load_bytes).saturating_sub(used))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(database)?
+            .iter()
+            .map(|r| raw_pending(r).map_err(bad(at(r))))
+            .collect::<Result<Vec<_>, _>>()?;
         tx.commit().await.map_err(database)?;
         let calls = pending.iter().map(|p| (Part::Pending(&p.call_id), p.bytes));
         check_sizes(
