@@ -430,41 +430,6 @@ pub(crate) fn page<T>(mut items: Vec<T>, limit: usize, cursor: impl Fn(&T) -> St
     Page::new(items, next)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_cursor_round_trips_any_id() {
-        let cursor = encode("p1", -5, &["run.with:dots", "ünïcode"]);
-        let (n, texts) = decode("p1", 2, &cursor).unwrap();
-        assert_eq!(n, -5);
-        assert_eq!(texts, ["run.with:dots", "ünïcode"]);
-        assert!(decode("r1", 2, &cursor).is_err());
-        assert!(decode("p1", 1, &cursor).is_err());
-        assert!(decode("p1", 2, "p1.x.00").is_err());
-        assert!(decode("p1", 2, "p1.1.0g.00").is_err());
-    }
-
-    #[test]
-    fn built_statements_number_their_parameters() {
-        let filter = PendingFilter {
-            agent_id: Some("a".into()),
-            older_than_ms: Some(9),
-            after: Some(encode("p1", 7, &["r", "c"])),
-            limit: 5_000,
-            ..PendingFilter::default()
-        };
-        let s = pending_statement(&filter, &ReadLimits::default()).unwrap();
-        assert!(s.sql.contains("agent_id = $1"), "{}", s.sql);
-        assert!(s.sql.contains("since_ms < $2"), "{}", s.sql);
-        assert!(s.sql.contains("< ($3, $4, $5)"), "{}", s.sql);
-        assert!(s.sql.ends_with("LIMIT $6"), "{}", s.sql);
-        assert_eq!(s.values[5], Value::Int(MAX_LIMIT as i64 + 1));
-        assert_eq!(s.values[3], Value::Text("r".into()));
-    }
-}
-
 /// The page of runs from the `limit + 1` rows of [`runs_statement`].
 pub(crate) fn runs_page<R>(rows: &[R], limit: usize) -> Result<Page<RunSummary>, StoreError>
 where
@@ -530,4 +495,39 @@ where
         page.items.into_iter().map(|(_, row)| row).collect(),
         page.next,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_round_trips_any_id() {
+        let cursor = encode("p1", -5, &["run.with:dots", "ünïcode"]);
+        let (n, texts) = decode("p1", 2, &cursor).unwrap();
+        assert_eq!(n, -5);
+        assert_eq!(texts, ["run.with:dots", "ünïcode"]);
+        assert!(decode("r1", 2, &cursor).is_err());
+        assert!(decode("p1", 1, &cursor).is_err());
+        assert!(decode("p1", 2, "p1.x.00").is_err());
+        assert!(decode("p1", 2, "p1.1.0g.00").is_err());
+    }
+
+    #[test]
+    fn built_statements_number_their_parameters() {
+        let filter = PendingFilter {
+            agent_id: Some("a".into()),
+            older_than_ms: Some(9),
+            after: Some(encode("p1", 7, &["r", "c"])),
+            limit: 5_000,
+            ..PendingFilter::default()
+        };
+        let s = pending_statement(&filter, &ReadLimits::default()).unwrap();
+        assert!(s.sql.contains("agent_id = $1"), "{}", s.sql);
+        assert!(s.sql.contains("since_ms < $2"), "{}", s.sql);
+        assert!(s.sql.contains("< ($3, $4, $5)"), "{}", s.sql);
+        assert!(s.sql.ends_with("LIMIT $6"), "{}", s.sql);
+        assert_eq!(s.values[5], Value::Int(MAX_LIMIT as i64 + 1));
+        assert_eq!(s.values[3], Value::Text("r".into()));
+    }
 }

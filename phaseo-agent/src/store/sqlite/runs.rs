@@ -309,7 +309,7 @@ impl SqliteStore {
         let bad = |version: u64| move |e: sqlx::Error| corrupt(run_id, version, e.to_string());
         let raw = raw_run(&row).map_err(bad(at(&row)))?;
         let snapshot = raw.snapshot_bytes.map(|b| (Part::Snapshot, b));
-        check_sizes(run_id, &limits, snapshot.clone())?;
+        check_sizes(run_id, &limits, snapshot)?;
         let mut used = raw.snapshot_bytes.unwrap_or(0);
         let checked = raw.check(run_id)?;
         let after = checked.snapshot.as_ref().map_or(0, |s| s.version);
@@ -337,11 +337,7 @@ impl SqliteStore {
             })
             .collect::<Result<Vec<RawJournal>, _>>()?;
         let entries = || journal.iter().map(|j| (Part::Entry(j.0), j.5));
-        check_sizes(
-            run_id,
-            &limits,
-            snapshot.clone().into_iter().chain(entries()),
-        )?;
+        check_sizes(run_id, &limits, snapshot.into_iter().chain(entries()))?;
         used = used.saturating_add(journal.iter().map(|j| j.5).sum::<i64>());
         let pending = sqlx::query(sqlx::AssertSqlSafe(load_pending(limits.max_row_bytes)))
             .bind(run_id.to_owned())
