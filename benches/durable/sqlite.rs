@@ -14,7 +14,7 @@ use rusqlite::{Connection, ToSql};
 use crate::agents::tool_run;
 use crate::timed::{Step, Timed};
 
-/// The store's connection settings (`SqliteStoreBuilder::open` in `store/sqlite.rs`): WAL,
+/// The store's connection settings (`SqliteStoreBuilder::open` in `store/sqlite/connect.rs`): WAL,
 /// `synchronous` FULL when power-safe (the default) else NORMAL, foreign keys on, a 5 s busy
 /// timeout (the builder's default).
 pub fn connect(path: &Path, power_safe: bool) -> Connection {
@@ -65,7 +65,7 @@ impl CommitFloor {
 }
 
 /// What the store sends for an append of one journal entry with no snapshot, no pending calls
-/// and no decisions (`append_run` in `store/sql.rs`), copied here: the run's row moved to the
+/// and no decisions (`append_run` in `store/sqlite/runs.rs`), copied here: the run's row moved to the
 /// next version (checked against the version read, and against a lease when a worker writes),
 /// then the entry's row. Keep in step with the store: the bench compares them at its start
 /// (`statements_match`).

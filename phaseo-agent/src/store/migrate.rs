@@ -17,7 +17,7 @@ use sqlx::migrate::{Migrate, MigrateError, Migration, MigrationType, Migrator};
 use sqlx::{AssertSqlSafe, Database, Executor, Row as _, SqlStr};
 
 use crate::error::StoreError;
-use crate::store::sql::database;
+use crate::store::sql::checks::database;
 
 /// The table sqlx records applied migrations in: a name of the store's own, so that an
 /// application's own sqlx migrations in the same database (`_sqlx_migrations`) never mix with

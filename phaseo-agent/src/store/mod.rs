@@ -37,7 +37,7 @@ pub use backend::{
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-pub use postgres::{PostgresStore, PostgresStoreBuilder};
+pub use postgres::connect::{PostgresStore, PostgresStoreBuilder};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
-pub use sqlite::{SqliteStore, SqliteStoreBuilder};
+pub use sqlite::connect::{SqliteStore, SqliteStoreBuilder};

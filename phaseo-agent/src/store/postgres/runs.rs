@@ -1,0 +1,537 @@
+//! The PostgreSQL store's runs: [`RunStore`] for [`PostgresStore`]. Each of `create`, `append`
+//! and `load` is one statement ([`statements`](crate::store::postgres::statements)).
+
+use futures::future::BoxFuture;
+use sqlx::Postgres;
+use sqlx::Row as _;
+use sqlx::postgres::{PgArguments, PgRow};
+
+use crate::error::StoreError;
+use crate::store::backend::{
+    AbandonedRun, Append, AuditFilter, DecisionRow, Lease, LeaseRequest, LoadedRun, NewRun, Page,
+    PendingFilter, PendingRow, ReadLimits, RunFilter, RunStore, RunSummary, StoredStatus,
+    hands_over, lease_ms,
+};
+use crate::store::postgres::connect::{PendingColumns, PostgresStore, column};
+use crate::store::postgres::statements::{APPEND, CREATE, HELD, LOAD, PRUNE, RUN_KEY};
+use crate::store::sql::checks::{
+    self, Part, RawJournal, RawPending, check_append, check_new, check_sizes, corrupt, database,
+    int, is_unique_violation, journal, raw_run,
+};
+use crate::store::sql::listing::{
+    Statement, Value, audit_page, audit_statement, listed_pending, pending_page, pending_statement,
+    runs_page, runs_statement,
+};
+
+impl PostgresStore {
+    /// A statement with the backend's preparation policy.
+    pub(super) fn query(
+        &self,
+        sql: impl sqlx::SqlSafeStr,
+    ) -> sqlx::query::Query<'static, Postgres, PgArguments> {
+        sqlx::query(sql).persistent(self.persistent())
+    }
+
+    /// A statement built at run time, its values bound.
+    fn built(&self, statement: Statement) -> sqlx::query::Query<'static, Postgres, PgArguments> {
+        let mut query = self.query(sqlx::AssertSqlSafe(statement.sql));
+        for value in statement.values {
+            query = match value {
+                Value::Int(i) => query.bind(i),
+                Value::Text(t) => query.bind(t),
+            };
+        }
+        query
+    }
+
+    /// The rows of a listing's statement, read in a transaction of one snapshot.
+    async fn read_rows(&self, statement: Statement) -> Result<Vec<PgRow>, StoreError> {
+        let mut tx = self.begin_read().await?;
+        let rows = self
+            .built(statement)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(database)?;
+        tx.commit().await.map_err(database)?;
+        Ok(rows)
+    }
+
+    async fn list_pending(&self, filter: &PendingFilter) -> Result<Page<PendingRow>, StoreError> {
+        let statement = pending_statement(filter, &self.limits)?;
+        let rows = self.read_rows(statement).await?;
+        let listed = rows
+            .iter()
+            .map(|r| listed_pending(r, &self.limits))
+            .collect();
+        Ok(pending_page(listed, filter.limit))
+    }
+
+    async fn list_runs(&self, filter: &RunFilter) -> Result<Page<RunSummary>, StoreError> {
+        let rows = self.read_rows(runs_statement(filter)?).await?;
+        runs_page(&rows, filter.limit)
+    }
+
+    async fn list_audit(&self, filter: &AuditFilter) -> Result<Page<DecisionRow>, StoreError> {
+        let rows = self
+            .read_rows(audit_statement(filter, &self.limits)?)
+            .await?;
+        audit_page(&rows, filter.limit, &self.limits)
+    }
+
+    async fn prune_runs(&self, before_ms: i64) -> Result<u64, StoreError> {
+        let mut session = self.session().await?;
+        let done = self
+            .query(PRUNE)
+            .bind(before_ms)
+            .execute(session.conn())
+            .await
+            .map_err(database)?;
+        session.finish().await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn create_run(&self, run: NewRun) -> Result<(), StoreError> {
+        self.insert_run(run, false, None).await
+    }
+
+    /// Stores a new run held under a lease (token 1), in one statement.
+    pub(super) async fn create_held_run(
+        &self,
+        run: NewRun,
+        lease: &LeaseRequest,
+    ) -> Result<Lease, StoreError> {
+        let held = Lease {
+            run_id: run.run_id.clone(),
+            agent_id: run.agent_id.clone(),
+            token: 1,
+            status: run.status,
+            version: run.row.version,
+            waited_ms: 0,
+        };
+        self.insert_run(run, false, Some(lease)).await?;
+        Ok(held)
+    }
+
+    /// Stores a new run; a queued one is stored ready, and announced; a held one under a lease
+    /// with token 1.
+    pub(super) async fn insert_run(
+        &self,
+        run: NewRun,
+        queued: bool,
+        lease: Option<&LeaseRequest>,
+    ) -> Result<(), StoreError> {
+        check_new(&run)?;
+        let status = if queued {
+            StoredStatus::Ready
+        } else {
+            run.status
+        };
+        let query = self
+            .query(CREATE)
+            .bind(run.run_id.clone())
+            .bind(run.agent_id)
+            .bind(status.as_str())
+            .bind(int(run.row.version))
+            .bind(run.at_ms)
+            .bind(run.row.kind)
+            .bind(i64::from(run.row.format))
+            .bind(run.row.body)
+            .bind(run.row.digest);
+        let query = PendingColumns::new(run.pending)
+            .bind(query)
+            .bind(queued)
+            .bind(lease.map(|l| l.owner.clone()))
+            .bind(lease.map(|l| lease_ms(l.lease_ms)));
+        let mut session = self.session().await?;
+        match query.execute(session.conn()).await {
+            Err(e)
+                if is_unique_violation(&e)
+                    && e.as_database_error().and_then(|d| d.constraint()) == Some(RUN_KEY) =>
+            {
+                return Err(StoreError::AlreadyExists { run_id: run.run_id });
+            }
+            other => other.map_err(database)?,
+        };
+        session.finish().await
+    }
+
+    async fn append_run(&self, append: Append) -> Result<(), StoreError> {
+        let version = check_append(&append)?;
+        let hands_over = hands_over(&append);
+        let Append {
+            run_id,
+            expected_version,
+            rows,
+            status,
+            snapshot,
+            pending,
+            decisions,
+            at_ms,
+            fence,
+        } = append;
+        let mut query = self
+            .query(APPEND)
+            .bind(run_id.clone())
+            .bind(int(expected_version))
+            .bind(int(version))
+            .bind(status.as_str())
+            .bind(at_ms);
+        query = match snapshot {
+            Some(s) => query
+                .bind(Some(int(s.version)))
+                .bind(Some(i64::from(s.format)))
+                .bind(Some(s.body))
+                .bind(Some(s.digest)),
+            None => query
+                .bind(None::<i64>)
+                .bind(None::<i64>)
+                .bind(None::<String>)
+                .bind(None::<String>),
+        };
+        let n = rows.len();
+        let (mut versions, mut formats) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut kinds, mut bodies, mut digests) = (Vec::new(), Vec::new(), Vec::new());
+        for row in rows {
+            versions.push(int(row.version));
+            kinds.push(row.kind);
+            formats.push(i64::from(row.format));
+            bodies.push(row.body);
+            digests.push(row.digest);
+        }
+        let replace = pending.is_some();
+        query = PendingColumns::new(pending.unwrap_or_default()).bind(query);
+        query = query
+            .bind(replace)
+            .bind(versions)
+            .bind(kinds)
+            .bind(formats)
+            .bind(bodies)
+            .bind(digests);
+        let (mut calls, mut tools, mut made, mut by) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut at, mut digests, mut versions) = (Vec::new(), Vec::new(), Vec::new());
+        for d in decisions {
+            calls.push(d.call_id);
+            tools.push(d.tool);
+            made.push(d.decision);
+            by.push(d.by);
+            at.push(d.at_ms);
+            digests.push(d.digest);
+            versions.push(int(d.version));
+        }
+        query = query
+            .bind(calls)
+            .bind(tools)
+            .bind(made)
+            .bind(by)
+            .bind(at)
+            .bind(digests)
+            .bind(versions)
+            .bind(hands_over)
+            .bind(fence.map(int));
+        let mut session = self.session().await?;
+        let updated: i64 = query
+            .fetch_one(session.conn())
+            .await
+            .and_then(|row| row.try_get("updated"))
+            .map_err(database)?;
+        if updated == 0 {
+            let found = self
+                .query(HELD)
+                .bind(run_id.clone())
+                .bind(fence.map(int))
+                .fetch_optional(session.conn())
+                .await
+                .map_err(database)?;
+            let Some(found) = found else {
+                return Err(StoreError::NotFound { run_id });
+            };
+            let held: Option<bool> = found.try_get("held").map_err(database)?;
+            let found: i64 = found.try_get("version").map_err(database)?;
+            let found = checks::version(&run_id, 0, "the run's version", found)?;
+            // A worker whose lease is over is told so first, whatever else moved on.
+            if let (Some(token), false) = (fence, held.unwrap_or(false)) {
+                return Err(StoreError::LeaseLost { run_id, token });
+            }
+            return Err(StoreError::Conflict {
+                run_id,
+                expected: expected_version,
+                found,
+            });
+        }
+        session.finish().await
+    }
+
+    async fn load_run(&self, run_id: &str) -> Result<LoadedRun, StoreError> {
+        let mut session = self.session().await?;
+        let row = self
+            .query(LOAD)
+            .bind(run_id.to_owned())
+            .bind(int(self.limits.max_row_bytes))
+            .bind(int(self.limits.max_load_bytes))
+            .fetch_optional(session.conn())
+            .await
+            .map_err(database)?
+            .ok_or_else(|| StoreError::NotFound {
+                run_id: run_id.to_owned(),
+            })?;
+        session.finish().await?;
+        // What cannot be read names the run's version, read apart from the texts.
+        let at = row
+            .try_get::<i64, _>("version")
+            .ok()
+            .and_then(|v| u64::try_from(v).ok())
+            .unwrap_or(0);
+        let bad = |e: sqlx::Error| corrupt(run_id, at, e.to_string());
+        Self::check_load_sizes(run_id, &self.limits, &row).map_err(|e| e.either(bad))?;
+        let raw = raw_run(&row).map_err(bad)?;
+        let checked = raw.check(run_id)?;
+        let after = checked.snapshot.as_ref().map_or(0, |s| s.version);
+        let rows = journal(
+            run_id,
+            after,
+            checked.version,
+            Self::journal_columns(&row).map_err(bad)?,
+        )?;
+        let pending = Self::pending_columns(run_id, &row)
+            .map_err(bad)?
+            .into_iter()
+            .map(RawPending::check)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(raw.loaded(run_id, checked, rows, pending))
+    }
+
+    /// Checks the sizes `load`'s row reports before its texts are read (a text past the bounds
+    /// is NULL in the row).
+    fn check_load_sizes(run_id: &str, limits: &ReadLimits, row: &PgRow) -> Result<(), Failed> {
+        let snapshot: Option<i64> = row.try_get("snapshot_bytes")?;
+        let versions = column::<i64>(row, "j_version")?;
+        let entries = column::<i64>(row, "j_bytes")?;
+        let calls = column::<String>(row, "p_call_id")?;
+        let pending = column::<i64>(row, "p_bytes")?;
+        let sizes = snapshot
+            .map(|b| (Part::Snapshot, b))
+            .into_iter()
+            .chain(
+                versions
+                    .into_iter()
+                    .zip(entries)
+                    .map(|(v, b)| (Part::Entry(v), b)),
+            )
+            .chain(
+                calls
+                    .iter()
+                    .zip(pending)
+                    .map(|(c, b)| (Part::Pending(c), b)),
+            );
+        check_sizes(run_id, limits, sizes).map_err(Failed::Store)
+    }
+
+    /// The journal rows of `load`'s row, from its arrays (all of one length: one aggregate).
+    fn journal_columns(row: &PgRow) -> Result<Vec<RawJournal>, sqlx::Error> {
+        let versions = column::<i64>(row, "j_version")?;
+        let kinds = column::<String>(row, "j_kind")?;
+        let formats = column::<i64>(row, "j_format")?;
+        let bodies = column::<Option<String>>(row, "j_body")?;
+        let bytes = column::<i64>(row, "j_bytes")?;
+        let digests = column::<String>(row, "j_digest")?;
+        same_length(
+            versions.len(),
+            &[
+                kinds.len(),
+                formats.len(),
+                bodies.len(),
+                digests.len(),
+                bytes.len(),
+            ],
+        )?;
+        Ok(versions
+            .into_iter()
+            .zip(kinds)
+            .zip(formats)
+            .zip(bodies)
+            .zip(digests)
+            .zip(bytes)
+            .map(|(((((v, kind), f), body), digest), n)| (v, kind, f, body, digest, n))
+            .collect())
+    }
+
+    /// The pending rows of `load`'s row, from its arrays.
+    fn pending_columns(run_id: &str, row: &PgRow) -> Result<Vec<RawPending>, sqlx::Error> {
+        let call_ids = column::<String>(row, "p_call_id")?;
+        let mut agent_ids = column::<String>(row, "p_agent_id")?.into_iter();
+        let mut tools = column::<String>(row, "p_tool")?.into_iter();
+        let mut kinds = column::<String>(row, "p_kind")?.into_iter();
+        let mut arguments = column::<Option<String>>(row, "p_arguments")?.into_iter();
+        let mut digests = column::<String>(row, "p_digest")?.into_iter();
+        let mut since = column::<i64>(row, "p_since_ms")?.into_iter();
+        let mut versions = column::<i64>(row, "p_version")?.into_iter();
+        let mut decisions = column::<Option<String>>(row, "p_decision")?.into_iter();
+        let mut decided_by = column::<Option<String>>(row, "p_decided_by")?.into_iter();
+        let mut bytes = column::<i64>(row, "p_bytes")?.into_iter();
+        same_length(
+            call_ids.len(),
+            &[
+                agent_ids.len(),
+                tools.len(),
+                kinds.len(),
+                arguments.len(),
+                digests.len(),
+                since.len(),
+                versions.len(),
+                decisions.len(),
+                decided_by.len(),
+                bytes.len(),
+            ],
+        )?;
+        let mut rows = Vec::with_capacity(call_ids.len());
+        for call_id in call_ids {
+            // Every iterator has as many items as `call_ids` (checked above).
+            let (
+                Some(agent_id),
+                Some(tool),
+                Some(kind),
+                Some(arguments),
+                Some(digest),
+                Some(since_ms),
+                Some(version),
+                Some(decision),
+                Some(decided_by),
+                Some(bytes),
+            ) = (
+                agent_ids.next(),
+                tools.next(),
+                kinds.next(),
+                arguments.next(),
+                digests.next(),
+                since.next(),
+                versions.next(),
+                decisions.next(),
+                decided_by.next(),
+                bytes.next(),
+            )
+            else {
+                break;
+            };
+            rows.push(RawPending {
+                run_id: run_id.to_owned(),
+                agent_id,
+                call_id,
+                tool,
+                kind,
+                arguments,
+                digest,
+                since_ms,
+                version,
+                decision,
+                decided_by,
+                bytes,
+            });
+        }
+        Ok(rows)
+    }
+}
+
+/// A check of `load`'s row that failed: the row could not be read, or the store refuses it.
+enum Failed {
+    Read(sqlx::Error),
+    Store(StoreError),
+}
+
+impl From<sqlx::Error> for Failed {
+    fn from(error: sqlx::Error) -> Self {
+        Failed::Read(error)
+    }
+}
+
+impl Failed {
+    /// The store's error, a read's made by `read`.
+    fn either(self, read: impl FnOnce(sqlx::Error) -> StoreError) -> StoreError {
+        match self {
+            Failed::Read(e) => read(e),
+            Failed::Store(e) => e,
+        }
+    }
+}
+
+/// Checks that the arrays of one aggregate have one length.
+fn same_length(first: usize, others: &[usize]) -> Result<(), sqlx::Error> {
+    if others.iter().all(|n| *n == first) {
+        Ok(())
+    } else {
+        Err(sqlx::Error::Decode(
+            format!("arrays of different lengths ({first} and {others:?})").into(),
+        ))
+    }
+}
+
+impl RunStore for PostgresStore {
+    fn create(&self, run: NewRun) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(self.create_run(run))
+    }
+
+    fn append(&self, append: Append) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(self.append_run(append))
+    }
+
+    fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<LoadedRun, StoreError>> {
+        Box::pin(self.load_run(run_id))
+    }
+
+    fn pending<'a>(
+        &'a self,
+        filter: &'a PendingFilter,
+    ) -> BoxFuture<'a, Result<Page<PendingRow>, StoreError>> {
+        Box::pin(self.list_pending(filter))
+    }
+
+    fn runs<'a>(
+        &'a self,
+        filter: &'a RunFilter,
+    ) -> BoxFuture<'a, Result<Page<RunSummary>, StoreError>> {
+        Box::pin(self.list_runs(filter))
+    }
+
+    fn audit<'a>(
+        &'a self,
+        filter: &'a AuditFilter,
+    ) -> BoxFuture<'a, Result<Page<DecisionRow>, StoreError>> {
+        Box::pin(self.list_audit(filter))
+    }
+
+    fn prune(&self, before_ms: i64) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(self.prune_runs(before_ms))
+    }
+
+    fn renew<'a>(
+        &'a self,
+        lease: &'a Lease,
+        lease_ms: u64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.renew_lease(lease, lease_ms))
+    }
+
+    fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.release_lease(lease))
+    }
+
+    fn create_held<'a>(
+        &'a self,
+        run: NewRun,
+        lease: &'a LeaseRequest,
+    ) -> BoxFuture<'a, Result<Lease, StoreError>> {
+        Box::pin(self.create_held_run(run, lease))
+    }
+
+    fn acquire<'a>(
+        &'a self,
+        run_id: &'a str,
+        lease: &'a LeaseRequest,
+    ) -> BoxFuture<'a, Result<Lease, StoreError>> {
+        Box::pin(self.acquire_lease(run_id, lease))
+    }
+
+    fn abandoned(&self, limit: usize) -> BoxFuture<'_, Result<Vec<AbandonedRun>, StoreError>> {
+        Box::pin(self.list_abandoned(limit))
+    }
+}

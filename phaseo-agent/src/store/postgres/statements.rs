@@ -1,0 +1,354 @@
+//! The PostgreSQL store's SQL, every statement in one place: the schema's migrations, the
+//! statements of `create`, `append` and `load` (one each), and the queue's.
+
+use crate::store::migrate::Files;
+
+/// The schema: `phaseo-agent/migrations/postgres/`, one file per version, applied in order.
+pub(crate) const MIGRATIONS: Files = &[
+    (
+        1,
+        "runs",
+        include_str!("../../../migrations/postgres/0001_runs.sql"),
+    ),
+    (
+        2,
+        "row estimates",
+        include_str!("../../../migrations/postgres/0002_row_estimates.sql"),
+    ),
+    (
+        3,
+        "queue",
+        include_str!("../../../migrations/postgres/0003_queue.sql"),
+    ),
+];
+
+/// The channel a run that becomes ready is announced on (its agent's id as the payload).
+pub(crate) const CHANNEL: &str = "phaseo_ready";
+
+/// The database's clock, in milliseconds since the Unix epoch: leases are measured by it alone.
+macro_rules! now_ms {
+    () => {
+        "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+    };
+}
+
+/// Whether a queued run may be taken at `c.now`: ready and not held by a live lease, or running
+/// under a lease that expired.
+macro_rules! claimable {
+    () => {
+        "(queued AND (lease_until_ms IS NULL OR lease_until_ms <= c.now)
+        AND (status = 'ready' OR (status = 'running' AND lease_until_ms IS NOT NULL)))"
+    };
+}
+
+/// Since when a claimable run has waited (`c.now` in a `FROM` with `c`).
+macro_rules! waiting_since {
+    () => {
+        "CASE WHEN status = 'ready' THEN COALESCE(ready_ms, c.now) ELSE lease_until_ms END"
+    };
+}
+
+/// `claim`: locks up to `$2` claimable runs of the agents `$1`, oldest ready first, skipping rows
+/// another transaction holds, and gives each a lease (`$3` the worker, `$4` its length); then the
+/// time until the earliest live lease of those agents expires, on a row of its own.
+pub(crate) const CLAIM: &str = concat!(
+    "\
+WITH c AS MATERIALIZED (SELECT ",
+    now_ms!(),
+    " AS now), picked AS (
+    SELECT r.run_id, ",
+    waiting_since!(),
+    " AS since
+    FROM phaseo_runs r, c
+    WHERE r.agent_id = ANY ($1::text[]) AND r.status IN ('ready', 'running') AND ",
+    claimable!(),
+    "
+    ORDER BY since, r.run_id
+    LIMIT $2
+    FOR UPDATE OF r SKIP LOCKED
+), taken AS (
+    UPDATE phaseo_runs r SET lease_token = r.lease_token + 1, lease_owner = $3,
+        lease_until_ms = c.now + $4
+    FROM picked, c WHERE r.run_id = picked.run_id
+    RETURNING r.run_id, r.agent_id, r.status, r.version, r.lease_token,
+        c.now - picked.since AS waited, picked.since
+)
+SELECT run_id, agent_id, status, version, lease_token, waited, NULL::bigint AS next
+FROM (SELECT * FROM taken ORDER BY since, run_id) t
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, min(r.lease_until_ms) - min(c.now)
+FROM phaseo_runs r, c
+WHERE r.queued AND r.agent_id = ANY ($1::text[]) AND r.lease_until_ms > c.now"
+);
+
+/// After a refused `append`: the run's version, and whether the lease `$2` still holds it.
+pub(crate) const HELD: &str = concat!(
+    "SELECT version, lease_token = $2::bigint AND lease_until_ms > ",
+    now_ms!(),
+    " AS held FROM phaseo_runs WHERE run_id = $1"
+);
+
+/// `acquire`: a lease on run `$1` for `$2`, lasting `$3` milliseconds, unless a live one holds
+/// it; then, whatever happened, the run's holder and when its lease expires, for a refusal.
+pub(crate) const ACQUIRE: &str = concat!(
+    "\
+WITH c AS MATERIALIZED (SELECT ",
+    now_ms!(),
+    " AS now), taken AS (
+    UPDATE phaseo_runs r SET lease_token = r.lease_token + 1, lease_owner = $2,
+        lease_until_ms = c.now + $3
+    FROM c WHERE r.run_id = $1 AND (r.lease_until_ms IS NULL OR r.lease_until_ms <= c.now)
+    RETURNING r.agent_id, r.status, r.version, r.lease_token
+)
+SELECT t.agent_id, t.status, t.version, t.lease_token, NULL::text AS owner, NULL::bigint AS left_ms
+FROM taken t
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, r.lease_owner, r.lease_until_ms - c.now
+FROM phaseo_runs r, c WHERE r.run_id = $1 AND NOT EXISTS (SELECT 1 FROM taken)"
+);
+
+/// `abandoned`: runs of the applications' own processes that are running under an expired lease,
+/// or none, oldest first, at most `$1`.
+pub(crate) const ABANDONED: &str = concat!(
+    "SELECT run_id, agent_id, lease_owner, lease_until_ms, updated_ms FROM phaseo_runs \
+     WHERE status = 'running' AND NOT queued AND (lease_until_ms IS NULL OR lease_until_ms <= ",
+    now_ms!(),
+    ") ORDER BY updated_ms, run_id LIMIT $1"
+);
+
+/// `renew`: the lease `$2` of run `$1`, while it lives, now lasts `$3` more milliseconds.
+pub(crate) const RENEW: &str = concat!(
+    "UPDATE phaseo_runs SET lease_until_ms = c.now + $3 FROM (SELECT ",
+    now_ms!(),
+    " AS now) c WHERE run_id = $1 AND lease_token = $2 AND lease_until_ms > c.now"
+);
+
+/// `release`: the lease `$2` of run `$1` ends now, and the run's agent is announced.
+pub(crate) const RELEASE: &str = concat!(
+    "WITH c AS MATERIALIZED (SELECT ",
+    now_ms!(),
+    " AS now), r AS (
+    UPDATE phaseo_runs SET lease_until_ms = c.now FROM c
+    WHERE run_id = $1 AND lease_token = $2 AND lease_until_ms > c.now RETURNING agent_id
+)
+SELECT pg_notify('phaseo_ready', agent_id) FROM r"
+);
+
+/// `queue_counts`: each agent's runs by state, and how long its oldest claimable run waited.
+pub(crate) const COUNTS: &str = concat!(
+    "WITH c AS MATERIALIZED (SELECT ",
+    now_ms!(),
+    " AS now)
+SELECT agent_id,
+    count(*) FILTER (WHERE ",
+    claimable!(),
+    ") AS ready,
+    count(*) FILTER (WHERE status IN ('ready', 'running') AND NOT ",
+    claimable!(),
+    ") AS running,
+    count(*) FILTER (WHERE status = 'paused') AS paused,
+    count(*) FILTER (WHERE status = 'in_doubt') AS in_doubt,
+    count(*) FILTER (WHERE status = 'failed') AS failed,
+    count(*) FILTER (WHERE status = 'completed') AS completed,
+    max(c.now - ",
+    waiting_since!(),
+    ") FILTER (WHERE ",
+    claimable!(),
+    ") AS oldest
+FROM phaseo_runs, c
+GROUP BY agent_id
+ORDER BY agent_id"
+);
+
+/// Taken (for the transaction) by whoever migrates, so two processes opening a fresh database at
+/// once apply the schema once. The key is "phaseo" in ASCII, then 1 in the last
+/// two bytes (the audit log's lock ends in 2).
+pub(crate) const MIGRATION_LOCK: &str = "SELECT pg_advisory_xact_lock(8099831078076743681)";
+
+/// The key of the transaction-scoped advisory lock an append with decisions takes before its
+/// first audit row: "phaseo" in ASCII, then 2 in the last two bytes.
+macro_rules! audit_lock_key {
+    () => {
+        "8099831078076743682"
+    };
+}
+
+/// Sent once on each new connection when statements stay prepared on it: the server then plans
+/// each statement once per connection, not at every execution. Its own choice, a plan made for
+/// the parameters of each call, spent longer planning `load` and `append` than running them
+/// (0.32 ms planning and 0.27 ms running a `load`, in `pg_stat_statements`), and every
+/// statement here finds its rows by key, so one generic plan serves every call.
+///
+/// A plan kept for the connection's life must not be one made for an empty table: planned while
+/// `phaseo_runs` held one row, `load` read the whole table to find a run (a sequential scan is
+/// cheapest on one page), and went on doing so as the table grew. Every statement of the store
+/// has an index to use, so sequential scans are priced out on its connections.
+pub(crate) const GENERIC_PLANS: &str = "SELECT set_config('plan_cache_mode', 'force_generic_plan', false), \
+     set_config('enable_seqscan', 'off', false)";
+
+/// The constraint a second run with the same id violates.
+pub(crate) const RUN_KEY: &str = "phaseo_runs_pkey";
+
+/// The pending calls' insert of `create` and `append`: the run's id and agent from the CTE `run`
+/// (the run's row as written), the calls' columns as the arrays `$10` to `$18`, in order.
+macro_rules! insert_pending {
+    () => {
+        "INSERT INTO phaseo_pending (run_id, call_id, seq, agent_id, tool, kind, arguments, digest,
+        since_ms, version, decision, decided_by)
+    SELECT run.run_id, p.call_id, p.seq - 1, run.agent_id, p.tool, p.kind, p.arguments, p.digest,
+        p.since_ms, p.version, p.decision, p.decided_by
+    FROM run, unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
+        $15::bigint[], $16::bigint[], $17::text[], $18::text[])
+        WITH ORDINALITY AS p (call_id, tool, kind, arguments, digest, since_ms, version, decision,
+        decided_by, seq)"
+    };
+}
+
+/// `create`: the run's row, then its first journal row and its pending calls (`$10` to `$18`)
+/// from the inserted row. A queued run (`$19`) is stored ready since now and announced; the
+/// notification goes out when the statement commits.
+pub(crate) const CREATE: &str = concat!(
+    "\
+WITH run AS (
+    INSERT INTO phaseo_runs (run_id, agent_id, status, version, created_ms, updated_ms, queued,
+        ready_ms, lease_token, lease_owner, lease_until_ms)
+    VALUES ($1, $2, $3, $4, $5, $5, $19, CASE WHEN $19 THEN ",
+    now_ms!(),
+    " END, CASE WHEN $20::text IS NULL THEN 0 ELSE 1 END, $20, CASE WHEN $20::text IS NOT NULL THEN ",
+    now_ms!(),
+    " + $21::bigint END) RETURNING run_id, agent_id, queued
+), notified AS (
+    SELECT pg_notify('phaseo_ready', agent_id) FROM run WHERE queued
+), journal AS (
+    INSERT INTO phaseo_journal (run_id, version, kind, format, body, digest)
+    SELECT run_id, $4, $6, $7, $8, $9 FROM run
+), pending AS (
+    ",
+    insert_pending!(),
+    "
+)
+SELECT count(*) FROM notified"
+);
+
+/// `append`: the run's row where its version is `$2` (and, for a worker's write, where its lease
+/// `$33` lives by the database's clock; a queued run waiting on calls all decided, `$32`, is
+/// stored ready and announced), then, only if it was, the pending calls
+/// (replaced if `$19`: `$10` to `$18`, those no longer listed deleted, the others upserted, as
+/// one statement's CTEs cannot delete and insert the same key), the journal rows (`$20` to `$24`)
+/// and the audit rows (`$25` to `$31`, after the audit lock). Returns how many runs it updated:
+/// 0 or 1.
+pub(crate) const APPEND: &str = concat!(
+    "\
+WITH c AS MATERIALIZED (SELECT ",
+    now_ms!(),
+    " AS now), run AS (
+    UPDATE phaseo_runs SET version = $3,
+        status = CASE WHEN queued AND $32 THEN 'ready' ELSE $4 END, updated_ms = $5,
+        ready_ms = CASE WHEN queued AND $32 THEN c.now END,
+        lease_until_ms = CASE WHEN $33::bigint IS NOT NULL AND $4 = 'running'
+            AND NOT (queued AND $32) THEN lease_until_ms END,
+        snapshot_version = COALESCE($6, snapshot_version),
+        snapshot_format = COALESCE($7, snapshot_format),
+        snapshot_body = COALESCE($8, snapshot_body),
+        snapshot_digest = COALESCE($9, snapshot_digest)
+    FROM c
+    WHERE run_id = $1 AND version = $2
+        AND ($33::bigint IS NULL OR (lease_token = $33 AND lease_until_ms > c.now))
+    RETURNING run_id, agent_id, status
+), notified AS (
+    SELECT pg_notify('phaseo_ready', agent_id) FROM run WHERE status = 'ready'
+), gone AS (
+    DELETE FROM phaseo_pending
+    WHERE $19 AND run_id = $1 AND EXISTS (SELECT FROM run) AND call_id <> ALL ($10::text[])
+), pending AS (
+    ",
+    insert_pending!(),
+    "
+    ON CONFLICT (run_id, call_id) DO UPDATE SET seq = EXCLUDED.seq, agent_id = EXCLUDED.agent_id,
+        tool = EXCLUDED.tool, kind = EXCLUDED.kind, arguments = EXCLUDED.arguments,
+        digest = EXCLUDED.digest, since_ms = EXCLUDED.since_ms, version = EXCLUDED.version,
+        decision = EXCLUDED.decision, decided_by = EXCLUDED.decided_by
+), journal AS (
+    INSERT INTO phaseo_journal (run_id, version, kind, format, body, digest)
+    SELECT run.run_id, j.version, j.kind, j.format, j.body, j.digest
+    FROM run, unnest($20::bigint[], $21::text[], $22::bigint[], $23::text[], $24::text[])
+        AS j (version, kind, format, body, digest)
+), turn AS (
+    SELECT pg_advisory_xact_lock(",
+    audit_lock_key!(),
+    ") FROM run WHERE cardinality($25::text[]) > 0
+), audit AS (
+    INSERT INTO phaseo_audit (run_id, call_id, tool, decision, decided_by, at_ms, digest, version)
+    SELECT $1, d.call_id, d.tool, d.decision, d.decided_by, d.at_ms, d.digest, d.version
+    FROM turn, unnest($25::text[], $26::text[], $27::text[], $28::text[], $29::bigint[],
+        $30::text[], $31::bigint[]) AS d (call_id, tool, decision, decided_by, at_ms, digest, version)
+)
+SELECT (SELECT count(*) FROM run) AS updated, (SELECT count(*) FROM notified) AS notified"
+);
+
+/// `load`: the run's row, its journal after its snapshot and its pending calls, each column of
+/// those as an array (NULL when there are none), from one snapshot.
+///
+/// The subqueries name the run as `$1`, not as `r.run_id`: the planner then sees the id, as it
+/// does in `WHERE r.run_id = $1`, and picks the primary key's index even when its statistics
+/// still describe a table of a few long runs.
+///
+/// The texts are measured (`octet_length`, which reads a stored value's size without reading
+/// the value) and sent only within the bounds: each row's text within `$2` bytes, all of them
+/// within `$3` (`t.total`); the sizes are always sent, so the store can name what is too large.
+pub(crate) const LOAD: &str = "\
+SELECT r.agent_id, r.status, r.version, r.created_ms, r.updated_ms, r.snapshot_version,
+    r.snapshot_format,
+    CASE WHEN octet_length(r.snapshot_body) <= $2::bigint AND t.total <= $3::bigint
+        THEN r.snapshot_body END AS snapshot_body,
+    octet_length(r.snapshot_body)::bigint AS snapshot_bytes, r.snapshot_digest,
+    j.j_version, j.j_kind, j.j_format,
+    CASE WHEN t.total <= $3::bigint THEN j.j_body END AS j_body, j.j_bytes, j.j_digest,
+    p.p_call_id, p.p_agent_id, p.p_tool, p.p_kind,
+    CASE WHEN t.total <= $3::bigint THEN p.p_arguments END AS p_arguments, p.p_digest,
+    p.p_since_ms, p.p_version,
+    CASE WHEN t.total <= $3::bigint THEN p.p_decision END AS p_decision, p.p_decided_by,
+    p.p_bytes
+FROM phaseo_runs r
+CROSS JOIN LATERAL (
+    SELECT array_agg(version ORDER BY version) AS j_version,
+        array_agg(kind ORDER BY version) AS j_kind,
+        array_agg(format ORDER BY version) AS j_format,
+        array_agg(CASE WHEN octet_length(body) <= $2::bigint THEN body END ORDER BY version)
+            AS j_body,
+        array_agg(octet_length(body)::bigint ORDER BY version) AS j_bytes,
+        sum(octet_length(body)) AS j_total,
+        array_agg(digest ORDER BY version) AS j_digest
+    FROM phaseo_journal
+    WHERE run_id = $1 AND version > COALESCE(r.snapshot_version, 0)
+) j
+CROSS JOIN LATERAL (
+    SELECT array_agg(call_id ORDER BY seq) AS p_call_id,
+        array_agg(agent_id ORDER BY seq) AS p_agent_id,
+        array_agg(tool ORDER BY seq) AS p_tool,
+        array_agg(kind ORDER BY seq) AS p_kind,
+        array_agg(CASE WHEN s.bytes <= $2::bigint THEN arguments END ORDER BY seq)
+            AS p_arguments,
+        array_agg(digest ORDER BY seq) AS p_digest,
+        array_agg(since_ms ORDER BY seq) AS p_since_ms,
+        array_agg(version ORDER BY seq) AS p_version,
+        array_agg(CASE WHEN s.bytes <= $2::bigint THEN decision END ORDER BY seq) AS p_decision,
+        array_agg(decided_by ORDER BY seq) AS p_decided_by,
+        array_agg(s.bytes ORDER BY seq) AS p_bytes,
+        sum(s.bytes) AS p_total
+    FROM phaseo_pending
+    CROSS JOIN LATERAL (
+        SELECT octet_length(arguments)::bigint + COALESCE(octet_length(decision), 0) AS bytes
+    ) s
+    WHERE run_id = $1
+) p
+CROSS JOIN LATERAL (
+    SELECT COALESCE(octet_length(r.snapshot_body), 0) + COALESCE(j.j_total, 0)
+        + COALESCE(p.p_total, 0) AS total
+) t
+WHERE r.run_id = $1";
+
+/// `prune`: the finished runs last written before `$1` (their journal and pending rows go with
+/// them, `ON DELETE CASCADE`; the audit log has no key to the runs and stays).
+pub(crate) const PRUNE: &str =
+    "DELETE FROM phaseo_runs WHERE status IN ('completed', 'failed') AND updated_ms < $1";
