@@ -29,7 +29,9 @@ fn block<F: Future>(f: F) -> F::Output {
 fn release(runs: &Runs) -> DurableAgent {
     let deploy =
         Tool::new("deploy", "Deploy", json!({"type": "object"}), |v, _| Ok(v)).require_approval();
-    let notify = Tool::new("notify", "Notify", json!({"type": "object"}), |v, _| Ok(v));
+    // Idempotent: its call, started when the process died, runs again on recovery.
+    let notify =
+        Tool::new("notify", "Notify", json!({"type": "object"}), |v, _| Ok(v)).idempotent(true);
     let model = ScriptedModel::new()
         .tool_call("call_1", "deploy", json!({"env": "staging"}))
         .text("Deployed.");
@@ -398,8 +400,8 @@ fn a_retry_without_a_version_or_a_name_takes_the_current_one_by_the_holder() {
 /// after.
 const DEAD_LEASE: Duration = Duration::from_millis(100);
 
-/// A run `r` whose process died after its first model turn was written, in `memory`.
-/// The model is shared with the caller's: the turn it gave is used up.
+/// A run `r` whose process died after its first model turn was written (with its call's start:
+/// one commit), in `memory`. The model is shared with the caller's: the turn it gave is used up.
 async fn abandoned(memory: &Arc<MemoryStore>, model: ScriptedModel) {
     let dying =
         Runs::without_queue(Arc::new(Hooked::dies_after(memory.clone(), 2))).lease(DEAD_LEASE);
@@ -408,7 +410,9 @@ async fn abandoned(memory: &Arc<MemoryStore>, model: ScriptedModel) {
 }
 
 fn notifier(runs: &Runs, model: ScriptedModel) -> DurableAgent {
-    let notify = Tool::new("notify", "Notify", json!({"type": "object"}), |v, _| Ok(v));
+    // Idempotent: its call, started when the process died, runs again on recovery.
+    let notify =
+        Tool::new("notify", "Notify", json!({"type": "object"}), |v, _| Ok(v)).idempotent(true);
     runs.attach(
         Agent::builder("ops")
             .model(model)
