@@ -48,7 +48,7 @@ pub(crate) fn new_run(run_id: &str, agent_id: &str, at_ms: i64) -> NewRun {
 }
 
 /// `count` entries after `expected`, nothing else.
-fn append(run_id: &str, expected: u64, count: u64) -> Append {
+pub(crate) fn append(run_id: &str, expected: u64, count: u64) -> Append {
     Append {
         run_id: run_id.into(),
         expected_version: expected,
@@ -91,10 +91,12 @@ fn decision(run_id: &str, call_id: &str, version: u64) -> DecisionRow {
     }
 }
 
-/// The whole suite, each check on runs of its own.
-pub(crate) async fn conformance(store: Arc<dyn RunStore>, raw: RawSql) {
+/// The whole suite, each check on runs of its own. `raw` damages rows from outside the store: a
+/// store in memory has no outside, and skips those checks.
+pub(crate) async fn conformance(store: Arc<dyn RunStore>, raw: Option<RawSql>) {
     create_and_already_exists(&*store).await;
     stale_append_conflicts_and_writes_nothing(&*store).await;
+    status_time_moves_with_the_status_alone(&*store).await;
     multi_row_append_is_all_or_nothing(&*store).await;
     one_of_eight_racers_wins(store.clone()).await;
     load_after_snapshot_reads_only_later_rows(&*store).await;
@@ -104,7 +106,9 @@ pub(crate) async fn conformance(store: Arc<dyn RunStore>, raw: RawSql) {
     audit_is_append_only_and_kept_by_prune(&*store).await;
     runs_listing(&*store).await;
     prune_keeps_unfinished_runs(&*store).await;
-    damaged_row_fails_only_its_run(&*store, &raw).await;
+    if let Some(raw) = raw {
+        damaged_row_fails_only_its_run(&*store, &raw).await;
+    }
     damaged_pending_rows_are_named(&*store).await;
     broken_contract_refused(&*store).await;
 }
@@ -147,12 +151,54 @@ async fn create_and_already_exists(store: &dyn RunStore) {
     );
 }
 
+/// `updated_ms` is since when the run is in its status: an append that keeps the status (most of
+/// a run's appends) writes the journal alone; one that changes it sets the time.
+async fn status_time_moves_with_the_status_alone(store: &dyn RunStore) {
+    store.create(new_run("st-1", "st", T0)).await.unwrap();
+    let mut a = append("st-1", 1, 2);
+    a.at_ms = T0 + 10;
+    store.append(a).await.unwrap();
+    let loaded = store.load("st-1").await.unwrap();
+    assert_eq!(
+        (loaded.version, loaded.updated_ms),
+        (3, T0),
+        "running, still since T0"
+    );
+    let mut paused = append("st-1", 3, 1);
+    paused.status = StoredStatus::Paused;
+    paused.at_ms = T0 + 20;
+    store.append(paused).await.unwrap();
+    let mut decided = append("st-1", 4, 1);
+    decided.status = StoredStatus::Paused;
+    decided.decisions = vec![decision("st-1", "c1", 4)];
+    decided.at_ms = T0 + 30;
+    store.append(decided).await.unwrap();
+    let loaded = store.load("st-1").await.unwrap();
+    assert_eq!((loaded.status, loaded.version), (StoredStatus::Paused, 5));
+    assert_eq!(
+        loaded.updated_ms,
+        T0 + 20,
+        "paused since the write that paused it"
+    );
+    let listed = store
+        .runs(&RunFilter {
+            agent_id: Some("st".into()),
+            ..RunFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 1);
+    assert_eq!(
+        (listed.items[0].version, listed.items[0].updated_ms),
+        (5, T0 + 20)
+    );
+}
+
 async fn stale_append_conflicts_and_writes_nothing(store: &dyn RunStore) {
     store.create(new_run("cas-1", "cas", T0)).await.unwrap();
     store.append(append("cas-1", 1, 1)).await.unwrap();
     let before = store.load("cas-1").await.unwrap();
     assert_eq!(before.version, 2);
-    assert_eq!(before.updated_ms, T0 + 1);
 
     let mut stale = append("cas-1", 1, 2);
     stale.status = StoredStatus::Paused;
@@ -731,7 +777,7 @@ async fn damaged_row_fails_only_its_run(store: &dyn RunStore, raw: &RawSql) {
         store.create(new_run(run, "dmg", T0)).await.unwrap();
     }
     raw("UPDATE phaseo_runs SET status = 'on_holiday' WHERE run_id = 'dmg-status'".into()).await;
-    raw("UPDATE phaseo_runs SET version = -3 WHERE run_id = 'dmg-version'".into()).await;
+    raw("UPDATE phaseo_journal SET version = -3 WHERE run_id = 'dmg-version'".into()).await;
     match store.load("dmg-status").await {
         Err(StoreError::Corrupt {
             run_id,
@@ -1122,7 +1168,50 @@ fn sqlite_raw(path: &Path) -> RawSql {
 async fn sqlite_conformance() {
     let file = TempFile::new("conformance");
     let store = SqliteStore::open(&file.0).await.unwrap();
-    conformance(Arc::new(store), sqlite_raw(&file.0)).await;
+    conformance(Arc::new(store), Some(sqlite_raw(&file.0))).await;
+}
+
+/// Most of a run's appends (a turn, a call's start, its result) leave its status and lease as they
+/// were: they insert their entries, and the run's row is not written (counted by a trigger).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_an_append_that_keeps_the_status_writes_only_the_journal() {
+    let file = TempFile::new("journal-alone");
+    let store = SqliteStore::open(&file.0).await.unwrap();
+    store.create(new_run("ja-1", "ja", T0)).await.unwrap();
+    sqlite_raw(&file.0)(
+        "CREATE TABLE row_writes (run_id TEXT); \
+         CREATE TRIGGER row_written AFTER UPDATE ON phaseo_runs \
+         BEGIN INSERT INTO row_writes VALUES (NEW.run_id); END"
+            .into(),
+    )
+    .await;
+    let writes = || async {
+        let mut conn = SqliteConnectOptions::new()
+            .filename(&file.0)
+            .connect()
+            .await
+            .unwrap();
+        let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM row_writes")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        n
+    };
+    for v in 1..6 {
+        store.append(append("ja-1", v, 1)).await.unwrap();
+    }
+    assert_eq!(writes().await, 0, "five running appends: the journal alone");
+    assert_eq!(store.load("ja-1").await.unwrap().version, 6);
+    let mut paused = append("ja-1", 6, 1);
+    paused.status = StoredStatus::Paused;
+    store.append(paused).await.unwrap();
+    assert_eq!(writes().await, 1, "a status that changes writes the row");
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_conformance() {
+    conformance(Arc::new(phaseo_agent::store::MemoryStore::new()), None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1258,7 +1347,7 @@ async fn sqlite_reopen_is_a_no_op_and_a_newer_schema_is_refused() {
         SqliteStore::open(&file.0).await.unwrap_err(),
         StoreError::SchemaTooNew {
             found: 999,
-            supported: 2
+            supported: 3
         }
     );
 }

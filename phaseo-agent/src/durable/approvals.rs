@@ -15,7 +15,8 @@ use crate::durable::runs::{Runs, StoredRun};
 use crate::error::{AgentError, StoreError};
 use crate::run::agent::Agent;
 use crate::run::state::Decision;
-use crate::store::backend::{AuditFilter, DecisionRow, PendingRow, utc};
+use crate::store::backend::{DecisionRow, PendingRow, utc};
+use crate::store::listing::AuditFilter;
 use crate::tool::definition::Tool;
 
 /// What a person may do with the calls that wait.

@@ -19,9 +19,10 @@ use crate::run::observe::Decider;
 use crate::run::runner::{new_run_id, refuse};
 use crate::run::state::{Decision, Decisions, RunError, RunResult, RunState};
 use crate::store::backend::{
-    AuditFilter, DecisionRow, Lease, NewRun, Page, PendingFilter, PendingRow, QueueCounts,
-    RunFilter, RunQueue, RunStore, RunSummary, StoredStatus,
+    DecisionRow, Lease, NewRun, PendingRow, QueueCounts, RunQueue, RunStore, RunSummary,
+    StoredStatus,
 };
+use crate::store::listing::{AuditFilter, Page, PendingFilter, RunFilter};
 
 /// How many journal entries may follow a snapshot before the next one is written: loading a run
 /// reads one snapshot and at most this many entries, whatever the run's length.

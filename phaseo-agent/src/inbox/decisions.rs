@@ -16,7 +16,8 @@ use crate::inbox::html::{escape, home, show, unpct};
 use crate::inbox::pages::{self, InDoubtView, ItemView};
 use crate::inbox::runs::{self as run_pages};
 use crate::run::state::PendingKind;
-use crate::store::backend::{AuditFilter, LoadedRun, PendingRow};
+use crate::store::backend::{LoadedRun, PendingRow};
+use crate::store::listing::AuditFilter;
 
 use crate::inbox::http::{App, Ctx, Fields, Shared, choice_of, html, see_other};
 use crate::inbox::settings::{Refusal, now_secs, still_as_shown};

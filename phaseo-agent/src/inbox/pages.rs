@@ -11,7 +11,8 @@ use crate::inbox::html::{
 };
 use crate::model::message::Message;
 
-use crate::store::backend::{DamagedRow, Page, PendingRow};
+use crate::store::backend::PendingRow;
+use crate::store::listing::{DamagedRow, Page};
 
 /// The forms' actions, and which kinds of waiting call each fits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

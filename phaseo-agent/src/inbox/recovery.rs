@@ -12,7 +12,8 @@ use crate::durable::recover::Recovery;
 use crate::durable::runs::{DurableAgent, Runs};
 use crate::error::{AgentError, StoreError};
 use crate::inbox::runs::{self as run_pages, FailedView};
-use crate::store::backend::{RunFilter, StoredStatus};
+use crate::store::backend::StoredStatus;
+use crate::store::listing::RunFilter;
 
 /// How many abandoned runs an inbox takes up at once.
 const RECOVERING_AT_ONCE: usize = 8;

@@ -16,7 +16,8 @@ use crate::inbox::html::home;
 use crate::inbox::pages::{self, ListQuery};
 use crate::inbox::runs::{self as run_pages, RunView};
 use crate::run::event::Emitter;
-use crate::store::backend::{Page, PendingFilter, PendingRow};
+use crate::store::backend::PendingRow;
+use crate::store::listing::{Page, PendingFilter};
 
 use crate::inbox::http::{App, Ctx, Fields, Shared, cookies, html, see_other};
 use crate::inbox::settings::{COOKIE, LOGIN_COOKIE, LOGIN_FORM_SECS, Refusal, now_secs};

@@ -15,7 +15,8 @@ use crate::error::{AgentError, StoreError};
 use crate::inbox::auth::{Ended, Keys, Link, LinkAction, token_key};
 use crate::inbox::pages::{self};
 use crate::inbox::recovery::Background;
-use crate::store::backend::{AuditFilter, PendingFilter, PendingRow};
+use crate::store::backend::PendingRow;
+use crate::store::listing::{AuditFilter, PendingFilter};
 
 pub(super) const COOKIE: &str = "phaseo_inbox";
 

@@ -7,6 +7,7 @@
 use futures::future::BoxFuture;
 
 use crate::error::StoreError;
+use crate::store::listing::{AuditFilter, Page, PendingFilter, RunFilter};
 
 /// Where a stored run stands.
 ///
@@ -212,7 +213,8 @@ pub struct LoadedRun {
     pub pending: Vec<PendingRow>,
     /// When it was created, in milliseconds since the Unix epoch.
     pub created_ms: i64,
-    /// When it was last written.
+    /// Since when it is in its status: the time (`at_ms`) of the write that set it. A write that
+    /// leaves the status as it was changes only the journal, not this.
     pub updated_ms: i64,
 }
 
@@ -229,205 +231,9 @@ pub struct RunSummary {
     pub version: u64,
     /// When it was created, in milliseconds since the Unix epoch.
     pub created_ms: i64,
-    /// When it was last written.
+    /// Since when it is in its status: the time (`at_ms`) of the write that set it. A write that
+    /// leaves the status as it was changes only the journal, not this.
     pub updated_ms: i64,
-}
-
-/// Which waiting calls to list. Every field narrows the list; the default lists everything, newest
-/// first, 50 at a time.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PendingFilter {
-    /// Only this agent's runs.
-    pub agent_id: Option<String>,
-    /// Only this run.
-    pub run_id: Option<String>,
-    /// Only calls of this tool.
-    pub tool: Option<String>,
-    /// Only this kind (`tool_approval`, `external_output`, `hitl`, `outcome_unknown`).
-    pub kind: Option<String>,
-    /// Only calls waiting since before this time (milliseconds since the Unix epoch).
-    pub older_than_ms: Option<i64>,
-    /// Only calls without a recorded decision.
-    pub undecided_only: bool,
-    /// The page after this cursor (from [`Page::next`]).
-    pub after: Option<String>,
-    /// At most this many (capped at 1,000).
-    pub limit: usize,
-}
-
-impl Default for PendingFilter {
-    fn default() -> Self {
-        PendingFilter {
-            agent_id: None,
-            run_id: None,
-            tool: None,
-            kind: None,
-            older_than_ms: None,
-            undecided_only: false,
-            after: None,
-            limit: 50,
-        }
-    }
-}
-
-/// Which runs to list, newest first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunFilter {
-    /// Only this agent's runs.
-    pub agent_id: Option<String>,
-    /// Only runs in this status.
-    pub status: Option<StoredStatus>,
-    /// The page after this cursor.
-    pub after: Option<String>,
-    /// At most this many (capped at 1,000).
-    pub limit: usize,
-}
-
-impl Default for RunFilter {
-    fn default() -> Self {
-        RunFilter {
-            agent_id: None,
-            status: None,
-            after: None,
-            limit: 50,
-        }
-    }
-}
-
-/// Which decisions of the audit log to list, oldest first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditFilter {
-    /// Only this run's decisions.
-    pub run_id: Option<String>,
-    /// The page after this cursor.
-    pub after: Option<String>,
-    /// At most this many (capped at 1,000).
-    pub limit: usize,
-}
-
-impl Default for AuditFilter {
-    fn default() -> Self {
-        AuditFilter {
-            run_id: None,
-            after: None,
-            limit: 50,
-        }
-    }
-}
-
-/// One page of a listing, and the cursor of the next (`None` on the last page).
-///
-/// A listing of waiting calls names in [`damaged`](Self::damaged) the rows of this page that
-/// could not be read back as written, in place of leaving them out or failing the whole page: a
-/// damaged row is its run's problem, and the people who must decide the other runs' calls still
-/// see them.
-///
-/// ```
-/// use phaseo_agent::store::Page;
-///
-/// let page = Page::new(vec!["a", "b"], Some("cursor".to_owned()));
-/// assert_eq!(page.items.len(), 2);
-/// assert!(page.damaged.is_empty());
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Page<T> {
-    /// The items.
-    pub items: Vec<T>,
-    /// Pass as `after` for the next page.
-    pub next: Option<String>,
-    /// The rows of this page that could not be read back as written (listings of waiting calls;
-    /// empty elsewhere). They count towards the page's limit, and the cursor moves past them.
-    pub damaged: Vec<DamagedRow>,
-}
-
-impl<T> Page<T> {
-    /// A page of `items`, and the cursor of the next, with no damaged row: what a
-    /// [`RunStore`] of your own returns.
-    pub fn new(items: Vec<T>, next: Option<String>) -> Self {
-        Page {
-            items,
-            next,
-            damaged: Vec::new(),
-        }
-    }
-}
-
-/// A stored waiting call that a listing could not read back as written: its text is not valid
-/// (not UTF-8, in a SQLite file written by another program), its kind is none of the four, its
-/// arguments or recorded decision are not JSON, it is larger than the store reads
-/// ([`ReadLimits`]), or its arguments do not match their digest. It was changed in the database
-/// or written by a bug; it cannot be decided until someone repairs or removes it, and loading its
-/// run refuses it as [`StoreError::Corrupt`].
-///
-/// ```
-/// use phaseo_agent::store::DamagedRow;
-///
-/// let row = DamagedRow {
-///     run_id: "run_1".into(),
-///     call_id: Some("call_1".into()),
-///     version: Some(4),
-///     reason: "unknown kind `approval_please`".into(),
-/// };
-/// assert_eq!(
-///     row.to_string(),
-///     "run `run_1`, call `call_1` at version 4: unknown kind `approval_please`"
-/// );
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DamagedRow {
-    /// The run (any bytes of it that are not UTF-8 shown as U+FFFD).
-    pub run_id: String,
-    /// The call, if its id could be read.
-    pub call_id: Option<String>,
-    /// The run's version when the call started waiting, if it could be read.
-    pub version: Option<u64>,
-    /// What is wrong with the row.
-    pub reason: String,
-}
-
-impl std::fmt::Display for DamagedRow {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "run `{}`", self.run_id)?;
-        if let Some(call) = &self.call_id {
-            write!(f, ", call `{call}`")?;
-        }
-        if let Some(version) = self.version {
-            write!(f, " at version {version}")?;
-        }
-        write!(f, ": {}", self.reason)
-    }
-}
-
-impl PendingRow {
-    /// This row, named as damaged for `reason`.
-    pub(crate) fn damaged(&self, reason: String) -> DamagedRow {
-        DamagedRow {
-            run_id: self.run_id.clone(),
-            call_id: Some(self.call_id.clone()),
-            version: Some(self.version),
-            reason,
-        }
-    }
-}
-
-/// What is wrong with a waiting call's row as read back, if anything: a kind that is none of the
-/// four, arguments or a recorded decision that are not JSON (the checks every store makes before
-/// listing a row; its size and text are the SQL stores' own).
-pub(crate) fn damage(row: &PendingRow) -> Option<String> {
-    let json = |text: &str| serde_json::from_str::<serde::de::IgnoredAny>(text).err();
-    if !matches!(
-        row.kind.as_str(),
-        "tool_approval" | "external_output" | "hitl" | "outcome_unknown"
-    ) {
-        return Some(format!("unknown kind `{}`", row.kind));
-    }
-    if let Some(e) = json(&row.arguments) {
-        return Some(format!("its arguments are not JSON ({e})"));
-    }
-    if let Some(e) = row.decision.as_deref().and_then(json) {
-        return Some(format!("its recorded decision is not JSON ({e})"));
-    }
-    None
 }
 
 /// How many bytes a store reads from its database at most, so that a row grown by a bug or by
@@ -533,7 +339,8 @@ pub struct AbandonedRun {
     /// When its last lease expired (milliseconds since the Unix epoch, by the database's clock),
     /// if it had one.
     pub expired_ms: Option<i64>,
-    /// When it was last written.
+    /// Since when it is in its status: the time (`at_ms`) of the write that set it. A write that
+    /// leaves the status as it was changes only the journal, not this.
     pub updated_ms: i64,
 }
 
@@ -588,6 +395,12 @@ pub trait RunStore: Send + Sync + 'static {
 
     /// Writes `append` if the run is at `append.expected_version`, in one transaction:
     /// [`StoreError::Conflict`] (naming the version found) otherwise, and nothing is written.
+    ///
+    /// A run's version is its last entry's. The SQL stores make the journal's primary key
+    /// `(run_id, version)` the compare-and-swap (an entry at a version that exists is the
+    /// conflict), and write the run's own row only when its status, lease or snapshot changes:
+    /// most of a run's appends (a turn, a call's start, its result) insert their entries and
+    /// nothing else.
     fn append(&self, append: Append) -> BoxFuture<'_, Result<(), StoreError>>;
 
     /// The run's latest snapshot, the entries after it, and its waiting calls.
@@ -612,7 +425,7 @@ pub trait RunStore: Send + Sync + 'static {
         filter: &'a AuditFilter,
     ) -> BoxFuture<'a, Result<Page<DecisionRow>, StoreError>>;
 
-    /// Deletes completed and failed runs last written before `before_ms` (their journal, snapshot
+    /// Deletes runs completed or failed before `before_ms` (their journal, snapshot
     /// and pending rows; the audit log is kept). Never a run in any other status. Returns how many
     /// runs were deleted.
     fn prune(&self, before_ms: i64) -> BoxFuture<'_, Result<u64, StoreError>>;
@@ -800,4 +613,80 @@ pub(crate) fn utc(ms: i64) -> String {
         rem / 60 % 60,
         rem % 60
     )
+}
+
+/// A write a store refuses before it reaches its tables: the layer above broke the contract
+/// (every store makes the same checks).
+fn refused(run_id: &str, why: &str) -> StoreError {
+    StoreError::Database(format!("write to run `{run_id}` refused: {why}"))
+}
+
+/// Checks a new run: its first entry is version 1.
+pub(crate) fn check_new(run: &NewRun) -> Result<(), StoreError> {
+    if run.row.version != 1 {
+        return Err(refused(
+            &run.run_id,
+            &format!("its first entry is version {}, not 1", run.row.version),
+        ));
+    }
+    if let Some(other) = run
+        .pending
+        .iter()
+        .map(|p| &p.run_id)
+        .find(|r| **r != run.run_id)
+    {
+        return Err(refused(
+            &run.run_id,
+            &format!("a pending call names run `{other}`"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks an append and returns the run's version after it: at least one entry, numbered from
+/// `expected_version + 1` on; a snapshot not after the last entry; pending calls and decisions of
+/// this run only.
+pub(crate) fn check_append(append: &Append) -> Result<u64, StoreError> {
+    let run_id = append.run_id.as_str();
+    if append.rows.is_empty() {
+        return Err(refused(run_id, "an append writes at least one entry"));
+    }
+    let mut version = append.expected_version;
+    for row in &append.rows {
+        version = version
+            .checked_add(1)
+            .filter(|v| *v < i64::MAX as u64)
+            .ok_or_else(|| refused(run_id, "the version is out of range"))?;
+        if row.version != version {
+            return Err(refused(
+                run_id,
+                &format!("an entry is version {}, expected {version}", row.version),
+            ));
+        }
+    }
+    if let Some(snapshot) = &append.snapshot
+        && snapshot.version > version
+    {
+        return Err(refused(
+            run_id,
+            &format!(
+                "the snapshot is of version {}, after the last entry ({version})",
+                snapshot.version
+            ),
+        ));
+    }
+    if let Some(other) = append
+        .pending
+        .iter()
+        .flatten()
+        .map(|p| &p.run_id)
+        .chain(append.decisions.iter().map(|d| &d.run_id))
+        .find(|other| *other != run_id)
+    {
+        return Err(refused(
+            run_id,
+            &format!("a pending call or decision names run `{other}`"),
+        ));
+    }
+    Ok(version)
 }

@@ -7,11 +7,11 @@ use futures::future::BoxFuture;
 
 use crate::error::StoreError;
 use crate::store::backend::{
-    AbandonedRun, Append, AuditFilter, Bell, ClaimRequest, Claimed, DecisionRow, JournalRow, Lease,
-    LeaseRequest, LoadedRun, NewRun, Page, PendingFilter, PendingRow, QueueCounts, RunFilter,
-    RunQueue, RunStore, RunSummary, SnapshotRow, StoredStatus, Wakeups, clock_ms, damage,
-    hands_over, lease_ms,
+    AbandonedRun, Append, Bell, ClaimRequest, Claimed, DecisionRow, JournalRow, Lease,
+    LeaseRequest, LoadedRun, NewRun, PendingRow, QueueCounts, RunQueue, RunStore, RunSummary,
+    SnapshotRow, StoredStatus, Wakeups, check_append, check_new, clock_ms, hands_over, lease_ms,
 };
+use crate::store::listing::{AuditFilter, Page, PendingFilter, RunFilter, damage, decode, encode};
 
 /// A run store in memory: what the databases do, for tests and examples, lost when the process
 /// ends. Every method holds one lock, so each is atomic as a database transaction is.
@@ -100,15 +100,22 @@ impl MemoryStore {
 
     /// Stores a new run; a queued one is stored ready (since now), for workers.
     fn insert(&self, run: NewRun, queued: bool) -> Result<(), StoreError> {
+        check_new(&run)?;
         let mut tables = self.tables();
         if tables.runs.contains_key(&run.run_id) {
             return Err(StoreError::AlreadyExists { run_id: run.run_id });
+        }
+        if let Some(call) = repeated_call(&run.pending) {
+            return Err(StoreError::Database(format!(
+                "two waiting calls with the id `{call}` in one write"
+            )));
         }
         let status = if queued {
             StoredStatus::Ready
         } else {
             run.status
         };
+        let pending = of_run(run.pending, &run.run_id, &run.agent_id);
         tables.runs.insert(
             run.run_id,
             Run {
@@ -119,7 +126,7 @@ impl MemoryStore {
                 updated_ms: run.at_ms,
                 snapshot: None,
                 rows: vec![run.row],
-                pending: run.pending,
+                pending,
                 queued,
                 ready_ms: queued.then(clock_ms),
                 lease_token: 0,
@@ -164,22 +171,33 @@ impl MemoryStore {
 
 /// A page of `items` from the cursor `after` (an index this function made), or
 /// [`StoreError::InvalidCursor`] for any other text.
-fn page<T: Clone>(items: Vec<T>, after: Option<&str>, limit: usize) -> Result<Page<T>, StoreError> {
-    let start = match after {
-        Some(cursor) => cursor
-            .parse::<usize>()
-            .map_err(|_| StoreError::InvalidCursor {
-                cursor: cursor.to_owned(),
-            })?,
-        None => 0,
-    };
+/// One page of `items` (in the listing's order), after the cursor `after` (`prefix`'s, made by
+/// `cursor` from the last item of the page before): the items whose cursor comes after it in
+/// that order (`before(a, b)`: `a` is listed before `b`), at most `limit`. Keys, not places:
+/// items added between pages do not shift the pages after a cursor.
+fn page<T, K: Ord>(
+    items: Vec<T>,
+    after: Option<&str>,
+    limit: usize,
+    key: impl Fn(&T) -> K,
+    cursor_key: impl Fn(&str) -> Result<K, StoreError>,
+    cursor: impl Fn(&T) -> String,
+    descending: bool,
+) -> Result<Page<T>, StoreError> {
+    let from = after.map(cursor_key).transpose()?;
     let limit = limit.clamp(1, 1000);
-    let end = start.saturating_add(limit).min(items.len());
-    let next = (end < items.len()).then(|| end.to_string());
-    Ok(Page::new(
-        items.get(start..end).map(<[T]>::to_vec).unwrap_or_default(),
-        next,
-    ))
+    let mut items: Vec<T> = items
+        .into_iter()
+        .filter(|item| {
+            from.as_ref().is_none_or(|from| {
+                let k = key(item);
+                if descending { k < *from } else { k > *from }
+            })
+        })
+        .collect();
+    let next = (items.len() > limit).then(|| cursor(&items[limit - 1]));
+    items.truncate(limit);
+    Ok(Page::new(items, next))
 }
 
 impl RunStore for MemoryStore {
@@ -190,6 +208,7 @@ impl RunStore for MemoryStore {
 
     fn append(&self, append: Append) -> BoxFuture<'_, Result<(), StoreError>> {
         let result = (|| {
+            check_append(&append)?;
             let mut tables = self.tables();
             let Some(run) = tables.runs.get_mut(&append.run_id) else {
                 return Err(StoreError::NotFound {
@@ -213,36 +232,37 @@ impl RunStore for MemoryStore {
                     found: run.version,
                 });
             }
-            let ready = run.queued && hands_over(&append);
-            let mut version = run.version;
-            for row in &append.rows {
-                if row.version != version + 1 {
-                    return Err(StoreError::Database(format!(
-                        "entry version {} does not follow {version}",
-                        row.version
-                    )));
-                }
-                version = row.version;
+            // A call waits once: the SQL stores' key on (run, call) refuses the write too.
+            if let Some(call) = append.pending.as_deref().and_then(repeated_call) {
+                return Err(StoreError::Database(format!(
+                    "two waiting calls with the id `{call}` in one write"
+                )));
             }
-            run.version = version;
+            let ready = run.queued && hands_over(&append);
+            // Numbered from `expected_version + 1` on: `check_append` saw to it.
+            run.version = append.rows.last().map_or(run.version, |row| row.version);
             run.rows.extend(append.rows);
-            run.status = if ready {
+            let status = if ready {
                 StoredStatus::Ready
             } else {
                 append.status
             };
+            // Since when the run is in its status: an append that leaves it writes no time.
+            if status != run.status {
+                run.updated_ms = append.at_ms;
+            }
+            run.status = status;
             run.ready_ms = ready.then_some(now);
             // A write outside a lease (a resume in the application's process) ends any lease, so
             // no worker takes the run from under it; so does any status but running.
             if append.fence.is_none() || run.status != StoredStatus::Running {
                 run.lease_until_ms = None;
             }
-            run.updated_ms = append.at_ms;
             if let Some(snapshot) = append.snapshot {
                 run.snapshot = Some(snapshot);
             }
             if let Some(pending) = append.pending {
-                run.pending = pending;
+                run.pending = of_run(pending, &append.run_id, &run.agent_id);
             }
             tables.audit.extend(append.decisions);
             Ok(ready)
@@ -302,7 +322,20 @@ impl RunStore for MemoryStore {
         rows.sort_by(|a, b| {
             (b.since_ms, &b.run_id, &b.call_id).cmp(&(a.since_ms, &a.run_id, &a.call_id))
         });
-        let mut result = match page(rows, filter.after.as_deref(), filter.limit) {
+        let paged = page(
+            rows,
+            filter.after.as_deref(),
+            filter.limit,
+            |p| (p.since_ms, p.run_id.clone(), p.call_id.clone()),
+            |c| {
+                let (since, mut ids) = decode("p1", 2, c)?;
+                let call = ids.pop().unwrap_or_default();
+                Ok((since, ids.pop().unwrap_or_default(), call))
+            },
+            |p| encode("p1", p.since_ms, &[&p.run_id, &p.call_id]),
+            true,
+        );
+        let mut result = match paged {
             Ok(result) => result,
             Err(error) => return Box::pin(async move { Err(error) }),
         };
@@ -338,7 +371,18 @@ impl RunStore for MemoryStore {
             })
             .collect();
         runs.sort_by(|a, b| (b.updated_ms, &b.run_id).cmp(&(a.updated_ms, &a.run_id)));
-        let result = page(runs, filter.after.as_deref(), filter.limit);
+        let result = page(
+            runs,
+            filter.after.as_deref(),
+            filter.limit,
+            |r| (r.updated_ms, r.run_id.clone()),
+            |c| {
+                let (updated, mut ids) = decode("r1", 1, c)?;
+                Ok((updated, ids.pop().unwrap_or_default()))
+            },
+            |r| encode("r1", r.updated_ms, &[&r.run_id]),
+            true,
+        );
         Box::pin(async move { result })
     }
 
@@ -347,13 +391,22 @@ impl RunStore for MemoryStore {
         filter: &'a AuditFilter,
     ) -> BoxFuture<'a, Result<Page<DecisionRow>, StoreError>> {
         let tables = self.tables();
-        let rows: Vec<DecisionRow> = tables
-            .audit
-            .iter()
-            .filter(|d| filter.run_id.as_ref().is_none_or(|r| &d.run_id == r))
-            .cloned()
+        // The log's place is its id: rows are only ever added at its end.
+        let rows: Vec<(i64, DecisionRow)> = (1..)
+            .zip(&tables.audit)
+            .filter(|(_, d)| filter.run_id.as_ref().is_none_or(|r| &d.run_id == r))
+            .map(|(id, d)| (id, d.clone()))
             .collect();
-        let result = page(rows, filter.after.as_deref(), filter.limit);
+        let result = page(
+            rows,
+            filter.after.as_deref(),
+            filter.limit,
+            |(id, _)| *id,
+            |c| decode("a1", 0, c).map(|(id, _)| id),
+            |(id, _)| encode("a1", *id, &[]),
+            false,
+        )
+        .map(|p| Page::new(p.items.into_iter().map(|(_, d)| d).collect(), p.next));
         Box::pin(async move { result })
     }
 
@@ -537,4 +590,23 @@ impl RunQueue for MemoryStore {
         let counts = counts.into_values().collect();
         Box::pin(async move { Ok(counts) })
     }
+}
+
+/// The first call id `pending` holds twice, if any.
+fn repeated_call(pending: &[PendingRow]) -> Option<&str> {
+    let mut seen = std::collections::HashSet::new();
+    pending
+        .iter()
+        .map(|p| p.call_id.as_str())
+        .find(|call| !seen.insert(*call))
+}
+
+/// `pending` as the run `run_id` of `agent_id` keeps them: each row names its run and agent, as
+/// the SQL stores read them from the run's row.
+fn of_run(mut pending: Vec<PendingRow>, run_id: &str, agent_id: &str) -> Vec<PendingRow> {
+    for row in &mut pending {
+        run_id.clone_into(&mut row.run_id);
+        agent_id.clone_into(&mut row.agent_id);
+    }
+    pending
 }

@@ -10,6 +10,7 @@
 // runs: what the rows mean is `durable`'s. Its files, lowest first:
 //
 // - `backend`: `RunStore`, what a database does, and the rows it keeps;
+// - `listing`: what a listing asks (filters) and returns (pages, damaged rows);
 // - `memory`: `MemoryStore`, a store in memory for tests and examples;
 // - `sql`: what the SQL backends share (their statements, the checks of rows read back, paging
 //   cursors);
@@ -19,6 +20,7 @@
 // - `postgres`: `PostgresStore`, a run store in PostgreSQL (feature `postgres`).
 
 pub(crate) mod backend;
+pub(crate) mod listing;
 pub(crate) mod memory;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
@@ -30,10 +32,11 @@ mod sqlite;
 mod postgres;
 
 pub use backend::{
-    AbandonedRun, Append, AuditFilter, ClaimRequest, Claimed, DamagedRow, DecisionRow, JournalRow,
-    Lease, LeaseRequest, LoadedRun, NewRun, Page, PendingFilter, PendingRow, QueueCounts,
-    ReadLimits, RunFilter, RunQueue, RunStore, RunSummary, SnapshotRow, StoredStatus, Wakeups,
+    AbandonedRun, Append, ClaimRequest, Claimed, DecisionRow, JournalRow, Lease, LeaseRequest,
+    LoadedRun, NewRun, PendingRow, QueueCounts, ReadLimits, RunQueue, RunStore, RunSummary,
+    SnapshotRow, StoredStatus, Wakeups,
 };
+pub use listing::{AuditFilter, DamagedRow, Page, PendingFilter, RunFilter};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]

@@ -11,12 +11,12 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use phaseo_agent::StoreError;
-use phaseo_agent::store::{PostgresStore, RunStore};
+use phaseo_agent::store::{PostgresStore, RunStore, StoredStatus};
 use sqlx::{AssertSqlSafe, PgPool};
 
 use crate::store_backend::{
-    LOAD_BOUND, ROW_BOUND, RawSql, T0, bounded_reads, conformance, entry, hundred_mb_body_refused,
-    new_run,
+    LOAD_BOUND, ROW_BOUND, RawSql, T0, append, bounded_reads, conformance, entry,
+    hundred_mb_body_refused, new_run,
 };
 
 /// The server's URL, naming a database the tests may create databases from.
@@ -75,7 +75,7 @@ where
 async fn conformance_with(builder: fn(&str) -> phaseo_agent::store::PostgresStoreBuilder) {
     in_fresh_database(|url| async move {
         let store = builder(&url).connect().await.expect("connects");
-        conformance(Arc::new(store.clone()), raw_on(&url)).await;
+        conformance(Arc::new(store.clone()), Some(raw_on(&url))).await;
         store.close().await;
     })
     .await;
@@ -101,6 +101,35 @@ fn raw_on(url: &str) -> RawSql {
         let url = url.clone();
         Box::pin(async move { execute(&url, sql).await })
     })
+}
+
+/// Most of a run's appends (a turn, a call's start, its result) leave its status and lease as they
+/// were: one statement inserts their entries and leaves the run's row as it was (the same row
+/// version, `xmin`: no new tuple, no index entries, no `updated_ms`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: run interop/run.sh"]
+async fn postgres_an_append_that_keeps_the_status_writes_only_the_journal() {
+    in_fresh_database(|url| async move {
+        let store = PostgresStore::connect(&url).await.expect("connects");
+        store.create(new_run("ja-1", "ja", T0)).await.unwrap();
+        let row = || on_one_connection(&url, "SELECT 1", "SELECT xmin::text FROM phaseo_runs");
+        let before = row().await;
+        for v in 1..6 {
+            store.append(append("ja-1", v, 1)).await.unwrap();
+        }
+        assert_eq!(
+            row().await,
+            before,
+            "five running appends: the journal alone"
+        );
+        assert_eq!(store.load("ja-1").await.unwrap().version, 6);
+        let mut paused = append("ja-1", 6, 1);
+        paused.status = StoredStatus::Paused;
+        store.append(paused).await.unwrap();
+        assert_ne!(row().await, before, "a status that changes writes the row");
+        store.close().await;
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,7 +185,7 @@ async fn postgres_reopen_is_a_no_op_and_a_newer_schema_is_refused() {
             PostgresStore::connect(&url).await.unwrap_err(),
             StoreError::SchemaTooNew {
                 found: 999,
-                supported: 3
+                supported: 4
             }
         );
     })
@@ -300,8 +329,8 @@ async fn postgres_a_store_finds_runs_by_key_after_its_tables_grew() {
         store.load("first").await.unwrap();
         execute(
             &url,
-            "INSERT INTO phaseo_runs (run_id, agent_id, status, version, created_ms, updated_ms) \
-             SELECT 'r' || i, 'a', 'paused', 1, 0, 0 FROM generate_series(1, 20000) i; \
+            "INSERT INTO phaseo_runs (run_id, agent_id, status, created_ms, updated_ms) \
+             SELECT 'r' || i, 'a', 'paused', 0, 0 FROM generate_series(1, 20000) i; \
              INSERT INTO phaseo_journal (run_id, version, kind, format, body, digest) \
              SELECT 'r' || i, 1, 'started', 1, repeat('x', 100), 'd' FROM generate_series(1, 20000) i"
                 .into(),

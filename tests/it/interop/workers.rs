@@ -340,11 +340,13 @@ async fn journal(url: &str) -> (BTreeMap<String, Vec<Row>>, BTreeMap<String, (St
     .fetch_all(&pool)
     .await
     .unwrap();
-    let runs: Vec<(String, String, i64)> =
-        sqlx::query_as("SELECT run_id, status, version FROM phaseo_runs")
-            .fetch_all(&pool)
-            .await
-            .unwrap();
+    let runs: Vec<(String, String, i64)> = sqlx::query_as(
+        "SELECT run_id, status, (SELECT max(j.version) FROM phaseo_journal j \
+             WHERE j.run_id = r.run_id) FROM phaseo_runs r",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
     pool.close().await;
     let mut journal: BTreeMap<String, Vec<Row>> = BTreeMap::new();
     for (run, version, kind, body) in rows {

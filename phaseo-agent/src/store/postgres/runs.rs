@@ -8,15 +8,15 @@ use sqlx::postgres::{PgArguments, PgRow};
 
 use crate::error::StoreError;
 use crate::store::backend::{
-    AbandonedRun, Append, AuditFilter, DecisionRow, Lease, LeaseRequest, LoadedRun, NewRun, Page,
-    PendingFilter, PendingRow, ReadLimits, RunFilter, RunStore, RunSummary, StoredStatus,
-    hands_over, lease_ms,
+    AbandonedRun, Append, DecisionRow, Lease, LeaseRequest, LoadedRun, NewRun, PendingRow,
+    ReadLimits, RunStore, RunSummary, StoredStatus, check_append, check_new, hands_over, lease_ms,
 };
+use crate::store::listing::{AuditFilter, Page, PendingFilter, RunFilter};
 use crate::store::postgres::connect::{PendingColumns, PostgresStore, column};
-use crate::store::postgres::statements::{APPEND, CREATE, HELD, LOAD, PRUNE, RUN_KEY};
+use crate::store::postgres::statements::{APPEND, CREATE, HELD, JOURNAL_KEY, LOAD, PRUNE, RUN_KEY};
 use crate::store::sql::checks::{
-    self, Part, RawJournal, RawPending, check_append, check_new, check_sizes, corrupt, database,
-    int, is_unique_violation, journal, raw_run,
+    self, Part, RawJournal, RawPending, check_sizes, corrupt, database, int, is_unique_violation,
+    journal, raw_run,
 };
 use crate::store::sql::listing::{
     Statement, Value, audit_page, audit_statement, listed_pending, pending_page, pending_statement,
@@ -230,11 +230,23 @@ impl PostgresStore {
             .bind(hands_over)
             .bind(fence.map(int));
         let mut session = self.session().await?;
-        let updated: i64 = query
-            .fetch_one(session.conn())
-            .await
-            .and_then(|row| row.try_get("updated"))
-            .map_err(database)?;
+        let updated: i64 = match query.fetch_one(session.conn()).await {
+            // Another writer inserted the entry at the version after `expected_version`: the
+            // journal's key is the compare-and-swap.
+            Err(e)
+                if is_unique_violation(&e)
+                    && e.as_database_error().and_then(|d| d.constraint()) == Some(JOURNAL_KEY) =>
+            {
+                // Behind a transaction pooler the failed statement ended its transaction: the
+                // refusal is read in a session of its own (dropping this one rolls it back).
+                drop(session);
+                session = self.session().await?;
+                0
+            }
+            other => other
+                .and_then(|row| row.try_get("updated"))
+                .map_err(database)?,
+        };
         if updated == 0 {
             let found = self
                 .query(HELD)

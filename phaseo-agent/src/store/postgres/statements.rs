@@ -20,6 +20,11 @@ pub(crate) const MIGRATIONS: Files = &[
         "queue",
         include_str!("../../../migrations/postgres/0003_queue.sql"),
     ),
+    (
+        4,
+        "version from journal",
+        include_str!("../../../migrations/postgres/0004_version_from_journal.sql"),
+    ),
 ];
 
 /// The channel a run that becomes ready is announced on (its agent's id as the payload).
@@ -29,6 +34,19 @@ pub(crate) const CHANNEL: &str = "phaseo_ready";
 macro_rules! now_ms {
     () => {
         "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+    };
+}
+
+/// The version of run `$run` (an SQL expression): its journal's last entry, found from the end
+/// of the journal's primary key. The run's row holds no version: an append that leaves the
+/// run's status and lease as they were writes the journal alone.
+macro_rules! head {
+    ($run:literal) => {
+        concat!(
+            "(SELECT max(version) FROM phaseo_journal WHERE run_id = ",
+            $run,
+            ")"
+        )
     };
 }
 
@@ -70,10 +88,13 @@ WITH c AS MATERIALIZED (SELECT ",
     UPDATE phaseo_runs r SET lease_token = r.lease_token + 1, lease_owner = $3,
         lease_until_ms = c.now + $4
     FROM picked, c WHERE r.run_id = picked.run_id
-    RETURNING r.run_id, r.agent_id, r.status, r.version, r.lease_token,
-        c.now - picked.since AS waited, picked.since
+    RETURNING r.run_id, r.agent_id, r.status, r.lease_token, c.now - picked.since AS waited,
+        picked.since
 )
-SELECT run_id, agent_id, status, version, lease_token, waited, NULL::bigint AS next
+SELECT run_id, agent_id, status, ",
+    head!("t.run_id"),
+    " AS version, lease_token, waited,
+    NULL::bigint AS next
 FROM (SELECT * FROM taken ORDER BY since, run_id) t
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, min(r.lease_until_ms) - min(c.now)
@@ -83,7 +104,9 @@ WHERE r.queued AND r.agent_id = ANY ($1::text[]) AND r.lease_until_ms > c.now"
 
 /// After a refused `append`: the run's version, and whether the lease `$2` still holds it.
 pub(crate) const HELD: &str = concat!(
-    "SELECT version, lease_token = $2::bigint AND lease_until_ms > ",
+    "SELECT ",
+    head!("$1"),
+    " AS version, lease_token = $2::bigint AND lease_until_ms > ",
     now_ms!(),
     " AS held FROM phaseo_runs WHERE run_id = $1"
 );
@@ -98,9 +121,11 @@ WITH c AS MATERIALIZED (SELECT ",
     UPDATE phaseo_runs r SET lease_token = r.lease_token + 1, lease_owner = $2,
         lease_until_ms = c.now + $3
     FROM c WHERE r.run_id = $1 AND (r.lease_until_ms IS NULL OR r.lease_until_ms <= c.now)
-    RETURNING r.agent_id, r.status, r.version, r.lease_token
+    RETURNING r.agent_id, r.status, r.lease_token
 )
-SELECT t.agent_id, t.status, t.version, t.lease_token, NULL::text AS owner, NULL::bigint AS left_ms
+SELECT t.agent_id, t.status, ",
+    head!("$1"),
+    " AS version, t.lease_token, NULL::text AS owner, NULL::bigint AS left_ms
 FROM taken t
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, r.lease_owner, r.lease_until_ms - c.now
@@ -189,18 +214,22 @@ pub(crate) const GENERIC_PLANS: &str = "SELECT set_config('plan_cache_mode', 'fo
 /// The constraint a second run with the same id violates.
 pub(crate) const RUN_KEY: &str = "phaseo_runs_pkey";
 
-/// The pending calls' insert of `create` and `append`: the run's id and agent from the CTE `run`
-/// (the run's row as written), the calls' columns as the arrays `$10` to `$18`, in order.
+/// The constraint an entry written at a version that exists violates: the compare-and-swap of
+/// `append`.
+pub(crate) const JOURNAL_KEY: &str = "phaseo_journal_pkey";
+
+/// The pending calls' insert of `create` and `append`: the run's id and agent from the CTE named
+/// (the run's row as written or read), the calls' columns as the arrays `$10` to `$18`, in order.
 macro_rules! insert_pending {
-    () => {
-        "INSERT INTO phaseo_pending (run_id, call_id, seq, agent_id, tool, kind, arguments, digest,
+    ($run:literal) => {
+        concat!("INSERT INTO phaseo_pending (run_id, call_id, seq, agent_id, tool, kind, arguments, digest,
         since_ms, version, decision, decided_by)
     SELECT run.run_id, p.call_id, p.seq - 1, run.agent_id, p.tool, p.kind, p.arguments, p.digest,
         p.since_ms, p.version, p.decision, p.decided_by
-    FROM run, unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
-        $15::bigint[], $16::bigint[], $17::text[], $18::text[])
+    FROM ", $run, " AS run, unnest($10::text[], $11::text[], $12::text[], $13::text[],
+        $14::text[], $15::bigint[], $16::bigint[], $17::text[], $18::text[])
         WITH ORDINALITY AS p (call_id, tool, kind, arguments, digest, since_ms, version, decision,
-        decided_by, seq)"
+        decided_by, seq)")
     };
 }
 
@@ -210,9 +239,9 @@ macro_rules! insert_pending {
 pub(crate) const CREATE: &str = concat!(
     "\
 WITH run AS (
-    INSERT INTO phaseo_runs (run_id, agent_id, status, version, created_ms, updated_ms, queued,
-        ready_ms, lease_token, lease_owner, lease_until_ms)
-    VALUES ($1, $2, $3, $4, $5, $5, $19, CASE WHEN $19 THEN ",
+    INSERT INTO phaseo_runs (run_id, agent_id, status, created_ms, updated_ms, queued, ready_ms,
+        lease_token, lease_owner, lease_until_ms)
+    VALUES ($1, $2, $3, $5, $5, $19, CASE WHEN $19 THEN ",
     now_ms!(),
     " END, CASE WHEN $20::text IS NULL THEN 0 ELSE 1 END, $20, CASE WHEN $20::text IS NOT NULL THEN ",
     now_ms!(),
@@ -224,45 +253,62 @@ WITH run AS (
     SELECT run_id, $4, $6, $7, $8, $9 FROM run
 ), pending AS (
     ",
-    insert_pending!(),
+    insert_pending!("run"),
     "
 )
 SELECT count(*) FROM notified"
 );
 
-/// `append`: the run's row where its version is `$2` (and, for a worker's write, where its lease
-/// `$33` lives by the database's clock; a queued run waiting on calls all decided, `$32`, is
-/// stored ready and announced), then, only if it was, the pending calls
-/// (replaced if `$19`: `$10` to `$18`, those no longer listed deleted, the others upserted, as
-/// one statement's CTEs cannot delete and insert the same key), the journal rows (`$20` to `$24`)
-/// and the audit rows (`$25` to `$31`, after the audit lock). Returns how many runs it updated:
-/// 0 or 1.
+/// `append`: the journal rows (`$20` to `$24`, versions `$2 + 1`, ...), where the run's version
+/// is `$2` and, for a worker's write, its lease `$33` lives by the database's clock. The
+/// journal's primary key is the compare-and-swap: a writer that read an older version inserts a
+/// version that exists, and the statement fails on the key (a [`StoreError::Conflict`] to the
+/// caller). The run's row is locked (`FOR SHARE`, so that a lease taken meanwhile waits for this
+/// write, or this write for it) and written only when something in it changes: the status (`$4`;
+/// a queued run waiting on calls all decided, `$32`, is stored ready and announced), the lease
+/// (ended by a write outside a lease or to any status but running), or the snapshot (`$6` to
+/// `$9`); `updated_ms` is since when the run is in its status (`$5` when the status changes). Only if the checks
+/// passed: the pending calls (replaced if `$19`: `$10` to `$18`, those no longer listed deleted,
+/// the others upserted, as one statement's CTEs cannot delete and insert the same key) and the
+/// audit rows (`$25` to `$31`, after the audit lock). Returns how many runs it wrote to: 0 or 1.
+///
+/// [`StoreError::Conflict`]: crate::error::StoreError::Conflict
 pub(crate) const APPEND: &str = concat!(
     "\
 WITH c AS MATERIALIZED (SELECT ",
     now_ms!(),
-    " AS now), run AS (
-    UPDATE phaseo_runs SET version = $3,
-        status = CASE WHEN queued AND $32 THEN 'ready' ELSE $4 END, updated_ms = $5,
-        ready_ms = CASE WHEN queued AND $32 THEN c.now END,
-        lease_until_ms = CASE WHEN $33::bigint IS NOT NULL AND $4 = 'running'
-            AND NOT (queued AND $32) THEN lease_until_ms END,
-        snapshot_version = COALESCE($6, snapshot_version),
-        snapshot_format = COALESCE($7, snapshot_format),
-        snapshot_body = COALESCE($8, snapshot_body),
-        snapshot_digest = COALESCE($9, snapshot_digest)
-    FROM c
-    WHERE run_id = $1 AND version = $2
-        AND ($33::bigint IS NULL OR (lease_token = $33 AND lease_until_ms > c.now))
-    RETURNING run_id, agent_id, status
+    " AS now), cur AS (
+    SELECT r.run_id, r.agent_id, r.status, r.ready_ms, r.lease_until_ms,
+        CASE WHEN r.queued AND $32 THEN 'ready' ELSE $4 END AS to_status,
+        CASE WHEN r.queued AND $32 THEN c.now END AS to_ready_ms,
+        CASE WHEN $33::bigint IS NOT NULL AND $4 = 'running' AND NOT (r.queued AND $32)
+            THEN r.lease_until_ms END AS to_lease_until_ms
+    FROM phaseo_runs r, c
+    WHERE r.run_id = $1
+        AND ($33::bigint IS NULL OR (r.lease_token = $33 AND r.lease_until_ms > c.now))
+        AND EXISTS (SELECT FROM phaseo_journal WHERE run_id = $1 AND version = $2)
+    FOR SHARE OF r
+), run AS (
+    UPDATE phaseo_runs r SET status = cur.to_status,
+        updated_ms = CASE WHEN cur.status <> cur.to_status THEN $5 ELSE r.updated_ms END,
+        ready_ms = cur.to_ready_ms, lease_until_ms = cur.to_lease_until_ms,
+        snapshot_version = COALESCE($6, r.snapshot_version),
+        snapshot_format = COALESCE($7, r.snapshot_format),
+        snapshot_body = COALESCE($8, r.snapshot_body),
+        snapshot_digest = COALESCE($9, r.snapshot_digest)
+    FROM cur
+    WHERE r.run_id = cur.run_id AND (cur.status <> cur.to_status OR $6::bigint IS NOT NULL
+        OR cur.ready_ms IS DISTINCT FROM cur.to_ready_ms
+        OR cur.lease_until_ms IS DISTINCT FROM cur.to_lease_until_ms)
+    RETURNING r.agent_id, r.status
 ), notified AS (
     SELECT pg_notify('phaseo_ready', agent_id) FROM run WHERE status = 'ready'
 ), gone AS (
     DELETE FROM phaseo_pending
-    WHERE $19 AND run_id = $1 AND EXISTS (SELECT FROM run) AND call_id <> ALL ($10::text[])
+    WHERE $19 AND run_id = $1 AND EXISTS (SELECT FROM cur) AND call_id <> ALL ($10::text[])
 ), pending AS (
     ",
-    insert_pending!(),
+    insert_pending!("cur"),
     "
     ON CONFLICT (run_id, call_id) DO UPDATE SET seq = EXCLUDED.seq, agent_id = EXCLUDED.agent_id,
         tool = EXCLUDED.tool, kind = EXCLUDED.kind, arguments = EXCLUDED.arguments,
@@ -270,20 +316,20 @@ WITH c AS MATERIALIZED (SELECT ",
         decision = EXCLUDED.decision, decided_by = EXCLUDED.decided_by
 ), journal AS (
     INSERT INTO phaseo_journal (run_id, version, kind, format, body, digest)
-    SELECT run.run_id, j.version, j.kind, j.format, j.body, j.digest
-    FROM run, unnest($20::bigint[], $21::text[], $22::bigint[], $23::text[], $24::text[])
+    SELECT cur.run_id, j.version, j.kind, j.format, j.body, j.digest
+    FROM cur, unnest($20::bigint[], $21::text[], $22::bigint[], $23::text[], $24::text[])
         AS j (version, kind, format, body, digest)
 ), turn AS (
     SELECT pg_advisory_xact_lock(",
     audit_lock_key!(),
-    ") FROM run WHERE cardinality($25::text[]) > 0
+    ") FROM cur WHERE cardinality($25::text[]) > 0
 ), audit AS (
     INSERT INTO phaseo_audit (run_id, call_id, tool, decision, decided_by, at_ms, digest, version)
     SELECT $1, d.call_id, d.tool, d.decision, d.decided_by, d.at_ms, d.digest, d.version
     FROM turn, unnest($25::text[], $26::text[], $27::text[], $28::text[], $29::bigint[],
         $30::text[], $31::bigint[]) AS d (call_id, tool, decision, decided_by, at_ms, digest, version)
 )
-SELECT (SELECT count(*) FROM run) AS updated, (SELECT count(*) FROM notified) AS notified"
+SELECT (SELECT count(*) FROM cur) AS updated, (SELECT count(*) FROM notified) AS notified"
 );
 
 /// `load`: the run's row, its journal after its snapshot and its pending calls, each column of
@@ -296,8 +342,11 @@ SELECT (SELECT count(*) FROM run) AS updated, (SELECT count(*) FROM notified) AS
 /// The texts are measured (`octet_length`, which reads a stored value's size without reading
 /// the value) and sent only within the bounds: each row's text within `$2` bytes, all of them
 /// within `$3` (`t.total`); the sizes are always sent, so the store can name what is too large.
-pub(crate) const LOAD: &str = "\
-SELECT r.agent_id, r.status, r.version, r.created_ms, r.updated_ms, r.snapshot_version,
+pub(crate) const LOAD: &str = concat!(
+    "\
+SELECT r.agent_id, r.status, ",
+    head!("$1"),
+    " AS version, r.created_ms, r.updated_ms, r.snapshot_version,
     r.snapshot_format,
     CASE WHEN octet_length(r.snapshot_body) <= $2::bigint AND t.total <= $3::bigint
         THEN r.snapshot_body END AS snapshot_body,
@@ -346,9 +395,10 @@ CROSS JOIN LATERAL (
     SELECT COALESCE(octet_length(r.snapshot_body), 0) + COALESCE(j.j_total, 0)
         + COALESCE(p.p_total, 0) AS total
 ) t
-WHERE r.run_id = $1";
+WHERE r.run_id = $1"
+);
 
-/// `prune`: the finished runs last written before `$1` (their journal and pending rows go with
+/// `prune`: the runs finished before `$1` (their journal and pending rows go with
 /// them, `ON DELETE CASCADE`; the audit log has no key to the runs and stays).
 pub(crate) const PRUNE: &str =
     "DELETE FROM phaseo_runs WHERE status IN ('completed', 'failed') AND updated_ms < $1";

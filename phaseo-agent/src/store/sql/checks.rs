@@ -4,8 +4,7 @@
 
 use crate::error::StoreError;
 use crate::store::backend::{
-    Append, JournalRow, LoadedRun, NewRun, PendingRow, QueueCounts, ReadLimits, SnapshotRow,
-    StoredStatus,
+    JournalRow, LoadedRun, PendingRow, QueueCounts, ReadLimits, SnapshotRow, StoredStatus,
 };
 
 /// One agent's row of a queue count (`agent_id`, the counts `ready` to `completed`, and
@@ -49,81 +48,6 @@ pub(crate) fn is_unique_violation(error: &sqlx::Error) -> bool {
     error
         .as_database_error()
         .is_some_and(|e| e.is_unique_violation())
-}
-
-/// A write the store refuses before it reaches the database: the layer above broke the contract.
-fn refused(run_id: &str, why: &str) -> StoreError {
-    StoreError::Database(format!("write to run `{run_id}` refused: {why}"))
-}
-
-/// Checks a new run: its first entry is version 1.
-pub(crate) fn check_new(run: &NewRun) -> Result<(), StoreError> {
-    if run.row.version != 1 {
-        return Err(refused(
-            &run.run_id,
-            &format!("its first entry is version {}, not 1", run.row.version),
-        ));
-    }
-    if let Some(other) = run
-        .pending
-        .iter()
-        .map(|p| &p.run_id)
-        .find(|r| **r != run.run_id)
-    {
-        return Err(refused(
-            &run.run_id,
-            &format!("a pending call names run `{other}`"),
-        ));
-    }
-    Ok(())
-}
-
-/// Checks an append and returns the run's version after it: at least one entry, numbered from
-/// `expected_version + 1` on; a snapshot not after the last entry; pending calls and decisions of
-/// this run only.
-pub(crate) fn check_append(append: &Append) -> Result<u64, StoreError> {
-    let run_id = append.run_id.as_str();
-    if append.rows.is_empty() {
-        return Err(refused(run_id, "an append writes at least one entry"));
-    }
-    let mut version = append.expected_version;
-    for row in &append.rows {
-        version = version
-            .checked_add(1)
-            .filter(|v| *v < i64::MAX as u64)
-            .ok_or_else(|| refused(run_id, "the version is out of range"))?;
-        if row.version != version {
-            return Err(refused(
-                run_id,
-                &format!("an entry is version {}, expected {version}", row.version),
-            ));
-        }
-    }
-    if let Some(snapshot) = &append.snapshot
-        && snapshot.version > version
-    {
-        return Err(refused(
-            run_id,
-            &format!(
-                "the snapshot is of version {}, after the last entry ({version})",
-                snapshot.version
-            ),
-        ));
-    }
-    if let Some(other) = append
-        .pending
-        .iter()
-        .flatten()
-        .map(|p| &p.run_id)
-        .chain(append.decisions.iter().map(|d| &d.run_id))
-        .find(|other| *other != run_id)
-    {
-        return Err(refused(
-            run_id,
-            &format!("a pending call or decision names run `{other}`"),
-        ));
-    }
-    Ok(version)
 }
 
 /// A damaged row of `run_id`.

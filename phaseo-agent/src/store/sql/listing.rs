@@ -5,9 +5,9 @@
 use std::fmt::Write as _;
 
 use crate::error::StoreError;
-use crate::store::backend::{
-    AuditFilter, DamagedRow, DecisionRow, Page, PendingFilter, PendingRow, ReadLimits, RunFilter,
-    RunSummary, damage,
+use crate::store::backend::{DecisionRow, PendingRow, ReadLimits, RunSummary};
+use crate::store::listing::{
+    AuditFilter, DamagedRow, Page, PendingFilter, RunFilter, damage, decode, encode,
 };
 use crate::store::sql::checks::{
     Part, RawPending, check_sizes, database, int, per_row, present, status, version,
@@ -74,54 +74,6 @@ pub(crate) fn cap(limit: usize) -> usize {
     limit.min(MAX_LIMIT)
 }
 
-/// A cursor's parts: a prefix naming the listing, then fields separated by `.`, texts in hex (so
-/// an id may hold any character).
-fn encode(prefix: &str, number: i64, texts: &[&str]) -> String {
-    let mut cursor = format!("{prefix}.{number}");
-    for text in texts {
-        cursor.push('.');
-        for byte in text.as_bytes() {
-            let _ = write!(cursor, "{byte:02x}");
-        }
-    }
-    cursor
-}
-
-/// A cursor's number and texts, if it is one of this listing's with `texts` texts.
-fn decode(prefix: &str, texts: usize, cursor: &str) -> Result<(i64, Vec<String>), StoreError> {
-    let invalid = || StoreError::InvalidCursor {
-        cursor: cursor.to_owned(),
-    };
-    let mut parts = cursor.split('.');
-    if parts.next() != Some(prefix) {
-        return Err(invalid());
-    }
-    let number = parts
-        .next()
-        .and_then(|n| n.parse().ok())
-        .ok_or_else(invalid)?;
-    let mut decoded = Vec::with_capacity(texts);
-    for part in parts {
-        if part.len() % 2 != 0 {
-            return Err(invalid());
-        }
-        let bytes = part
-            .as_bytes()
-            .chunks(2)
-            .map(|pair| {
-                let pair = std::str::from_utf8(pair).ok()?;
-                u8::from_str_radix(pair, 16).ok()
-            })
-            .collect::<Option<Vec<u8>>>()
-            .ok_or_else(invalid)?;
-        decoded.push(String::from_utf8(bytes).map_err(|_| invalid())?);
-    }
-    if decoded.len() != texts {
-        return Err(invalid());
-    }
-    Ok((number, decoded))
-}
-
 /// The size of a pending row's texts, in bytes, as SQL (for both databases).
 pub(crate) const PENDING_BYTES: &str =
     "(CAST(octet_length(arguments) AS BIGINT) + COALESCE(octet_length(decision), 0))";
@@ -137,8 +89,9 @@ pub(crate) fn pending_columns(max_row: u64, and_within: &str) -> String {
     )
 }
 
-/// The columns of a run's summary.
-pub(crate) const RUN_COLUMNS: &str = "run_id, agent_id, status, version, created_ms, updated_ms";
+/// The columns of a run's summary (of `phaseo_runs`): its version is its journal's last entry.
+pub(crate) const RUN_COLUMNS: &str = "run_id, agent_id, status, (SELECT max(j.version) \
+     FROM phaseo_journal j WHERE j.run_id = phaseo_runs.run_id) AS version, created_ms, updated_ms";
 
 /// The columns of an audit row, its id first, the decision withheld when it is larger than
 /// `max_row` bytes.
@@ -321,7 +274,7 @@ pub(crate) fn pending_page(rows: Vec<Listed>, limit: usize) -> Page<PendingRow> 
     out
 }
 
-/// The statement listing runs, last written first.
+/// The statement listing runs, the latest to change status first.
 pub(crate) fn runs_statement(filter: &RunFilter) -> Result<Statement, StoreError> {
     let mut s = Statement::new(&format!("SELECT {RUN_COLUMNS} FROM phaseo_runs"));
     if let Some(agent) = &filter.agent_id {

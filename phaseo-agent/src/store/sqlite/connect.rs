@@ -36,6 +36,11 @@ const MIGRATIONS: Files = &[
         "queue",
         include_str!("../../../migrations/sqlite/0002_queue.sql"),
     ),
+    (
+        3,
+        "version from journal",
+        include_str!("../../../migrations/sqlite/0003_version_from_journal.sql"),
+    ),
 ];
 
 /// A [`RunStore`](crate::store::backend::RunStore) in a SQLite file, shared by every task of a
@@ -63,7 +68,7 @@ const MIGRATIONS: Files = &[
 pub struct SqliteStore {
     pub(crate) pool: SqlitePool,
     /// Writers of this process queue here, so that they wait without polling the file's lock.
-    writer: Mutex<()>,
+    pub(crate) writer: Mutex<()>,
     /// What a read takes from the file at most.
     pub(crate) limits: ReadLimits,
     /// Rung when a run becomes ready, for this process's workers.
@@ -153,8 +158,11 @@ impl SqliteStoreBuilder {
         // as the busy timeout.
         let started = Instant::now();
         let pool = loop {
+            // A connection is a file in this process: nothing can go stale between uses, and
+            // the check sqlx makes before lending one would cost a round trip to its thread.
             let connected = SqlitePoolOptions::new()
                 .max_connections(self.pool_size)
+                .test_before_acquire(false)
                 .connect_with(options.clone())
                 .await;
             match connected {

@@ -9,13 +9,14 @@ use sqlx::{Sqlite, Transaction};
 
 use crate::error::StoreError;
 use crate::store::backend::{
-    AbandonedRun, Append, AuditFilter, DecisionRow, JournalRow, Lease, LeaseRequest, LoadedRun,
-    NewRun, Page, PendingFilter, PendingRow, RunFilter, RunStore, RunSummary, StoredStatus,
-    clock_ms, hands_over, lease_ms,
+    AbandonedRun, Append, DecisionRow, JournalRow, Lease, LeaseRequest, LoadedRun, NewRun,
+    PendingRow, RunStore, RunSummary, StoredStatus, check_append, check_new, clock_ms, hands_over,
+    lease_ms,
 };
+use crate::store::listing::{AuditFilter, Page, PendingFilter, RunFilter};
 use crate::store::sql::checks::{
-    self, Part, RawJournal, RawPending, check_append, check_new, check_sizes, corrupt, database,
-    int, is_unique_violation, raw_run,
+    self, Part, RawJournal, RawPending, check_sizes, corrupt, database, int, is_unique_violation,
+    raw_run,
 };
 use crate::store::sql::listing::{
     Statement, Value, audit_page, audit_statement, listed_pending, pending_page, pending_statement,
@@ -23,8 +24,8 @@ use crate::store::sql::listing::{
 };
 use crate::store::sqlite::connect::SqliteStore;
 use crate::store::sqlite::statements::{
-    DELETE_PENDING, HELD, INSERT_AUDIT, INSERT_JOURNAL, INSERT_PENDING, INSERT_RUN, LOAD_JOURNAL,
-    LOAD_RUN, PRUNE, append_update, load_pending,
+    DELETE_PENDING, HELD, INSERT_AUDIT, INSERT_JOURNAL, INSERT_PENDING, INSERT_RUN, Insert,
+    LOAD_JOURNAL, LOAD_RUN, PRUNE, append_journal, append_update, load_pending,
 };
 
 impl SqliteStore {
@@ -135,7 +136,6 @@ impl SqliteStore {
             .bind(run.run_id.clone())
             .bind(run.agent_id)
             .bind(status.as_str())
-            .bind(int(run.row.version))
             .bind(run.at_ms)
             .bind(queued)
             .bind(queued.then_some(now))
@@ -205,16 +205,50 @@ impl SqliteStore {
     async fn append_run(&self, append: Append) -> Result<(), StoreError> {
         let version = check_append(&append)?;
         let hands_over = hands_over(&append);
-        let run_id = append.run_id;
+        // What changes only the journal (a running run's turn, call or result) is one statement
+        // committed on its own: one round trip to the connection's thread, one flush.
+        let alone = append.snapshot.is_none()
+            && append.pending.is_none()
+            && append.decisions.is_empty()
+            && !hands_over;
+        if alone {
+            let _guard = self.writer.lock().await;
+            let inserted = self
+                .journal_insert(&append, Insert::Alone)
+                .execute(&self.pool)
+                .await;
+            match inserted {
+                Ok(done) if done.rows_affected() > 0 => return Ok(()),
+                // The row must be written too (the status or the lease changes), or the write
+                // is refused: the transaction below tells which.
+                Ok(_) => {}
+                Err(e) if is_unique_violation(&e) => {
+                    let mut tx = self.begin_read().await?;
+                    return Err(Self::refusal(&mut tx, &append, clock_ms()).await?);
+                }
+                Err(e) => return Err(database(e)),
+            }
+        }
         let (_guard, mut tx) = self.begin_write().await?;
         let now = clock_ms();
+        let inserted = self
+            .journal_insert(&append, Insert::WithRow)
+            .execute(&mut *tx)
+            .await;
+        match inserted {
+            Ok(done) if done.rows_affected() > 0 => {}
+            Ok(_) => return Err(Self::refusal(&mut tx, &append, now).await?),
+            Err(e) if is_unique_violation(&e) => {
+                return Err(Self::refusal(&mut tx, &append, now).await?);
+            }
+            Err(e) => return Err(database(e)),
+        }
+        let run_id = append.run_id;
         let update = append_update(append.snapshot.is_some());
         let mut updated = sqlx::query(sqlx::AssertSqlSafe(update))
-            .bind(int(version))
             .bind(append.status.as_str())
             .bind(append.at_ms)
             .bind(run_id.clone())
-            .bind(int(append.expected_version))
             .bind(hands_over)
             .bind(now)
             .bind(append.fence.map(int));
@@ -225,36 +259,14 @@ impl SqliteStore {
                 .bind(snapshot.body)
                 .bind(snapshot.digest);
         }
-        let done = updated.fetch_optional(&mut *tx).await.map_err(database)?;
-        let Some(done) = done else {
-            let found = sqlx::query(HELD)
-                .bind(run_id.clone())
-                .bind(append.fence.map(int))
-                .bind(now)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(database)?;
-            let Some(found) = found else {
-                return Err(StoreError::NotFound { run_id });
-            };
-            let held: Option<bool> = sqlx::Row::try_get(&found, "held").map_err(database)?;
-            let found: i64 = sqlx::Row::try_get(&found, "version").map_err(database)?;
-            let found = checks::version(&run_id, 0, "the run's version", found)?;
-            // A worker whose lease is over is told so first, whatever else moved on.
-            if let (Some(token), false) = (append.fence, held.unwrap_or(false)) {
-                return Err(StoreError::LeaseLost { run_id, token });
+        let written = updated.fetch_optional(&mut *tx).await.map_err(database)?;
+        let ready = match written {
+            Some(row) => {
+                sqlx::Row::try_get::<String, _>(&row, "status").map_err(database)? == "ready"
             }
-            return Err(StoreError::Conflict {
-                run_id,
-                expected: append.expected_version,
-                found,
-            });
+            None => false,
         };
-        let status: String = sqlx::Row::try_get(&done, "status").map_err(database)?;
-        let ready = status == "ready";
-        for row in append.rows {
-            Self::insert_journal(&mut tx, &run_id, row).await?;
-        }
+        debug_assert!(version >= append.expected_version);
         if let Some(pending) = append.pending {
             sqlx::query(DELETE_PENDING)
                 .bind(run_id.clone())
@@ -282,6 +294,65 @@ impl SqliteStore {
             self.bell.ring();
         }
         Ok(())
+    }
+
+    /// `append`'s journal rows, inserted as `insert` says.
+    fn journal_insert(
+        &self,
+        append: &Append,
+        insert: Insert,
+    ) -> sqlx::query::Query<'static, Sqlite, SqliteArguments> {
+        let mut query = self
+            .query(sqlx::AssertSqlSafe(append_journal(
+                append.rows.len(),
+                insert,
+            )))
+            .bind(append.run_id.clone())
+            .bind(int(append.expected_version))
+            .bind(append.status.as_str())
+            .bind(append.fence.map(int))
+            .bind(clock_ms());
+        for row in &append.rows {
+            query = query
+                .bind(int(row.version))
+                .bind(row.kind.clone())
+                .bind(i64::from(row.format))
+                .bind(row.body.clone())
+                .bind(row.digest.clone());
+        }
+        query
+    }
+
+    /// Why `append` wrote nothing, read in `tx` at `now`: the run is gone, the worker's lease is
+    /// over, or the run is at another version.
+    async fn refusal(
+        tx: &mut Transaction<'static, Sqlite>,
+        append: &Append,
+        now: i64,
+    ) -> Result<StoreError, StoreError> {
+        let run_id = append.run_id.clone();
+        let found = sqlx::query(HELD)
+            .bind(run_id.clone())
+            .bind(append.fence.map(int))
+            .bind(now)
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(database)?;
+        let Some(found) = found else {
+            return Ok(StoreError::NotFound { run_id });
+        };
+        let held: Option<bool> = sqlx::Row::try_get(&found, "held").map_err(database)?;
+        let found: i64 = sqlx::Row::try_get(&found, "version").map_err(database)?;
+        let found = checks::version(&run_id, 0, "the run's version", found)?;
+        // A worker whose lease is over is told so first, whatever else moved on.
+        if let (Some(token), false) = (append.fence, held.unwrap_or(false)) {
+            return Ok(StoreError::LeaseLost { run_id, token });
+        }
+        Ok(StoreError::Conflict {
+            run_id,
+            expected: append.expected_version,
+            found,
+        })
     }
 
     async fn load_run(&self, run_id: &str) -> Result<LoadedRun, StoreError> {

@@ -1,15 +1,24 @@
 //! The SQLite store's SQL, every statement in one place (SQLite reads `$1` as the first parameter,
-//! as PostgreSQL does). A run's writes and its read are one statement per row, in a transaction:
-//! SQLite is in the process, so a statement costs no round trip.
+//! as PostgreSQL does). An append that leaves the run's status and lease as they were is one
+//! statement, committed on its own; other writes and a run's read are one statement per row, in
+//! a transaction.
 
 use crate::store::sql::listing::{PENDING_BYTES, pending_columns};
 
-/// `create`: the run's row (`$1` the run, `$2` its agent, `$3` its status, `$4` its version,
-/// `$5` when, `$6` whether queued, `$7` ready since, `$8` the lease's token, `$9` its owner,
-/// `$10` its end).
-pub(crate) const INSERT_RUN: &str = "INSERT INTO phaseo_runs (run_id, agent_id, status, version, \
+/// `create`: the run's row (`$1` the run, `$2` its agent, `$3` its status, `$4` when, `$5`
+/// whether queued, `$6` ready since, `$7` the lease's token, `$8` its owner, `$9` its end).
+pub(crate) const INSERT_RUN: &str = "INSERT INTO phaseo_runs (run_id, agent_id, status, \
      created_ms, updated_ms, queued, ready_ms, lease_token, lease_owner, lease_until_ms) \
-     VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9, $10)";
+     VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8, $9)";
+
+/// The version of run `$1` (an SQL expression): its journal's last entry, found from the end of
+/// the journal's primary key. The run's row holds no version: an append that leaves the run's
+/// status and lease as they were writes the journal alone.
+macro_rules! head {
+    () => {
+        "(SELECT max(version) FROM phaseo_journal WHERE run_id = $1)"
+    };
+}
 
 /// A pending call of run `$1` (its agent from the run's row), `$2` the call, `$3` its place.
 pub(crate) const INSERT_PENDING: &str = "INSERT INTO phaseo_pending (run_id, call_id, seq, \
@@ -21,36 +30,80 @@ pub(crate) const INSERT_PENDING: &str = "INSERT INTO phaseo_pending (run_id, cal
 pub(crate) const INSERT_JOURNAL: &str = "INSERT INTO phaseo_journal (run_id, version, kind, \
      format, body, digest) VALUES ($1, $2, $3, $4, $5, $6)";
 
-/// `append`'s update of the run's row, where its version is `$5` (`$4` the run): `$1` the new
-/// version, `$2` the status, `$3` when; a queued run left waiting on calls that are all decided
-/// (`$6`) is handed to a worker (`ready` since `$7`, now); a write outside a lease, or to any
-/// status but running, ends the lease; a worker's write (its lease `$8`) applies only under its
-/// live lease. With a snapshot, `$9` to `$12` are its version, format, body and digest. Returns
-/// the status written.
+/// Which of `append`'s journal inserts to make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Insert {
+    /// Committed on its own: only if the run's row needs no write (its status is `$3`; a worker's
+    /// lease `$4` lives at `$5`, or, outside a lease, none is held).
+    Alone,
+    /// In the append's transaction, the row written after it: only under the worker's live
+    /// lease `$4` at `$5`, if any.
+    WithRow,
+}
+
+/// `append`'s journal rows: `rows` entries of run `$1`, each as five parameters from `$6` on
+/// (version, kind, format, body, digest), inserted only where the run's version is `$2` and
+/// `insert`'s condition holds. The journal's primary key is the compare-and-swap: a writer that
+/// read an older version inserts a version that exists, and the statement fails on the key.
+pub(crate) fn append_journal(rows: usize, insert: Insert) -> String {
+    let values = (0..rows)
+        .map(|i| {
+            let p = 6 + 5 * i;
+            format!("(${p}, ${}, ${}, ${}, ${})", p + 1, p + 2, p + 3, p + 4)
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let run = match insert {
+        Insert::Alone => {
+            "status = $3 AND CASE WHEN $4 IS NULL THEN lease_until_ms IS NULL \
+             ELSE lease_token = $4 AND lease_until_ms > $5 END"
+        }
+        Insert::WithRow => "($4 IS NULL OR (lease_token = $4 AND lease_until_ms > $5))",
+    };
+    format!(
+        "INSERT INTO phaseo_journal (run_id, version, kind, format, body, digest) \
+         SELECT $1, v.column1, v.column2, v.column3, v.column4, v.column5 FROM (VALUES {values}) v \
+         WHERE EXISTS (SELECT 1 FROM phaseo_runs WHERE run_id = $1 AND {run}) \
+         AND EXISTS (SELECT 1 FROM phaseo_journal WHERE run_id = $1 AND version = $2)"
+    )
+}
+
+/// `append`'s update of the run's row (`$3`), made only where something in it changes: `$1` the
+/// status; a queued run left waiting on calls that are all decided (`$4`) is handed to a worker
+/// (`ready` since `$5`, now); a write outside a lease (`$6` null), or to any status but running,
+/// ends the lease. With a snapshot, `$7` to `$10` are its version, format, body and digest, and
+/// the row is written. `updated_ms` is since when the run is in its status (`$2` when the status
+/// changes). Returns the status written.
 pub(crate) fn append_update(snapshot: bool) -> String {
-    let set = "UPDATE phaseo_runs SET version = $1, \
-         status = CASE WHEN queued = 1 AND $6 THEN 'ready' ELSE $2 END, \
-         updated_ms = $3, \
-         ready_ms = CASE WHEN queued = 1 AND $6 THEN $7 END, \
-         lease_until_ms = CASE WHEN $8 IS NOT NULL AND $2 = 'running' \
-             AND NOT (queued = 1 AND $6) THEN lease_until_ms END";
-    let check = " WHERE run_id = $4 AND version = $5 \
-         AND ($8 IS NULL OR (lease_token = $8 AND lease_until_ms > $7)) \
-         RETURNING status";
-    if snapshot {
-        format!(
-            "{set}, snapshot_version = $9, snapshot_format = $10, \
-             snapshot_body = $11, snapshot_digest = $12{check}"
+    let status = "CASE WHEN queued = 1 AND $4 THEN 'ready' ELSE $1 END";
+    let ready = "CASE WHEN queued = 1 AND $4 THEN $5 END";
+    let lease = "CASE WHEN $6 IS NOT NULL AND $1 = 'running' AND NOT (queued = 1 AND $4) \
+         THEN lease_until_ms END";
+    let (set, changed) = if snapshot {
+        (
+            ", snapshot_version = $7, snapshot_format = $8, snapshot_body = $9, \
+             snapshot_digest = $10",
+            "1",
         )
     } else {
-        format!("{set}{check}")
-    }
+        ("", "0")
+    };
+    format!(
+        "UPDATE phaseo_runs SET status = {status}, \
+         updated_ms = CASE WHEN status <> {status} THEN $2 ELSE updated_ms END, ready_ms = {ready}, \
+         lease_until_ms = {lease}{set} WHERE run_id = $3 AND ({changed} OR status <> {status} \
+         OR ready_ms IS NOT {ready} OR lease_until_ms IS NOT {lease}) RETURNING status"
+    )
 }
 
 /// After a refused `append`: run `$1`'s version, and whether the lease `$2` still holds it at
 /// `$3`.
-pub(crate) const HELD: &str = "SELECT version, lease_token = $2 AND lease_until_ms > $3 AS held \
-     FROM phaseo_runs WHERE run_id = $1";
+pub(crate) const HELD: &str = concat!(
+    "SELECT ",
+    head!(),
+    " AS version, lease_token = $2 AND lease_until_ms > $3 AS held \
+     FROM phaseo_runs WHERE run_id = $1"
+);
 
 /// The pending calls of run `$1`, before `append` writes them again.
 pub(crate) const DELETE_PENDING: &str = "DELETE FROM phaseo_pending WHERE run_id = $1";
@@ -61,11 +114,14 @@ pub(crate) const INSERT_AUDIT: &str = "INSERT INTO phaseo_audit (run_id, call_id
 
 /// `load`, first: run `$1`'s row, its snapshot's body sent only within `$2` (one row) and `$3`
 /// (the load), its size always.
-pub(crate) const LOAD_RUN: &str = "SELECT agent_id, status, version, created_ms, updated_ms, \
-     snapshot_version, snapshot_format, CASE WHEN octet_length(snapshot_body) <= $2 \
+pub(crate) const LOAD_RUN: &str = concat!(
+    "SELECT agent_id, status, ",
+    head!(),
+    " AS version, created_ms, updated_ms, snapshot_version, snapshot_format, CASE WHEN octet_length(snapshot_body) <= $2 \
      AND octet_length(snapshot_body) <= $3 THEN snapshot_body END AS snapshot_body, \
      octet_length(snapshot_body) AS snapshot_bytes, snapshot_digest \
-     FROM phaseo_runs WHERE run_id = $1";
+     FROM phaseo_runs WHERE run_id = $1"
+);
 
 /// `load`, then: run `$1`'s journal after version `$2`, each body sent only within `$3` (one row)
 /// and while the bodies so far are within `$4` (what the load has left), its size always.
@@ -85,7 +141,7 @@ pub(crate) fn load_pending(max_row: u64) -> String {
     )
 }
 
-/// `prune`: the finished runs last written before `$1` (their journal and pending rows go with
+/// `prune`: the runs finished before `$1` (their journal and pending rows go with
 /// them, `ON DELETE CASCADE`; the audit log has no key to the runs and stays).
 pub(crate) const PRUNE: &str = "DELETE FROM phaseo_runs WHERE status IN ('completed', 'failed') \
      AND updated_ms < $1";
@@ -103,7 +159,8 @@ pub(crate) const WAITING_SINCE: &str =
 /// waiting first.
 pub(crate) fn claim() -> String {
     format!(
-        "SELECT run_id, agent_id, status, version, {WAITING_SINCE} AS since FROM phaseo_runs \
+        "SELECT run_id, agent_id, status, (SELECT max(j.version) FROM phaseo_journal j \
+         WHERE j.run_id = phaseo_runs.run_id) AS version, {WAITING_SINCE} AS since FROM phaseo_runs \
          WHERE agent_id IN (SELECT value FROM json_each($2)) AND {CLAIMABLE} \
          ORDER BY since, run_id LIMIT $3"
     )
@@ -127,8 +184,11 @@ pub(crate) const RELEASE: &str = "UPDATE phaseo_runs SET lease_until_ms = $1 \
      WHERE run_id = $2 AND lease_token = $3 AND lease_until_ms > $1";
 
 /// `acquire`, first: run `$1`'s row and its lease.
-pub(crate) const LEASE_OF: &str = "SELECT agent_id, status, version, lease_owner, lease_until_ms \
-     FROM phaseo_runs WHERE run_id = $1";
+pub(crate) const LEASE_OF: &str = concat!(
+    "SELECT agent_id, status, ",
+    head!(),
+    " AS version, lease_owner, lease_until_ms FROM phaseo_runs WHERE run_id = $1"
+);
 
 /// `abandoned`: runs of the application's own processes running under a lease expired at `$1`,
 /// or none, oldest first, at most `$2`.
