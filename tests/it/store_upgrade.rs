@@ -411,7 +411,10 @@ where
     // Those, then this build's newer ones, each once and each applied.
     let expected: Vec<(i64, bool)> = (1..=applied.len() as i64).map(|v| (v, true)).collect();
     assert_eq!(applied, expected);
-    assert!(applied.len() as i64 > newest, "this build's own migrations ran after: {applied:?}");
+    assert!(
+        applied.len() as i64 > newest,
+        "this build's own migrations ran after: {applied:?}"
+    );
     let old = sqlx::raw_sql("SELECT MAX(version) AS v FROM phaseo_schema")
         .fetch_one(pool)
         .await

@@ -252,7 +252,7 @@ async fn postgres_statements_are_planned_once_per_connection() {
             "SELECT 1",
             "SELECT calls::text || ' ' || plans::text FROM pg_stat_statements \
              WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
-             AND query LIKE '%FROM phaseo_runs r%'",
+             AND query LIKE '%FROM r, t%'",
         )
         .await;
         store.close().await;

@@ -27,9 +27,8 @@
 
 use std::time::Duration;
 
-use sqlx::Row as _;
 use sqlx::pool::PoolConnection;
-use sqlx::postgres::{PgArguments, PgConnectOptions, PgConnection, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgArguments, PgConnectOptions, PgConnection, PgPoolOptions};
 use sqlx::{PgPool, Postgres, Transaction};
 
 use crate::error::StoreError;
@@ -116,15 +115,6 @@ impl Session {
             Session::Transaction(tx) => tx.commit().await.map_err(database),
         }
     }
-}
-
-/// An array column as read: empty when NULL (no rows).
-pub(crate) fn column<T>(row: &PgRow, name: &str) -> Result<Vec<T>, sqlx::Error>
-where
-    T: for<'r> sqlx::Decode<'r, Postgres> + sqlx::Type<Postgres>,
-    Vec<T>: for<'r> sqlx::Decode<'r, Postgres> + sqlx::Type<Postgres>,
-{
-    Ok(row.try_get::<Option<Vec<T>>, _>(name)?.unwrap_or_default())
 }
 
 /// A [`RunStore`](crate::store::backend::RunStore) in a PostgreSQL database, shared by every task

@@ -9,10 +9,10 @@ use sqlx::postgres::{PgArguments, PgRow};
 use crate::error::StoreError;
 use crate::store::backend::{
     AbandonedRun, Append, DecisionRow, Lease, LeaseRequest, LoadedRun, NewRun, PendingRow,
-    ReadLimits, RunStore, RunSummary, StoredStatus, check_append, check_new, hands_over, lease_ms,
+    RunStore, RunSummary, StoredStatus, check_append, check_new, hands_over, lease_ms,
 };
 use crate::store::listing::{AuditFilter, Page, PendingFilter, RunFilter};
-use crate::store::postgres::connect::{PendingColumns, PostgresStore, column};
+use crate::store::postgres::connect::{PendingColumns, PostgresStore};
 use crate::store::postgres::statements::{APPEND, CREATE, HELD, JOURNAL_KEY, LOAD, PRUNE, RUN_KEY};
 use crate::store::sql::checks::{
     self, Part, RawJournal, RawPending, check_sizes, corrupt, database, int, is_unique_violation,
@@ -276,204 +276,101 @@ impl PostgresStore {
 
     async fn load_run(&self, run_id: &str) -> Result<LoadedRun, StoreError> {
         let mut session = self.session().await?;
-        let row = self
+        let rows = self
             .query(LOAD)
             .bind(run_id.to_owned())
             .bind(int(self.limits.max_row_bytes))
             .bind(int(self.limits.max_load_bytes))
-            .fetch_optional(session.conn())
+            .fetch_all(session.conn())
             .await
-            .map_err(database)?
-            .ok_or_else(|| StoreError::NotFound {
-                run_id: run_id.to_owned(),
-            })?;
+            .map_err(database)?;
         session.finish().await?;
+        let part = |row: &PgRow| row.try_get::<i32, _>("part");
+        let run = match rows.first() {
+            Some(run) if part(run).ok() == Some(0) => run,
+            _ => {
+                return Err(StoreError::NotFound {
+                    run_id: run_id.to_owned(),
+                });
+            }
+        };
         // What cannot be read names the run's version, read apart from the texts.
-        let at = row
+        let at = run
             .try_get::<i64, _>("version")
             .ok()
             .and_then(|v| u64::try_from(v).ok())
             .unwrap_or(0);
         let bad = |e: sqlx::Error| corrupt(run_id, at, e.to_string());
-        Self::check_load_sizes(run_id, &self.limits, &row).map_err(|e| e.either(bad))?;
-        let raw = raw_run(&row).map_err(bad)?;
+        let (mut entries, mut calls) = (Vec::new(), Vec::new());
+        for row in &rows[1..] {
+            match part(row).map_err(bad)? {
+                1 => entries.push(row),
+                _ => calls.push(row),
+            }
+        }
+        // The sizes first: a text past the bounds is NULL in its row.
+        let snapshot: Option<i64> = run.try_get("snapshot_bytes").map_err(bad)?;
+        let mut sizes = Vec::with_capacity(1 + entries.len() + calls.len());
+        sizes.extend(snapshot.map(|b| (Part::Snapshot, b)));
+        for row in &entries {
+            sizes.push((
+                Part::Entry(row.try_get("j_version").map_err(bad)?),
+                row.try_get("j_bytes").map_err(bad)?,
+            ));
+        }
+        let call_ids = calls
+            .iter()
+            .map(|row| row.try_get::<String, _>("p_call_id"))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad)?;
+        for (row, call) in calls.iter().zip(&call_ids) {
+            sizes.push((Part::Pending(call), row.try_get("p_bytes").map_err(bad)?));
+        }
+        check_sizes(run_id, &self.limits, sizes)?;
+        let raw = raw_run(run).map_err(bad)?;
         let checked = raw.check(run_id)?;
         let after = checked.snapshot.as_ref().map_or(0, |s| s.version);
-        let rows = journal(
-            run_id,
-            after,
-            checked.version,
-            Self::journal_columns(&row).map_err(bad)?,
-        )?;
-        let pending = Self::pending_columns(run_id, &row)
-            .map_err(bad)?
+        let read_entry = |row: &PgRow| -> Result<RawJournal, sqlx::Error> {
+            Ok((
+                row.try_get("j_version")?,
+                row.try_get("j_kind")?,
+                row.try_get("j_format")?,
+                row.try_get("j_body")?,
+                row.try_get("j_digest")?,
+                row.try_get("j_bytes")?,
+            ))
+        };
+        let raw_entries = entries
             .into_iter()
-            .map(RawPending::check)
+            .map(read_entry)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad)?;
+        let rows = journal(run_id, after, checked.version, raw_entries)?;
+        let pending = calls
+            .into_iter()
+            .zip(call_ids)
+            .map(|(row, call_id)| Self::raw_pending(run_id, row, call_id).map_err(bad))
+            .map(|raw| raw.and_then(RawPending::check))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(raw.loaded(run_id, checked, rows, pending))
     }
 
-    /// Checks the sizes `load`'s row reports before its texts are read (a text past the bounds
-    /// is NULL in the row).
-    fn check_load_sizes(run_id: &str, limits: &ReadLimits, row: &PgRow) -> Result<(), Failed> {
-        let snapshot: Option<i64> = row.try_get("snapshot_bytes")?;
-        let versions = column::<i64>(row, "j_version")?;
-        let entries = column::<i64>(row, "j_bytes")?;
-        let calls = column::<String>(row, "p_call_id")?;
-        let pending = column::<i64>(row, "p_bytes")?;
-        let sizes = snapshot
-            .map(|b| (Part::Snapshot, b))
-            .into_iter()
-            .chain(
-                versions
-                    .into_iter()
-                    .zip(entries)
-                    .map(|(v, b)| (Part::Entry(v), b)),
-            )
-            .chain(
-                calls
-                    .iter()
-                    .zip(pending)
-                    .map(|(c, b)| (Part::Pending(c), b)),
-            );
-        check_sizes(run_id, limits, sizes).map_err(Failed::Store)
-    }
-
-    /// The journal rows of `load`'s row, from its arrays (all of one length: one aggregate).
-    fn journal_columns(row: &PgRow) -> Result<Vec<RawJournal>, sqlx::Error> {
-        let versions = column::<i64>(row, "j_version")?;
-        let kinds = column::<String>(row, "j_kind")?;
-        let formats = column::<i64>(row, "j_format")?;
-        let bodies = column::<Option<String>>(row, "j_body")?;
-        let bytes = column::<i64>(row, "j_bytes")?;
-        let digests = column::<String>(row, "j_digest")?;
-        same_length(
-            versions.len(),
-            &[
-                kinds.len(),
-                formats.len(),
-                bodies.len(),
-                digests.len(),
-                bytes.len(),
-            ],
-        )?;
-        Ok(versions
-            .into_iter()
-            .zip(kinds)
-            .zip(formats)
-            .zip(bodies)
-            .zip(digests)
-            .zip(bytes)
-            .map(|(((((v, kind), f), body), digest), n)| (v, kind, f, body, digest, n))
-            .collect())
-    }
-
-    /// The pending rows of `load`'s row, from its arrays.
-    fn pending_columns(run_id: &str, row: &PgRow) -> Result<Vec<RawPending>, sqlx::Error> {
-        let call_ids = column::<String>(row, "p_call_id")?;
-        let mut agent_ids = column::<String>(row, "p_agent_id")?.into_iter();
-        let mut tools = column::<String>(row, "p_tool")?.into_iter();
-        let mut kinds = column::<String>(row, "p_kind")?.into_iter();
-        let mut arguments = column::<Option<String>>(row, "p_arguments")?.into_iter();
-        let mut digests = column::<String>(row, "p_digest")?.into_iter();
-        let mut since = column::<i64>(row, "p_since_ms")?.into_iter();
-        let mut versions = column::<i64>(row, "p_version")?.into_iter();
-        let mut decisions = column::<Option<String>>(row, "p_decision")?.into_iter();
-        let mut decided_by = column::<Option<String>>(row, "p_decided_by")?.into_iter();
-        let mut bytes = column::<i64>(row, "p_bytes")?.into_iter();
-        same_length(
-            call_ids.len(),
-            &[
-                agent_ids.len(),
-                tools.len(),
-                kinds.len(),
-                arguments.len(),
-                digests.len(),
-                since.len(),
-                versions.len(),
-                decisions.len(),
-                decided_by.len(),
-                bytes.len(),
-            ],
-        )?;
-        let mut rows = Vec::with_capacity(call_ids.len());
-        for call_id in call_ids {
-            // Every iterator has as many items as `call_ids` (checked above).
-            let (
-                Some(agent_id),
-                Some(tool),
-                Some(kind),
-                Some(arguments),
-                Some(digest),
-                Some(since_ms),
-                Some(version),
-                Some(decision),
-                Some(decided_by),
-                Some(bytes),
-            ) = (
-                agent_ids.next(),
-                tools.next(),
-                kinds.next(),
-                arguments.next(),
-                digests.next(),
-                since.next(),
-                versions.next(),
-                decisions.next(),
-                decided_by.next(),
-                bytes.next(),
-            )
-            else {
-                break;
-            };
-            rows.push(RawPending {
-                run_id: run_id.to_owned(),
-                agent_id,
-                call_id,
-                tool,
-                kind,
-                arguments,
-                digest,
-                since_ms,
-                version,
-                decision,
-                decided_by,
-                bytes,
-            });
-        }
-        Ok(rows)
-    }
-}
-
-/// A check of `load`'s row that failed: the row could not be read, or the store refuses it.
-enum Failed {
-    Read(sqlx::Error),
-    Store(StoreError),
-}
-
-impl From<sqlx::Error> for Failed {
-    fn from(error: sqlx::Error) -> Self {
-        Failed::Read(error)
-    }
-}
-
-impl Failed {
-    /// The store's error, a read's made by `read`.
-    fn either(self, read: impl FnOnce(sqlx::Error) -> StoreError) -> StoreError {
-        match self {
-            Failed::Read(e) => read(e),
-            Failed::Store(e) => e,
-        }
-    }
-}
-
-/// Checks that the arrays of one aggregate have one length.
-fn same_length(first: usize, others: &[usize]) -> Result<(), sqlx::Error> {
-    if others.iter().all(|n| *n == first) {
-        Ok(())
-    } else {
-        Err(sqlx::Error::Decode(
-            format!("arrays of different lengths ({first} and {others:?})").into(),
-        ))
+    /// A pending call of `load`'s rows, before its checks.
+    fn raw_pending(run_id: &str, row: &PgRow, call_id: String) -> Result<RawPending, sqlx::Error> {
+        Ok(RawPending {
+            run_id: run_id.to_owned(),
+            agent_id: row.try_get("p_agent_id")?,
+            call_id,
+            tool: row.try_get("p_tool")?,
+            kind: row.try_get("p_kind")?,
+            arguments: row.try_get("p_arguments")?,
+            digest: row.try_get("p_digest")?,
+            since_ms: row.try_get("p_since_ms")?,
+            version: row.try_get("p_version")?,
+            decision: row.try_get("p_decision")?,
+            decided_by: row.try_get("p_decided_by")?,
+            bytes: row.try_get("p_bytes")?,
+        })
     }
 }
 

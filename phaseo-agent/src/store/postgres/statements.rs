@@ -332,70 +332,64 @@ WITH c AS MATERIALIZED (SELECT ",
 SELECT (SELECT count(*) FROM cur) AS updated, (SELECT count(*) FROM notified) AS notified"
 );
 
-/// `load`: the run's row, its journal after its snapshot and its pending calls, each column of
-/// those as an array (NULL when there are none), from one snapshot.
+/// `load`: the run's row (`part` 0), its journal after its snapshot (1, in version order) and its
+/// pending calls (2, in their order), one row each, from one snapshot. Each part fills its own
+/// columns (`j_` the entries', `p_` the calls') and leaves the others NULL.
 ///
-/// The subqueries name the run as `$1`, not as `r.run_id`: the planner then sees the id, as it
-/// does in `WHERE r.run_id = $1`, and picks the primary key's index even when its statistics
-/// still describe a table of a few long runs.
+/// Every part names the run as `$1`: the planner then finds its rows by the primary keys' index
+/// even when its statistics still describe a table of a few long runs.
 ///
 /// The texts are measured (`octet_length`, which reads a stored value's size without reading
 /// the value) and sent only within the bounds: each row's text within `$2` bytes, all of them
 /// within `$3` (`t.total`); the sizes are always sent, so the store can name what is too large.
 pub(crate) const LOAD: &str = concat!(
     "\
-SELECT r.agent_id, r.status, ",
-    head!("$1"),
-    " AS version, r.created_ms, r.updated_ms, r.snapshot_version,
-    r.snapshot_format,
-    CASE WHEN octet_length(r.snapshot_body) <= $2::bigint AND t.total <= $3::bigint
-        THEN r.snapshot_body END AS snapshot_body,
-    octet_length(r.snapshot_body)::bigint AS snapshot_bytes, r.snapshot_digest,
-    j.j_version, j.j_kind, j.j_format,
-    CASE WHEN t.total <= $3::bigint THEN j.j_body END AS j_body, j.j_bytes, j.j_digest,
-    p.p_call_id, p.p_agent_id, p.p_tool, p.p_kind,
-    CASE WHEN t.total <= $3::bigint THEN p.p_arguments END AS p_arguments, p.p_digest,
-    p.p_since_ms, p.p_version,
-    CASE WHEN t.total <= $3::bigint THEN p.p_decision END AS p_decision, p.p_decided_by,
-    p.p_bytes
-FROM phaseo_runs r
-CROSS JOIN LATERAL (
-    SELECT array_agg(version ORDER BY version) AS j_version,
-        array_agg(kind ORDER BY version) AS j_kind,
-        array_agg(format ORDER BY version) AS j_format,
-        array_agg(CASE WHEN octet_length(body) <= $2::bigint THEN body END ORDER BY version)
-            AS j_body,
-        array_agg(octet_length(body)::bigint ORDER BY version) AS j_bytes,
-        sum(octet_length(body)) AS j_total,
-        array_agg(digest ORDER BY version) AS j_digest
+WITH r AS (
+    SELECT agent_id, status, created_ms, updated_ms, snapshot_version, snapshot_format,
+        snapshot_body, octet_length(snapshot_body)::bigint AS snapshot_bytes, snapshot_digest
+    FROM phaseo_runs WHERE run_id = $1
+), j AS (
+    SELECT version, kind, format, body, digest, octet_length(body)::bigint AS bytes
     FROM phaseo_journal
-    WHERE run_id = $1 AND version > COALESCE(r.snapshot_version, 0)
-) j
-CROSS JOIN LATERAL (
-    SELECT array_agg(call_id ORDER BY seq) AS p_call_id,
-        array_agg(agent_id ORDER BY seq) AS p_agent_id,
-        array_agg(tool ORDER BY seq) AS p_tool,
-        array_agg(kind ORDER BY seq) AS p_kind,
-        array_agg(CASE WHEN s.bytes <= $2::bigint THEN arguments END ORDER BY seq)
-            AS p_arguments,
-        array_agg(digest ORDER BY seq) AS p_digest,
-        array_agg(since_ms ORDER BY seq) AS p_since_ms,
-        array_agg(version ORDER BY seq) AS p_version,
-        array_agg(CASE WHEN s.bytes <= $2::bigint THEN decision END ORDER BY seq) AS p_decision,
-        array_agg(decided_by ORDER BY seq) AS p_decided_by,
-        array_agg(s.bytes ORDER BY seq) AS p_bytes,
-        sum(s.bytes) AS p_total
-    FROM phaseo_pending
-    CROSS JOIN LATERAL (
-        SELECT octet_length(arguments)::bigint + COALESCE(octet_length(decision), 0) AS bytes
-    ) s
-    WHERE run_id = $1
-) p
-CROSS JOIN LATERAL (
-    SELECT COALESCE(octet_length(r.snapshot_body), 0) + COALESCE(j.j_total, 0)
-        + COALESCE(p.p_total, 0) AS total
-) t
-WHERE r.run_id = $1"
+    WHERE run_id = $1 AND version > COALESCE((SELECT snapshot_version FROM r), 0)
+), p AS (
+    SELECT seq, call_id, agent_id, tool, kind, arguments, digest, since_ms, version, decision,
+        decided_by, octet_length(arguments)::bigint + COALESCE(octet_length(decision), 0) AS bytes
+    FROM phaseo_pending WHERE run_id = $1
+), t AS (
+    SELECT COALESCE((SELECT snapshot_bytes FROM r), 0) + COALESCE((SELECT sum(bytes) FROM j), 0)
+        + COALESCE((SELECT sum(bytes) FROM p), 0) AS total
+)
+SELECT 0 AS part, 0::bigint AS seq, r.agent_id, r.status, ",
+    head!("$1"),
+    " AS version,
+    r.created_ms, r.updated_ms, r.snapshot_version, r.snapshot_format,
+    CASE WHEN r.snapshot_bytes <= $2::bigint AND t.total <= $3::bigint
+        THEN r.snapshot_body END AS snapshot_body,
+    r.snapshot_bytes, r.snapshot_digest,
+    NULL::bigint AS j_version, NULL::text AS j_kind, NULL::bigint AS j_format,
+    NULL::text AS j_body, NULL::bigint AS j_bytes, NULL::text AS j_digest,
+    NULL::text AS p_call_id, NULL::text AS p_agent_id, NULL::text AS p_tool, NULL::text AS p_kind,
+    NULL::text AS p_arguments, NULL::text AS p_digest, NULL::bigint AS p_since_ms,
+    NULL::bigint AS p_version, NULL::text AS p_decision, NULL::text AS p_decided_by,
+    NULL::bigint AS p_bytes
+FROM r, t
+UNION ALL
+SELECT 1, j.version, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    j.version, j.kind, j.format,
+    CASE WHEN j.bytes <= $2::bigint AND t.total <= $3::bigint THEN j.body END, j.bytes, j.digest,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM j, t
+UNION ALL
+SELECT 2, p.seq, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL,
+    p.call_id, p.agent_id, p.tool, p.kind,
+    CASE WHEN p.bytes <= $2::bigint AND t.total <= $3::bigint THEN p.arguments END, p.digest,
+    p.since_ms, p.version,
+    CASE WHEN p.bytes <= $2::bigint AND t.total <= $3::bigint THEN p.decision END, p.decided_by,
+    p.bytes
+FROM p, t
+ORDER BY part, seq"
 );
 
 /// `prune`: the runs finished before `$1` (their journal and pending rows go with
