@@ -259,6 +259,28 @@ WITH run AS (
 SELECT count(*) FROM notified"
 );
 
+/// `append` of what changes only the journal (a running run's turn, call or result): its rows
+/// (`$5` to `$9`, versions `$2 + 1`, ...) of run `$1`, inserted only where the run's version is
+/// `$2`, its status `$3` and its lease as it is (a worker's `$4` live by the database's clock, or,
+/// outside a lease, none). The journal's primary key is the compare-and-swap. Inserting nothing
+/// (the run's row must change too, or the write is refused) sends the writer to [`APPEND`].
+pub(crate) const APPEND_JOURNAL: &str = concat!(
+    "\
+INSERT INTO phaseo_journal (run_id, version, kind, format, body, digest)
+SELECT $1, j.version, j.kind, j.format, j.body, j.digest
+FROM unnest($5::bigint[], $6::text[], $7::bigint[], $8::text[], $9::text[])
+    AS j (version, kind, format, body, digest)
+WHERE EXISTS (
+    SELECT FROM phaseo_runs r
+    WHERE r.run_id = $1 AND r.status = $3
+        AND CASE WHEN $4::bigint IS NULL THEN r.lease_until_ms IS NULL
+            ELSE r.lease_token = $4 AND r.lease_until_ms > ",
+    now_ms!(),
+    " END
+    FOR SHARE
+) AND EXISTS (SELECT FROM phaseo_journal WHERE run_id = $1 AND version = $2)"
+);
+
 /// `append`: the journal rows (`$20` to `$24`, versions `$2 + 1`, ...), where the run's version
 /// is `$2` and, for a worker's write, its lease `$33` lives by the database's clock. The
 /// journal's primary key is the compare-and-swap: a writer that read an older version inserts a
