@@ -1,8 +1,10 @@
 //! [`AgentError`]: every way a run, a tool call or a resume can fail.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::limits::LimitExceeded;
+use crate::store::StoredStatus;
 
 /// An error of the agent runtime.
 ///
@@ -224,7 +226,8 @@ impl From<StoreError> for AgentError {
 /// use phaseo_agent::{AgentError, AgentErrorKind, StoreError};
 ///
 /// let lost = StoreError::Conflict { run_id: "run_1".into(), expected: 4, found: 5 };
-/// assert!(lost.to_string().contains("Run `run_1` is at version 5, not 4"));
+/// assert_eq!(lost.to_string(), "run `run_1` is at version 5, not 4");
+/// assert!(lost.advice().contains("a resumer that lost this race has nothing to do"));
 /// assert_eq!(AgentError::Store(lost).kind(), AgentErrorKind::Store);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -234,9 +237,7 @@ pub enum StoreError {
     /// resumer, recoverer or decision came first. Nothing was written. A resumer that lost the
     /// race has nothing to do; one who decides loads the run again and decides on its current
     /// version.
-    #[error(
-        "Run `{run_id}` is at version {found}, not {expected}: another process (a resume, a decision or a recovery) changed it first, and nothing was written. A resumer that lost this race has nothing to do; to decide, load the run again and decide on its current version"
-    )]
+    #[error("run `{run_id}` is at version {found}, not {expected}")]
     Conflict {
         /// The run.
         run_id: String,
@@ -246,25 +247,21 @@ pub enum StoreError {
         found: u64,
     },
     /// No run with this id is stored.
-    #[error(
-        "No run `{run_id}` in the store: check the run id, and that this is the store the run was saved in (a completed or failed run may have been pruned)"
-    )]
+    #[error("no run `{run_id}` in the store")]
     NotFound {
         /// The run.
         run_id: String,
     },
     /// A run with this id is stored already (an enqueue or a save tried again finds its own
     /// run: nothing to do).
-    #[error(
-        "Run `{run_id}` is already in the store: it was stored before (an enqueue or a save tried again), so there is nothing to do; to start another run, give it another id"
-    )]
+    #[error("run `{run_id}` is already in the store")]
     AlreadyExists {
         /// The run.
         run_id: String,
     },
     /// A stored row of this run could not be read back as written (truncated, edited, or its
     /// checksum does not match). The run is left as it is; other runs are unaffected.
-    #[error("Run `{run_id}` is damaged at version {version}: {reason}")]
+    #[error("run `{run_id}` is damaged at version {version}: {reason}")]
     Corrupt {
         /// The run.
         run_id: String,
@@ -275,7 +272,7 @@ pub enum StoreError {
     },
     /// A row of this run was written by a newer phaseo-agent, in a format this build does not read.
     #[error(
-        "Run `{run_id}` has a row at version {version} in format {found}; this build reads format {supported}: upgrade phaseo-agent to load it"
+        "run `{run_id}` has a row at version {version} in format {found}, newer than this build's {supported}"
     )]
     UnsupportedFormat {
         /// The run.
@@ -288,9 +285,7 @@ pub enum StoreError {
         supported: u32,
     },
     /// The database's schema was migrated by a newer phaseo-agent; this build refuses to touch it.
-    #[error(
-        "The store's schema is at version {found}; this build knows versions up to {supported}: upgrade phaseo-agent"
-    )]
+    #[error("the store's schema is at version {found}, newer than this build's {supported}")]
     SchemaTooNew {
         /// The schema version in the database.
         found: i64,
@@ -301,7 +296,7 @@ pub enum StoreError {
     /// version it was made on are not the current ones. Nothing was recorded. The reason says
     /// what to do: nothing (someone else decided the call, and when), or load the run again and
     /// decide on its current version.
-    #[error("Decision refused for call `{call_id}` of run `{run_id}`: {reason}")]
+    #[error("decision refused for call `{call_id}` of run `{run_id}`: {reason}")]
     StaleDecision {
         /// The run.
         run_id: String,
@@ -311,14 +306,15 @@ pub enum StoreError {
         reason: String,
     },
     /// A run is not in the state the operation needs (resuming a run that is not paused, say).
-    /// The text ends with what to do, from the status: nothing for a run that finished, runs
-    /// elsewhere or waits for a worker; decide its calls for a run that waits for people.
-    #[error("Run `{run_id}` is {status}; {needed}: {}", status_advice(.status))]
+    /// [`advice`](Self::advice) says what to do, from the status: nothing for a run that
+    /// finished, runs elsewhere or waits for a worker; decide its calls for a run that waits for
+    /// people.
+    #[error("run `{run_id}` is {status}; {needed}")]
     WrongStatus {
         /// The run.
         run_id: String,
         /// Its stored status.
-        status: String,
+        status: StoredStatus,
         /// What the operation needs.
         needed: String,
     },
@@ -338,9 +334,7 @@ pub enum StoreError {
     /// };
     /// assert!(error.to_string().contains("over the store's `max_row_bytes` (16777216)"));
     /// ```
-    #[error(
-        "Run `{run_id}`: {what} is {size} bytes, over the store's `{setting}` ({limit}); it was not read (raise `{setting}` on the store's builder to load it)"
-    )]
+    #[error("run `{run_id}`: {what} is {size} bytes, over the store's `{setting}` ({limit})")]
     TooLarge {
         /// The run.
         run_id: String,
@@ -365,7 +359,7 @@ pub enum StoreError {
     /// assert!(lost.to_string().contains("lease 3 on run `run_1` is over"));
     /// ```
     #[error(
-        "The lease {token} on run `{run_id}` is over (expired, or another worker took the run); nothing was written: this worker stops the run, and the one that holds it now goes on with it"
+        "the lease {token} on run `{run_id}` is over (expired, or another worker took the run)"
     )]
     LeaseLost {
         /// The run.
@@ -389,7 +383,7 @@ pub enum StoreError {
     /// assert!(held.to_string().contains("expires in 12.0 s"));
     /// ```
     #[error(
-        "Run `{run_id}` is held by `{owner}`, whose lease on it expires in {:.1} s: that process is running it; nothing was written (do nothing; if the process died, the run can be recovered once the lease expires)",
+        "run `{run_id}` is held by `{owner}`, whose lease on it expires in {:.1} s",
         *expires_in_ms as f64 / 1000.0
     )]
     LeaseHeld {
@@ -402,7 +396,7 @@ pub enum StoreError {
     },
     /// The store does not do this (a [`RunStore`](crate::store::RunStore) of your own that
     /// implements no queue, say).
-    #[error("The run store does not support {operation}")]
+    #[error("the run store does not support {operation}")]
     Unsupported {
         /// What was asked: `queued runs`, say.
         operation: &'static str,
@@ -418,16 +412,251 @@ pub enum StoreError {
     /// let error = StoreError::InvalidCursor { cursor: "x".into() };
     /// assert!(error.to_string().contains("paging cursor `x`"));
     /// ```
-    #[error(
-        "The paging cursor `{cursor}` is not one this store made for this listing (pass a page's `next`, or none for the first page)"
-    )]
+    #[error("the paging cursor `{cursor}` is not one this store made for this listing")]
     InvalidCursor {
         /// The cursor as given.
         cursor: String,
     },
-    /// The database failed (unreachable, a constraint, an I/O error), with the driver's message.
-    #[error("Run store error: {0}")]
-    Database(String),
+    /// The database failed (unreachable, a constraint, an I/O error), or a write broke the
+    /// store's contract. It displays as its [`DatabaseError`] (the driver's message) and gives
+    /// the driver's own cause as its `source()`; [`DatabaseError::get_ref`] is the driver's error
+    /// itself (`sqlx::Error` for the SQL stores), to downcast.
+    #[error(transparent)]
+    Database(DatabaseError),
+}
+
+impl StoreError {
+    /// What to do about it, for the one who got it (a person, or the code that handles it): the
+    /// advice the message itself leaves out.
+    ///
+    /// ```
+    /// use phaseo_agent::StoreError;
+    ///
+    /// let gone = StoreError::NotFound { run_id: "run_1".into() };
+    /// assert!(gone.advice().starts_with("check the run id"));
+    /// ```
+    pub fn advice(&self) -> String {
+        match self {
+            StoreError::Conflict { .. } => "another process (a resume, a decision or a recovery) \
+                 changed the run first, and nothing was written: a resumer that lost this race \
+                 has nothing to do; to decide, load the run again and decide on its current \
+                 version"
+                .into(),
+            StoreError::NotFound { .. } => "check the run id, and that this is the store the run \
+                 was saved in (a completed or failed run may have been pruned)"
+                .into(),
+            StoreError::AlreadyExists { .. } => "it was stored before (an enqueue or a save tried \
+                 again), so there is nothing to do; to start another run, give it another id"
+                .into(),
+            StoreError::Corrupt { .. } => "the run is left as it is and the other runs are \
+                 unaffected: repair or remove the run's rows"
+                .into(),
+            StoreError::UnsupportedFormat { .. } | StoreError::SchemaTooNew { .. } => {
+                "upgrade phaseo-agent".into()
+            }
+            StoreError::StaleDecision { .. } => "the reason says what to do".into(),
+            StoreError::WrongStatus { status, .. } => status_advice(status.as_str()).into(),
+            StoreError::TooLarge { setting, .. } => {
+                format!("it was not read: raise `{setting}` on the store's builder to load it")
+            }
+            StoreError::LeaseLost { .. } => "nothing was written: this worker stops the run, and \
+                 the one that holds it now goes on with it"
+                .into(),
+            StoreError::LeaseHeld { .. } => "that process is running it; nothing was written: do \
+                 nothing (if the process died, the run can be recovered once the lease expires)"
+                .into(),
+            StoreError::Unsupported { .. } => "use a store that supports it".into(),
+            StoreError::InvalidCursor { .. } => {
+                "pass a page's `next`, or none for the first page".into()
+            }
+            StoreError::Database(_) => "check the database, then try again".into(),
+        }
+    }
+
+    /// What a model reads for this error (through [`AgentError::model_message`]): the texts of
+    /// before `Display` lost its advice, kept as they were so that no rewording of a message
+    /// changes what a model reads.
+    pub(crate) fn model_message(&self) -> String {
+        match self {
+            StoreError::Conflict {
+                run_id,
+                expected,
+                found,
+            } => format!(
+                "Run `{run_id}` is at version {found}, not {expected}: another process (a resume, \
+                 a decision or a recovery) changed it first, and nothing was written. A resumer \
+                 that lost this race has nothing to do; to decide, load the run again and decide \
+                 on its current version"
+            ),
+            StoreError::NotFound { run_id } => format!(
+                "No run `{run_id}` in the store: check the run id, and that this is the store the \
+                 run was saved in (a completed or failed run may have been pruned)"
+            ),
+            StoreError::AlreadyExists { run_id } => format!(
+                "Run `{run_id}` is already in the store: it was stored before (an enqueue or a \
+                 save tried again), so there is nothing to do; to start another run, give it \
+                 another id"
+            ),
+            StoreError::Corrupt {
+                run_id,
+                version,
+                reason,
+            } => format!("Run `{run_id}` is damaged at version {version}: {reason}"),
+            StoreError::UnsupportedFormat {
+                run_id,
+                version,
+                found,
+                supported,
+            } => format!(
+                "Run `{run_id}` has a row at version {version} in format {found}; this build \
+                 reads format {supported}: upgrade phaseo-agent to load it"
+            ),
+            StoreError::SchemaTooNew { found, supported } => format!(
+                "The store's schema is at version {found}; this build knows versions up to \
+                 {supported}: upgrade phaseo-agent"
+            ),
+            StoreError::StaleDecision {
+                run_id,
+                call_id,
+                reason,
+            } => format!("Decision refused for call `{call_id}` of run `{run_id}`: {reason}"),
+            StoreError::WrongStatus {
+                run_id,
+                status,
+                needed,
+            } => format!(
+                "Run `{run_id}` is {status}; {needed}: {}",
+                status_advice(status.as_str())
+            ),
+            StoreError::TooLarge {
+                run_id,
+                what,
+                size,
+                limit,
+                setting,
+            } => format!(
+                "Run `{run_id}`: {what} is {size} bytes, over the store's `{setting}` ({limit}); \
+                 it was not read (raise `{setting}` on the store's builder to load it)"
+            ),
+            StoreError::LeaseLost { run_id, token } => format!(
+                "The lease {token} on run `{run_id}` is over (expired, or another worker took the \
+                 run); nothing was written: this worker stops the run, and the one that holds it \
+                 now goes on with it"
+            ),
+            StoreError::LeaseHeld {
+                run_id,
+                owner,
+                expires_in_ms,
+            } => format!(
+                "Run `{run_id}` is held by `{owner}`, whose lease on it expires in {:.1} s: that \
+                 process is running it; nothing was written (do nothing; if the process died, the \
+                 run can be recovered once the lease expires)",
+                *expires_in_ms as f64 / 1000.0
+            ),
+            StoreError::Unsupported { operation } => {
+                format!("The run store does not support {operation}")
+            }
+            StoreError::InvalidCursor { cursor } => format!(
+                "The paging cursor `{cursor}` is not one this store made for this listing (pass a \
+                 page's `next`, or none for the first page)"
+            ),
+            StoreError::Database(error) => format!("Run store error: {}", error.message()),
+        }
+    }
+}
+
+/// What a run store's database failed with: a message, and the driver's error it came from, if
+/// any (`sqlx::Error` for the SQL stores).
+///
+/// Like [`std::io::Error`] made from another error, it displays that error's message and gives
+/// that error's own cause as its `source()`, so a report that prints every cause prints each
+/// once; [`get_ref`](Self::get_ref) gives the driver's error itself. Cloning shares the driver's
+/// error; two are equal when their messages are.
+///
+/// ```
+/// use phaseo_agent::{DatabaseError, StoreError};
+///
+/// let io = std::io::Error::other("disk full");
+/// let error = StoreError::Database(DatabaseError::from_source(io));
+/// assert_eq!(error.to_string(), "run store: disk full");
+/// let StoreError::Database(db) = &error else { unreachable!() };
+/// assert!(db.get_ref().is_some_and(|e| e.is::<std::io::Error>()));
+/// assert_eq!(StoreError::Database("a refusal".into()).to_string(), "run store: a refusal");
+/// ```
+#[derive(Clone)]
+pub struct DatabaseError {
+    message: String,
+    error: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl DatabaseError {
+    /// An error with this message and no driver's error behind it.
+    pub fn new(message: impl Into<String>) -> Self {
+        DatabaseError {
+            message: message.into(),
+            error: None,
+        }
+    }
+
+    /// The driver's `error`, kept: its message is this one's.
+    pub fn from_source(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        DatabaseError {
+            message: error.to_string(),
+            error: Some(Arc::new(error)),
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The driver's error this came from, if any: downcast it (to `sqlx::Error`, say) to read
+    /// the database's own code.
+    pub fn get_ref(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        self.error.as_deref()
+    }
+}
+
+impl fmt::Debug for DatabaseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.error {
+            Some(error) => f.debug_tuple("DatabaseError").field(error).finish(),
+            None => f.debug_tuple("DatabaseError").field(&self.message).finish(),
+        }
+    }
+}
+
+impl fmt::Display for DatabaseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "run store: {}", self.message)
+    }
+}
+
+impl std::error::Error for DatabaseError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.as_deref().and_then(|e| e.source())
+    }
+}
+
+impl PartialEq for DatabaseError {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message
+    }
+}
+
+impl Eq for DatabaseError {}
+
+impl From<String> for DatabaseError {
+    fn from(message: String) -> Self {
+        DatabaseError::new(message)
+    }
+}
+
+impl From<&str> for DatabaseError {
+    fn from(message: &str) -> Self {
+        DatabaseError::new(message)
+    }
 }
 
 /// What kind of failure an [`AgentError`] is: one name per variant, stable and serialisable, for
@@ -657,7 +886,7 @@ impl AgentError {
             AgentError::InvalidAgent(why) => format!("Invalid agent: {why}"),
             AgentError::Model(error) => format!("Model error: {error}"),
             AgentError::LimitExceeded(limit) => limit.to_string(),
-            AgentError::Store(error) => error.to_string(),
+            AgentError::Store(error) => error.model_message(),
             // What a resume, a state or the loop refuses: not a tool's failure, but a tool that
             // runs an agent of its own may return one, and the model reads it the same way.
             AgentError::MissingDecision { call_ids } => format!(

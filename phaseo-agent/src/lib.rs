@@ -205,7 +205,7 @@ pub mod mcp;
 #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
 pub mod otel;
 
-pub use error::{AgentError, AgentErrorKind, StoreError};
+pub use error::{AgentError, AgentErrorKind, DatabaseError, StoreError};
 pub use error::{ModelError, ModelErrorKind};
 pub use model::message::{Message, ToolCall};
 pub use model::request::{

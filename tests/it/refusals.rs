@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use phaseo_agent::durable::Runs;
 use phaseo_agent::serde_json::json;
-use phaseo_agent::store::{MemoryStore, PendingFilter};
+use phaseo_agent::store::{MemoryStore, PendingFilter, StoredStatus};
 use phaseo_agent::{
     Agent, AgentError, Decision, Decisions, ModelError, ModelErrorKind, PendingKind, ScriptedModel,
     StoreError, Tool,
@@ -38,7 +38,7 @@ fn release(ran: &Arc<AtomicUsize>) -> Agent {
 }
 
 #[test]
-fn each_refusal_says_what_to_do() {
+fn each_refusal_says_what_happened_and_what_to_do() {
     let cases = [
         (
             StoreError::Conflict {
@@ -67,7 +67,7 @@ fn each_refusal_says_what_to_do() {
         (
             StoreError::WrongStatus {
                 run_id: "run_1".into(),
-                status: "completed".into(),
+                status: StoredStatus::Completed,
                 needed: "only a paused run (or one in doubt, or ready) is resumed".into(),
             },
             "Run `run_1` is completed; only a paused run (or one in doubt, or ready) is resumed: \
@@ -76,7 +76,7 @@ fn each_refusal_says_what_to_do() {
         (
             StoreError::WrongStatus {
                 run_id: "run_1".into(),
-                status: "running".into(),
+                status: StoredStatus::Running,
                 needed: "only a paused run (or one in doubt, or ready) is resumed".into(),
             },
             "Run `run_1` is running; only a paused run (or one in doubt, or ready) is resumed: \
@@ -86,7 +86,7 @@ fn each_refusal_says_what_to_do() {
         (
             StoreError::WrongStatus {
                 run_id: "run_1".into(),
-                status: "paused".into(),
+                status: StoredStatus::Paused,
                 needed: "only a run that was running is recovered".into(),
             },
             "Run `run_1` is paused; only a run that was running is recovered: it waits for \
@@ -95,7 +95,7 @@ fn each_refusal_says_what_to_do() {
         (
             StoreError::WrongStatus {
                 run_id: "run_1".into(),
-                status: "ready".into(),
+                status: StoredStatus::Ready,
                 needed: "only a run that was running is recovered".into(),
             },
             "Run `run_1` is ready; only a run that was running is recovered: a worker takes it, \
@@ -121,7 +121,21 @@ fn each_refusal_says_what_to_do() {
         ),
     ];
     for (error, text) in cases {
-        assert_eq!(error.to_string(), text);
+        // What a model reads is the whole text, kept as it was; the message says what happened
+        // (lowercase, no advice), and the advice what to do.
+        assert_eq!(AgentError::Store(error.clone()).model_message(), text);
+        let message = error.to_string();
+        assert!(message.starts_with(char::is_lowercase), "{message}");
+        assert!(!error.advice().is_empty());
+        assert!(!message.contains(&error.advice()), "{message}");
+        let said = format!("{message} {}", error.advice()).to_lowercase();
+        for word in ["run_1", "nothing"] {
+            assert_eq!(
+                text.to_lowercase().contains(word),
+                said.contains(word),
+                "{word} in {text} and {said}"
+            );
+        }
     }
 }
 
@@ -147,7 +161,7 @@ fn a_decision_refused_says_who_decided_when_or_to_decide_again() {
                 .await
                 .unwrap_err()
                 .to_string();
-            let prefix = "Decision refused for call `call_1` of run `r1`: it was already \
+            let prefix = "decision refused for call `call_1` of run `r1`: it was already \
                           decided by ada at ";
             assert!(late.starts_with(prefix), "{late}");
             assert!(late.ends_with(" UTC: nothing to do"), "{late}");
@@ -218,9 +232,13 @@ fn a_resumer_that_lost_the_race_runs_nothing_and_is_told_so() {
                 other => panic!("one resumer wins: {other:?}"),
             };
             assert!(lost.state.is_none(), "the loser started no run");
+            let AgentError::Store(refused) = &lost.error else {
+                panic!("a store's refusal: {lost}");
+            };
             assert!(
-                lost.to_string()
-                    .contains("A resumer that lost this race has nothing to do"),
+                refused
+                    .advice()
+                    .contains("a resumer that lost this race has nothing to do"),
                 "{lost}"
             );
             assert_eq!(ran.load(Ordering::SeqCst), 1);
@@ -233,9 +251,12 @@ fn a_resumer_that_lost_the_race_runs_nothing_and_is_told_so() {
                 .by("eve")
                 .await
                 .unwrap_err();
-            assert!(
-                late.to_string()
-                    .ends_with("it has finished, so there is nothing to do"),
+            let AgentError::Store(refused) = &late.error else {
+                panic!("a store's refusal: {late}");
+            };
+            assert_eq!(
+                refused.advice(),
+                "it has finished, so there is nothing to do",
                 "{late}"
             );
             assert_eq!(ran.load(Ordering::SeqCst), 1);

@@ -310,7 +310,7 @@ pub(crate) fn encode(
 ) -> Result<JournalRow, StoreError> {
     let kind = entry.kind();
     let body = serde_json::to_string(entry)
-        .map_err(|e| StoreError::Database(format!("encoding an entry: {e}")))?;
+        .map_err(|e| StoreError::Database(format!("encoding an entry: {e}").into()))?;
     let digest = chain(previous, version, kind, &body);
     Ok(JournalRow {
         version,

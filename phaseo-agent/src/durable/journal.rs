@@ -236,7 +236,9 @@ impl StoreJournal {
                     if let Err(reason) = run.apply(entry) {
                         // The view may be half applied: nothing more is written.
                         shadow.broken = true;
-                        return Err(StoreError::Database(format!("applying an entry: {reason}")));
+                        return Err(StoreError::Database(
+                            format!("applying an entry: {reason}").into(),
+                        ));
                     }
                 }
                 let snapshot = due
@@ -391,7 +393,7 @@ fn snapshot_row(run: &Replayed, version: u64, chain: &str) -> Result<SnapshotRow
         chain: chain.to_owned(),
         run,
     })
-    .map_err(|e| StoreError::Database(format!("encoding a snapshot: {e}")))?;
+    .map_err(|e| StoreError::Database(format!("encoding a snapshot: {e}").into()))?;
     Ok(SnapshotRow {
         version,
         format: FORMAT,

@@ -106,7 +106,7 @@ impl DurableAgent {
         if stored.status != StoredStatus::Failed {
             let wrong = StoreError::WrongStatus {
                 run_id: run_id.to_owned(),
-                status: stored.status.as_str().to_owned(),
+                status: stored.status,
                 needed: "only a failed run is retried".into(),
             };
             return Err(refuse(

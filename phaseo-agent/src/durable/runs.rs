@@ -672,7 +672,7 @@ impl DurableAgent {
         ) {
             let wrong = StoreError::WrongStatus {
                 run_id,
-                status: stored.status.as_str().to_owned(),
+                status: stored.status,
                 needed: "only a paused run (or one in doubt, or ready) is resumed".into(),
             };
             return Err(refuse(AgentError::Store(wrong), Some(stored.state), events));

@@ -443,7 +443,7 @@ impl RecoverRequest {
             if stored.status != StoredStatus::Running {
                 let wrong = StoreError::WrongStatus {
                     run_id,
-                    status: stored.status.as_str().to_owned(),
+                    status: stored.status,
                     needed: "only a run that was running is recovered".into(),
                 };
                 return Err(refuse(

@@ -38,6 +38,13 @@ pub enum StoredStatus {
     Failed,
 }
 
+impl std::fmt::Display for StoredStatus {
+    /// The status as stored ([`as_str`](Self::as_str)).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl StoredStatus {
     /// The status as stored: `ready`, `running`, `paused`, `in_doubt`, `completed` or `failed`.
     pub fn as_str(self) -> &'static str {
@@ -618,7 +625,7 @@ pub(crate) fn utc(ms: i64) -> String {
 /// A write a store refuses before it reaches its tables: the layer above broke the contract
 /// (every store makes the same checks).
 fn refused(run_id: &str, why: &str) -> StoreError {
-    StoreError::Database(format!("write to run `{run_id}` refused: {why}"))
+    StoreError::Database(format!("write to run `{run_id}` refused: {why}").into())
 }
 
 /// Checks a new run: its first entry is version 1.

@@ -106,9 +106,9 @@ impl MemoryStore {
             return Err(StoreError::AlreadyExists { run_id: run.run_id });
         }
         if let Some(call) = repeated_call(&run.pending) {
-            return Err(StoreError::Database(format!(
-                "two waiting calls with the id `{call}` in one write"
-            )));
+            return Err(StoreError::Database(
+                format!("two waiting calls with the id `{call}` in one write").into(),
+            ));
         }
         let status = if queued {
             StoredStatus::Ready
@@ -234,9 +234,9 @@ impl RunStore for MemoryStore {
             }
             // A call waits once: the SQL stores' key on (run, call) refuses the write too.
             if let Some(call) = append.pending.as_deref().and_then(repeated_call) {
-                return Err(StoreError::Database(format!(
-                    "two waiting calls with the id `{call}` in one write"
-                )));
+                return Err(StoreError::Database(
+                    format!("two waiting calls with the id `{call}` in one write").into(),
+                ));
             }
             let ready = run.queued && hands_over(&append);
             // Numbered from `expected_version + 1` on: `check_append` saw to it.

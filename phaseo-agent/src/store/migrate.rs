@@ -16,7 +16,7 @@
 use sqlx::migrate::{Migrate, MigrateError, Migration, MigrationType, Migrator};
 use sqlx::{AssertSqlSafe, Database, Executor, Row as _, SqlStr};
 
-use crate::error::StoreError;
+use crate::error::{DatabaseError, StoreError};
 use crate::store::sql::checks::database;
 
 /// The table sqlx records applied migrations in: a name of the store's own, so that an
@@ -136,6 +136,6 @@ where
 fn migrate_error(error: MigrateError) -> StoreError {
     match error {
         MigrateError::Execute(e) => database(e),
-        other => StoreError::Database(other.to_string()),
+        other => StoreError::Database(DatabaseError::from_source(other)),
     }
 }

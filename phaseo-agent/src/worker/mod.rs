@@ -426,7 +426,7 @@ async fn handle(
         other => Err(RunError::refused(AgentError::Store(
             StoreError::WrongStatus {
                 run_id: lease.run_id.clone(),
-                status: other.as_str().to_owned(),
+                status: other,
                 needed: "a worker takes a ready run, or one whose lease expired".into(),
             },
         ))),

@@ -2,7 +2,7 @@
 //! and of what is read back (sizes within the bounds, versions, statuses, snapshots, journal rows),
 //! and the conversion of the driver's errors.
 
-use crate::error::StoreError;
+use crate::error::{DatabaseError, StoreError};
 use crate::store::backend::{
     JournalRow, LoadedRun, PendingRow, QueueCounts, ReadLimits, SnapshotRow, StoredStatus,
 };
@@ -40,7 +40,7 @@ pub(crate) fn int(value: u64) -> i64 {
 
 /// The driver's error, as the store's.
 pub(crate) fn database(error: sqlx::Error) -> StoreError {
-    StoreError::Database(error.to_string())
+    StoreError::Database(DatabaseError::from_source(error))
 }
 
 /// Whether the driver's error is a unique-key violation.

@@ -3,7 +3,7 @@
 use futures::future::BoxFuture;
 use sqlx::Row as _;
 
-use crate::error::StoreError;
+use crate::error::{DatabaseError, StoreError};
 use crate::store::backend::{
     AbandonedRun, ClaimRequest, Claimed, Lease, LeaseRequest, NewRun, QueueCounts, RunQueue,
     Wakeups, clock_ms, lease_ms,
@@ -16,7 +16,7 @@ use crate::store::sqlite::statements::{
 
 /// The agents of a claim, as the JSON array `json_each` reads.
 fn agents_json(agents: &[String]) -> Result<String, StoreError> {
-    serde_json::to_string(agents).map_err(|e| StoreError::Database(e.to_string()))
+    serde_json::to_string(agents).map_err(|e| StoreError::Database(DatabaseError::from_source(e)))
 }
 
 /// The SQLite store's queue: one worker process (the file's write lock serialises claims, and
