@@ -17,8 +17,8 @@ use crate::store::postgres::statements::{
     APPEND, APPEND_JOURNAL, CREATE, HELD, JOURNAL_KEY, LOAD, PRUNE, RUN_KEY,
 };
 use crate::store::sql::checks::{
-    self, Part, RawJournal, RawPending, check_sizes, corrupt, database, int, is_unique_violation,
-    journal, raw_run,
+    self, Part, RawPending, check_sizes, corrupt, database, int, is_unique_violation, journal,
+    raw_entry, raw_run,
 };
 use crate::store::sql::listing::{
     Statement, Value, audit_page, audit_statement, listed_pending, pending_page, pending_statement,
@@ -392,19 +392,9 @@ impl PostgresStore {
         let raw = raw_run(run).map_err(bad)?;
         let checked = raw.check(run_id)?;
         let after = checked.snapshot.as_ref().map_or(0, |s| s.version);
-        let read_entry = |row: &PgRow| -> Result<RawJournal, sqlx::Error> {
-            Ok((
-                row.try_get("j_version")?,
-                row.try_get("j_kind")?,
-                row.try_get("j_format")?,
-                row.try_get("j_body")?,
-                row.try_get("j_digest")?,
-                row.try_get("j_bytes")?,
-            ))
-        };
         let raw_entries = entries
             .into_iter()
-            .map(read_entry)
+            .map(|row| raw_entry(row, "j_"))
             .collect::<Result<Vec<_>, _>>()
             .map_err(bad)?;
         let rows = journal(run_id, after, checked.version, raw_entries)?;

@@ -263,6 +263,27 @@ impl RawRun {
 /// bounds), digest, the body's size in bytes.
 pub(crate) type RawJournal = (i64, String, i64, Option<String>, String, i64);
 
+/// A journal row as read, its columns named with `prefix` (`version`, `kind`, `format`, `body`,
+/// `digest`, `bytes`), before its checks.
+pub(crate) fn raw_entry<R>(row: &R, prefix: &str) -> Result<RawJournal, sqlx::Error>
+where
+    R: sqlx::Row,
+    for<'c> &'c str: sqlx::ColumnIndex<R>,
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    let column = |name: &str| format!("{prefix}{name}");
+    Ok((
+        row.try_get(column("version").as_str())?,
+        row.try_get(column("kind").as_str())?,
+        row.try_get(column("format").as_str())?,
+        row.try_get(column("body").as_str())?,
+        row.try_get(column("digest").as_str())?,
+        row.try_get(column("bytes").as_str())?,
+    ))
+}
+
 /// Checks the journal rows read after the snapshot: versions `after + 1 ..= last`, each once.
 pub(crate) fn journal(
     run_id: &str,

@@ -16,7 +16,7 @@ use crate::store::backend::{
 use crate::store::listing::{AuditFilter, Page, PendingFilter, RunFilter};
 use crate::store::sql::checks::{
     self, Part, RawJournal, RawPending, check_sizes, corrupt, database, int, is_unique_violation,
-    raw_run,
+    raw_entry, raw_run,
 };
 use crate::store::sql::listing::{
     Statement, Value, audit_page, audit_statement, listed_pending, pending_page, pending_statement,
@@ -393,19 +393,7 @@ impl SqliteStore {
             .await
             .map_err(database)?
             .iter()
-            .map(|r| {
-                let read = || {
-                    Ok::<_, sqlx::Error>((
-                        r.try_get("version")?,
-                        r.try_get("kind")?,
-                        r.try_get("format")?,
-                        r.try_get("body")?,
-                        r.try_get("digest")?,
-                        r.try_get("bytes")?,
-                    ))
-                };
-                read().map_err(bad(at(r)))
-            })
+            .map(|r| raw_entry(r, "").map_err(bad(at(r))))
             .collect::<Result<Vec<RawJournal>, _>>()?;
         let entries = || journal.iter().map(|j| (Part::Entry(j.0), j.5));
         check_sizes(run_id, &limits, snapshot.into_iter().chain(entries()))?;
