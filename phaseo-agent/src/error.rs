@@ -4,7 +4,6 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::limits::LimitExceeded;
-use crate::store::StoredStatus;
 
 /// An error of the agent runtime.
 ///
@@ -214,6 +213,74 @@ pub enum AgentError {
 impl From<StoreError> for AgentError {
     fn from(error: StoreError) -> Self {
         AgentError::Store(error)
+    }
+}
+
+/// Where a stored run stands.
+///
+/// ```
+/// use phaseo_agent::store::StoredStatus;
+///
+/// assert_eq!(StoredStatus::InDoubt.as_str(), "in_doubt");
+/// assert_eq!(StoredStatus::parse("paused"), Some(StoredStatus::Paused));
+/// assert!(StoredStatus::Paused.is_kept());
+/// assert!(!StoredStatus::Completed.is_kept());
+/// assert!(StoredStatus::Ready.is_kept());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoredStatus {
+    /// A queued run that waits for a worker to take it: just enqueued, or every call it waited
+    /// for is decided (see [`Runs::enqueue`](crate::durable::Runs::enqueue)).
+    Ready,
+    /// A process is running it, or one was when it stopped (recovery takes it).
+    Running,
+    /// It waits for people's decisions.
+    Paused,
+    /// It waits for a person because a call's outcome is unknown after a crash.
+    InDoubt,
+    /// It finished with an answer.
+    Completed,
+    /// It failed; its state records why and what ran.
+    Failed,
+}
+
+impl fmt::Display for StoredStatus {
+    /// The status as stored ([`as_str`](Self::as_str)).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl StoredStatus {
+    /// The status as stored: `ready`, `running`, `paused`, `in_doubt`, `completed` or `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoredStatus::Ready => "ready",
+            StoredStatus::Running => "running",
+            StoredStatus::Paused => "paused",
+            StoredStatus::InDoubt => "in_doubt",
+            StoredStatus::Completed => "completed",
+            StoredStatus::Failed => "failed",
+        }
+    }
+
+    /// The status stored as `text`, if it is one.
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "ready" => StoredStatus::Ready,
+            "running" => StoredStatus::Running,
+            "paused" => StoredStatus::Paused,
+            "in_doubt" => StoredStatus::InDoubt,
+            "completed" => StoredStatus::Completed,
+            "failed" => StoredStatus::Failed,
+            _ => return None,
+        })
+    }
+
+    /// Whether retention must keep a run in this status (it is not finished).
+    pub fn is_kept(self) -> bool {
+        !matches!(self, StoredStatus::Completed | StoredStatus::Failed)
     }
 }
 

@@ -7,75 +7,8 @@
 use futures::future::BoxFuture;
 
 use crate::error::StoreError;
-use crate::store::listing::{AuditFilter, Page, PendingFilter, RunFilter};
-
-/// Where a stored run stands.
-///
-/// ```
-/// use phaseo_agent::store::StoredStatus;
-///
-/// assert_eq!(StoredStatus::InDoubt.as_str(), "in_doubt");
-/// assert_eq!(StoredStatus::parse("paused"), Some(StoredStatus::Paused));
-/// assert!(StoredStatus::Paused.is_kept());
-/// assert!(!StoredStatus::Completed.is_kept());
-/// assert!(StoredStatus::Ready.is_kept());
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StoredStatus {
-    /// A queued run that waits for a worker to take it: just enqueued, or every call it waited
-    /// for is decided (see [`Runs::enqueue`](crate::durable::Runs::enqueue)).
-    Ready,
-    /// A process is running it, or one was when it stopped (recovery takes it).
-    Running,
-    /// It waits for people's decisions.
-    Paused,
-    /// It waits for a person because a call's outcome is unknown after a crash.
-    InDoubt,
-    /// It finished with an answer.
-    Completed,
-    /// It failed; its state records why and what ran.
-    Failed,
-}
-
-impl std::fmt::Display for StoredStatus {
-    /// The status as stored ([`as_str`](Self::as_str)).
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl StoredStatus {
-    /// The status as stored: `ready`, `running`, `paused`, `in_doubt`, `completed` or `failed`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StoredStatus::Ready => "ready",
-            StoredStatus::Running => "running",
-            StoredStatus::Paused => "paused",
-            StoredStatus::InDoubt => "in_doubt",
-            StoredStatus::Completed => "completed",
-            StoredStatus::Failed => "failed",
-        }
-    }
-
-    /// The status stored as `text`, if it is one.
-    pub fn parse(text: &str) -> Option<Self> {
-        Some(match text {
-            "ready" => StoredStatus::Ready,
-            "running" => StoredStatus::Running,
-            "paused" => StoredStatus::Paused,
-            "in_doubt" => StoredStatus::InDoubt,
-            "completed" => StoredStatus::Completed,
-            "failed" => StoredStatus::Failed,
-            _ => return None,
-        })
-    }
-
-    /// Whether retention must keep a run in this status (it is not finished).
-    pub fn is_kept(self) -> bool {
-        !matches!(self, StoredStatus::Completed | StoredStatus::Failed)
-    }
-}
+pub use crate::error::StoredStatus;
+use crate::store::listing::{AuditFilter, DamagedRow, Page, PendingFilter, RunFilter};
 
 /// One entry of a run's journal, as stored. Its `version` is the run's version once it is written
 /// (the first entry of a run is version 1).
@@ -696,4 +629,36 @@ pub(crate) fn check_append(append: &Append) -> Result<u64, StoreError> {
         ));
     }
     Ok(version)
+}
+
+impl PendingRow {
+    /// This row, named as damaged for `reason`.
+    pub(crate) fn damaged(&self, reason: String) -> DamagedRow {
+        DamagedRow {
+            run_id: self.run_id.clone(),
+            call_id: Some(self.call_id.clone()),
+            version: Some(self.version),
+            reason,
+        }
+    }
+}
+
+/// What is wrong with a waiting call's row as read back, if anything: a kind that is none of the
+/// four, arguments or a recorded decision that are not JSON (the checks every store makes before
+/// listing a row; its size and text are the SQL stores' own).
+pub(crate) fn damage(row: &PendingRow) -> Option<String> {
+    let json = |text: &str| serde_json::from_str::<serde::de::IgnoredAny>(text).err();
+    if !matches!(
+        row.kind.as_str(),
+        "tool_approval" | "external_output" | "hitl" | "outcome_unknown"
+    ) {
+        return Some(format!("unknown kind `{}`", row.kind));
+    }
+    if let Some(e) = json(&row.arguments) {
+        return Some(format!("its arguments are not JSON ({e})"));
+    }
+    if let Some(e) = row.decision.as_deref().and_then(json) {
+        return Some(format!("its recorded decision is not JSON ({e})"));
+    }
+    None
 }

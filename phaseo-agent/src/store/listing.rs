@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::error::StoreError;
-use crate::store::backend::{PendingRow, StoredStatus};
+use crate::error::StoredStatus;
 
 /// Which waiting calls to list. Every field narrows the list; the default lists everything, newest
 /// first, 50 at a time.
@@ -115,7 +115,7 @@ pub struct Page<T> {
 
 impl<T> Page<T> {
     /// A page of `items`, and the cursor of the next, with no damaged row: what a
-    /// [`RunStore`] of your own returns.
+    /// [`RunStore`](crate::store::RunStore) of your own returns.
     pub fn new(items: Vec<T>, next: Option<String>) -> Self {
         Page {
             items,
@@ -128,7 +128,7 @@ impl<T> Page<T> {
 /// A stored waiting call that a listing could not read back as written: its text is not valid
 /// (not UTF-8, in a SQLite file written by another program), its kind is none of the four, its
 /// arguments or recorded decision are not JSON, it is larger than the store reads
-/// ([`ReadLimits`]), or its arguments do not match their digest. It was changed in the database
+/// ([`ReadLimits`](crate::store::ReadLimits)), or its arguments do not match their digest. It was changed in the database
 /// or written by a bug; it cannot be decided until someone repairs or removes it, and loading its
 /// run refuses it as [`StoreError::Corrupt`].
 ///
@@ -169,38 +169,6 @@ impl std::fmt::Display for DamagedRow {
         }
         write!(f, ": {}", self.reason)
     }
-}
-
-impl PendingRow {
-    /// This row, named as damaged for `reason`.
-    pub(crate) fn damaged(&self, reason: String) -> DamagedRow {
-        DamagedRow {
-            run_id: self.run_id.clone(),
-            call_id: Some(self.call_id.clone()),
-            version: Some(self.version),
-            reason,
-        }
-    }
-}
-
-/// What is wrong with a waiting call's row as read back, if anything: a kind that is none of the
-/// four, arguments or a recorded decision that are not JSON (the checks every store makes before
-/// listing a row; its size and text are the SQL stores' own).
-pub(crate) fn damage(row: &PendingRow) -> Option<String> {
-    let json = |text: &str| serde_json::from_str::<serde::de::IgnoredAny>(text).err();
-    if !matches!(
-        row.kind.as_str(),
-        "tool_approval" | "external_output" | "hitl" | "outcome_unknown"
-    ) {
-        return Some(format!("unknown kind `{}`", row.kind));
-    }
-    if let Some(e) = json(&row.arguments) {
-        return Some(format!("its arguments are not JSON ({e})"));
-    }
-    if let Some(e) = row.decision.as_deref().and_then(json) {
-        return Some(format!("its recorded decision is not JSON ({e})"));
-    }
-    None
 }
 
 /// A cursor's parts: a prefix naming the listing, then fields separated by `.`, texts in hex (so

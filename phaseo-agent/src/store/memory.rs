@@ -6,12 +6,13 @@ use std::sync::Mutex;
 use futures::future::BoxFuture;
 
 use crate::error::StoreError;
+use crate::store::backend::damage;
 use crate::store::backend::{
     AbandonedRun, Append, Bell, ClaimRequest, Claimed, DecisionRow, JournalRow, Lease,
     LeaseRequest, LoadedRun, NewRun, PendingRow, QueueCounts, RunQueue, RunStore, RunSummary,
     SnapshotRow, StoredStatus, Wakeups, check_append, check_new, clock_ms, hands_over, lease_ms,
 };
-use crate::store::listing::{AuditFilter, Page, PendingFilter, RunFilter, damage, decode, encode};
+use crate::store::listing::{AuditFilter, Page, PendingFilter, RunFilter, decode, encode};
 
 /// A run store in memory: what the databases do, for tests and examples, lost when the process
 /// ends. Every method holds one lock, so each is atomic as a database transaction is.

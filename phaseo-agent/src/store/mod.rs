@@ -9,8 +9,10 @@
 // The room after `run`, and the lowest of the durable layer: the drivers. They know rows, not
 // runs: what the rows mean is `durable`'s. Its files, lowest first:
 //
-// - `backend`: `RunStore`, what a database does, and the rows it keeps;
-// - `listing`: what a listing asks (filters) and returns (pages, damaged rows);
+// - `listing`: what a listing asks (filters) and returns (pages, damaged rows), and its
+//   cursors;
+// - `backend`: `RunStore`, what a database does, the rows it keeps and the checks every store
+//   makes of them;
 // - `memory`: `MemoryStore`, a store in memory for tests and examples;
 // - `sql`: what the SQL backends share (their statements, the checks of rows read back, paging
 //   cursors);
@@ -19,8 +21,8 @@
 // - `sqlite`: `SqliteStore`, a run store in a SQLite file (feature `sqlite`);
 // - `postgres`: `PostgresStore`, a run store in PostgreSQL (feature `postgres`).
 
-pub(crate) mod backend;
 pub(crate) mod listing;
+pub(crate) mod backend;
 pub(crate) mod memory;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;

@@ -5,9 +5,10 @@
 use std::fmt::Write as _;
 
 use crate::error::StoreError;
+use crate::store::backend::damage;
 use crate::store::backend::{DecisionRow, PendingRow, ReadLimits, RunSummary};
 use crate::store::listing::{
-    AuditFilter, DamagedRow, Page, PendingFilter, RunFilter, damage, decode, encode,
+    AuditFilter, DamagedRow, Page, PendingFilter, RunFilter, decode, encode,
 };
 use crate::store::sql::checks::{
     Part, RawPending, check_sizes, database, int, per_row, present, status, version,
