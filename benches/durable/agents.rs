@@ -64,7 +64,10 @@ pub fn tool_run(turns: usize, calls: usize, delay: Option<Duration>) -> Agent {
         .expect("the bench's agent")
 }
 
-/// A scripted model that sleeps before each answer, as a model that takes its time.
+/// A scripted model that answers after a delay, as a model that takes its time. The delay is
+/// kept by an OS thread, and the answer wakes the run as a network answer would: tokio's own
+/// timer rounds every sleep up to its next whole millisecond, which charged a run one more
+/// millisecond a turn whenever its own work between two answers crossed a tick.
 struct Sleepy {
     inner: ByPosition,
     delay: Option<Duration>,
@@ -77,7 +80,12 @@ impl Model for Sleepy {
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         Box::pin(async move {
             if let Some(delay) = self.delay {
-                tokio::time::sleep(delay).await;
+                let (answered, answer) = tokio::sync::oneshot::channel();
+                std::thread::spawn(move || {
+                    std::thread::sleep(delay);
+                    let _ = answered.send(());
+                });
+                let _ = answer.await;
             }
             self.inner.respond(request).await
         })
